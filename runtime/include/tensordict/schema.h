@@ -1,0 +1,81 @@
+// The static description of a tensorclass: what tensorclass-gen emits and what
+// the runtime's TensorClass<Derived> base visits.
+//
+// Everything here is constexpr data made of string_views and spans so that a
+// generated header costs almost nothing to compile and the schema can be
+// inspected both at compile time and at run time. This header deliberately
+// includes no libtorch header.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace tensordict::schema {
+
+// What a field holds.
+enum class FieldKind : std::uint8_t {
+  Tensor,       // a torch::Tensor member
+  TensorClass,  // a nested generated tensorclass member
+  NonTensor,    // a string / number / bool / list member carried through ops
+};
+
+// One entry of a field's declared shape.
+enum class DimKind : std::uint8_t {
+  Batch,   // "..." : all batch dims of the instance
+  Fixed,   // an integer size
+  Symbol,  // an upper-case name that must agree across the fields of one instance
+};
+
+struct Dim {
+  DimKind kind;
+  std::int64_t size;        // for Fixed
+  std::string_view symbol;  // for Symbol
+};
+
+// Non-tensor value types (a list type is `list` with `element` set).
+enum class ValueType : std::uint8_t { None, String, Int, Float, Bool, List };
+
+struct FieldInfo {
+  std::string_view name;
+  FieldKind kind;
+  // Tensor fields: the declared dtype as tensordict spells it ("float32"),
+  // empty when any dtype is accepted.
+  std::string_view dtype;
+  // Tensor fields: whether a shape was declared, and its dims.
+  bool has_shape;
+  std::span<const Dim> shape;
+  // TensorClass fields: the C++ type name of the nested class.
+  std::string_view type_name;
+  // NonTensor fields: the value type (and the element type for lists).
+  ValueType value_type;
+  ValueType element_type;
+  bool optional;
+  // The default as written in the schema (YAML scalar text), empty if none.
+  std::string_view default_value;
+  bool has_default;
+  std::string_view doc;
+};
+
+struct ClassInfo {
+  std::string_view name;            // "Observation"
+  std::string_view cpp_name;        // "rl::Observation"
+  std::string_view python_type;     // "<class 'rl.types.Observation'>" (memmap _type)
+  std::span<const std::string_view> batch_names;  // empty: any number of batch dims
+  bool fixed_batch_dims;            // true when `batch:` was declared
+  std::span<const FieldInfo> fields;
+  std::string_view doc;
+};
+
+// Specialised by generated code for every tensorclass T:
+//
+//   template <> struct FieldTable<rl::Observation> {
+//     static constexpr ClassInfo info = {...};
+//     static constexpr auto members = std::make_tuple(&rl::Observation::pixels, ...);
+//   };
+//
+// `members` lists the member pointers in the same order as `info.fields`.
+template <class T>
+struct FieldTable;
+
+}  // namespace tensordict::schema
