@@ -1,0 +1,216 @@
+// TensorDictBase: the interface every tensordict kind offers.
+//
+// A tensordict is a handle with reference semantics, like at::Tensor: copying a
+// handle shares the entries; clone() copies them. The handle holds a
+// TensorDictImpl, the abstract storage a kind implements (dense TensorDict now;
+// lazy stacks, sub-views and h5 later). Every user-facing operation is written
+// once here, against the small TensorDictImpl surface, not per kind.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/util/FunctionRef.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tensordict/batch_index.h"
+#include "tensordict/errors.h"
+#include "tensordict/key.h"
+
+namespace tensordict {
+
+class TensorDictImpl;
+class TensorDictBase;
+class TensorDict;
+
+// Dimension names: one per batch dim, nullopt for an unnamed dim (tensordict's
+// None). An all-nullopt list means the tensordict has no names.
+using Names = std::vector<std::optional<std::string>>;
+
+// An entry's value: a tensor or a nested tensordict.
+class Value {
+ public:
+  Value(at::Tensor tensor) : value_(std::move(tensor)) {}
+  Value(const TensorDictBase& td);
+
+  bool is_tensor() const { return value_.index() == 0; }
+  bool is_tensordict() const { return value_.index() == 1; }
+  // Throw std::invalid_argument when the value is of the other kind.
+  const at::Tensor& tensor() const;
+  TensorDictBase tensordict() const;
+
+  const std::shared_ptr<TensorDictImpl>& impl() const;
+
+ private:
+  std::variant<at::Tensor, std::shared_ptr<TensorDictImpl>> value_;
+};
+
+// The storage a tensordict kind implements. No validation happens here: the
+// handle validates, then calls these.
+class TensorDictImpl {
+ public:
+  virtual ~TensorDictImpl() = default;
+
+  // The class name tensordict prints ("TensorDict").
+  virtual std::string_view type_name() const = 0;
+  virtual at::IntArrayRef batch_size() const = 0;
+  virtual std::optional<at::Device> device() const = 0;
+  virtual const Names& names() const = 0;
+  virtual void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) = 0;
+
+  // This level's entries, in insertion order.
+  virtual std::size_t num_keys() const = 0;
+  virtual void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const = 0;
+  virtual std::optional<Value> find(const std::string& key) const = 0;
+  // Adds `key` at the end, or replaces its value in place.
+  virtual void insert(const std::string& key, Value value) = 0;
+  virtual bool erase(const std::string& key) = 0;
+  // Renames keeping the position; `to` must not exist.
+  virtual void rename(const std::string& from, const std::string& to) = 0;
+};
+
+// The interface users program against. Methods follow tensordict's names and
+// semantics; tensor-like ones follow libtorch's C++ spelling (index,
+// index_put_, sizes, to, dim; in-place ops end in `_`).
+class TensorDictBase {
+ public:
+  explicit TensorDictBase(std::shared_ptr<TensorDictImpl> impl);
+
+  // ---- metadata -------------------------------------------------------------
+  at::IntArrayRef batch_size() const { return impl_->batch_size(); }
+  at::IntArrayRef sizes() const { return batch_size(); }
+  int64_t batch_dims() const { return static_cast<int64_t>(batch_size().size()); }
+  int64_t dim() const { return batch_dims(); }
+  // Sets the batch size after checking every entry against it.
+  void set_batch_size(at::IntArrayRef batch_size);
+  std::optional<at::Device> device() const { return impl_->device(); }
+  const Names& names() const { return impl_->names(); }
+  bool has_names() const;
+  std::string_view type_name() const { return impl_->type_name(); }
+
+  // Number of elements of the batch (product of batch_size).
+  int64_t numel() const;
+  // tensordict's len(): the first batch dim, 0 for an empty batch size.
+  int64_t len() const;
+  // Number of keys at the first level (len() is the batch, not the keys).
+  std::size_t num_keys() const { return impl_->num_keys(); }
+  // True when no tensor leaf exists at any depth.
+  bool is_empty() const;
+
+  // tensordict refuses truth testing; so do we, at compile time.
+  explicit operator bool() const = delete;
+
+  // ---- dict API ---------------------------------------------------------------
+  bool contains(const NestedKey& key) const;
+  // The tensor at `key`; KeyError naming the key path if absent,
+  // std::invalid_argument if the entry is a tensordict.
+  at::Tensor get(const NestedKey& key) const;
+  at::Tensor get(const NestedKey& key, const at::Tensor& default_value) const;
+  // The nested tensordict at `key` (the same object: writes reach the parent).
+  TensorDictBase get_td(const NestedKey& key) const;
+  // The entry at `key`, whatever its kind; nullopt if absent.
+  std::optional<Value> get_value(const NestedKey& key) const;
+
+  // Sets `key`, creating intermediate levels. A tensor must start with the
+  // batch size and is moved to the tensordict's device; a nested tensordict
+  // whose batch size does not start with ours is given ours when its entries
+  // allow it.
+  TensorDictBase& set(const NestedKey& key, const Value& value);
+  // Writes into the existing tensor at `key` (shapes must match).
+  TensorDictBase& set_(const NestedKey& key, const at::Tensor& value);
+  // The existing value at `key`, else sets and returns `default_value`.
+  Value setdefault(const NestedKey& key, const Value& default_value);
+  TensorDictBase& del_(const NestedKey& key);
+  Value pop(const NestedKey& key);
+  Value pop(const NestedKey& key, const Value& default_value);
+  // Creates an empty nested tensordict with this batch size and device.
+  TensorDictBase& create_nested(const NestedKey& key);
+
+  // Keys in tensordict's order: with include_nested, a nested tensordict's
+  // keys come before its own key; leaves_only drops nested tensordicts.
+  std::vector<NestedKey> keys(bool include_nested = false, bool leaves_only = false) const;
+  std::vector<Value> values(bool include_nested = false, bool leaves_only = false) const;
+  std::vector<std::pair<NestedKey, Value>> items(bool include_nested = false, bool leaves_only = false) const;
+
+  // A new tensordict with only `keys` (sharing their values). strict: a
+  // missing key is a KeyError, else it is skipped.
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
+  TensorDict exclude(const std::vector<NestedKey>& keys) const;
+  // Sets every entry of `other`; nested tensordicts are updated recursively.
+  TensorDictBase& update(const TensorDictBase& other);
+  TensorDictBase& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
+  TensorDict flatten_keys(std::string_view separator = ".") const;
+  TensorDict unflatten_keys(std::string_view separator = ".") const;
+  // One tensordict per key list, then one with the remaining keys.
+  std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true) const;
+  // Same batch size, device and names, no entries (recurse: keep the nested
+  // structure, empty).
+  TensorDict empty(bool recurse = false) const;
+  TensorDictBase& clear();
+
+  // ---- batch indexing -------------------------------------------------------------
+  // td[index] over batch dims: int, slice, None, Ellipsis, bool mask, long
+  // tensor and lists of these (libtorch's TensorIndex). Basic indices give
+  // views.
+  TensorDict index(at::ArrayRef<TensorIndex> index) const;
+  // td[index] = value: a tensordict (expanded to the indexed batch size), a
+  // tensor or a scalar, written into every leaf.
+  TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value);
+  TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value);
+  TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value);
+  at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const;
+  TensorDictBase& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
+
+  // ---- shape ops on batch dims (negative dims count from the batch's end) --------
+  TensorDict reshape(at::IntArrayRef shape) const;
+  TensorDict view(at::IntArrayRef shape) const;
+  TensorDict permute(at::IntArrayRef dims) const;
+  TensorDict transpose(int64_t dim0, int64_t dim1) const;
+  // Without a dim, removes every batch dim of size 1.
+  TensorDict squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  TensorDict unsqueeze(int64_t dim) const;
+  // The new batch size's trailing dims broadcast against the current ones.
+  TensorDict expand(at::IntArrayRef batch_size) const;
+  TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  TensorDict unflatten(int64_t dim, at::IntArrayRef sizes) const;
+  std::vector<TensorDict> unbind(int64_t dim = 0) const;
+  std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
+
+  // ---- device, dtype, copies ----------------------------------------------------
+  TensorDict to(at::Device device, bool non_blocking = false) const;
+  TensorDict to(at::ScalarType dtype) const;
+  TensorDict cpu() const;
+  TensorDict cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
+  // recurse=false copies the structure only; tensors are shared.
+  TensorDict clone(bool recurse = true) const;
+  TensorDict detach() const;
+  TensorDict contiguous() const;
+  TensorDict pin_memory() const;
+  // tensordict's rule: shared when on a CUDA device (C++ tensors carry no
+  // shared-memory flag; the CPU case is always false).
+  bool is_shared() const;
+
+  const std::shared_ptr<TensorDictImpl>& impl() const { return impl_; }
+
+ protected:
+  // The tensordict that holds `key`'s last part, creating levels if `create`.
+  TensorDictBase parent_of(const NestedKey& key, bool create) const;
+
+  std::shared_ptr<TensorDictImpl> impl_;
+};
+
+// A dense stack along a new batch dim; every member needs the same keys and
+// batch size.
+TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+// Concatenation along an existing batch dim.
+TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+
+}  // namespace tensordict

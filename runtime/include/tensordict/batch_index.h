@@ -1,0 +1,80 @@
+// BatchIndex: an index over the batch dims of a tensordict, resolved once and
+// applied to every leaf.
+//
+// tensordict indexes batch dims only: `td[..., 0]` selects along the *last
+// batch* dim whatever the leaves' feature dims are. Resolving the index once
+// against the batch shape turns it into plain per-dim steps (select, slice,
+// unsqueeze) plus at most one advanced-indexing call, so each leaf costs one
+// cheap view op per step and the result batch size is known without touching
+// any leaf. A bool mask's nonzero() is computed here, once, not per leaf.
+#pragma once
+
+#include <ATen/TensorIndexing.h>
+
+#include <optional>
+#include <vector>
+
+namespace tensordict {
+
+using at::indexing::Ellipsis;
+using at::indexing::None;
+using at::indexing::Slice;
+using at::indexing::TensorIndex;
+
+class BatchIndex {
+ public:
+  // Resolves `index` against `batch_size`; throws std::out_of_range /
+  // std::invalid_argument naming the batch size for an int out of range, too
+  // many indices, two ellipses, a bad slice step or a mask of the wrong shape.
+  BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_size);
+
+  // The batch size of the indexed result: what `at::zeros(batch).index(index)`
+  // would have as sizes.
+  at::IntArrayRef result_batch_size() const { return result_batch_size_; }
+
+  // How many batch dims of the source the index consumes from the front.
+  int64_t consumed_dims() const { return consumed_dims_; }
+
+  // True when the result of apply() is a view of the leaf (no advanced index).
+  bool is_view() const { return !advanced_; }
+
+  // leaf[index]: the leaf's leading batch dims indexed, feature dims untouched.
+  at::Tensor apply(const at::Tensor& leaf) const;
+
+  // leaf[index] = value, in place; `value` broadcasts to apply(leaf)'s shape.
+  void put(const at::Tensor& leaf, const at::Tensor& value) const;
+
+ private:
+  enum class Op : uint8_t { Select, Slice, Unsqueeze };
+  struct Step {
+    Op op;
+    int64_t dim;  // in the tensor as it is when the step runs
+    int64_t start = 0;
+    int64_t stop = 0;
+    int64_t step = 1;
+  };
+  // The advanced (tensor) part, applied after the basic steps in one call.
+  struct Advanced {
+    // Per dim of the stepped tensor: the index tensor, or none (a full slice).
+    c10::List<c10::optional<at::Tensor>> indices;
+    int64_t dim = 0;  // the first indexed dim
+    // Fast path when the only advanced index is a mask over `flatten_dims`
+    // dims: its linear indices, for one index_select over the flattened dims.
+    at::Tensor linear;
+    int64_t flatten_dims = 1;
+  };
+
+  at::Tensor step_view(const at::Tensor& leaf) const;
+
+  std::vector<Step> steps_;
+  std::optional<Advanced> advanced_;
+  std::vector<int64_t> result_batch_size_;
+  int64_t consumed_dims_ = 0;
+};
+
+// The normalised dim for an op over `batch_dims` batch dims: negative dims count
+// from the end of the batch. `extra` widens the range (1 for unsqueeze, which
+// accepts batch_dims as a position). Throws naming `op` and the valid range.
+int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra = 0);
+
+}  // namespace tensordict

@@ -1,0 +1,31 @@
+// TensorDict: the dense tensordict, owning its entries.
+#pragma once
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "tensordict/base.h"
+
+namespace tensordict {
+
+class TensorDict : public TensorDictBase {
+ public:
+  using Entry = std::pair<NestedKey, Value>;
+
+  // An empty tensordict with an empty batch size and no device.
+  TensorDict();
+  // Entries are set in order with set()'s rules: every tensor must start with
+  // `batch_size`; with a `device`, entries are moved there; `names` names the
+  // batch dims.
+  TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size = {},
+             std::optional<at::Device> device = std::nullopt, Names names = {});
+  // Views `td` as a dense TensorDict; std::invalid_argument if it is another kind.
+  explicit TensorDict(const TensorDictBase& td);
+
+ private:
+  friend class TensorDictBase;
+  explicit TensorDict(std::shared_ptr<TensorDictImpl> impl);
+};
+
+}  // namespace tensordict

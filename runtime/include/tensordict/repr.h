@@ -1,0 +1,35 @@
+// Printing: tensordict's repr, byte for byte.
+#pragma once
+
+#include <fmt/ostream.h>
+
+#include <ostream>
+#include <string>
+#include <type_traits>
+
+#include "tensordict/base.h"
+
+namespace tensordict {
+
+// TensorDict(
+//     fields={
+//         a: Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False)},
+//     batch_size=torch.Size([3]),
+//     device=None,
+//     is_shared=False)
+std::string repr(const TensorDictBase& td);
+
+std::ostream& operator<<(std::ostream& os, const TensorDictBase& td);
+
+}  // namespace tensordict
+
+// fmt::format("{}", td) for every tensordict kind.
+template <class T, class Char>
+struct fmt::formatter<T, Char, std::enable_if_t<std::is_base_of_v<tensordict::TensorDictBase, T>>>
+    : fmt::formatter<std::basic_string_view<Char>, Char> {
+  template <class Context>
+  auto format(const T& td, Context& ctx) const {
+    const std::string text = tensordict::repr(td);
+    return fmt::formatter<std::basic_string_view<Char>, Char>::format({text.data(), text.size()}, ctx);
+  }
+};

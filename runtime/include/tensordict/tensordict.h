@@ -1,0 +1,11 @@
+// The tensorclass runtime, all of it: #include <tensordict/tensordict.h>.
+#pragma once
+
+#include "tensordict/base.h"
+#include "tensordict/batch_index.h"
+#include "tensordict/dense.h"
+#include "tensordict/dtype.h"
+#include "tensordict/errors.h"
+#include "tensordict/key.h"
+#include "tensordict/repr.h"
+#include "tensordict/schema.h"

@@ -1,0 +1,238 @@
+#include "tensordict/batch_index.h"
+
+#include <ATen/ExpandUtils.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <type_traits>
+
+#include "format.h"
+
+namespace tensordict {
+
+using detail::shape_str;
+
+int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra) {
+  const int64_t n = batch_dims + extra;
+  if (dim < -n || dim >= n) {
+    throw std::out_of_range(fmt::format("{}: dim {} is out of range for a tensordict with {} batch dims (expected a dim in [{}, {}])",
+                                        op, dim, batch_dims, -n, n - 1));
+  }
+  return dim < 0 ? dim + n : dim;
+}
+
+namespace {
+
+// How many batch dims one index item consumes.
+int64_t consumed_by(const TensorIndex& item) {
+  if (item.is_integer() || item.is_slice()) return 1;
+  if (item.is_tensor()) {
+    const auto& t = item.tensor();
+    const bool mask = t.scalar_type() == at::kBool || t.scalar_type() == at::kByte;
+    return mask ? t.dim() : 1;
+  }
+  return 0;  // None, Ellipsis, bool
+}
+
+// Slice bounds are int64_t in libtorch 1.x and SymInt in 2.x.
+template <class T>
+int64_t as_int(const T& value) {
+  if constexpr (std::is_integral_v<T>) {
+    return value;
+  } else {
+    return value.expect_int();
+  }
+}
+
+// Python slice semantics with clamping, as at::slice applies them.
+int64_t clamp_bound(int64_t bound, int64_t size) {
+  if (bound < 0) bound += size;
+  return std::clamp<int64_t>(bound, 0, size);
+}
+
+}  // namespace
+
+BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_size) {
+  const auto batch_dims = static_cast<int64_t>(batch_size.size());
+  int64_t consumed = 0;
+  int ellipses = 0;
+  for (const auto& item : index) {
+    consumed += consumed_by(item);
+    ellipses += item.is_ellipsis();
+  }
+  if (ellipses > 1) {
+    throw std::invalid_argument(fmt::format("an index can only have a single ellipsis (got {})", ellipses));
+  }
+  if (consumed > batch_dims) {
+    throw std::out_of_range(fmt::format("too many indices for a tensordict with batch_size {}: {} batch dims indexed but only {} exist",
+                                        shape_str(batch_size), consumed, batch_dims));
+  }
+
+  std::vector<int64_t> shape(batch_size.begin(), batch_size.end());  // the stepped batch shape
+  std::vector<std::pair<int64_t, at::Tensor>> advanced;              // (dim in stepped shape, index)
+  bool from_mask = false;
+  int64_t mask_dims = 0;
+  int64_t src = 0;  // dim of the source batch the next item applies to
+  int64_t cur = 0;  // the same dim in the stepped shape
+
+  auto add_bool_scalar = [&](bool value) {
+    // libtorch turns a bool into an unsqueeze plus a one- or zero-element index.
+    steps_.push_back({Op::Unsqueeze, cur});
+    shape.insert(shape.begin() + cur, 1);
+    advanced.emplace_back(cur, value ? at::zeros({1}, at::kLong) : at::empty({0}, at::kLong));
+    ++cur;
+  };
+
+  for (const auto& item : index) {
+    if (item.is_ellipsis()) {
+      const int64_t skip = batch_dims - consumed;
+      src += skip;
+      cur += skip;
+    } else if (item.is_none()) {
+      steps_.push_back({Op::Unsqueeze, cur});
+      shape.insert(shape.begin() + cur, 1);
+      ++cur;
+    } else if (item.is_boolean()) {
+      add_bool_scalar(item.boolean());
+    } else if (item.is_integer()) {
+      const int64_t size = shape[cur];
+      int64_t i = item.integer();
+      if (i < -size || i >= size) {
+        throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
+                                            size, shape_str(batch_size)));
+      }
+      if (i < 0) i += size;
+      steps_.push_back({Op::Select, cur, i});
+      shape.erase(shape.begin() + cur);
+      ++src;
+    } else if (item.is_slice()) {
+      const auto& s = item.slice();
+      const int64_t step = as_int(s.step());
+      if (step <= 0) {
+        throw std::invalid_argument(fmt::format("slice step must be positive, got {} (batch dim {})", step, src));
+      }
+      const int64_t size = shape[cur];
+      const int64_t start = clamp_bound(as_int(s.start()), size);
+      const int64_t stop = std::max(start, clamp_bound(as_int(s.stop()), size));
+      const int64_t length = (stop - start + step - 1) / step;
+      if (start != 0 || stop != size || step != 1) {
+        steps_.push_back({Op::Slice, cur, start, stop, step});
+      }
+      shape[cur] = length;
+      ++src;
+      ++cur;
+    } else {  // tensor
+      const at::Tensor& t = item.tensor();
+      const auto type = t.scalar_type();
+      if (type == at::kBool || type == at::kByte) {
+        if (t.dim() == 0) {
+          add_bool_scalar(t.item<bool>());
+          continue;
+        }
+        const auto covered = at::IntArrayRef(shape).slice(cur, t.dim());
+        if (t.sizes() != covered) {
+          throw std::invalid_argument(fmt::format("mask of shape {} does not match batch dims {}..{} of shape {} (batch_size {})",
+                                                  shape_str(t.sizes()), src, src + t.dim() - 1, shape_str(covered),
+                                                  shape_str(batch_size)));
+        }
+        // nonzero once for every leaf: one index tensor per masked dim.
+        const at::Tensor nz = t.nonzero();
+        for (int64_t j = 0; j < t.dim(); ++j) advanced.emplace_back(cur + j, nz.select(1, j));
+        from_mask = true;
+        mask_dims = t.dim();
+        src += t.dim();
+        cur += t.dim();
+      } else if (at::isIntegralType(type, /*includeBool=*/false)) {
+        advanced.emplace_back(cur, t);
+        ++src;
+        ++cur;
+      } else {
+        throw std::invalid_argument(fmt::format("index tensors must be long, int or bool; got {}", c10::toString(type)));
+      }
+    }
+  }
+  consumed_dims_ = src;
+
+  if (advanced.empty()) {
+    result_batch_size_ = std::move(shape);
+    return;
+  }
+
+  // Advanced indexing: the index tensors broadcast together into one block of
+  // dims, placed where they stood if adjacent, else in front (numpy's rule).
+  std::vector<int64_t> block = advanced.front().second.sizes().vec();
+  for (const auto& [dim, t] : advanced) {
+    try {
+      block = at::infer_size(block, t.sizes());
+    } catch (const c10::Error&) {
+      throw std::invalid_argument(fmt::format("index tensors of shapes {} and {} cannot be broadcast together",
+                                              shape_str(block), shape_str(t.sizes())));
+    }
+  }
+  const int64_t first = advanced.front().first;
+  const int64_t last = advanced.back().first;
+  const bool adjacent = last - first + 1 == static_cast<int64_t>(advanced.size());
+  std::vector<int64_t> result;
+  if (adjacent) {
+    result.assign(shape.begin(), shape.begin() + first);
+    result.insert(result.end(), block.begin(), block.end());
+    result.insert(result.end(), shape.begin() + last + 1, shape.end());
+  } else {
+    result = block;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+      const bool indexed = std::any_of(advanced.begin(), advanced.end(), [&](const auto& a) { return a.first == d; });
+      if (!indexed) result.push_back(shape[d]);
+    }
+  }
+  result_batch_size_ = std::move(result);
+
+  Advanced adv;
+  std::vector<std::optional<at::Tensor>> per_dim(last + 1);
+  for (auto& [dim, t] : advanced) per_dim[dim] = t;
+  adv.indices.reserve(per_dim.size());
+  for (const auto& t : per_dim) adv.indices.push_back(t ? c10::optional<at::Tensor>(*t) : c10::nullopt);
+  adv.dim = first;
+  if (from_mask && static_cast<int64_t>(advanced.size()) == mask_dims) {
+    // The only advanced index is one mask: its indices are in range and
+    // non-negative, so a single index_select over the (flattened) masked dims
+    // gathers every leaf.
+    adv.flatten_dims = mask_dims;
+    adv.linear = advanced.front().second;
+    for (int64_t j = 1; j < mask_dims; ++j) adv.linear = adv.linear * shape[first + j] + advanced[j].second;
+  }
+  advanced_ = std::move(adv);
+}
+
+at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
+  at::Tensor t = leaf;
+  for (const auto& s : steps_) {
+    switch (s.op) {
+      case Op::Select: t = t.select(s.dim, s.start); break;
+      case Op::Slice: t = t.slice(s.dim, s.start, s.stop, s.step); break;
+      case Op::Unsqueeze: t = t.unsqueeze(s.dim); break;
+    }
+  }
+  return t;
+}
+
+at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
+  at::Tensor t = step_view(leaf);
+  if (!advanced_) return t;
+  const auto& adv = *advanced_;
+  if (adv.linear.defined()) {
+    if (adv.flatten_dims > 1) t = t.flatten(adv.dim, adv.dim + adv.flatten_dims - 1);
+    return t.index_select(adv.dim, adv.linear);
+  }
+  return t.index(adv.indices);
+}
+
+void BatchIndex::put(const at::Tensor& leaf, const at::Tensor& value) const {
+  at::Tensor t = step_view(leaf);
+  if (!advanced_) {
+    t.copy_(value);
+    return;
+  }
+  t.index_put_(advanced_->indices, value);
+}
+
+}  // namespace tensordict

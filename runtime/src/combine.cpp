@@ -1,0 +1,166 @@
+// stack and cat: one tensordict from several, leaf by leaf.
+#include <ATen/ATen.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "dense_impl.h"
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+using detail::shape_str;
+
+namespace {
+
+std::set<std::string> key_set(const TensorDictImpl& td) {
+  std::set<std::string> keys;
+  td.for_each([&](const std::string& key, const Value&) { keys.insert(key); });
+  return keys;
+}
+
+// Every member must have the first member's keys at this level.
+void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, const std::vector<std::string>& prefix) {
+  const auto* first = dynamic_cast<const detail::DenseImpl*>(tds.front().impl().get());
+  std::optional<std::set<std::string>> reference;
+  for (std::size_t i = 1; i < tds.size(); ++i) {
+    const auto* dense = dynamic_cast<const detail::DenseImpl*>(tds[i].impl().get());
+    if (first && dense && first->key_table() == dense->key_table()) continue;  // shared table: same keys
+    if (!reference) reference = key_set(*tds.front().impl());
+    const auto keys = key_set(*tds[i].impl());
+    if (keys == *reference) continue;
+    std::vector<std::string> missing, extra;
+    std::set_difference(reference->begin(), reference->end(), keys.begin(), keys.end(), std::back_inserter(missing));
+    std::set_difference(keys.begin(), keys.end(), reference->begin(), reference->end(), std::back_inserter(extra));
+    const std::string where = prefix.empty() ? "" : " at " + NestedKey(prefix).repr();
+    throw std::runtime_error(fmt::format("{}: tensordict {} has different keys than tensordict 0{}: missing [{}], extra [{}]",
+                                         op, i, where, fmt::join(missing, ", "), fmt::join(extra, ", ")));
+  }
+}
+
+std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) {
+  auto device = tds.front().device();
+  for (const auto& td : tds) {
+    if (td.device() != device) return std::nullopt;
+  }
+  return device;
+}
+
+Names common_names(const std::vector<TensorDictBase>& tds) {
+  for (const auto& td : tds) {
+    if (td.names() != tds.front().names()) return {};
+  }
+  return tds.front().names();
+}
+
+// Combines the members level by level: `leaves` merges the tensors of one key,
+// `batch` gives a level's combined batch size from its members' batch sizes.
+struct Combiner {
+  const char* op;
+  c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> leaves;
+  c10::function_ref<std::vector<int64_t>(const std::vector<TensorDictBase>&)> batch;
+  c10::function_ref<Names(const Names&)> names;
+
+  TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
+    check_same_keys(tds, op, prefix);
+    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds)));
+    std::vector<at::Tensor> tensors(tds.size());
+    std::vector<TensorDictBase> nested;
+    tds.front().impl()->for_each([&](const std::string& key, const Value& first) {
+      prefix.push_back(key);
+      const NestedKey path(prefix);
+      if (first.is_tensor()) {
+        for (std::size_t i = 0; i < tds.size(); ++i) {
+          auto v = tds[i].impl()->find(key);
+          if (!v->is_tensor()) {
+            throw std::runtime_error(fmt::format("{}: key {} is a tensor in tensordict 0 but a tensordict in tensordict {}", op, path.repr(), i));
+          }
+          tensors[i] = v->tensor();
+        }
+        try {
+          out->insert(key, leaves(tensors));
+        } catch (...) {
+          detail::rethrow_for_key(op, path);
+        }
+      } else {
+        nested.clear();
+        for (std::size_t i = 0; i < tds.size(); ++i) {
+          auto v = tds[i].impl()->find(key);
+          if (!v->is_tensordict()) {
+            throw std::runtime_error(fmt::format("{}: key {} is a tensordict in tensordict 0 but a tensor in tensordict {}", op, path.repr(), i));
+          }
+          nested.push_back(v->tensordict());
+        }
+        out->insert(key, Value(run(std::vector<TensorDictBase>(nested), prefix)));
+      }
+      prefix.pop_back();
+    });
+    return TensorDict(TensorDictBase(out));
+  }
+};
+
+void check_nonempty(const std::vector<TensorDictBase>& tds, const char* op) {
+  if (tds.empty()) throw std::invalid_argument(fmt::format("{} needs at least one tensordict", op));
+}
+
+}  // namespace
+
+TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
+  check_nonempty(tds, "stack");
+  const auto reference = tds.front().batch_size();
+  for (std::size_t i = 1; i < tds.size(); ++i) {
+    if (tds[i].batch_size() != reference) {
+      throw std::runtime_error(fmt::format("stack: tensordict {} has batch size {} but tensordict 0 has {}; stacked tensordicts need equal batch sizes (lazy_stack accepts different ones)",
+                                           i, shape_str(tds[i].batch_size()), shape_str(reference)));
+    }
+  }
+  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "stack", 1);
+  const auto n = static_cast<int64_t>(tds.size());
+  std::vector<std::string> prefix;
+  Combiner combiner{
+      "stack",
+      [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); },
+      [&](const std::vector<TensorDictBase>& level) {
+        auto b = level.front().batch_size().vec();
+        b.insert(b.begin() + d, n);
+        return b;
+      },
+      [&](const Names& names) {
+        if (names.empty()) return Names{};
+        Names out = names;
+        out.insert(out.begin() + d, std::nullopt);
+        return out;
+      }};
+  return combiner.run(tds, prefix);
+}
+
+TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
+  check_nonempty(tds, "cat");
+  const auto reference = tds.front().batch_size();
+  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "cat");
+  for (std::size_t i = 1; i < tds.size(); ++i) {
+    auto b = tds[i].batch_size();
+    bool ok = b.size() == reference.size();
+    for (std::size_t j = 0; ok && j < b.size(); ++j) ok = static_cast<int64_t>(j) == d || b[j] == reference[j];
+    if (!ok) {
+      throw std::runtime_error(fmt::format("cat: tensordict {} has batch size {} but tensordict 0 has {}; batch sizes must match except in dim {}",
+                                           i, shape_str(b), shape_str(reference), d));
+    }
+  }
+  std::vector<std::string> prefix;
+  Combiner combiner{
+      "cat",
+      [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); },
+      [&](const std::vector<TensorDictBase>& level) {
+        auto b = level.front().batch_size().vec();
+        b[d] = 0;
+        for (const auto& td : level) b[d] += td.batch_size()[d];
+        return b;
+      },
+      [](const Names& names) { return names; }};
+  return combiner.run(tds, prefix);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,54 @@
+// Device and dtype moves and copies: leaf-wise maps that keep the batch size.
+#include <stdexcept>
+
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+namespace {
+
+TensorDict same_batch(const TensorDictBase& td, std::optional<at::Device> device,
+                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, fn, op)));
+}
+
+}  // namespace
+
+TensorDict TensorDictBase::to(at::Device device, bool non_blocking) const {
+  return same_batch(*this, device, [&](const at::Tensor& t) { return t.to(device, /*non_blocking=*/non_blocking); }, "to");
+}
+
+TensorDict TensorDictBase::to(at::ScalarType dtype) const {
+  return same_batch(*this, device(), [&](const at::Tensor& t) { return t.to(dtype); }, "to");
+}
+
+TensorDict TensorDictBase::cpu() const { return to(at::Device(at::kCPU)); }
+
+TensorDict TensorDictBase::cuda(std::optional<int> index, bool non_blocking) const {
+  return to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index.value_or(0))), non_blocking);
+}
+
+TensorDict TensorDictBase::clone(bool recurse) const {
+  if (!recurse) return same_batch(*this, device(), [](const at::Tensor& t) { return t; }, "clone");
+  return same_batch(*this, device(), [](const at::Tensor& t) { return t.clone(); }, "clone");
+}
+
+TensorDict TensorDictBase::detach() const {
+  return same_batch(*this, device(), [](const at::Tensor& t) { return t.detach(); }, "detach");
+}
+
+TensorDict TensorDictBase::contiguous() const {
+  return same_batch(*this, device(), [](const at::Tensor& t) { return t.contiguous(); }, "contiguous");
+}
+
+TensorDict TensorDictBase::pin_memory() const {
+  return same_batch(*this, device(), [](const at::Tensor& t) { return t.pin_memory(); }, "pin_memory");
+}
+
+bool TensorDictBase::is_shared() const {
+  auto d = device();
+  return d && d->is_cuda();
+}
+
+}  // namespace tensordict

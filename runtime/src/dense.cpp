@@ -1,0 +1,26 @@
+#include "tensordict/dense.h"
+
+#include <stdexcept>
+
+#include "dense_impl.h"
+
+namespace tensordict {
+
+TensorDict::TensorDict() : TensorDict(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, std::nullopt, Names{})) {}
+
+TensorDict::TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size, std::optional<at::Device> device,
+                       Names names)
+    : TensorDict(std::make_shared<detail::DenseImpl>(batch_size.vec(), device, std::move(names))) {
+  for (auto& [key, value] : entries) set(key, value);
+}
+
+TensorDict::TensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
+  if (!dynamic_cast<const detail::DenseImpl*>(impl_.get())) {
+    throw std::invalid_argument(std::string("a ") + std::string(td.type_name()) +
+                                " is not a dense TensorDict; use contiguous() or to_tensordict() to make one");
+  }
+}
+
+TensorDict::TensorDict(std::shared_ptr<TensorDictImpl> impl) : TensorDictBase(std::move(impl)) {}
+
+}  // namespace tensordict

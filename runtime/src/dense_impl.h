@@ -1,0 +1,64 @@
+// The storage of a dense TensorDict (private).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tensordict/base.h"
+
+namespace tensordict::detail {
+
+// Keys in insertion order plus a lookup table. Tensordicts derived from one
+// another by leaf-wise ops (index, to, reshape, clone...) have the same keys,
+// so they share one table until a key is added, removed or renamed
+// (copy-on-write): deriving a tensordict copies no string.
+struct KeyTable {
+  std::vector<std::string> keys;
+  std::unordered_map<std::string, std::size_t> slots;
+
+  void push_back(const std::string& key) {
+    slots.emplace(key, keys.size());
+    keys.push_back(key);
+  }
+};
+
+class DenseImpl final : public TensorDictImpl {
+ public:
+  DenseImpl(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names);
+  // Values given in the order of `keys`.
+  DenseImpl(std::shared_ptr<const KeyTable> keys, std::vector<Value> values, std::vector<int64_t> batch_size,
+            std::optional<at::Device> device, Names names);
+
+  std::string_view type_name() const override { return "TensorDict"; }
+  at::IntArrayRef batch_size() const override { return batch_size_; }
+  std::optional<at::Device> device() const override { return device_; }
+  const Names& names() const override { return names_; }
+  void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) override;
+
+  std::size_t num_keys() const override { return values_.size(); }
+  void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
+  std::optional<Value> find(const std::string& key) const override;
+  void insert(const std::string& key, Value value) override;
+  bool erase(const std::string& key) override;
+  void rename(const std::string& from, const std::string& to) override;
+
+  const std::shared_ptr<const KeyTable>& key_table() const { return keys_; }
+  const std::vector<Value>& values() const { return values_; }
+
+ private:
+  KeyTable& own_keys();
+
+  std::shared_ptr<const KeyTable> keys_;
+  std::vector<Value> values_;
+  std::vector<int64_t> batch_size_;
+  std::optional<at::Device> device_;
+  Names names_;
+};
+
+// Normalises names to one entry per batch dim (nullopt where unnamed) and
+// checks them: right count, no duplicates.
+Names checked_names(Names names, std::size_t batch_dims);
+
+}  // namespace tensordict::detail

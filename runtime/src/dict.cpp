@@ -1,0 +1,286 @@
+// The dict API of TensorDictBase: lookup, set, delete, key views.
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+
+#include "dense_impl.h"
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+using detail::shape_str;
+
+// ---- Value ---------------------------------------------------------------------
+
+Value::Value(const TensorDictBase& td) : value_(td.impl()) {}
+
+const at::Tensor& Value::tensor() const {
+  if (!is_tensor()) throw std::invalid_argument("the value is a tensordict, not a tensor");
+  return std::get<0>(value_);
+}
+
+TensorDictBase Value::tensordict() const { return TensorDictBase(impl()); }
+
+const std::shared_ptr<TensorDictImpl>& Value::impl() const {
+  if (!is_tensordict()) throw std::invalid_argument("the value is a tensor, not a tensordict");
+  return std::get<1>(value_);
+}
+
+// ---- helpers ---------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> level_keys(const TensorDictImpl& impl) {
+  std::vector<std::string> keys;
+  keys.reserve(impl.num_keys());
+  impl.for_each([&](const std::string& key, const Value&) { keys.push_back(key); });
+  return keys;
+}
+
+[[noreturn]] void throw_missing(const NestedKey& key, const TensorDictImpl& level, std::size_t depth) {
+  std::string where;
+  if (depth > 0) {
+    where = " at " + NestedKey(std::vector<std::string>(key.path().begin(), key.path().begin() + depth)).repr();
+  }
+  throw KeyError(fmt::format("key {} not found in {}{} with keys [{}]", key.repr(), level.type_name(), where,
+                             fmt::join(level_keys(level), ", ")));
+}
+
+// A leaf must start with the batch size of the level that holds it.
+void check_leaf(const TensorDictImpl& level, const NestedKey& key, const at::Tensor& tensor) {
+  if (!tensor.defined()) throw std::invalid_argument(fmt::format("cannot set key {}: the tensor is undefined", key.repr()));
+  const auto batch = level.batch_size();
+  const auto sizes = tensor.sizes();
+  if (sizes.size() < batch.size() || sizes.slice(0, batch.size()) != batch) {
+    throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensor's shape {} does not start with the batch size {}",
+                                         key.repr(), shape_str(sizes), shape_str(batch)));
+  }
+}
+
+bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
+  return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+// ---- TensorDictBase --------------------------------------------------------------
+
+TensorDictBase::TensorDictBase(std::shared_ptr<TensorDictImpl> impl) : impl_(std::move(impl)) {
+  if (!impl_) throw std::invalid_argument("a tensordict handle needs an implementation");
+}
+
+bool TensorDictBase::has_names() const {
+  for (const auto& name : names()) {
+    if (name) return true;
+  }
+  return false;
+}
+
+int64_t TensorDictBase::numel() const {
+  int64_t n = 1;
+  for (auto s : batch_size()) n *= s;
+  return n;
+}
+
+int64_t TensorDictBase::len() const { return batch_dims() ? batch_size()[0] : 0; }
+
+bool TensorDictBase::is_empty() const {
+  bool empty = true;
+  impl_->for_each([&](const std::string&, const Value& v) {
+    if (empty) empty = !v.is_tensor() && v.tensordict().is_empty();
+  });
+  return empty;
+}
+
+void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
+  impl_->for_each([&](const std::string& key, const Value& v) {
+    if (v.is_tensor()) {
+      if (!starts_with(v.tensor().sizes(), batch_size)) {
+        throw std::runtime_error(fmt::format("cannot set batch size {}: key {} has shape {}", shape_str(batch_size),
+                                             NestedKey(key).repr(), shape_str(v.tensor().sizes())));
+      }
+    } else {
+      TensorDictBase nested = v.tensordict();
+      if (!starts_with(nested.batch_size(), batch_size)) {
+        try {
+          nested.set_batch_size(batch_size);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(fmt::format("cannot set batch size {}: nested tensordict {} has batch size {} ({})",
+                                               shape_str(batch_size), NestedKey(key).repr(),
+                                               shape_str(nested.batch_size()), e.what()));
+        }
+      }
+    }
+  });
+  Names names = impl_->names();
+  if (names.size() != batch_size.size()) names.clear();
+  impl_->set_meta(batch_size.vec(), device(), std::move(names));
+}
+
+TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) const {
+  TensorDictBase level = *this;
+  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
+    const std::string& part = key[depth];
+    auto found = level.impl_->find(part);
+    if (!found) {
+      if (!create) throw_missing(key, *level.impl_, depth);
+      TensorDictBase child(std::make_shared<detail::DenseImpl>(level.batch_size().vec(), level.device(), level.names()));
+      level.impl_->insert(part, Value(child));
+      level = child;
+    } else if (found->is_tensordict()) {
+      level = found->tensordict();
+    } else {
+      throw KeyError(fmt::format("key {} cannot be reached: {} is a tensor, not a tensordict", key.repr(),
+                                 NestedKey(std::vector<std::string>(key.path().begin(), key.path().begin() + depth + 1)).repr()));
+    }
+  }
+  return level;
+}
+
+bool TensorDictBase::contains(const NestedKey& key) const { return get_value(key).has_value(); }
+
+std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
+  const TensorDictImpl* level = impl_.get();
+  std::shared_ptr<TensorDictImpl> hold;
+  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
+    auto found = level->find(key[depth]);
+    if (!found || !found->is_tensordict()) return std::nullopt;
+    hold = found->impl();
+    level = hold.get();
+  }
+  return level->find(key.back());
+}
+
+at::Tensor TensorDictBase::get(const NestedKey& key) const {
+  TensorDictBase parent = parent_of(key, false);
+  auto found = parent.impl_->find(key.back());
+  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  if (!found->is_tensor()) {
+    throw std::invalid_argument(fmt::format("key {} holds a {}, not a tensor; use get_td() for nested tensordicts",
+                                            key.repr(), found->tensordict().type_name()));
+  }
+  return found->tensor();
+}
+
+at::Tensor TensorDictBase::get(const NestedKey& key, const at::Tensor& default_value) const {
+  auto found = get_value(key);
+  if (!found) return default_value;
+  if (!found->is_tensor()) return get(key);  // the same clear error
+  return found->tensor();
+}
+
+TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
+  TensorDictBase parent = parent_of(key, false);
+  auto found = parent.impl_->find(key.back());
+  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  if (!found->is_tensordict()) {
+    throw std::invalid_argument(fmt::format("key {} holds a tensor of shape {}, not a tensordict; use get()", key.repr(),
+                                            shape_str(found->tensor().sizes())));
+  }
+  return found->tensordict();
+}
+
+TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
+  TensorDictBase parent = parent_of(key, true);
+  TensorDictImpl& level = *parent.impl_;
+  if (value.is_tensor()) {
+    at::Tensor tensor = value.tensor();
+    check_leaf(level, key, tensor);
+    if (auto device = level.device(); device && tensor.device() != *device) tensor = tensor.to(*device);
+    level.insert(key.back(), std::move(tensor));
+    return *this;
+  }
+  TensorDictBase nested = value.tensordict();
+  if (nested.impl_.get() == impl_.get()) {
+    throw std::invalid_argument(fmt::format("cannot set key {}: a tensordict cannot contain itself", key.repr()));
+  }
+  if (!starts_with(nested.batch_size(), level.batch_size())) {
+    // tensordict's rule: a nested tensordict takes the parent's batch size
+    // when its entries allow it (a shallow copy, the original is untouched).
+    TensorDict adapted = nested.clone(false);
+    try {
+      adapted.set_batch_size(level.batch_size());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensordict's batch size {} does not start with the batch size {} ({})",
+                                           key.repr(), shape_str(nested.batch_size()), shape_str(level.batch_size()), e.what()));
+    }
+    nested = adapted;
+  }
+  if (auto device = level.device(); device && nested.device() != device) nested = nested.to(*device);
+  level.insert(key.back(), Value(nested));
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::set_(const NestedKey& key, const at::Tensor& value) {
+  at::Tensor target = get(key);
+  try {
+    target.copy_(value);
+  } catch (...) {
+    detail::rethrow_for_key("set_", key);
+  }
+  return *this;
+}
+
+Value TensorDictBase::setdefault(const NestedKey& key, const Value& default_value) {
+  if (auto found = get_value(key)) return *found;
+  set(key, default_value);
+  return *get_value(key);
+}
+
+TensorDictBase& TensorDictBase::del_(const NestedKey& key) {
+  TensorDictBase parent = parent_of(key, false);
+  if (!parent.impl_->erase(key.back())) throw_missing(key, *parent.impl_, key.size() - 1);
+  return *this;
+}
+
+Value TensorDictBase::pop(const NestedKey& key) {
+  TensorDictBase parent = parent_of(key, false);
+  auto found = parent.impl_->find(key.back());
+  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  parent.impl_->erase(key.back());
+  return *found;
+}
+
+Value TensorDictBase::pop(const NestedKey& key, const Value& default_value) {
+  if (!contains(key)) return default_value;
+  return pop(key);
+}
+
+TensorDictBase& TensorDictBase::create_nested(const NestedKey& key) {
+  TensorDictBase parent = parent_of(key, true);
+  parent.impl_->insert(key.back(),
+                       Value(TensorDictBase(std::make_shared<detail::DenseImpl>(parent.batch_size().vec(), parent.device(), parent.names()))));
+  return *this;
+}
+
+std::vector<std::pair<NestedKey, Value>> TensorDictBase::items(bool include_nested, bool leaves_only) const {
+  std::vector<std::pair<NestedKey, Value>> out;
+  std::vector<std::string> prefix;
+  auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
+    level.for_each([&](const std::string& key, const Value& value) {
+      prefix.push_back(key);
+      const bool leaf = value.is_tensor();
+      if (include_nested && !leaf) self(self, *value.impl());
+      if (!leaves_only || leaf) out.emplace_back(NestedKey(prefix), value);
+      prefix.pop_back();
+    });
+  };
+  walk(walk, *impl_);
+  return out;
+}
+
+std::vector<NestedKey> TensorDictBase::keys(bool include_nested, bool leaves_only) const {
+  std::vector<NestedKey> out;
+  for (auto& [key, value] : items(include_nested, leaves_only)) out.push_back(std::move(key));
+  return out;
+}
+
+std::vector<Value> TensorDictBase::values(bool include_nested, bool leaves_only) const {
+  std::vector<Value> out;
+  for (auto& [key, value] : items(include_nested, leaves_only)) out.push_back(std::move(value));
+  return out;
+}
+
+}  // namespace tensordict

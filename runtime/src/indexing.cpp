@@ -1,0 +1,90 @@
+// Batch indexing and indexed assignment.
+#include <stdexcept>
+
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+using detail::shape_str;
+
+TensorDict TensorDictBase::index(at::ArrayRef<TensorIndex> index) const {
+  const BatchIndex resolved(index, batch_size());
+  auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
+  return TensorDict(TensorDictBase(
+      detail::map_leaves(*impl_, {resolved.result_batch_size().vec(), {}}, device(), apply, "index")));
+}
+
+TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
+  const BatchIndex resolved(index, batch_size());
+  const auto target = resolved.result_batch_size();
+  TensorDictBase source = value;
+  if (source.batch_size() != target) {
+    try {
+      source = value.expand(target);
+    } catch (const std::exception&) {
+      throw std::runtime_error(fmt::format("index_put_: the value's batch size {} cannot be expanded to the indexed batch size {}",
+                                           shape_str(value.batch_size()), shape_str(target)));
+    }
+  }
+  for (const auto& [key, item] : source.items(true, true)) {
+    const at::Tensor& leaf = item.tensor();
+    if (!contains(key)) {
+      // tensordict creates the missing entry, zero outside the index.
+      std::vector<int64_t> shape = batch_size().vec();
+      const auto feature = leaf.sizes().slice(target.size());
+      shape.insert(shape.end(), feature.begin(), feature.end());
+      set(key, at::zeros(shape, leaf.options().device(device().value_or(leaf.device()))));
+    }
+    try {
+      resolved.put(get(key), leaf);
+    } catch (...) {
+      detail::rethrow_for_key("index_put_", key);
+    }
+  }
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
+  const BatchIndex resolved(index, batch_size());
+  for (const auto& [key, item] : items(true, true)) {
+    try {
+      resolved.put(item.tensor(), value);
+    } catch (...) {
+      detail::rethrow_for_key("index_put_", key);
+    }
+  }
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
+  const BatchIndex resolved(index, batch_size());
+  for (const auto& [key, item] : items(true, true)) {
+    const at::Tensor& leaf = item.tensor();
+    try {
+      resolved.put(leaf, at::scalar_tensor(value, leaf.options()));
+    } catch (...) {
+      detail::rethrow_for_key("index_put_", key);
+    }
+  }
+  return *this;
+}
+
+at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
+  const BatchIndex resolved(index, batch_size());
+  return resolved.apply(get(key));
+}
+
+TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
+  const BatchIndex resolved(index, batch_size());
+  at::Tensor target = get(key);
+  try {
+    resolved.put(target, value);
+  } catch (...) {
+    detail::rethrow_for_key("set_at_", key);
+  }
+  return *this;
+}
+
+}  // namespace tensordict

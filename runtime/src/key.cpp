@@ -1,0 +1,45 @@
+#include "tensordict/key.h"
+
+#include <stdexcept>
+
+namespace tensordict {
+
+NestedKey::NestedKey(std::vector<std::string> path) : path_(std::move(path)) {
+  if (path_.empty()) {
+    throw std::invalid_argument("a NestedKey needs at least one part; got an empty path");
+  }
+}
+
+NestedKey NestedKey::parent() const {
+  if (!is_nested()) {
+    throw std::logic_error("key " + repr() + " has no parent: it has a single part");
+  }
+  return NestedKey(std::vector<std::string>(path_.begin(), path_.end() - 1));
+}
+
+NestedKey NestedKey::operator+(const NestedKey& other) const {
+  std::vector<std::string> joined = path_;
+  joined.insert(joined.end(), other.path_.begin(), other.path_.end());
+  return NestedKey(std::move(joined));
+}
+
+std::string NestedKey::join(std::string_view sep) const {
+  std::string out = path_.front();
+  for (std::size_t i = 1; i < path_.size(); ++i) {
+    out += sep;
+    out += path_[i];
+  }
+  return out;
+}
+
+std::string NestedKey::repr() const {
+  if (!is_nested()) return "'" + path_.front() + "'";
+  std::string out = "(";
+  for (std::size_t i = 0; i < path_.size(); ++i) {
+    if (i) out += ", ";
+    out += "'" + path_[i] + "'";
+  }
+  return out + ")";
+}
+
+}  // namespace tensordict

@@ -1,0 +1,159 @@
+// Operations on the key structure: select, exclude, update, renaming,
+// flattening keys, splitting by keys, emptying.
+#include <set>
+#include <stdexcept>
+
+#include "dense_impl.h"
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+namespace {
+
+// A dense tensordict with `like`'s batch size, device and names and no entries.
+TensorDict empty_like(const TensorDictBase& like) {
+  return TensorDict(TensorDictBase(std::make_shared<detail::DenseImpl>(like.batch_size().vec(), like.device(), like.names())));
+}
+
+// Copies `value` into `target` at `key`, creating the intermediate levels of
+// `target` with the batch sizes they have in `source` (nested tensordicts may
+// have longer batches than their parent).
+void copy_entry(const TensorDictBase& source, TensorDictBase& target, const NestedKey& key, const Value& value) {
+  TensorDictBase src = source;
+  TensorDictBase dst = target;
+  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
+    src = src.get_td(key[depth]);
+    auto found = dst.get_value(key[depth]);
+    if (found && found->is_tensordict()) {
+      dst = found->tensordict();
+    } else {
+      TensorDict level = empty_like(src);
+      dst.impl()->insert(key[depth], Value(level));
+      dst = level;
+    }
+  }
+  dst.impl()->insert(key.back(), value.is_tensor() ? value : Value(value.tensordict().clone(false)));
+}
+
+}  // namespace
+
+TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool strict) const {
+  TensorDict out = empty_like(*this);
+  for (const auto& key : keys) {
+    auto value = get_value(key);
+    if (!value) {
+      if (strict) get(key);  // throws the KeyError naming the key
+      continue;
+    }
+    copy_entry(*this, out, key, *value);
+  }
+  return out;
+}
+
+TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
+  TensorDict out = clone(false);
+  for (const auto& key : keys) {
+    if (out.contains(key)) out.del_(key);
+  }
+  return out;
+}
+
+TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
+  other.impl()->for_each([&](const std::string& key, const Value& value) {
+    if (value.is_tensordict()) {
+      auto mine = impl_->find(key);
+      if (mine && mine->is_tensordict()) {
+        mine->tensordict().update(value.tensordict());
+        return;
+      }
+    }
+    set(key, value);
+  });
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe) {
+  if (old_key == new_key) return *this;
+  if (safe && contains(new_key)) {
+    throw KeyError(fmt::format("rename_key_: key {} already exists (safe=true)", new_key.repr()));
+  }
+  Value value = pop(old_key);
+  const bool same_level = old_key.size() == new_key.size() &&
+                          std::equal(old_key.path().begin(), old_key.path().end() - 1, new_key.path().begin());
+  if (same_level) {
+    // Put it back and rename in place: the key keeps its position.
+    TensorDictBase parent = parent_of(old_key, false);
+    parent.impl()->erase(new_key.back());
+    parent.impl()->insert(old_key.back(), value);
+    parent.impl()->rename(old_key.back(), new_key.back());
+  } else {
+    set(new_key, value);
+  }
+  return *this;
+}
+
+TensorDict TensorDictBase::flatten_keys(std::string_view separator) const {
+  TensorDict out = empty_like(*this);
+  for (const auto& [key, value] : items(true, false)) {
+    // Leaves, and nested tensordicts only when they hold no entry at all.
+    if (value.is_tensordict() && value.tensordict().num_keys() > 0) continue;
+    std::string flat = key.join(separator);
+    if (out.impl()->find(flat)) {
+      throw std::invalid_argument(fmt::format("flatten_keys: key {} flattens to '{}', which already exists", key.repr(), flat));
+    }
+    out.impl()->insert(flat, value);
+  }
+  return out;
+}
+
+TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
+  TensorDict out = empty_like(*this);
+  impl_->for_each([&](const std::string& flat, const Value& value) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t at = separator.empty() ? std::string::npos : flat.find(separator, start);
+      parts.push_back(flat.substr(start, at == std::string::npos ? std::string::npos : at - start));
+      if (at == std::string::npos) break;
+      start = at + separator.size();
+    }
+    NestedKey key(std::move(parts));
+    if (out.contains(key)) {
+      throw std::invalid_argument(fmt::format("unflatten_keys: '{}' and another key both unflatten to {}", flat, key.repr()));
+    }
+    out.set(key, value);
+  });
+  return out;
+}
+
+std::vector<TensorDict> TensorDictBase::split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) const {
+  std::vector<TensorDict> out;
+  std::vector<NestedKey> taken;
+  for (const auto& keys : key_lists) {
+    out.push_back(select(keys, strict));
+    taken.insert(taken.end(), keys.begin(), keys.end());
+  }
+  out.push_back(exclude(taken));
+  return out;
+}
+
+TensorDict TensorDictBase::empty(bool recurse) const {
+  TensorDict out = empty_like(*this);
+  if (recurse) {
+    impl_->for_each([&](const std::string& key, const Value& value) {
+      if (value.is_tensordict()) out.impl()->insert(key, Value(value.tensordict().empty(true)));
+    });
+  }
+  return out;
+}
+
+TensorDictBase& TensorDictBase::clear() {
+  std::vector<std::string> keys;
+  impl_->for_each([&](const std::string& key, const Value&) { keys.push_back(key); });
+  for (const auto& key : keys) impl_->erase(key);
+  return *this;
+}
+
+}  // namespace tensordict

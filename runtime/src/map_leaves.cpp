@@ -1,0 +1,108 @@
+#include "map_leaves.h"
+
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <stdexcept>
+
+#include "format.h"
+
+namespace tensordict::detail {
+
+void rethrow_for_key(const char* op, const NestedKey& key) {
+  try {
+    throw;
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
+  }
+}
+
+namespace {
+
+struct Mapper {
+  const std::vector<PieceMeta>& metas;
+  std::optional<at::Device> device;
+  LeafFn fn;
+  const char* op;
+  std::size_t source_dims;
+  std::vector<std::string> path;  // for messages
+
+  // Piece metadata of a nested level: the pieces' batch and names followed by
+  // the level's own dims past the source's.
+  std::vector<PieceMeta> nested_metas(const TensorDictImpl& level) const {
+    const auto extra = level.batch_size().slice(source_dims);
+    const Names& names = level.names();
+    std::vector<PieceMeta> out(metas.size());
+    for (std::size_t i = 0; i < metas.size(); ++i) {
+      out[i].batch_size = metas[i].batch_size;
+      out[i].batch_size.insert(out[i].batch_size.end(), extra.begin(), extra.end());
+      if (!metas[i].names.empty()) {
+        out[i].names = metas[i].names;
+        out[i].names.insert(out[i].names.end(), names.begin() + static_cast<std::ptrdiff_t>(source_dims), names.end());
+      }
+    }
+    return out;
+  }
+
+  std::vector<std::shared_ptr<DenseImpl>> run(const TensorDictImpl& level, const std::vector<PieceMeta>& level_metas) {
+    const std::size_t n = level_metas.size();
+    std::vector<std::vector<Value>> values(n);
+    for (auto& v : values) v.reserve(level.num_keys());
+
+    std::shared_ptr<const KeyTable> table;
+    std::shared_ptr<KeyTable> built;
+    if (auto dense = dynamic_cast<const DenseImpl*>(&level)) {
+      table = dense->key_table();
+    } else {
+      built = std::make_shared<KeyTable>();
+    }
+
+    std::vector<at::Tensor> outs(n);
+    level.for_each([&](const std::string& key, const Value& value) {
+      if (built) built->push_back(key);
+      if (value.is_tensor()) {
+        try {
+          fn(value.tensor(), outs.data());
+        } catch (...) {
+          path.push_back(key);
+          rethrow_for_key(op, NestedKey(path));
+        }
+        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
+      } else {
+        path.push_back(key);
+        const TensorDictImpl& nested = *value.impl();
+        auto results = run(nested, nested_metas(nested));
+        path.pop_back();
+        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDictBase(std::move(results[i])));
+      }
+    });
+    if (built) table = built;
+
+    std::vector<std::shared_ptr<DenseImpl>> out;
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.push_back(std::make_shared<DenseImpl>(table, std::move(values[i]), level_metas[i].batch_size, device,
+                                                level_metas[i].names));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
+                                                   std::optional<at::Device> device, LeafFn fn, const char* op) {
+  Mapper mapper{metas, device, fn, op, source.batch_size().size(), {}};
+  return mapper.run(source, metas);
+}
+
+std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
+                                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+  std::vector<PieceMeta> metas{std::move(meta)};
+  auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf); };
+  return map_leaves(source, metas, device, each, op).front();
+}
+
+}  // namespace tensordict::detail

@@ -1,0 +1,40 @@
+// map_leaves: the one mechanism behind every leaf-wise op (private).
+//
+// Indexing, shape ops, device and dtype moves, clone, unbind and split all
+// build tensordicts whose leaves are computed from the matching leaves of a
+// source and whose batch size changes in a known way. This walks the source
+// once, calls `fn` once per leaf (it may produce several outputs: unbind,
+// split), and assembles `pieces` dense tensordicts. Nested levels keep the
+// batch dims they have beyond the source's. When the source is dense, the
+// results share its key table (no key is copied).
+#pragma once
+
+#include <c10/util/FunctionRef.h>
+
+#include <memory>
+#include <vector>
+
+#include "dense_impl.h"
+
+namespace tensordict::detail {
+
+struct PieceMeta {
+  std::vector<int64_t> batch_size;
+  Names names;  // empty: none
+};
+
+// fn(leaf, out) writes out[0 .. metas.size()).
+using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
+
+std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
+                                                   std::optional<at::Device> device, LeafFn fn, const char* op);
+
+// The single-output case.
+std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
+                                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
+
+// Rethrows the exception in flight as std::runtime_error naming `op` and `key`
+// (libtorch's message without its backtrace). Call from a catch block.
+[[noreturn]] void rethrow_for_key(const char* op, const NestedKey& key);
+
+}  // namespace tensordict::detail

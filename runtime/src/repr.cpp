@@ -1,0 +1,59 @@
+#include "tensordict/repr.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tensordict/dtype.h"
+
+namespace tensordict {
+
+namespace {
+
+// Python's textwrap.indent: prefixes every line that is not whitespace only.
+std::string indent(const std::string& text, int width) {
+  const std::string pad(width, ' ');
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string_view line(text.data() + start, end - start);
+    if (line.find_first_not_of(" \t\r\n") != std::string_view::npos) out += pad;
+    out += line;
+    start = end;
+  }
+  return out;
+}
+
+std::string torch_size(at::IntArrayRef sizes) { return fmt::format("torch.Size([{}])", fmt::join(sizes, ", ")); }
+
+std::string python_bool(bool b) { return b ? "True" : "False"; }
+
+std::string tensor_repr(const at::Tensor& t) {
+  return fmt::format("Tensor(shape={}, device={}, dtype=torch.{}, is_shared={})", torch_size(t.sizes()), t.device().str(),
+                     dtype_name(t.scalar_type()), python_bool(t.is_cuda()));
+}
+
+}  // namespace
+
+std::string repr(const TensorDictBase& td) {
+  std::vector<std::string> fields;
+  td.impl()->for_each([&](const std::string& key, const Value& value) {
+    fields.push_back(key + ": " + (value.is_tensor() ? tensor_repr(value.tensor()) : repr(value.tensordict())));
+  });
+  std::sort(fields.begin(), fields.end());
+  const std::string field_lines = indent("\n" + fmt::format("{}", fmt::join(fields, ",\n")), 4);
+  const auto device = td.device();
+  const std::vector<std::string> parts{
+      indent("fields={" + field_lines + "}", 4),
+      indent("batch_size=" + torch_size(td.batch_size()), 4),
+      indent("device=" + (device ? device->str() : std::string("None")), 4),
+      indent("is_shared=" + python_bool(td.is_shared()), 4),
+  };
+  return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));
+}
+
+std::ostream& operator<<(std::ostream& os, const TensorDictBase& td) { return os << repr(td); }
+
+}  // namespace tensordict
