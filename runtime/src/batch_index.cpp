@@ -143,7 +143,8 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
         src += t.dim();
         cur += t.dim();
       } else if (at::isIntegralType(type, /*includeBool=*/false)) {
-        advanced.emplace_back(cur, t);
+        // libtorch 1.x indexes with long tensors only; convert once here.
+        advanced.emplace_back(cur, type == at::kLong ? t : t.to(at::kLong));
         ++src;
         ++cur;
       } else {

@@ -118,21 +118,20 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   }
   const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "stack", 1);
   const auto n = static_cast<int64_t>(tds.size());
+  auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); };
+  auto batch = [&](const std::vector<TensorDictBase>& level) {
+    auto b = level.front().batch_size().vec();
+    b.insert(b.begin() + d, n);
+    return b;
+  };
+  auto names = [&](const Names& common) {
+    if (common.empty()) return Names{};
+    Names out = common;
+    out.insert(out.begin() + d, std::nullopt);
+    return out;
+  };
   std::vector<std::string> prefix;
-  Combiner combiner{
-      "stack",
-      [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); },
-      [&](const std::vector<TensorDictBase>& level) {
-        auto b = level.front().batch_size().vec();
-        b.insert(b.begin() + d, n);
-        return b;
-      },
-      [&](const Names& names) {
-        if (names.empty()) return Names{};
-        Names out = names;
-        out.insert(out.begin() + d, std::nullopt);
-        return out;
-      }};
+  Combiner combiner{"stack", leaves, batch, names};
   return combiner.run(tds, prefix);
 }
 
@@ -149,17 +148,16 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
                                            i, shape_str(b), shape_str(reference), d));
     }
   }
+  auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };
+  auto batch = [&](const std::vector<TensorDictBase>& level) {
+    auto b = level.front().batch_size().vec();
+    b[d] = 0;
+    for (const auto& td : level) b[d] += td.batch_size()[d];
+    return b;
+  };
+  auto names = [](const Names& common) { return common; };
   std::vector<std::string> prefix;
-  Combiner combiner{
-      "cat",
-      [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); },
-      [&](const std::vector<TensorDictBase>& level) {
-        auto b = level.front().batch_size().vec();
-        b[d] = 0;
-        for (const auto& td : level) b[d] += td.batch_size()[d];
-        return b;
-      },
-      [](const Names& names) { return names; }};
+  Combiner combiner{"cat", leaves, batch, names};
   return combiner.run(tds, prefix);
 }
 

@@ -79,16 +79,15 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
   if (safe && contains(new_key)) {
     throw KeyError(fmt::format("rename_key_: key {} already exists (safe=true)", new_key.repr()));
   }
-  Value value = pop(old_key);
   const bool same_level = old_key.size() == new_key.size() &&
                           std::equal(old_key.path().begin(), old_key.path().end() - 1, new_key.path().begin());
   if (same_level) {
-    // Put it back and rename in place: the key keeps its position.
     TensorDictBase parent = parent_of(old_key, false);
+    if (!parent.impl()->find(old_key.back())) get(old_key);  // throws the KeyError naming the key
     parent.impl()->erase(new_key.back());
-    parent.impl()->insert(old_key.back(), value);
-    parent.impl()->rename(old_key.back(), new_key.back());
+    parent.impl()->rename(old_key.back(), new_key.back());  // keeps the position
   } else {
+    Value value = pop(old_key);
     set(new_key, value);
   }
   return *this;

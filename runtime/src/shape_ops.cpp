@@ -42,7 +42,7 @@ std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vecto
 std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntArrayRef batch, const char* op) {
   try {
     return at::infer_size(shape, numel);
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {  // c10::Error or std::runtime_error, depending on the libtorch version
     throw std::runtime_error(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_str(shape),
                                          shape_str(batch), numel));
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,5 +43,8 @@ class NestedKey {
  private:
   std::vector<std::string> path_;
 };
+
+// Prints the repr: 'a' or ('a', 'b').
+inline std::ostream& operator<<(std::ostream& os, const NestedKey& key) { return os << key.repr(); }
 
 }  // namespace tensordict
