@@ -1,7 +1,6 @@
 // Compiles the golden YAML outputs (not linked into anything): the emitted
 // code must be valid, warning-free C++20, and the tables must say what the
 // schemas say.
-#include "agent.tc.h"
 #include "misc.tc.h"
 #include "rollout.tc.h"
 
