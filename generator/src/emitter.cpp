@@ -36,6 +36,8 @@ mstch::array doc_lines(const std::string& doc) {
   std::string line;
   while (std::getline(in, line)) {
     while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+    // A trailing backslash would splice the next line into the comment.
+    if (!line.empty() && line.back() == '\\') line += '.';
     lines.push_back(mstch::map{{"line", line.empty() ? std::string() : " " + line}});
   }
   while (!lines.empty() && boost::get<std::string>(boost::get<mstch::map>(lines.back()).at("line")).empty())
@@ -58,6 +60,8 @@ std::string scalar_cpp_type(ValueType v) {
 
 std::string scalar_cpp_value(ValueType v, const std::string& text) {
   if (v == ValueType::String) return cpp_string_literal(text);
+  // -9223372036854775808 is not a literal: it negates an out-of-range one.
+  if (v == ValueType::Int && text == "-9223372036854775808") return "(-9223372036854775807 - 1)";
   if (v == ValueType::Float && !text.empty() && text[0] == '+') return text.substr(1);
   return text;
 }

@@ -26,6 +26,14 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// Docs are compared across frontends: no trailing blank lines or spaces
+// (a YAML block scalar keeps its final newline).
+std::string trim_doc(std::string doc) {
+  while (!doc.empty() && (doc.back() == '\n' || doc.back() == ' ' || doc.back() == '\r' || doc.back() == '\t'))
+    doc.pop_back();
+  return doc;
+}
+
 class YamlReader {
  public:
   YamlReader(const std::string& file, Diagnostics& diags) : file_(file), diags_(diags) {}
@@ -136,7 +144,7 @@ class YamlReader {
       const SourceLoc kl = loc(k);
       const std::string ks = k.IsScalar() ? k.Scalar() : std::string();
       if (ks == "doc") {
-        if (expect_scalar(v, kl, "'doc'")) c.doc = v.Scalar();
+        if (expect_scalar(v, kl, "'doc'")) c.doc = trim_doc(v.Scalar());
       } else if (ks == "batch") {
         c.batch_loc = loc(v, kl);
         if (!v.IsSequence()) {
@@ -252,7 +260,7 @@ class YamlReader {
           error(f.default_loc, fmt::format("'default' of field '{}' must be a scalar or a list", f.name));
         }
       } else if (ks == "doc") {
-        if (expect_scalar(v, kl, "'doc'")) f.doc = v.Scalar();
+        if (expect_scalar(v, kl, "'doc'")) f.doc = trim_doc(v.Scalar());
       } else {
         unknown_key(k, fmt::format("field '{}'", f.name), field_keys);
       }

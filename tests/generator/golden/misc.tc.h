@@ -31,6 +31,16 @@ struct Scalars : ::tensordict::TensorClass<Scalars> {
   using ::tensordict::TensorClass<Scalars>::TensorClass;
 };
 
+/// Ends with a backslash \.
+struct Edges : ::tensordict::TensorClass<Edges> {
+  /// line one \.
+  /// line two
+  std::int64_t smallest = (-9223372036854775807 - 1);
+  std::vector<std::int64_t> ints = {1, -2, 3};
+  std::vector<std::string> labels = {"a\"b", ""};
+  using ::tensordict::TensorClass<Edges>::TensorClass;
+};
+
 }  // namespace tc::test::misc
 
 template <>
@@ -42,7 +52,7 @@ struct tensordict::schema::FieldTable<::tc::test::misc::Empty> {
       .batch_names = {},
       .fixed_batch_dims = false,
       .fields = {},
-      .doc = "A class without fields.\nSecond line with \"quotes\" and \\ backslash.\n",
+      .doc = "A class without fields.\nSecond line with \"quotes\" and \\ backslash.",
   };
   static constexpr auto members = std::make_tuple();
 };
@@ -139,4 +149,59 @@ struct tensordict::schema::FieldTable<::tc::test::misc::Scalars> {
       &::tc::test::misc::Scalars::label,
       &::tc::test::misc::Scalars::image,
       &::tc::test::misc::Scalars::empty);
+};
+
+template <>
+struct tensordict::schema::FieldTable<::tc::test::misc::Edges> {
+  static constexpr FieldInfo fields[] = {
+      {.name = "smallest",
+       .kind = FieldKind::NonTensor,
+       .dtype = {},
+       .has_shape = false,
+       .shape = {},
+       .type_name = {},
+       .value_type = ValueType::Int,
+       .element_type = ValueType::None,
+       .optional = false,
+       .default_value = "-9223372036854775808",
+       .has_default = true,
+       .doc = "line one \\\nline two"},
+      {.name = "ints",
+       .kind = FieldKind::NonTensor,
+       .dtype = {},
+       .has_shape = false,
+       .shape = {},
+       .type_name = {},
+       .value_type = ValueType::List,
+       .element_type = ValueType::Int,
+       .optional = false,
+       .default_value = "[1, -2, 3]",
+       .has_default = true,
+       .doc = {}},
+      {.name = "labels",
+       .kind = FieldKind::NonTensor,
+       .dtype = {},
+       .has_shape = false,
+       .shape = {},
+       .type_name = {},
+       .value_type = ValueType::List,
+       .element_type = ValueType::String,
+       .optional = false,
+       .default_value = "[a\"b, ]",
+       .has_default = true,
+       .doc = {}},
+  };
+  static constexpr ClassInfo info = {
+      .name = "Edges",
+      .cpp_name = "tc::test::misc::Edges",
+      .python_type = "<class 'tc.test.misc.Edges'>",
+      .batch_names = {},
+      .fixed_batch_dims = false,
+      .fields = fields,
+      .doc = "Ends with a backslash \\",
+  };
+  static constexpr auto members = std::make_tuple(
+      &::tc::test::misc::Edges::smallest,
+      &::tc::test::misc::Edges::ints,
+      &::tc::test::misc::Edges::labels);
 };
