@@ -48,6 +48,9 @@ nlohmann::json to_json(const Schema& s, bool with_locations) {
   if (with_locations) j["file"] = s.file;
   j["namespace"] = s.ns;
   j["python_module"] = python_module_of(s);
+  json imports = json::array();
+  for (const Import& i : s.imports) imports.push_back(i.path);
+  j["imports"] = imports;
   json classes = json::array();
   for (const Class& c : s.classes) {
     json cj;

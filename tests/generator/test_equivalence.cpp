@@ -49,3 +49,24 @@ TEST_CASE("IR JSON with locations points at the declarations", "[equivalence]") 
   const auto hj = tcgen::to_json(header.schema, true);
   CHECK(hj["classes"][1]["fields"][0]["location"]["line"] == 23);
 }
+
+TEST_CASE("header frontend: a nested tensorclass from another header", "[equivalence]") {
+  const auto dir = tcgen_test::scratch_dir("hdr_nested");
+  tcgen_test::write_file(dir / "inc" / "agent_only.h",
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <torch/types.h>\n"
+                         "namespace rl::core {\nstruct TC_TENSORCLASS() Agent {\n  torch::Tensor pos;\n};\n}\n");
+  tcgen_test::write_file(dir / "obs.h",
+                         "#pragma once\n#include <agent_only.h>\n"
+                         "namespace rl {\nstruct TC_TENSORCLASS() Obs {\n  core::Agent agent;\n};\n}\n");
+  tcgen::HeaderOptions opts;
+  opts.include_dirs.push_back((dir / "inc").string());
+  auto loaded = tcgen::load_schema((dir / "obs.h").string(), opts);
+  REQUIRE(loaded.schema.classes.size() == 1);  // Agent belongs to agent_only.h
+  const auto& f = loaded.schema.classes[0].fields[0];
+  CHECK(f.kind == tcgen::FieldKind::TensorClass);
+  CHECK(f.type_cpp == "rl::core::Agent");
+  const std::string text = tcgen::emit_header(loaded.schema, {});
+  CHECK(text.find("#include \"obs.h\"\n#include \"agent_only.tc.h\"\n") != std::string::npos);
+  CHECK(text.find(".type_name = \"rl::core::Agent\"") != std::string::npos);
+  CHECK(loaded.dependencies.size() == 2);
+}
