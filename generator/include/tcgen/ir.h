@@ -1,0 +1,118 @@
+// The schema IR shared by both frontends, validation and the emitter.
+//
+// Frontends fill the "as written" parts (names, dtype text, shape tokens, type
+// names, defaults, locations); validate() checks them and fills the resolved
+// parts (parsed dims, nested class C++ names, emission order).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tcgen/diagnostics.h"
+
+namespace tcgen {
+
+enum class FieldKind { Tensor, TensorClass, NonTensor };
+enum class DimKind { Batch, Fixed, Symbol };
+enum class ValueType { None, String, Int, Float, Bool, List };
+
+// One shape entry as written ("...", "3", "H") and where.
+struct DimToken {
+  std::string text;
+  SourceLoc loc;
+};
+
+// A parsed shape entry (filled by validate()).
+struct Dim {
+  DimKind kind = DimKind::Batch;
+  std::int64_t size = 0;  // Fixed
+  std::string symbol;     // Symbol
+};
+
+struct Field {
+  std::string name;
+  SourceLoc loc;
+  FieldKind kind = FieldKind::Tensor;
+
+  // Tensor fields.
+  std::optional<std::string> dtype;
+  SourceLoc dtype_loc;
+  std::optional<std::vector<DimToken>> shape;  // nullopt: any shape
+  SourceLoc shape_loc;
+  std::vector<Dim> dims;  // resolved from `shape`
+
+  // TensorClass fields: the type as written, and its resolved C++ name.
+  std::string type_name;
+  SourceLoc type_loc;
+  std::string type_cpp;  // "rl::Agent"
+
+  // NonTensor fields.
+  ValueType value_type = ValueType::None;
+  ValueType element_type = ValueType::None;  // for List
+
+  bool optional = false;
+  // The default as written (scalar text; for lists "[a, b]").
+  std::optional<std::string> default_value;
+  std::vector<std::string> default_items;  // list defaults, item by item
+  bool default_is_list = false;            // the default was written as a list
+  SourceLoc default_loc;
+  std::string doc;
+};
+
+struct Class {
+  std::string name;
+  SourceLoc loc;
+  std::string doc;
+  std::optional<std::vector<std::string>> batch_names;
+  SourceLoc batch_loc;
+  std::vector<Field> fields;
+
+  // Resolved.
+  std::string cpp_name;     // "rl::Observation"
+  std::string python_type;  // "<class 'rl.types.Observation'>"
+};
+
+struct Import {
+  std::string path;  // as written, relative to the importing file
+  SourceLoc loc;
+};
+
+enum class Frontend { Yaml, Header };
+
+struct Schema {
+  std::string file;  // the schema path as given
+  Frontend frontend = Frontend::Yaml;
+  std::string ns;    // "rl" or "a::b"
+  SourceLoc ns_loc;
+  std::optional<std::string> python_module;
+  std::vector<Import> imports;
+  std::vector<Class> classes;  // declaration order
+
+  // Header frontend: headers (as #include spellings) that declare nested
+  // tensorclasses used here but defined elsewhere.
+  std::vector<std::string> extra_includes;
+
+  // Resolved by validate(): indices into `classes`, nested classes first.
+  std::vector<std::size_t> emit_order;
+};
+
+// A tensorclass visible to a schema from elsewhere (an import, or another
+// header) by its simple name.
+struct ExternalClass {
+  std::string name;
+  std::string cpp_name;
+  SourceLoc loc;
+};
+using ExternalClasses = std::map<std::string, ExternalClass>;
+
+const char* to_string(FieldKind k);
+const char* to_string(DimKind k);
+const char* to_string(ValueType v);
+
+// The Python module named in memmap "_type" strings.
+std::string python_module_of(const Schema& s);
+
+}  // namespace tcgen

@@ -1,0 +1,198 @@
+#include "tcgen/driver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "tcgen/validate.h"
+#include "tcgen/yaml_frontend.h"
+
+namespace fs = std::filesystem;
+
+namespace tcgen {
+namespace {
+
+enum class InputKind { Yaml, Header, Unknown };
+
+InputKind kind_of(const std::string& file) {
+  const std::string ext = fs::path(file).extension().string();
+  if (ext == ".yaml" || ext == ".yml") return InputKind::Yaml;
+  if (ext == ".h" || ext == ".hpp" || ext == ".hh" || ext == ".hxx") return InputKind::Header;
+  return InputKind::Unknown;
+}
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return !in.bad();
+}
+
+// Loads YAML schemas with their imports (depth first), validating each.
+class YamlLoader {
+ public:
+  explicit YamlLoader(Diagnostics& diags) : diags_(diags) {}
+
+  // Returns the loaded schema; its imports' classes are added to `externals`.
+  Schema load(const std::string& file, const SourceLoc& imported_at, ExternalClasses& visible,
+              std::vector<std::string>& deps) {
+    std::string text;
+    if (!read_text(file, text)) {
+      if (imported_at.file.empty())
+        diags_.error(SourceLoc{file, 0, 0}, "cannot read schema file");
+      else
+        diags_.error(imported_at, fmt::format("cannot read imported schema '{}'", file));
+      Schema s;
+      s.file = file;
+      return s;
+    }
+    deps.push_back(file);
+    Schema s = parse_yaml_schema(file, text, diags_);
+    const std::string canon = fs::weakly_canonical(file).string();
+    active_.insert(canon);
+    ExternalClasses externals;
+    for (const Import& imp : s.imports) {
+      const std::string path = (fs::path(file).parent_path() / imp.path).lexically_normal().string();
+      const std::string ican = fs::weakly_canonical(path).string();
+      if (active_.count(ican)) {
+        diags_.error(imp.loc, fmt::format("import cycle: '{}' imports itself (directly or indirectly)", imp.path));
+        continue;
+      }
+      if (auto done = loaded_.find(ican); done != loaded_.end()) {
+        for (const auto& [n, e] : done->second) externals.emplace(n, e);
+        continue;
+      }
+      ExternalClasses nested;  // classes of the import's imports are not re-exported
+      Schema imported = load(path, imp.loc, nested, deps);
+      ExternalClasses mine;
+      for (const Class& c : imported.classes) mine.emplace(c.name, ExternalClass{c.name, c.cpp_name, c.loc});
+      loaded_[ican] = mine;
+      for (const auto& [n, e] : mine) externals.emplace(n, e);
+    }
+    active_.erase(canon);
+    validate(s, externals, diags_);
+    visible.insert(externals.begin(), externals.end());
+    return s;
+  }
+
+ private:
+  Diagnostics& diags_;
+  std::set<std::string> active_;
+  std::map<std::string, ExternalClasses> loaded_;
+};
+
+}  // namespace
+
+LoadedSchema load_schema(const std::string& file, const HeaderOptions& header_options) {
+  Diagnostics diags;
+  LoadedSchema out;
+  switch (kind_of(file)) {
+    case InputKind::Yaml: {
+      YamlLoader loader(diags);
+      ExternalClasses visible;
+      out.schema = loader.load(file, SourceLoc{}, visible, out.dependencies);
+      break;
+    }
+    case InputKind::Header: {
+      ExternalClasses externals;
+      if (!fs::exists(file)) {
+        diags.error(SourceLoc{file, 0, 0}, "cannot read schema file");
+        break;
+      }
+      out.schema = parse_header_schema(file, header_options, diags, externals, out.dependencies);
+      if (!diags.has_errors()) validate(out.schema, externals, diags);
+      break;
+    }
+    case InputKind::Unknown:
+      diags.error(SourceLoc{file, 0, 0},
+                  "unknown schema file type; expected .yaml/.yml (YAML schema) or .h/.hpp/.hh/.hxx (annotated header)");
+      break;
+  }
+  diags.throw_if_errors();
+  return out;
+}
+
+std::vector<GeneratedFile> generate(const RunOptions& options, std::vector<std::string>* dependencies,
+                                    std::vector<Schema>* schemas) {
+  std::vector<GeneratedFile> files;
+  std::vector<Diagnostic> all;
+  std::set<std::string> outputs;
+  for (const std::string& input : options.inputs) {
+    try {
+      LoadedSchema loaded = load_schema(input, options.header);
+      GeneratedFile gf;
+      gf.path = (fs::path(options.out_dir) / output_name(input)).string();
+      if (!outputs.insert(gf.path).second) {
+        all.push_back({SourceLoc{input, 0, 0}, Severity::Error,
+                       fmt::format("two inputs would both generate '{}'", gf.path)});
+        continue;
+      }
+      gf.content = emit_header(loaded.schema, options.emit);
+      files.push_back(std::move(gf));
+      if (dependencies)
+        for (auto& d : loaded.dependencies)
+          if (std::find(dependencies->begin(), dependencies->end(), d) == dependencies->end())
+            dependencies->push_back(d);
+      if (schemas) schemas->push_back(std::move(loaded.schema));
+    } catch (const Error& e) {
+      all.insert(all.end(), e.diagnostics().begin(), e.diagnostics().end());
+    }
+  }
+  if (!all.empty()) throw Error(std::move(all));
+  return files;
+}
+
+static std::string escape_make(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#') out += '\\';
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
+
+std::string make_depfile(const std::vector<std::string>& targets, const std::vector<std::string>& dependencies) {
+  std::string out;
+  for (std::size_t i = 0; i < targets.size(); ++i) out += (i ? " " : "") + escape_make(targets[i]);
+  out += ":";
+  for (const auto& d : dependencies) out += " \\\n  " + escape_make(d);
+  out += "\n";
+  return out;
+}
+
+bool write_file_atomically(const std::string& path, const std::string& content) {
+  std::string existing;
+  if (read_text(path, existing) && existing == content) return false;
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(SourceLoc{path, 0, 0}, "cannot write output file");
+    out << content;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error(SourceLoc{path, 0, 0}, "cannot write output file");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error(SourceLoc{path, 0, 0}, "cannot write output file: " + ec.message());
+  }
+  return true;
+}
+
+}  // namespace tcgen

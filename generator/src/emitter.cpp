@@ -1,0 +1,211 @@
+#include "tcgen/emitter.h"
+
+#include <fmt/format.h>
+#include <mstch/mstch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tcgen/diagnostics.h"
+#include "tcgen/embedded.h"
+
+namespace tcgen {
+namespace {
+
+constexpr std::string_view kTemplateName = "tensorclass.h.mustache";
+
+std::string load_template(const EmitOptions& options) {
+  if (options.templates_dir) {
+    const std::string path = (std::filesystem::path(*options.templates_dir) / kTemplateName).string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(SourceLoc{path, 0, 0}, "cannot read template");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  for (const auto& f : embedded::templates())
+    if (f.path == kTemplateName) return std::string(f.text);
+  throw Error(SourceLoc{}, fmt::format("internal error: template '{}' is not embedded", kTemplateName));
+}
+
+mstch::array doc_lines(const std::string& doc) {
+  mstch::array lines;
+  if (doc.empty()) return lines;
+  std::istringstream in(doc);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+    // A trailing backslash would splice the next line into the comment.
+    if (!line.empty() && line.back() == '\\') line += '.';
+    lines.push_back(mstch::map{{"line", line.empty() ? std::string() : " " + line}});
+  }
+  while (!lines.empty() && boost::get<std::string>(boost::get<mstch::map>(lines.back()).at("line")).empty())
+    lines.pop_back();
+  return lines;
+}
+
+std::string lit_or_empty(const std::string& s) { return s.empty() ? "{}" : cpp_string_literal(s); }
+std::string boolean(bool b) { return b ? "true" : "false"; }
+
+std::string scalar_cpp_type(ValueType v) {
+  switch (v) {
+    case ValueType::String: return "std::string";
+    case ValueType::Int: return "std::int64_t";
+    case ValueType::Float: return "double";
+    case ValueType::Bool: return "bool";
+    default: return "void";
+  }
+}
+
+std::string scalar_cpp_value(ValueType v, const std::string& text) {
+  if (v == ValueType::String) return cpp_string_literal(text);
+  // -9223372036854775808 is not a literal: it negates an out-of-range one.
+  if (v == ValueType::Int && text == "-9223372036854775808") return "(-9223372036854775807 - 1)";
+  if (v == ValueType::Float && !text.empty() && text[0] == '+') return text.substr(1);
+  return text;
+}
+
+std::string member_type(const Schema& s, const Field& f) {
+  switch (f.kind) {
+    case FieldKind::Tensor: return "::at::Tensor";
+    case FieldKind::TensorClass: {
+      const std::string prefix = s.ns + "::";
+      if (!s.ns.empty() && f.type_cpp.rfind(prefix, 0) == 0 &&
+          f.type_cpp.find("::", prefix.size()) == std::string::npos)
+        return f.type_cpp.substr(prefix.size());
+      return "::" + f.type_cpp;
+    }
+    case FieldKind::NonTensor:
+      if (f.value_type == ValueType::List) return "std::vector<" + scalar_cpp_type(f.element_type) + ">";
+      return scalar_cpp_type(f.value_type);
+  }
+  return "void";
+}
+
+std::string member_init(const Field& f) {
+  if (f.kind != FieldKind::NonTensor || !f.default_value) return "";
+  if (f.value_type == ValueType::List) {
+    std::vector<std::string> items;
+    for (const auto& i : f.default_items) items.push_back(scalar_cpp_value(f.element_type, i));
+    return fmt::format(" = {{{}}}", fmt::join(items, ", "));
+  }
+  return " = " + scalar_cpp_value(f.value_type, *f.default_value);
+}
+
+mstch::map struct_context(const Schema& s, const Class& c) {
+  mstch::array members;
+  for (const Field& f : c.fields) {
+    members.push_back(mstch::map{{"name", f.name},
+                                 {"doc_lines", doc_lines(f.doc)},
+                                 {"cpp_type", member_type(s, f)},
+                                 {"init", member_init(f)}});
+  }
+  return mstch::map{{"name", c.name}, {"doc_lines", doc_lines(c.doc)}, {"members", members}};
+}
+
+mstch::map table_context(const Class& c) {
+  mstch::array shapes, fields, member_ptrs;
+  std::vector<std::string> ptrs;
+  for (const Field& f : c.fields) {
+    std::string shape_ref = "{}";
+    if (f.shape && !f.dims.empty()) {
+      mstch::array dims;
+      for (const Dim& d : f.dims) {
+        dims.push_back(mstch::map{{"kind", std::string(to_string(d.kind))},
+                                  {"size", std::to_string(d.size)},
+                                  {"symbol", lit_or_empty(d.symbol)}});
+      }
+      shape_ref = "shape_" + f.name;
+      shapes.push_back(mstch::map{{"array", shape_ref}, {"dims", dims}});
+    }
+    const bool has_default = f.default_value.has_value();
+    fields.push_back(mstch::map{
+        {"name", cpp_string_literal(f.name)},
+        {"kind", std::string(to_string(f.kind))},
+        {"dtype", lit_or_empty(f.dtype.value_or(""))},
+        {"has_shape", boolean(f.shape.has_value())},
+        {"shape", shape_ref},
+        {"type_name", lit_or_empty(f.type_cpp)},
+        {"value_type", std::string(to_string(f.value_type))},
+        {"element_type", std::string(to_string(f.element_type))},
+        {"optional", boolean(f.optional)},
+        {"default_value", has_default ? lit_or_empty(*f.default_value) : std::string("{}")},
+        {"has_default", boolean(has_default)},
+        {"doc", lit_or_empty(f.doc)},
+    });
+    ptrs.push_back(fmt::format("&::{}::{}", c.cpp_name, f.name));
+  }
+  for (std::size_t i = 0; i < ptrs.size(); ++i)
+    member_ptrs.push_back(mstch::map{{"ptr", ptrs[i]}, {"sep", std::string(i + 1 == ptrs.size() ? ");" : ",")}});
+  std::vector<std::string> batch;
+  if (c.batch_names)
+    for (const auto& b : *c.batch_names) batch.push_back(cpp_string_literal(b));
+  return mstch::map{
+      {"cpp_type", "::" + c.cpp_name},
+      {"shapes", shapes},
+      {"has_fields", !c.fields.empty()},
+      {"fields", fields},
+      {"has_batch_names", !batch.empty()},
+      {"batch_names", fmt::format("{{{}}}", fmt::join(batch, ", "))},
+      {"batch_names_ref", std::string(batch.empty() ? "{}" : "batch_names")},
+      {"fixed_batch_dims", boolean(c.batch_names.has_value())},
+      {"fields_ref", std::string(c.fields.empty() ? "{}" : "fields")},
+      {"name", cpp_string_literal(c.name)},
+      {"cpp_name", cpp_string_literal(c.cpp_name)},
+      {"python_type", cpp_string_literal(c.python_type)},
+      {"doc", lit_or_empty(c.doc)},
+      {"member_ptrs", member_ptrs},
+  };
+}
+
+}  // namespace
+
+std::string output_name(const std::string& schema_file) {
+  return std::filesystem::path(schema_file).stem().string() + ".tc.h";
+}
+
+std::string cpp_string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) out += fmt::format("\\{:03o}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string emit_header(const Schema& s, const EmitOptions& options) {
+  const std::string tmpl = load_template(options);
+
+  mstch::array includes;
+  for (const auto& inc : s.extra_includes) includes.push_back(mstch::map{{"path", inc}});
+  for (const auto& imp : s.imports) includes.push_back(mstch::map{{"path", output_name(imp.path)}});
+
+  mstch::array structs, tables;
+  for (std::size_t ci : s.emit_order) {
+    structs.push_back(struct_context(s, s.classes[ci]));
+    tables.push_back(table_context(s.classes[ci]));
+  }
+  mstch::map root{
+      {"source_name", std::filesystem::path(s.file).filename().string()},
+      {"includes", includes},
+      {"emit_structs", s.frontend == Frontend::Yaml},
+      {"has_namespace", !s.ns.empty()},
+      {"namespace", s.ns},
+      {"structs", structs},
+      {"tables", tables},
+  };
+  // Every value is prepared as C++ text already: no HTML escaping.
+  mstch::config::escape = [](const std::string& str) { return str; };
+  return mstch::render(tmpl, root);
+}
+
+}  // namespace tcgen

@@ -1,0 +1,622 @@
+#include "tcgen/header_frontend.h"
+
+#include <clang-c/Index.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+
+#include <unistd.h>
+
+#include "tcgen/annotation_args.h"
+#include "tcgen/embedded.h"
+#include "tcgen/names.h"
+
+namespace fs = std::filesystem;
+
+namespace tcgen {
+namespace {
+
+constexpr std::string_view kClassPrefix = "tc:class:";
+constexpr std::string_view kFieldPrefix = "tc:field:";
+
+std::string take(CXString s) {
+  const char* c = clang_getCString(s);
+  std::string out = c ? c : "";
+  clang_disposeString(s);
+  return out;
+}
+
+// The embedded stand-in headers, written to a private temporary directory for
+// the lifetime of one parse.
+class StubDir {
+ public:
+  StubDir() {
+    static std::atomic<unsigned> counter{0};
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    dir_ = fs::temp_directory_path() /
+           fmt::format("tcgen-stubs-{}-{}-{}", static_cast<long>(::getpid()), stamp, counter++);
+    fs::create_directories(dir_);
+    for (const auto& f : embedded::stub_headers()) {
+      const fs::path p = dir_ / std::string(f.path);
+      fs::create_directories(p.parent_path());
+      std::ofstream out(p, std::ios::binary);
+      out << f.text;
+      if (!out) throw Error(SourceLoc{p.string(), 0, 0}, "cannot write the generator's stand-in header");
+    }
+  }
+  ~StubDir() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  StubDir(const StubDir&) = delete;
+  StubDir& operator=(const StubDir&) = delete;
+  const fs::path& path() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+struct IndexDeleter {
+  void operator()(void* p) const { clang_disposeIndex(p); }
+};
+struct TuDeleter {
+  void operator()(CXTranslationUnitImpl* p) const { clang_disposeTranslationUnit(p); }
+};
+
+SourceLoc location_of(CXSourceLocation l) {
+  CXFile file = nullptr;
+  unsigned line = 0, col = 0, offset = 0;
+  clang_getExpansionLocation(l, &file, &line, &col, &offset);
+  SourceLoc out;
+  if (file) out.file = take(clang_getFileName(file));
+  out.line = static_cast<int>(line);
+  out.col = static_cast<int>(col);
+  return out;
+}
+
+SourceLoc location_of(CXCursor c) { return location_of(clang_getCursorLocation(c)); }
+
+// The `tc:...` annotation attached to a declaration, if any.
+std::optional<std::string> annotation(CXCursor decl, std::string_view prefix) {
+  struct Data {
+    std::string_view prefix;
+    std::optional<std::string> found;
+  } data{prefix, std::nullopt};
+  clang_visitChildren(
+      decl,
+      [](CXCursor c, CXCursor, CXClientData d) {
+        auto* data = static_cast<Data*>(d);
+        if (clang_getCursorKind(c) == CXCursor_AnnotateAttr) {
+          std::string s = take(clang_getCursorSpelling(c));
+          if (s.rfind(data->prefix, 0) == 0) {
+            data->found = s.substr(data->prefix.size());
+            return CXChildVisit_Break;
+          }
+        }
+        return CXChildVisit_Continue;
+      },
+      &data);
+  return data.found;
+}
+
+// "a::b::Name", skipping inline namespaces (std::__cxx11).
+std::string qualified_name(CXCursor c) {
+  std::vector<std::string> parts;
+  for (CXCursor p = c; !clang_Cursor_isNull(p) && clang_getCursorKind(p) != CXCursor_TranslationUnit;
+       p = clang_getCursorSemanticParent(p)) {
+    if (clang_getCursorKind(p) == CXCursor_Namespace && clang_Cursor_isInlineNamespace(p)) continue;
+    parts.push_back(take(clang_getCursorSpelling(p)));
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : "::") + *it;
+  return out;
+}
+
+// The namespace a class lives in ("rl", "a::b", "" for the global one);
+// nullopt when it is nested in something that is not a namespace.
+std::optional<std::string> enclosing_namespace(CXCursor c) {
+  std::vector<std::string> parts;
+  for (CXCursor p = clang_getCursorSemanticParent(c);
+       !clang_Cursor_isNull(p) && clang_getCursorKind(p) != CXCursor_TranslationUnit;
+       p = clang_getCursorSemanticParent(p)) {
+    if (clang_getCursorKind(p) != CXCursor_Namespace) return std::nullopt;
+    std::string name = take(clang_getCursorSpelling(p));
+    if (name.empty()) return std::nullopt;  // anonymous namespace
+    if (!clang_Cursor_isInlineNamespace(p)) parts.push_back(name);
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : "::") + *it;
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> split_commas(std::string_view s) {
+  std::vector<std::string> out;
+  if (trim(s).empty()) return out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = s.find(',', start);
+    out.push_back(trim(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The text of a doc comment without its comment markers.
+std::string doc_comment(CXCursor c) {
+  const std::string raw = take(clang_Cursor_getRawCommentText(c));
+  if (raw.empty()) return "";
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start <= raw.size()) {
+    std::size_t nl = raw.find('\n', start);
+    std::string line = trim(std::string_view(raw).substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    for (std::string_view marker : {"///<", "//!<", "///", "//!", "/**<", "/*!<", "/**", "/*!", "*/", "*"}) {
+      if (line.rfind(marker, 0) == 0) {
+        line = line.substr(marker.size());
+        break;
+      }
+    }
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, "*/") == 0) line.resize(line.size() - 2);
+    lines.push_back(trim(line));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  while (!lines.empty() && lines.front().empty()) lines.erase(lines.begin());
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
+  return out;
+}
+
+// Unescapes a plain C++ string literal token; nullopt for prefixed or raw ones.
+std::optional<std::string> string_literal_value(const std::string& tok) {
+  if (tok.size() < 2 || tok.front() != '"' || tok.back() != '"') return std::nullopt;
+  std::string out;
+  for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
+    char c = tok[i];
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (i + 2 >= tok.size()) return std::nullopt;
+    char e = tok[++i];
+    switch (e) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case '\'': out += '\''; break;
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      default: return std::nullopt;
+    }
+  }
+  return out;
+}
+
+class HeaderReader {
+ public:
+  HeaderReader(CXTranslationUnit tu, Diagnostics& diags, ExternalClasses& externals, Schema& schema)
+      : tu_(tu), diags_(diags), externals_(externals), schema_(schema) {}
+
+  void run() {
+    visit_scope(clang_getTranslationUnitCursor(tu_));
+  }
+
+ private:
+  void visit_scope(CXCursor scope) {
+    clang_visitChildren(
+        scope,
+        [](CXCursor c, CXCursor, CXClientData d) {
+          auto* self = static_cast<HeaderReader*>(d);
+          if (!clang_Location_isFromMainFile(clang_getCursorLocation(c))) return CXChildVisit_Continue;
+          switch (clang_getCursorKind(c)) {
+            case CXCursor_Namespace:
+            case CXCursor_LinkageSpec:
+              return CXChildVisit_Recurse;
+            case CXCursor_StructDecl:
+            case CXCursor_ClassDecl:
+              if (clang_isCursorDefinition(c)) self->record(c);
+              return CXChildVisit_Continue;
+            default:
+              return CXChildVisit_Continue;
+          }
+        },
+        this);
+  }
+
+  void record(CXCursor c) {
+    const auto args = annotation(c, kClassPrefix);
+    const std::string name = take(clang_getCursorSpelling(c));
+    if (!args) {
+      check_stray_field_annotations(c, name);
+      visit_scope(c);  // nested structs
+      return;
+    }
+    Class cls;
+    cls.name = name;
+    cls.loc = location_of(c);
+    cls.batch_loc = cls.loc;
+    const auto ns = enclosing_namespace(c);
+    if (!ns) {
+      diags_.error(cls.loc, fmt::format("tensorclass '{}' must be declared at namespace scope (not inside a class or "
+                                        "an anonymous namespace)",
+                                        name));
+      return;
+    }
+    if (!have_ns_) {
+      schema_.ns = *ns;
+      schema_.ns_loc = cls.loc;
+      have_ns_ = true;
+    } else if (*ns != schema_.ns) {
+      diags_.error(cls.loc, fmt::format("all tensorclasses of a header must be in one namespace: '{}' is in '{}', "
+                                        "but earlier ones are in '{}'",
+                                        name, *ns, schema_.ns));
+    }
+    cls.doc = doc_comment(c);
+    for (const auto& a : parse_args(*args, "TC_TENSORCLASS", cls.loc, {"batch", "doc", "python_module"})) {
+      if (a.key == "batch") {
+        if (expect_string(a, "TC_TENSORCLASS", cls.loc)) cls.batch_names = split_commas(a.string_value);
+      } else if (a.key == "doc") {
+        if (expect_string(a, "TC_TENSORCLASS", cls.loc)) cls.doc = a.string_value;
+      } else if (a.key == "python_module") {
+        if (!expect_string(a, "TC_TENSORCLASS", cls.loc)) continue;
+        if (schema_.python_module && *schema_.python_module != a.string_value)
+          diags_.error(cls.loc, fmt::format("conflicting python_module '{}' (an earlier class says '{}')",
+                                            a.string_value, *schema_.python_module));
+        else
+          schema_.python_module = a.string_value;
+      }
+    }
+    struct Data {
+      HeaderReader* self;
+      Class* cls;
+    } data{this, &cls};
+    clang_visitChildren(
+        c,
+        [](CXCursor f, CXCursor, CXClientData d) {
+          auto* data = static_cast<Data*>(d);
+          if (clang_getCursorKind(f) == CXCursor_FieldDecl) data->self->field(*data->cls, f);
+          return CXChildVisit_Continue;
+        },
+        &data);
+    schema_.classes.push_back(std::move(cls));
+  }
+
+  void check_stray_field_annotations(CXCursor c, const std::string& name) {
+    struct Data {
+      HeaderReader* self;
+      const std::string* name;
+    } data{this, &name};
+    clang_visitChildren(
+        c,
+        [](CXCursor f, CXCursor, CXClientData d) {
+          auto* data = static_cast<Data*>(d);
+          if (clang_getCursorKind(f) == CXCursor_FieldDecl && annotation(f, kFieldPrefix))
+            data->self->diags_.error(location_of(f),
+                                     fmt::format("TC_FIELD used in struct '{}', which is not marked TC_TENSORCLASS",
+                                                 *data->name));
+          return CXChildVisit_Continue;
+        },
+        &data);
+  }
+
+  std::vector<AnnotationArg> parse_args(const std::string& text, std::string_view macro, const SourceLoc& loc,
+                                        const std::vector<std::string_view>& keys) {
+    auto result = parse_annotation_args(text);
+    if (auto* err = std::get_if<AnnotationParseError>(&result)) {
+      diags_.error(loc, fmt::format("invalid {} arguments: {} (at offset {} of '{}')", macro, err->message,
+                                    err->offset, text));
+      return {};
+    }
+    std::vector<AnnotationArg> out;
+    std::set<std::string> seen;
+    for (auto& a : std::get<std::vector<AnnotationArg>>(result)) {
+      if (std::find(keys.begin(), keys.end(), a.key) == keys.end()) {
+        diags_.error(loc, fmt::format("unknown {} argument '{}'; expected one of {}", macro, a.key,
+                                      fmt::join(keys, ", ")));
+        continue;
+      }
+      if (!seen.insert(a.key).second) {
+        diags_.error(loc, fmt::format("duplicate {} argument '{}'", macro, a.key));
+        continue;
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  bool expect_string(const AnnotationArg& a, std::string_view macro, const SourceLoc& loc) {
+    if (a.kind == AnnotationArg::Kind::String) return true;
+    diags_.error(loc, fmt::format("{} argument '{}' expects a string, e.g. {} = \"...\"", macro, a.key, a.key));
+    return false;
+  }
+
+  bool expect_flag(const AnnotationArg& a, std::string_view macro, const SourceLoc& loc) {
+    if (a.kind == AnnotationArg::Kind::Flag) return true;
+    diags_.error(loc, fmt::format("{} argument '{}' is a flag and takes no value", macro, a.key));
+    return false;
+  }
+
+  // Maps a scalar C++ type to a value type.
+  static std::optional<ValueType> scalar_value_type(CXType t) {
+    t = clang_getCanonicalType(t);
+    switch (t.kind) {
+      case CXType_Bool: return ValueType::Bool;
+      case CXType_Int:
+      case CXType_Long:
+      case CXType_LongLong: return ValueType::Int;
+      case CXType_Float:
+      case CXType_Double: return ValueType::Float;
+      case CXType_Record: {
+        const std::string q = qualified_name(clang_getTypeDeclaration(t));
+        if (q == "std::basic_string" && clang_Type_getNumTemplateArguments(t) >= 1 &&
+            clang_Type_getTemplateArgumentAsType(t, 0).kind == CXType_Char_S)
+          return ValueType::String;
+        return std::nullopt;
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  void field(Class& cls, CXCursor c) {
+    Field f;
+    f.name = take(clang_getCursorSpelling(c));
+    f.loc = location_of(c);
+    f.dtype_loc = f.shape_loc = f.type_loc = f.default_loc = f.loc;
+    f.doc = doc_comment(c);
+    const CXType type = clang_getCursorType(c);
+    const CXType canon = clang_getCanonicalType(type);
+    const std::string spelled = take(clang_getTypeSpelling(type));
+    bool supported = true;
+    if (auto v = scalar_value_type(canon)) {
+      f.kind = FieldKind::NonTensor;
+      f.value_type = *v;
+    } else if (canon.kind == CXType_Record) {
+      CXCursor decl = clang_getTypeDeclaration(canon);
+      const std::string q = qualified_name(decl);
+      if (q == "at::Tensor") {
+        f.kind = FieldKind::Tensor;
+      } else if (q == "std::vector" && clang_Type_getNumTemplateArguments(canon) >= 1) {
+        auto e = scalar_value_type(clang_Type_getTemplateArgumentAsType(canon, 0));
+        if (e) {
+          f.kind = FieldKind::NonTensor;
+          f.value_type = ValueType::List;
+          f.element_type = *e;
+        } else {
+          supported = false;
+        }
+      } else if (annotation(decl, kClassPrefix)) {
+        f.kind = FieldKind::TensorClass;
+        f.type_name = take(clang_getCursorSpelling(decl));
+        if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
+          externals_.emplace(f.type_name, ExternalClass{f.type_name, q, location_of(decl)});
+          const std::string inc = fs::path(location_of(decl).file).stem().string() + ".tc.h";
+          if (std::find(schema_.extra_includes.begin(), schema_.extra_includes.end(), inc) ==
+              schema_.extra_includes.end())
+            schema_.extra_includes.push_back(inc);
+        }
+      } else {
+        supported = false;
+      }
+    } else {
+      supported = false;
+    }
+    if (!supported) {
+      diags_.error(f.loc, fmt::format("unsupported member type '{}' for field '{}'; expected torch::Tensor, a "
+                                      "TC_TENSORCLASS struct, std::string, int64_t, double, bool or std::vector of "
+                                      "those",
+                                      spelled, f.name));
+      return;
+    }
+
+    if (auto args = annotation(c, kFieldPrefix)) {
+      for (const auto& a : parse_args(*args, "TC_FIELD", f.loc, {"dtype", "shape", "optional", "doc"})) {
+        if ((a.key == "dtype" || a.key == "shape") && f.kind != FieldKind::Tensor) {
+          diags_.error(f.loc, fmt::format("'{}' applies only to tensor fields, but field '{}' has type '{}'", a.key,
+                                          f.name, spelled));
+          continue;
+        }
+        if (a.key == "dtype") {
+          if (expect_string(a, "TC_FIELD", f.loc)) f.dtype = a.string_value;
+        } else if (a.key == "shape") {
+          if (!expect_string(a, "TC_FIELD", f.loc)) continue;
+          std::vector<DimToken> dims;
+          for (auto& t : split_commas(a.string_value)) dims.push_back({t, f.loc});
+          f.shape = std::move(dims);
+        } else if (a.key == "optional") {
+          if (expect_flag(a, "TC_FIELD", f.loc)) f.optional = true;
+        } else if (a.key == "doc") {
+          if (expect_string(a, "TC_FIELD", f.loc)) f.doc = a.string_value;
+        }
+      }
+    }
+    read_initializer(c, f);
+    cls.fields.push_back(std::move(f));
+  }
+
+  // The default member initializer (`= "x"`, `= 3`, `{1, 2}`), if any.
+  void read_initializer(CXCursor c, Field& f) {
+    CXSourceRange extent = clang_getCursorExtent(c);
+    CXToken* tokens = nullptr;
+    unsigned n = 0;
+    clang_tokenize(tu_, extent, &tokens, &n);
+    std::unique_ptr<CXToken, std::function<void(CXToken*)>> guard(
+        tokens, [this, n](CXToken* t) { clang_disposeTokens(tu_, t, n); });
+    unsigned name_offset = 0;
+    clang_getExpansionLocation(clang_getCursorLocation(c), nullptr, nullptr, nullptr, &name_offset);
+    std::vector<std::string> rest;
+    bool after_name = false;
+    for (unsigned i = 0; i < n; ++i) {
+      unsigned off = 0;
+      clang_getExpansionLocation(clang_getTokenLocation(tu_, tokens[i]), nullptr, nullptr, nullptr, &off);
+      if (!after_name) {
+        after_name = off == name_offset && clang_getTokenKind(tokens[i]) == CXToken_Identifier;
+        continue;
+      }
+      rest.push_back(take(clang_getTokenSpelling(tu_, tokens[i])));
+    }
+    if (!rest.empty() && rest.back() == ";") rest.pop_back();
+    if (rest.empty()) return;
+    std::size_t i = 0;
+    if (rest[i] == "=") ++i;
+    auto literal = [&](std::size_t& k, std::string& out) -> bool {
+      if (k >= rest.size()) return false;
+      std::string sign;
+      if (rest[k] == "-" || rest[k] == "+") sign = rest[k++];
+      if (k >= rest.size()) return false;
+      const std::string& t = rest[k];
+      if (sign.empty()) {
+        if (auto s = string_literal_value(t)) {
+          out = *s;
+          ++k;
+          return true;
+        }
+        if (t == "true" || t == "false") {
+          out = t;
+          ++k;
+          return true;
+        }
+      }
+      if (!t.empty() && ((t[0] >= '0' && t[0] <= '9') || t[0] == '.')) {
+        out = (sign == "-" ? "-" : "") + t;
+        ++k;
+        return true;
+      }
+      return false;
+    };
+    bool ok = false;
+    if (i < rest.size() && rest[i] == "{") {
+      ++i;
+      std::vector<std::string> items;
+      ok = true;
+      while (i < rest.size() && rest[i] != "}") {
+        std::string item;
+        if (!literal(i, item)) {
+          ok = false;
+          break;
+        }
+        items.push_back(item);
+        if (i < rest.size() && rest[i] == ",") ++i;
+      }
+      if (ok && i + 1 == rest.size() && rest[i] == "}") {
+        if (f.kind == FieldKind::NonTensor && f.value_type != ValueType::List) {
+          if (items.size() == 1) f.default_value = items[0];
+          // `{}` on a scalar: value-initialised, no declared default.
+        } else {
+          std::string text = "[";
+          for (std::size_t k = 0; k < items.size(); ++k) text += (k ? ", " : "") + items[k];
+          f.default_value = text + "]";
+          f.default_items = items;
+          f.default_is_list = true;
+        }
+      } else {
+        ok = false;
+      }
+    } else {
+      std::string value;
+      ok = literal(i, value) && i == rest.size();
+      if (ok) f.default_value = value;
+    }
+    if (!ok)
+      diags_.error(f.loc, fmt::format("unsupported default member initializer for field '{}'; use a literal "
+                                      "(\"text\", 42, 1.5, true) or a braced list of literals",
+                                      f.name));
+  }
+
+  CXTranslationUnit tu_;
+  Diagnostics& diags_;
+  ExternalClasses& externals_;
+  Schema& schema_;
+  bool have_ns_ = false;
+};
+
+}  // namespace
+
+Schema parse_header_schema(const std::string& file, const HeaderOptions& options, Diagnostics& diags,
+                           ExternalClasses& externals, std::vector<std::string>& dependencies) {
+  Schema schema;
+  schema.file = file;
+  schema.frontend = Frontend::Header;
+  schema.extra_includes.push_back(fs::path(file).filename().string());
+
+  StubDir stubs;
+  std::vector<std::string> args = {"-x", "c++", "-std=c++20", "-DTENSORCLASS_GENERATOR=1", "-resource-dir",
+                                   TCGEN_CLANG_RESOURCE_DIR, "-I", stubs.path().string(),
+                                   "-Wno-pragma-once-outside-header"};
+  for (const auto& d : options.include_dirs) args.push_back("-I" + d);
+  for (const auto& d : options.defines) args.push_back("-D" + d);
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+
+  std::unique_ptr<void, IndexDeleter> index(clang_createIndex(0, 0));
+  CXTranslationUnit raw_tu = nullptr;
+  const CXErrorCode rc = clang_parseTranslationUnit2(
+      index.get(), file.c_str(), argv.data(), static_cast<int>(argv.size()), nullptr, 0,
+      CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_Incomplete, &raw_tu);
+  if (rc != CXError_Success || !raw_tu) {
+    diags.error(SourceLoc{file, 0, 0}, fmt::format("libclang could not parse the header (error code {})",
+                                                   static_cast<int>(rc)));
+    return schema;
+  }
+  std::unique_ptr<CXTranslationUnitImpl, TuDeleter> tu(raw_tu);
+
+  // Any error is fatal: clang's recovery would silently turn unknown types into int.
+  unsigned errors = 0;
+  for (unsigned i = 0, n = clang_getNumDiagnostics(raw_tu); i < n; ++i) {
+    CXDiagnostic d = clang_getDiagnostic(raw_tu, i);
+    if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+      ++errors;
+      diags.error(location_of(clang_getDiagnosticLocation(d)), take(clang_getDiagnosticSpelling(d)));
+    }
+    clang_disposeDiagnostic(d);
+  }
+  if (errors) {
+    diags.error(SourceLoc{file, 0, 0},
+                fmt::format("the header does not compile ({} error{} above); tensorclass-gen needs a header that "
+                            "compiles",
+                            errors, errors == 1 ? "" : "s"));
+    return schema;
+  }
+
+  // Dependencies: the header and every non-system, non-stand-in file it includes.
+  struct DepData {
+    CXTranslationUnit tu;
+    std::string stub_prefix;
+    std::vector<std::string>* deps;
+  } dep_data{raw_tu, stubs.path().string(), &dependencies};
+  dependencies.push_back(file);
+  clang_getInclusions(
+      raw_tu,
+      [](CXFile included, CXSourceLocation*, unsigned depth, CXClientData d) {
+        auto* data = static_cast<DepData*>(d);
+        if (depth == 0) return;
+        const std::string name = take(clang_getFileName(included));
+        if (name.rfind(data->stub_prefix, 0) == 0) return;
+        if (clang_Location_isInSystemHeader(clang_getLocationForOffset(data->tu, included, 0))) return;
+        if (std::find(data->deps->begin(), data->deps->end(), name) == data->deps->end())
+          data->deps->push_back(name);
+      },
+      &dep_data);
+
+  HeaderReader(raw_tu, diags, externals, schema).run();
+  if (schema.classes.empty() && !diags.has_errors())
+    diags.error(SourceLoc{file, 0, 0}, "no TC_TENSORCLASS struct found in the header");
+  return schema;
+}
+
+}  // namespace tcgen

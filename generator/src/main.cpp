@@ -1,0 +1,84 @@
+// tensorclass-gen: compiles tensorclass schemas (YAML or annotated C++
+// headers) into C++ headers.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "tcgen/driver.h"
+#include "tcgen/ir_json.h"
+
+namespace {
+
+void print_diagnostics(const tcgen::Error& e) {
+  for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tensorclass-gen: compiles tensorclass schemas into C++ headers.\n"
+      "Each <schema> is a YAML schema (.yaml/.yml) or an annotated C++ header\n"
+      "(.h/.hpp/.hh/.hxx); <schema>.yaml produces <out-dir>/<schema>.tc.h.\n"
+      "Nothing is written when any schema has an error.",
+      "tensorclass-gen"};
+  tcgen::RunOptions options;
+  bool dump_ir = false;
+  bool dump_locations = false;
+  std::string templates_dir;
+
+  app.add_option("schemas", options.inputs, "Schema files (YAML or annotated C++ headers)")
+      ->required()
+      ->type_name("<schema>...");
+  app.add_option("-o,--out-dir", options.out_dir, "Directory the generated headers are written to")
+      ->required()
+      ->type_name("DIR");
+  app.add_flag("--dump-ir", dump_ir,
+               "Print the validated schema IR of every input as JSON on stdout (files are still written)");
+  app.add_flag("--dump-ir-locations", dump_locations, "With --dump-ir: include file/line/column of classes and fields");
+  app.add_option("-I,--include-dir", options.header.include_dirs,
+                 "Header frontend: add DIR to clang's include path (repeatable)")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
+  app.add_option("-D,--define", options.header.defines,
+                 "Header frontend: define a macro for clang, NAME or NAME=VALUE (repeatable)")
+      ->type_name("NAME[=VALUE]")
+      ->allow_extra_args(false);
+  app.add_option("--depfile", options.depfile,
+                 "Write a Makefile-style depfile (the generated headers depend on the schemas and all their imports)")
+      ->type_name("FILE");
+  app.add_option("--templates", templates_dir,
+                 "Render with tensorclass.h.mustache from DIR instead of the template built into the generator")
+      ->type_name("DIR");
+
+  CLI11_PARSE(app, argc, argv);
+  if (!templates_dir.empty()) options.emit.templates_dir = templates_dir;
+
+  try {
+    std::vector<std::string> deps;
+    std::vector<tcgen::Schema> schemas;
+    std::vector<tcgen::GeneratedFile> files = tcgen::generate(options, &deps, &schemas);
+    if (dump_ir) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& schema : schemas) all.push_back(tcgen::to_json(schema, dump_locations));
+      std::cout << (all.size() == 1 ? all[0] : all).dump(2) << '\n';
+    }
+    std::vector<std::string> targets;
+    for (const auto& f : files) {
+      tcgen::write_file_atomically(f.path, f.content);
+      targets.push_back(f.path);
+    }
+    if (!options.depfile.empty())
+      tcgen::write_file_atomically(options.depfile, tcgen::make_depfile(targets, deps));
+  } catch (const tcgen::Error& e) {
+    print_diagnostics(e);
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "tensorclass-gen: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

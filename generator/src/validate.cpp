@@ -1,0 +1,275 @@
+#include "tcgen/validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "tcgen/names.h"
+
+namespace tcgen {
+namespace {
+
+std::string where(const SourceLoc& l) { return fmt::format("{}:{}:{}", l.file, l.line, l.col); }
+
+void check_name(const std::string& name, const SourceLoc& loc, std::string_view what,
+                Diagnostics& diags) {
+  if (!is_identifier(name))
+    diags.error(loc, fmt::format("invalid {} name '{}': not a C++ identifier", what, name));
+  else if (is_cpp_keyword(name))
+    diags.error(loc, fmt::format("invalid {} name '{}': it is a C++ keyword", what, name));
+}
+
+void check_namespace(const Schema& s, Diagnostics& diags) {
+  const SourceLoc loc = s.ns_loc.file.empty() ? SourceLoc{s.file, 1, 1} : s.ns_loc;
+  if (s.ns.empty()) {
+    if (s.frontend == Frontend::Yaml && !s.ns_loc.file.empty())
+      diags.error(loc, "'namespace' must not be empty");
+    return;
+  }
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = s.ns.find("::", start);
+    std::string part = s.ns.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!is_identifier(part) || is_cpp_keyword(part)) {
+      diags.error(loc, fmt::format("invalid namespace '{}': '{}' is not a valid C++ name", s.ns, part));
+      return;
+    }
+    if (end == std::string::npos) break;
+    start = end + 2;
+  }
+}
+
+void check_dims(Field& f, Diagnostics& diags) {
+  static const std::regex integer(R"(-?[0-9]+)");
+  static const std::regex symbol(R"([A-Za-z_][A-Za-z0-9_]*)");
+  f.dims.clear();
+  bool seen_batch = false;
+  for (std::size_t i = 0; i < f.shape->size(); ++i) {
+    const DimToken& t = (*f.shape)[i];
+    Dim d;
+    if (t.text == "...") {
+      if (seen_batch) {
+        diags.error(t.loc, fmt::format("'...' may appear only once in the shape of field '{}'", f.name));
+        continue;
+      }
+      seen_batch = true;
+      if (i != 0) {
+        diags.error(t.loc, fmt::format("'...' (the batch dims) must come first in the shape of field '{}'", f.name));
+        continue;
+      }
+      d.kind = DimKind::Batch;
+    } else if (std::regex_match(t.text, integer)) {
+      if (t.text[0] == '-') {
+        diags.error(t.loc, fmt::format("negative size {} in the shape of field '{}'", t.text, f.name));
+        continue;
+      }
+      std::int64_t v = 0;
+      auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      if (ec != std::errc() || ptr != t.text.data() + t.text.size()) {
+        diags.error(t.loc, fmt::format("size {} is too large in the shape of field '{}'", t.text, f.name));
+        continue;
+      }
+      d.kind = DimKind::Fixed;
+      d.size = v;
+    } else if (std::regex_match(t.text, symbol)) {
+      if (!(t.text[0] >= 'A' && t.text[0] <= 'Z')) {
+        diags.error(t.loc, fmt::format("shape symbol '{}' of field '{}' must start with an upper-case letter",
+                                       t.text, f.name));
+        continue;
+      }
+      d.kind = DimKind::Symbol;
+      d.symbol = t.text;
+    } else {
+      diags.error(t.loc, fmt::format("invalid shape entry '{}' in field '{}'; expected '...', a non-negative "
+                                     "integer or an upper-case symbol",
+                                     t.text, f.name));
+      continue;
+    }
+    f.dims.push_back(std::move(d));
+  }
+}
+
+bool valid_scalar_default(ValueType t, const std::string& v) {
+  static const std::regex integer(R"(-?[0-9]+)");
+  static const std::regex floating(R"([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)");
+  switch (t) {
+    case ValueType::String: return true;
+    case ValueType::Int: {
+      if (!std::regex_match(v, integer)) return false;
+      std::int64_t x = 0;
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      return ec == std::errc() && ptr == v.data() + v.size();
+    }
+    case ValueType::Float: return std::regex_match(v, floating);
+    case ValueType::Bool: return v == "true" || v == "false";
+    default: return false;
+  }
+}
+
+const char* expected_text(ValueType t) {
+  switch (t) {
+    case ValueType::Int: return "an integer";
+    case ValueType::Float: return "a number";
+    case ValueType::Bool: return "true or false";
+    default: return "a value";
+  }
+}
+
+void check_default(const Field& f, Diagnostics& diags) {
+  if (!f.default_value) return;
+  if (f.kind == FieldKind::Tensor) {
+    diags.error(f.default_loc, fmt::format("tensor field '{}' cannot have a default", f.name));
+    return;
+  }
+  if (f.kind == FieldKind::TensorClass) {
+    diags.error(f.default_loc, fmt::format("tensorclass field '{}' cannot have a default", f.name));
+    return;
+  }
+  const std::string type = value_type_spelling(f.value_type, f.element_type);
+  if (f.value_type == ValueType::List) {
+    if (!f.default_is_list) {
+      diags.error(f.default_loc, fmt::format("invalid default '{}' for {} field '{}'; expected a list, e.g. []",
+                                             *f.default_value, type, f.name));
+      return;
+    }
+    for (const auto& item : f.default_items) {
+      if (!valid_scalar_default(f.element_type, item)) {
+        diags.error(f.default_loc, fmt::format("invalid list item '{}' in the default of {} field '{}'; expected {}",
+                                               item, type, f.name, expected_text(f.element_type)));
+        return;
+      }
+    }
+    return;
+  }
+  if (f.default_is_list) {
+    diags.error(f.default_loc, fmt::format("invalid default {} for {} field '{}'; expected {}",
+                                           *f.default_value, type, f.name, expected_text(f.value_type)));
+    return;
+  }
+  if (!valid_scalar_default(f.value_type, *f.default_value)) {
+    diags.error(f.default_loc, fmt::format("invalid default '{}' for {} field '{}'; expected {}",
+                                           *f.default_value, type, f.name, expected_text(f.value_type)));
+  }
+}
+
+}  // namespace
+
+void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
+  check_namespace(s, diags);
+  const std::string module = python_module_of(s);
+
+  std::map<std::string, std::size_t> local;  // name -> index of first declaration
+  for (std::size_t ci = 0; ci < s.classes.size(); ++ci) {
+    Class& c = s.classes[ci];
+    check_name(c.name, c.loc, "class", diags);
+    auto [it, inserted] = local.emplace(c.name, ci);
+    if (!inserted)
+      diags.error(c.loc, fmt::format("duplicate class '{}' (first declared at {})", c.name,
+                                     where(s.classes[it->second].loc)));
+    c.cpp_name = s.ns.empty() ? c.name : s.ns + "::" + c.name;
+    c.python_type = fmt::format("<class '{}{}{}'>", module, module.empty() ? "" : ".", c.name);
+
+    if (c.batch_names) {
+      std::set<std::string> seen;
+      for (const auto& b : *c.batch_names) {
+        if (!is_identifier(b))
+          diags.error(c.batch_loc, fmt::format("invalid batch dim name '{}' in class '{}'", b, c.name));
+        else if (!seen.insert(b).second)
+          diags.error(c.batch_loc, fmt::format("duplicate batch dim name '{}' in class '{}'", b, c.name));
+      }
+    }
+  }
+
+  for (Class& c : s.classes) {
+    std::map<std::string, const Field*> seen;
+    for (Field& f : c.fields) {
+      bool name_ok = true;
+      if (!is_identifier(f.name)) {
+        diags.error(f.loc, fmt::format("invalid field name '{}' in class '{}': not a C++ identifier", f.name, c.name));
+        name_ok = false;
+      } else if (is_cpp_keyword(f.name)) {
+        diags.error(f.loc, fmt::format("invalid field name '{}' in class '{}': it is a C++ keyword", f.name, c.name));
+        name_ok = false;
+      } else if (is_reserved_field_name(f.name)) {
+        diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: it clashes with a tensorclass "
+                                       "member (reserved: batch_size, device, names, get, set, ..., and names "
+                                       "starting with '_')",
+                                       f.name, c.name));
+        name_ok = false;
+      }
+      if (name_ok) {
+        auto [it, inserted] = seen.emplace(f.name, &f);
+        if (!inserted)
+          diags.error(f.loc, fmt::format("duplicate field '{}' in class '{}' (first declared at {})", f.name, c.name,
+                                         where(it->second->loc)));
+      }
+
+      switch (f.kind) {
+        case FieldKind::Tensor:
+          if (f.dtype && !is_known_dtype(*f.dtype))
+            diags.error(f.dtype_loc, fmt::format("unknown dtype '{}' for field '{}'; expected one of {}", *f.dtype,
+                                                 f.name, fmt::join(known_dtypes(), ", ")));
+          if (f.shape) check_dims(f, diags);
+          break;
+        case FieldKind::TensorClass: {
+          const SourceLoc tl = f.type_loc.file.empty() ? f.loc : f.type_loc;
+          if (auto it = local.find(f.type_name); it != local.end()) {
+            f.type_cpp = s.classes[it->second].cpp_name;
+          } else if (auto ext = externals.find(f.type_name); ext != externals.end()) {
+            f.type_cpp = ext->second.cpp_name;
+          } else {
+            diags.error(tl, fmt::format("unknown type '{}' for field '{}'; expected a tensorclass of this schema or "
+                                        "its imports, tensor, string, int, float, bool or list<...>",
+                                        f.type_name, f.name));
+          }
+          break;
+        }
+        case FieldKind::NonTensor:
+          break;
+      }
+      check_default(f, diags);
+    }
+  }
+
+  // Emission order: nested classes before their users (DFS in declaration
+  // order); a cycle is an error reported at the field that closes it.
+  enum class Mark { None, Active, Done };
+  std::vector<Mark> mark(s.classes.size(), Mark::None);
+  std::vector<std::size_t> stack;
+  s.emit_order.clear();
+  std::function<void(std::size_t)> visit = [&](std::size_t ci) {
+    mark[ci] = Mark::Active;
+    stack.push_back(ci);
+    for (const Field& f : s.classes[ci].fields) {
+      if (f.kind != FieldKind::TensorClass) continue;
+      auto it = local.find(f.type_name);
+      if (it == local.end()) continue;
+      std::size_t dep = it->second;
+      if (mark[dep] == Mark::Active) {
+        std::string path;
+        auto from = std::find(stack.begin(), stack.end(), dep);
+        for (auto p = from; p != stack.end(); ++p) path += s.classes[*p].name + " -> ";
+        path += s.classes[dep].name;
+        diags.error(f.type_loc.file.empty() ? f.loc : f.type_loc,
+                    fmt::format("cycle between tensorclasses: {} (field '{}' of class '{}')", path, f.name,
+                                s.classes[ci].name));
+      } else if (mark[dep] == Mark::None) {
+        visit(dep);
+      }
+    }
+    stack.pop_back();
+    mark[ci] = Mark::Done;
+    s.emit_order.push_back(ci);
+  };
+  for (std::size_t ci = 0; ci < s.classes.size(); ++ci) {
+    if (local.at(s.classes[ci].name) != ci) continue;  // duplicate, reported
+    if (mark[ci] == Mark::None) visit(ci);
+  }
+}
+
+}  // namespace tcgen

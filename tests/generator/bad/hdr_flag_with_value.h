@@ -1,0 +1,10 @@
+#pragma once
+#include <tensordict/annotations.h>
+#include <torch/types.h>
+
+namespace rl {
+struct TC_TENSORCLASS() Obs {
+  TC_FIELD(optional = 1) torch::Tensor depth;
+};
+}  // namespace rl
+// expect: 7:40: error: TC_FIELD argument 'optional' is a flag and takes no value

@@ -1,0 +1,10 @@
+#pragma once
+#include <tensordict/annotations.h>
+#include <torch/types.h>
+
+namespace rl {
+struct TC_TENSORCLASS() Obs {
+  torch::Tensor device;
+};
+}  // namespace rl
+// expect: 7:17: error: field name 'device' in class 'Obs' is reserved: it clashes with a tensorclass member (reserved: batch_size, device, names, get, set, ..., and names starting with '_')

@@ -1,0 +1,10 @@
+#pragma once
+#include <tensordict/annotations.h>
+#include <torch/types.h>
+
+namespace rl {
+struct TC_TENSORCLASS() Obs {
+  TC_FIELD(dtype = "uint8", shap = "..., 3") torch::Tensor pixels;
+};
+}  // namespace rl
+// expect: 7:60: error: unknown TC_FIELD argument 'shap'; expected one of dtype, shape, optional, doc

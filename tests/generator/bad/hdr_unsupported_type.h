@@ -1,0 +1,12 @@
+#pragma once
+#include <map>
+#include <tensordict/annotations.h>
+#include <torch/types.h>
+
+namespace rl {
+struct TC_TENSORCLASS() Obs {
+  torch::Tensor reward;
+  std::map<int, int> table;
+};
+}  // namespace rl
+// expect: 9:22: error: unsupported member type 'std::map<int, int>' for field 'table'; expected torch::Tensor, a TC_TENSORCLASS struct, std::string, int64_t, double, bool or std::vector of those

@@ -1,0 +1,147 @@
+// The tensorclass-gen executable: options, exit codes, atomic output, depfile.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "common.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const auto dir = fs::path(TCGEN_TEST_BINARY_DIR) / "scratch";
+  fs::create_directories(dir);
+  const auto out = dir / "cli.stdout", err = dir / "cli.stderr";
+  const std::string cmd = std::string("\"") + TCGEN_EXE + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
+                          err.string() + "\"";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = tcgen_test::read_file(out);
+  r.err = tcgen_test::read_file(err);
+  return r;
+}
+
+std::string schema(const std::string& name) {
+  return "\"" + (fs::path(tcgen_test::test_dir()) / "schemas" / name).string() + "\"";
+}
+
+}  // namespace
+
+TEST_CASE("help option documents every option", "[cli]") {
+  const Result r = run("--help");
+  CHECK(r.rc == 0);
+  for (const char* opt : {"--out-dir", "-o", "--dump-ir", "-I", "-D", "--depfile", "--templates", "--help"})
+    CHECK(r.out.find(opt) != std::string::npos);
+}
+
+TEST_CASE("missing arguments are an error", "[cli]") {
+  CHECK(run("").rc != 0);
+  CHECK(run(schema("rollout.yaml")).rc != 0);  // no -o
+}
+
+TEST_CASE("generates headers into the output directory", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_ok");
+  const Result r = run(schema("common.yaml") + " " + schema("rollout.yaml") + " -o \"" + out.string() + "\"");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  const std::string golden = tcgen_test::read_file(fs::path(tcgen_test::test_dir()) / "golden" / "rollout.tc.h");
+  CHECK(tcgen_test::read_file(out / "rollout.tc.h") == golden);
+  CHECK(fs::exists(out / "common.tc.h"));
+}
+
+TEST_CASE("an error writes nothing and exits non-zero", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_err");
+  const auto bad = (fs::path(tcgen_test::test_dir()) / "bad" / "unknown_dtype.yaml").string();
+  const Result r = run(schema("rollout.yaml") + " \"" + bad + "\" -o \"" + (out / "gen").string() +
+                       "\" --depfile \"" + (out / "gen.d").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find(bad + ":5:23: error: unknown dtype 'float'") != std::string::npos);
+  CHECK(fs::is_empty(out));
+}
+
+TEST_CASE("a header that does not compile is an error", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_hdr_err");
+  const auto bad = (fs::path(tcgen_test::test_dir()) / "bad" / "hdr_does_not_compile.h").string();
+  const Result r = run("\"" + bad + "\" -o \"" + out.string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find(bad + ":8:3: error: unknown type name 'UnknownType'") != std::string::npos);
+  CHECK(r.err.find("does not compile") != std::string::npos);
+  CHECK(fs::is_empty(out));
+}
+
+TEST_CASE("depfile lists the schema and its imports", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_dep");
+  const Result r = run(schema("rollout.yaml") + " -o \"" + out.string() + "\" --depfile \"" +
+                       (out / "rollout.d").string() + "\"");
+  REQUIRE(r.rc == 0);
+  const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
+  const std::string expected = (out / "rollout.tc.h").string() + ": \\\n  " + (dir / "rollout.yaml").string() +
+                               " \\\n  " + (dir / "common.yaml").string() + "\n";
+  CHECK(tcgen_test::read_file(out / "rollout.d") == expected);
+}
+
+TEST_CASE("header frontend: -I/-D pass through, depfile lists included headers", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_hdr");
+  tcgen_test::write_file(out / "inc" / "extra" / "dims.h", "#pragma once\n#define OBS_DTYPE \"uint8\"\n");
+  tcgen_test::write_file(out / "obs.h",
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <torch/types.h>\n"
+                         "#include <extra/dims.h>\n"
+                         "#ifndef WITH_OBS\n#error WITH_OBS must be defined\n#endif\n"
+                         "namespace rl {\nstruct TC_TENSORCLASS() Obs {\n  torch::Tensor pixels;\n};\n}\n");
+  const std::string args = "\"" + (out / "obs.h").string() + "\" -o \"" + (out / "gen").string() + "\" -I \"" +
+                           (out / "inc").string() + "\" -D WITH_OBS=1 --depfile \"" + (out / "obs.d").string() +
+                           "\"";
+  const Result r = run(args);
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(fs::exists(out / "gen" / "obs.tc.h"));
+  const std::string dep = tcgen_test::read_file(out / "obs.d");
+  CHECK(dep.find((out / "obs.h").string()) != std::string::npos);
+  CHECK(dep.find("extra/dims.h") != std::string::npos);
+  CHECK(dep.find("torch/types.h") == std::string::npos);  // stand-ins are not dependencies
+
+  const Result without_define = run("\"" + (out / "obs.h").string() + "\" -o \"" + (out / "gen2").string() +
+                                    "\" -I \"" + (out / "inc").string() + "\"");
+  CHECK(without_define.rc != 0);
+  CHECK(without_define.err.find("obs.h:6:2: error: WITH_OBS must be defined") != std::string::npos);
+  CHECK(!fs::exists(out / "gen2"));
+}
+
+TEST_CASE("dump-ir option prints the IR as JSON", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_ir");
+  const Result r = run(schema("agent.yaml") + " --dump-ir -o \"" + out.string() + "\"");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("\"namespace\": \"rl\"") != std::string::npos);
+  CHECK(r.out.find("\"cpp_name\": \"rl::Observation\"") != std::string::npos);
+}
+
+TEST_CASE("unchanged outputs are not rewritten", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_same");
+  const std::string args = schema("common.yaml") + " -o \"" + out.string() + "\"";
+  REQUIRE(run(args).rc == 0);
+  const auto file = out / "common.tc.h";
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(file, old_time);
+  REQUIRE(run(args).rc == 0);
+  CHECK(fs::last_write_time(file) == old_time);
+  // A changed file is rewritten.
+  tcgen_test::write_file(file, "stale");
+  REQUIRE(run(args).rc == 0);
+  CHECK(tcgen_test::read_file(file) != "stale");
+  // No temporary files are left behind.
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(out)) count += e.is_regular_file() ? 1 : 0;
+  CHECK(count == 1);
+}

@@ -1,0 +1,90 @@
+// Every file under bad/ must fail with exactly the diagnostics listed in its
+// trailing "expect:" comments ("# expect: 5:7: error: ..." in YAML,
+// "// expect: ..." in headers). $FILE / $DIR stand for the file's path / its
+// directory; an expectation without a line:col is "<file>: error: ...".
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "common.h"
+#include "tcgen/driver.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+std::vector<std::string> expectations(const fs::path& file) {
+  std::vector<std::string> out;
+  std::istringstream in(tcgen_test::read_file(file));
+  const std::string marker = "expect: ";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# " + marker, 0) != 0 && line.rfind("// " + marker, 0) != 0) continue;
+    std::string rest = line.substr(line.find(marker) + marker.size());
+    rest = replace_all(rest, "$FILE", file.string());
+    rest = replace_all(rest, "$DIR", file.parent_path().string());
+    const bool has_pos = !rest.empty() && rest[0] >= '0' && rest[0] <= '9';
+    out.push_back(file.string() + (has_pos ? ":" : ": ") + rest);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bad schemas fail with exact file:line:col diagnostics", "[diagnostics]") {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(tcgen_test::test_dir()) / "bad")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 25);
+  for (const auto& file : files) {
+    DYNAMIC_SECTION(file.filename().string()) {
+      const auto expected = expectations(file);
+      REQUIRE(!expected.empty());
+      std::vector<std::string> actual;
+      try {
+        tcgen::load_schema(file.string(), {});
+      } catch (const tcgen::Error& e) {
+        for (const auto& d : e.diagnostics()) actual.push_back(d.str());
+      }
+      CHECK(actual == expected);
+    }
+  }
+}
+
+TEST_CASE("diagnostics format", "[diagnostics]") {
+  tcgen::Diagnostic d{{"a.yaml", 3, 7}, tcgen::Severity::Error, "boom"};
+  CHECK(d.str() == "a.yaml:3:7: error: boom");
+  d.loc.line = 0;
+  CHECK(d.str() == "a.yaml: error: boom");
+  d.loc.file.clear();
+  CHECK(d.str() == "error: boom");
+}
+
+TEST_CASE("several errors in one schema are all reported", "[diagnostics]") {
+  const auto dir = tcgen_test::scratch_dir("multi");
+  tcgen_test::write_file(dir / "multi.yaml",
+                         "namespace: rl\n"
+                         "tensorclasses:\n"
+                         "  Obs:\n"
+                         "    fields:\n"
+                         "      a: {dtype: f32}\n"
+                         "      b: {shape: [W, ...]}\n");
+  std::vector<std::string> actual;
+  try {
+    tcgen::load_schema((dir / "multi.yaml").string(), {});
+  } catch (const tcgen::Error& e) {
+    for (const auto& d : e.diagnostics()) actual.push_back(d.str());
+  }
+  REQUIRE(actual.size() == 2);
+  CHECK(actual[0].find("multi.yaml:5:18: error: unknown dtype 'f32'") != std::string::npos);
+  CHECK(actual[1].find("multi.yaml:6:22: error: '...' (the batch dims) must come first") != std::string::npos);
+}
+
+TEST_CASE("unknown file types are rejected", "[diagnostics]") {
+  CHECK_THROWS_AS(tcgen::load_schema("schema.json", {}), tcgen::Error);
+}
