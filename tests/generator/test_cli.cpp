@@ -1,4 +1,6 @@
 // The tensorclass-gen executable: options, exit codes, atomic output, depfile.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -21,7 +23,9 @@ struct Result {
 Result run(const std::string& args) {
   const auto dir = fs::path(TCGEN_TEST_BINARY_DIR) / "scratch";
   fs::create_directories(dir);
-  const auto out = dir / "cli.stdout", err = dir / "cli.stderr";
+  // Per process: ctest runs test cases in parallel processes.
+  const std::string stem = "cli." + std::to_string(getpid());
+  const auto out = dir / (stem + ".stdout"), err = dir / (stem + ".stderr");
   const std::string cmd = std::string("\"") + TCGEN_EXE + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
                           err.string() + "\"";
   const int status = std::system(cmd.c_str());
