@@ -8,6 +8,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/non_tensor.h"
 
 namespace tensordict {
 
@@ -40,6 +41,10 @@ void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, con
   }
 }
 
+const char* kind_of(const Value& v) {
+  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
+}
+
 std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) {
   auto device = tds.front().device();
   for (const auto& td : tds) {
@@ -63,37 +68,58 @@ struct Combiner {
   c10::function_ref<std::vector<int64_t>(const std::vector<TensorDictBase>&)> batch;
   c10::function_ref<Names(const Names&)> names;
 
+  // Equal values stay one value (tensordict's rule); otherwise the members'
+  // elements are combined like tensors of their batch shapes, over one pool.
+  Value combine_non_tensor(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members, const NestedKey& path) {
+    const NonTensorData& first = members.front().non_tensor();
+    bool equal = !first.is_stack();
+    for (const auto& m : members) equal = equal && m.non_tensor() == first;
+    if (equal) return members.front();
+    auto pool = std::make_shared<std::vector<Json>>();
+    std::vector<at::Tensor> ids;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const NonTensorData& data = members[i].non_tensor();
+      const auto offset = static_cast<int64_t>(pool->size());
+      pool->insert(pool->end(), data.pool()->begin(), data.pool()->end());
+      ids.push_back(data.is_stack() ? data.ids() + offset : at::full(tds[i].batch_size(), offset, at::kLong));
+    }
+    try {
+      return NonTensorData::from_ids(std::move(pool), leaves(ids));
+    } catch (...) {
+      detail::rethrow_for_key(op, path);
+    }
+  }
+
   TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
     check_same_keys(tds, op, prefix);
     auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds)));
     std::vector<at::Tensor> tensors(tds.size());
-    std::vector<TensorDictBase> nested;
+    std::vector<Value> members;
+    members.reserve(tds.size());
     tds.front().impl()->for_each([&](const std::string& key, const Value& first) {
       prefix.push_back(key);
       const NestedKey path(prefix);
-      if (first.is_tensor()) {
-        for (std::size_t i = 0; i < tds.size(); ++i) {
-          auto v = tds[i].impl()->find(key);
-          if (!v->is_tensor()) {
-            throw std::runtime_error(fmt::format("{}: key {} is a tensor in tensordict 0 but a tensordict in tensordict {}", op, path.repr(), i));
-          }
-          tensors[i] = v->tensor();
+      members.clear();
+      for (std::size_t i = 0; i < tds.size(); ++i) {
+        members.push_back(*tds[i].impl()->find(key));
+        if (kind_of(members[i]) != kind_of(first)) {
+          throw std::runtime_error(fmt::format("{}: key {} is {} in tensordict 0 but {} in tensordict {}", op, path.repr(),
+                                               kind_of(first), kind_of(members[i]), i));
         }
+      }
+      if (first.is_tensor()) {
+        for (std::size_t i = 0; i < tds.size(); ++i) tensors[i] = members[i].tensor();
         try {
           out->insert(key, leaves(tensors));
         } catch (...) {
           detail::rethrow_for_key(op, path);
         }
+      } else if (first.is_non_tensor()) {
+        out->insert(key, combine_non_tensor(tds, members, path));
       } else {
-        nested.clear();
-        for (std::size_t i = 0; i < tds.size(); ++i) {
-          auto v = tds[i].impl()->find(key);
-          if (!v->is_tensordict()) {
-            throw std::runtime_error(fmt::format("{}: key {} is a tensordict in tensordict 0 but a tensor in tensordict {}", op, path.repr(), i));
-          }
-          nested.push_back(v->tensordict());
-        }
-        out->insert(key, Value(run(std::vector<TensorDictBase>(nested), prefix)));
+        std::vector<TensorDictBase> nested;
+        for (const auto& m : members) nested.push_back(m.tensordict());
+        out->insert(key, Value(run(nested, prefix)));
       }
       prefix.pop_back();
     });

@@ -10,7 +10,7 @@ namespace {
 
 TensorDict same_batch(const TensorDictBase& td, std::optional<at::Device> device,
                       c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, fn, op)));
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, detail::OpKind::Value, fn, op)));
 }
 
 }  // namespace

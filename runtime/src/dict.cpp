@@ -7,6 +7,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/non_tensor.h"
 
 namespace tensordict {
 
@@ -16,15 +17,28 @@ using detail::shape_str;
 
 Value::Value(const TensorDictBase& td) : value_(td.impl()) {}
 
+Value::Value(const NonTensorData& data) : value_(std::make_shared<const NonTensorData>(data)) {}
+
+namespace {
+const char* kind_of(const Value& v) {
+  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
+}
+}  // namespace
+
 const at::Tensor& Value::tensor() const {
-  if (!is_tensor()) throw std::invalid_argument("the value is a tensordict, not a tensor");
+  if (!is_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not a tensor", kind_of(*this)));
   return std::get<0>(value_);
+}
+
+const NonTensorData& Value::non_tensor() const {
+  if (!is_non_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not non-tensor data", kind_of(*this)));
+  return *std::get<2>(value_);
 }
 
 TensorDictBase Value::tensordict() const { return TensorDictBase(impl()); }
 
 const std::shared_ptr<TensorDictImpl>& Value::impl() const {
-  if (!is_tensordict()) throw std::invalid_argument("the value is a tensor, not a tensordict");
+  if (!is_tensordict()) throw std::invalid_argument(fmt::format("the value is {}, not a tensordict", kind_of(*this)));
   return std::get<1>(value_);
 }
 
@@ -89,7 +103,7 @@ int64_t TensorDictBase::len() const { return batch_dims() ? batch_size()[0] : 0;
 bool TensorDictBase::is_empty() const {
   bool empty = true;
   impl_->for_each([&](const std::string&, const Value& v) {
-    if (empty) empty = !v.is_tensor() && v.tensordict().is_empty();
+    if (empty) empty = v.is_tensordict() && v.tensordict().is_empty();
   });
   return empty;
 }
@@ -100,6 +114,12 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
       if (!starts_with(v.tensor().sizes(), batch_size)) {
         throw std::runtime_error(fmt::format("cannot set batch size {}: key {} has shape {}", shape_str(batch_size),
                                              NestedKey(key).repr(), shape_str(v.tensor().sizes())));
+      }
+    } else if (v.is_non_tensor()) {
+      const auto& ids = v.non_tensor().ids();
+      if (ids.defined() && !starts_with(batch_size, ids.sizes())) {
+        throw std::runtime_error(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_str(batch_size),
+                                             NestedKey(key).repr(), shape_str(ids.sizes())));
       }
     } else {
       TensorDictBase nested = v.tensordict();
@@ -157,11 +177,34 @@ at::Tensor TensorDictBase::get(const NestedKey& key) const {
   TensorDictBase parent = parent_of(key, false);
   auto found = parent.impl_->find(key.back());
   if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  if (found->is_non_tensor()) {
+    throw std::invalid_argument(fmt::format("key {} holds non-tensor data, not a tensor; use get_non_tensor()", key.repr()));
+  }
   if (!found->is_tensor()) {
     throw std::invalid_argument(fmt::format("key {} holds a {}, not a tensor; use get_td() for nested tensordicts",
                                             key.repr(), found->tensordict().type_name()));
   }
   return found->tensor();
+}
+
+Json TensorDictBase::get_non_tensor(const NestedKey& key) const {
+  TensorDictBase parent = parent_of(key, false);
+  auto found = parent.impl_->find(key.back());
+  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  if (!found->is_non_tensor()) {
+    throw std::invalid_argument(fmt::format("key {} holds {}, not non-tensor data", key.repr(),
+                                            found->is_tensor() ? "a tensor" : "a tensordict"));
+  }
+  return found->non_tensor().data();
+}
+
+Json TensorDictBase::get_non_tensor(const NestedKey& key, const Json& default_value) const {
+  if (!contains(key)) return default_value;
+  return get_non_tensor(key);
+}
+
+TensorDictBase& TensorDictBase::set_non_tensor(const NestedKey& key, const Json& value) {
+  return set(key, NonTensorData(value));
 }
 
 at::Tensor TensorDictBase::get(const NestedKey& key, const at::Tensor& default_value) const {
@@ -190,6 +233,15 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
     check_leaf(level, key, tensor);
     if (auto device = level.device(); device && tensor.device() != *device) tensor = tensor.to(*device);
     level.insert(key.back(), std::move(tensor));
+    return *this;
+  }
+  if (value.is_non_tensor()) {
+    const auto& ids = value.non_tensor().ids();
+    if (ids.defined() && ids.sizes() != level.batch_size()) {
+      throw std::runtime_error(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
+                                           key.repr(), shape_str(ids.sizes()), shape_str(level.batch_size())));
+    }
+    level.insert(key.back(), value);
     return *this;
   }
   TensorDictBase nested = value.tensordict();
@@ -261,7 +313,7 @@ std::vector<std::pair<NestedKey, Value>> TensorDictBase::items(bool include_nest
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
     level.for_each([&](const std::string& key, const Value& value) {
       prefix.push_back(key);
-      const bool leaf = value.is_tensor();
+      const bool leaf = !value.is_tensordict();
       if (include_nested && !leaf) self(self, *value.impl());
       if (!leaves_only || leaf) out.emplace_back(NestedKey(prefix), value);
       prefix.pop_back();

@@ -13,7 +13,7 @@ TensorDict TensorDictBase::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
   return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {resolved.result_batch_size().vec(), {}}, device(), apply, "index")));
+      detail::map_leaves(*impl_, {resolved.result_batch_size().vec(), {}}, device(), detail::OpKind::Batch, apply, "index")));
 }
 
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
@@ -29,6 +29,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
     }
   }
   for (const auto& [key, item] : source.items(true, true)) {
+    if (!item.is_tensor()) continue;  // non-tensor data is not written through an index
     const at::Tensor& leaf = item.tensor();
     if (!contains(key)) {
       // tensordict creates the missing entry, zero outside the index.
@@ -49,6 +50,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
   const BatchIndex resolved(index, batch_size());
   for (const auto& [key, item] : items(true, true)) {
+    if (!item.is_tensor()) continue;
     try {
       resolved.put(item.tensor(), value);
     } catch (...) {
@@ -61,6 +63,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
   const BatchIndex resolved(index, batch_size());
   for (const auto& [key, item] : items(true, true)) {
+    if (!item.is_tensor()) continue;
     const at::Tensor& leaf = item.tensor();
     try {
       resolved.put(leaf, at::scalar_tensor(value, leaf.options()));

@@ -34,7 +34,7 @@ void copy_entry(const TensorDictBase& source, TensorDictBase& target, const Nest
       dst = level;
     }
   }
-  dst.impl()->insert(key.back(), value.is_tensor() ? value : Value(value.tensordict().clone(false)));
+  dst.impl()->insert(key.back(), value.is_tensordict() ? Value(value.tensordict().clone(false)) : value);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {
 
@@ -24,6 +25,7 @@ namespace {
 struct Mapper {
   const std::vector<PieceMeta>& metas;
   std::optional<at::Device> device;
+  OpKind kind;
   LeafFn fn;
   const char* op;
   std::size_t source_dims;
@@ -70,6 +72,19 @@ struct Mapper {
           rethrow_for_key(op, NestedKey(path));
         }
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
+      } else if (value.is_non_tensor()) {
+        const NonTensorData& data = value.non_tensor();
+        if (kind == OpKind::Value || !data.is_stack()) {
+          for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);
+          return;
+        }
+        try {
+          fn(data.ids(), outs.data());
+        } catch (...) {
+          path.push_back(key);
+          rethrow_for_key(op, NestedKey(path));
+        }
+        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(NonTensorData::from_ids(data.pool(), std::move(outs[i])));
       } else {
         path.push_back(key);
         const TensorDictImpl& nested = *value.impl();
@@ -93,16 +108,16 @@ struct Mapper {
 }  // namespace
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
-                                                   std::optional<at::Device> device, LeafFn fn, const char* op) {
-  Mapper mapper{metas, device, fn, op, source.batch_size().size(), {}};
+                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op) {
+  Mapper mapper{metas, device, kind, fn, op, source.batch_size().size(), {}};
   return mapper.run(source, metas);
 }
 
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
-                                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
   std::vector<PieceMeta> metas{std::move(meta)};
   auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf); };
-  return map_leaves(source, metas, device, each, op).front();
+  return map_leaves(source, metas, device, kind, each, op).front();
 }
 
 }  // namespace tensordict::detail

@@ -26,12 +26,18 @@ struct PieceMeta {
 // fn(leaf, out) writes out[0 .. metas.size()).
 using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
 
+// What an op does to non-tensor data: a batch op (indexing, shape ops,
+// unbind, split) moves a stack's elements like a tensor of the batch shape,
+// so `fn` runs on the stack's id tensor; a value op (dtype, device, clone)
+// leaves non-tensor data as it is.
+enum class OpKind { Batch, Value };
+
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
-                                                   std::optional<at::Device> device, LeafFn fn, const char* op);
+                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op);
 
 // The single-output case.
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
-                                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
+                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
 
 // Rethrows the exception in flight as std::runtime_error naming `op` and `key`
 // (libtorch's message without its backtrace). Call from a catch block.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tensordict/dtype.h"
+#include "tensordict/non_tensor.h"
 
 namespace tensordict {
 
@@ -35,12 +36,28 @@ std::string tensor_repr(const at::Tensor& t) {
                      dtype_name(t.scalar_type()), python_bool(t.is_cuda()));
 }
 
+std::string device_str(const std::optional<at::Device>& device) { return device ? device->str() : "None"; }
+
+// NonTensorData(data=zero!, batch_size=torch.Size([3]), device=None), or a
+// NonTensorStack with its tolist() on its own line.
+std::string non_tensor_repr(const NonTensorData& data, const TensorDictBase& level) {
+  if (!data.is_stack()) {
+    return fmt::format("NonTensorData(data={}, batch_size={}, device={})", data.str(), torch_size(level.batch_size()),
+                       device_str(level.device()));
+  }
+  return fmt::format("NonTensorStack(\n{},\n{},\n{})", indent(data.str(), 4),
+                     indent("batch_size=" + torch_size(data.ids().sizes()), 4), indent("device=" + device_str(level.device()), 4));
+}
+
 }  // namespace
 
 std::string repr(const TensorDictBase& td) {
   std::vector<std::string> fields;
   td.impl()->for_each([&](const std::string& key, const Value& value) {
-    fields.push_back(key + ": " + (value.is_tensor() ? tensor_repr(value.tensor()) : repr(value.tensordict())));
+    std::string text = value.is_tensor()       ? tensor_repr(value.tensor())
+                       : value.is_tensordict() ? repr(value.tensordict())
+                                               : non_tensor_repr(value.non_tensor(), td);
+    fields.push_back(key + ": " + text);
   });
   std::sort(fields.begin(), fields.end());
   const std::string field_lines = indent("\n" + fmt::format("{}", fmt::join(fields, ",\n")), 4);
@@ -48,7 +65,7 @@ std::string repr(const TensorDictBase& td) {
   const std::vector<std::string> parts{
       indent("fields={" + field_lines + "}", 4),
       indent("batch_size=" + torch_size(td.batch_size()), 4),
-      indent("device=" + (device ? device->str() : std::string("None")), 4),
+      indent("device=" + device_str(device), 4),
       indent("is_shared=" + python_bool(td.is_shared()), 4),
   };
   return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));

@@ -26,7 +26,7 @@ std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf
 
 TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, c10::function_ref<at::Tensor(const at::Tensor&)> fn,
                   const char* op) {
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {std::move(batch), {}}, td.device(), fn, op)));
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {std::move(batch), {}}, td.device(), detail::OpKind::Batch, fn, op)));
 }
 
 std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
@@ -35,7 +35,7 @@ std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vecto
   metas.reserve(batches.size());
   for (const auto& b : batches) metas.push_back({b, {}});
   std::vector<TensorDict> out;
-  for (auto& impl : detail::map_leaves(*td.impl(), metas, td.device(), fn, op)) out.emplace_back(TensorDictBase(std::move(impl)));
+  for (auto& impl : detail::map_leaves(*td.impl(), metas, td.device(), detail::OpKind::Batch, fn, op)) out.emplace_back(TensorDictBase(std::move(impl)));
   return out;
 }
 

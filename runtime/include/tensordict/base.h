@@ -23,8 +23,12 @@
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tensordict {
 
+class NonTensorData;
+using Json = nlohmann::ordered_json;
 class TensorDictImpl;
 class TensorDictBase;
 class TensorDict;
@@ -33,22 +37,26 @@ class TensorDict;
 // None). An all-nullopt list means the tensordict has no names.
 using Names = std::vector<std::optional<std::string>>;
 
-// An entry's value: a tensor or a nested tensordict.
+// An entry's value: a tensor, a nested tensordict, or non-tensor data
+// (<tensordict/non_tensor.h>).
 class Value {
  public:
   Value(at::Tensor tensor) : value_(std::move(tensor)) {}
   Value(const TensorDictBase& td);
+  Value(const NonTensorData& data);
 
   bool is_tensor() const { return value_.index() == 0; }
   bool is_tensordict() const { return value_.index() == 1; }
-  // Throw std::invalid_argument when the value is of the other kind.
+  bool is_non_tensor() const { return value_.index() == 2; }
+  // Throw std::invalid_argument when the value is of another kind.
   const at::Tensor& tensor() const;
   TensorDictBase tensordict() const;
+  const NonTensorData& non_tensor() const;
 
   const std::shared_ptr<TensorDictImpl>& impl() const;
 
  private:
-  std::variant<at::Tensor, std::shared_ptr<TensorDictImpl>> value_;
+  std::variant<at::Tensor, std::shared_ptr<TensorDictImpl>, std::shared_ptr<const NonTensorData>> value_;
 };
 
 // The storage a tensordict kind implements. No validation happens here: the
@@ -100,7 +108,7 @@ class TensorDictBase {
   int64_t len() const;
   // Number of keys at the first level (len() is the batch, not the keys).
   std::size_t num_keys() const { return impl_->num_keys(); }
-  // True when no tensor leaf exists at any depth.
+  // True when no leaf (tensor or non-tensor data) exists at any depth.
   bool is_empty() const;
 
   // tensordict refuses truth testing; so do we, at compile time.
@@ -114,6 +122,12 @@ class TensorDictBase {
   at::Tensor get(const NestedKey& key, const at::Tensor& default_value) const;
   // The nested tensordict at `key` (the same object: writes reach the parent).
   TensorDictBase get_td(const NestedKey& key) const;
+  // Non-tensor data (tensordict's NonTensorData): the value, or for a stack
+  // of differing values the nested lists over the batch (tolist()).
+  Json get_non_tensor(const NestedKey& key) const;
+  Json get_non_tensor(const NestedKey& key, const Json& default_value) const;
+  TensorDictBase& set_non_tensor(const NestedKey& key, const Json& value);
+
   // The entry at `key`, whatever its kind; nullopt if absent.
   std::optional<Value> get_value(const NestedKey& key) const;
 
@@ -133,7 +147,8 @@ class TensorDictBase {
   TensorDictBase& create_nested(const NestedKey& key);
 
   // Keys in tensordict's order: with include_nested, a nested tensordict's
-  // keys come before its own key; leaves_only drops nested tensordicts.
+  // keys come before its own key; leaves_only drops nested tensordicts
+  // (non-tensor data counts as a leaf, as in tensordict).
   std::vector<NestedKey> keys(bool include_nested = false, bool leaves_only = false) const;
   std::vector<Value> values(bool include_nested = false, bool leaves_only = false) const;
   std::vector<std::pair<NestedKey, Value>> items(bool include_nested = false, bool leaves_only = false) const;

@@ -7,5 +7,6 @@
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
+#include "tensordict/non_tensor.h"
 #include "tensordict/repr.h"
 #include "tensordict/schema.h"

@@ -1,0 +1,103 @@
+#include "tensordict/non_tensor.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tensordict {
+
+NonTensorData::NonTensorData(Json value)
+    : pool_(std::make_shared<const std::vector<Json>>(std::vector<Json>{std::move(value)})) {}
+
+NonTensorData::NonTensorData(std::shared_ptr<const std::vector<Json>> pool, at::Tensor ids)
+    : pool_(std::move(pool)), ids_(std::move(ids)) {}
+
+NonTensorData NonTensorData::stack(std::vector<Json> values, at::IntArrayRef batch_size) {
+  int64_t n = 1;
+  for (auto s : batch_size) n *= s;
+  if (static_cast<int64_t>(values.size()) != n) {
+    throw std::invalid_argument(fmt::format("a non-tensor stack over batch size [{}] needs {} values, got {}",
+                                            fmt::join(batch_size, ", "), n, values.size()));
+  }
+  auto ids = at::arange(n, at::kLong).reshape(batch_size);
+  return from_ids(std::make_shared<const std::vector<Json>>(std::move(values)), ids);
+}
+
+NonTensorData NonTensorData::from_ids(std::shared_ptr<const std::vector<Json>> pool, at::Tensor ids) {
+  if (ids.numel() > 0) {
+    // One distinct value left: tensordict gives NonTensorData, not a stack.
+    const auto flat = ids.reshape({-1}).contiguous();
+    const int64_t* p = flat.data_ptr<int64_t>();
+    const Json& first = (*pool)[p[0]];
+    bool same = true;
+    for (int64_t i = 1; same && i < flat.numel(); ++i) same = (*pool)[p[i]] == first;
+    if (same) return NonTensorData(first);
+  }
+  return NonTensorData(std::move(pool), std::move(ids));
+}
+
+Json NonTensorData::data() const {
+  if (!is_stack()) return pool_->front();
+  const auto flat = ids_.reshape({-1}).contiguous();
+  const int64_t* p = flat.data_ptr<int64_t>();
+  const auto sizes = ids_.sizes();
+  int64_t next = 0;
+  // Nested lists, one level per batch dim.
+  auto build = [&](auto&& self, std::size_t dim) -> Json {
+    if (dim == sizes.size()) return (*pool_)[p[next++]];
+    Json list = Json::array();
+    for (int64_t i = 0; i < sizes[dim]; ++i) list.push_back(self(self, dim + 1));
+    return list;
+  };
+  return build(build, 0);
+}
+
+std::string NonTensorData::str() const { return python_str(data()); }
+
+bool operator==(const NonTensorData& a, const NonTensorData& b) {
+  if (a.is_stack() != b.is_stack()) return false;
+  if (!a.is_stack()) return a.pool_->front() == b.pool_->front();
+  return a.ids_.sizes() == b.ids_.sizes() && a.data() == b.data();
+}
+
+std::string python_repr(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null: return "None";
+    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
+    case Json::value_t::string: {
+      std::string out = "'";
+      for (char c : value.get_ref<const std::string&>()) {
+        if (c == '\'' || c == '\\') out += '\\';
+        out += c;
+      }
+      return out + "'";
+    }
+    case Json::value_t::array: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + python_repr(value[i]);
+      return out + "]";
+    }
+    case Json::value_t::object: {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [k, v] : value.items()) {
+        out += (first ? "" : ", ") + python_repr(Json(k)) + ": " + python_repr(v);
+        first = false;
+      }
+      return out + "}";
+    }
+    case Json::value_t::number_float: {
+      std::string text = value.dump();
+      if (text.find_first_of(".eE") == std::string::npos && text.find_first_of("in") == std::string::npos) text += ".0";
+      return text;
+    }
+    default: return value.dump();
+  }
+}
+
+std::string python_str(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : python_repr(value);
+}
+
+}  // namespace tensordict
