@@ -61,7 +61,7 @@ class Value {
 
 // The storage a tensordict kind implements. No validation happens here: the
 // handle validates, then calls these.
-class TensorDictImpl {
+class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
  public:
   virtual ~TensorDictImpl() = default;
 
@@ -81,6 +81,16 @@ class TensorDictImpl {
   virtual bool erase(const std::string& key) = 0;
   // Renames keeping the position; `to` must not exist.
   virtual void rename(const std::string& from, const std::string& to) = 0;
+
+  // Lock state, the same for every kind (see TensorDictBase::lock_).
+  bool is_locked() const { return locked_; }
+
+ private:
+  friend class TensorDictBase;
+  bool locked_ = false;
+  // The locked tensordicts that locked this one as their child: it stays
+  // locked while any of them is (a tensordict may sit in two parents).
+  std::vector<std::weak_ptr<const TensorDictImpl>> lock_parents_;
 };
 
 // The interface users program against. Methods follow tensordict's names and
@@ -110,6 +120,15 @@ class TensorDictBase {
   std::size_t num_keys() const { return impl_->num_keys(); }
   // True when no leaf (tensor or non-tensor data) exists at any depth.
   bool is_empty() const;
+
+  // ---- locking -------------------------------------------------------------------
+  // A locked tensordict refuses new keys, deletion and renaming; set() of an
+  // existing key writes in place, as do set_() and indexed writes. Locking
+  // reaches every nested tensordict; one stays locked while any locked parent
+  // holds it. unlock_() of a tensordict whose parent is locked throws.
+  TensorDictBase& lock_();
+  TensorDictBase& unlock_();
+  bool is_locked() const { return impl_->is_locked(); }
 
   // tensordict refuses truth testing; so do we, at compile time.
   explicit operator bool() const = delete;
@@ -218,8 +237,24 @@ class TensorDictBase {
  protected:
   // The tensordict that holds `key`'s last part, creating levels if `create`.
   TensorDictBase parent_of(const NestedKey& key, bool create) const;
+  // Throws tensordict's lock error if this level is locked.
+  void check_unlocked() const;
 
   std::shared_ptr<TensorDictImpl> impl_;
+};
+
+// Scoped locking, for tensordict's `with td.lock_():` / `with td.unlock_():`:
+// sets the state for the guard's lifetime and restores the previous one.
+class LockGuard {
+ public:
+  explicit LockGuard(TensorDictBase td, bool lock = true);
+  ~LockGuard();
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+ private:
+  TensorDictBase td_;
+  bool was_locked_;
 };
 
 // A dense stack along a new batch dim; every member needs the same keys and
