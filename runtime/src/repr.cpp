@@ -5,10 +5,11 @@
 #include <algorithm>
 
 #include "tensordict/dtype.h"
+#include "tensordict/tensorclass_support.h"
 
 namespace tensordict {
 
-namespace {
+namespace detail {
 
 // Python's textwrap.indent: prefixes every line that is not whitespace only.
 std::string indent(const std::string& text, int width) {
@@ -35,7 +36,12 @@ std::string tensor_repr(const at::Tensor& t) {
                      dtype_name(t.scalar_type()), python_bool(t.is_cuda()));
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::indent;
+using detail::python_bool;
+using detail::tensor_repr;
+using detail::torch_size;
 
 std::string repr(const TensorDictBase& td) {
   std::vector<std::string> fields;
