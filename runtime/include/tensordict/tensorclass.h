@@ -58,7 +58,9 @@ class TensorClass {
   // ---- static description -------------------------------------------------------
   static constexpr const schema::ClassInfo& schema() { return schema::FieldTable<Derived>::info; }
   static constexpr std::span<const schema::FieldInfo> fields() { return schema().fields; }
-  static constexpr std::size_t num_fields() { return std::tuple_size_v<Members>; }
+  static constexpr std::size_t num_fields() {
+    return std::tuple_size_v<std::remove_cvref_t<decltype(schema::FieldTable<Derived>::members)>>;
+  }
 
   // ---- metadata ---------------------------------------------------------------
   at::IntArrayRef batch_size() const { return tc_batch_size_; }
@@ -415,7 +417,7 @@ class TensorClass {
     });
   }
   Derived where(const at::Tensor& condition, const at::Scalar& other) const {
-    return apply([&](const at::Tensor& a) { return a.where(detail::align_to_leaf(condition, a), other); });
+    return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(condition, a).logical_not(), other); });
   }
   Derived masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
     return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(mask, a), value); });
@@ -525,8 +527,6 @@ class TensorClass {
   template <class>
   friend class TensorClass;
 
-  using Members = std::remove_cvref_t<decltype(schema::FieldTable<Derived>::members)>;
-
   Derived& derived() { return static_cast<Derived&>(*this); }
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
 
@@ -542,7 +542,7 @@ class TensorClass {
   static void for_each_index(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (f(std::integral_constant<std::size_t, I>{}), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Members>>{});
+    }(std::make_index_sequence<num_fields()>{});
   }
 
   void set_names_(Names names) {

@@ -23,8 +23,8 @@ struct Agent : ::tensordict::TensorClass<Agent> {
   /// The fields, for construction with designated initializers:
   /// `Agent({.field = value, ...}, batch_size)`.
   struct Fields {
-    ::at::Tensor pos;
-    ::at::Tensor vel;
+    ::at::Tensor pos{};
+    ::at::Tensor vel{};
   };
 
   Agent() = default;
@@ -54,16 +54,16 @@ struct Observation : ::tensordict::TensorClass<Observation> {
   /// The fields, for construction with designated initializers:
   /// `Observation({.field = value, ...}, batch_size)`.
   struct Fields {
-    ::at::Tensor pixels;
-    ::at::Tensor depth;
-    ::at::Tensor reward;
-    Agent agent;
+    ::at::Tensor pixels{};
+    ::at::Tensor depth{};
+    ::at::Tensor reward{};
+    Agent agent{};
     std::string task = "pick \"red\"";
     std::int64_t steps = -3;
     double scale = 1.5;
     bool done = false;
     std::vector<std::string> tags = {"a", "b"};
-    std::vector<std::int64_t> ids;
+    std::vector<std::int64_t> ids{};
   };
 
   Observation() = default;

@@ -23,8 +23,8 @@ struct Agent : ::tensordict::TensorClass<Agent> {
   /// The fields, for construction with designated initializers:
   /// `Agent({.field = value, ...}, batch_size)`.
   struct Fields {
-    ::at::Tensor pos;
-    ::at::Tensor vel;
+    ::at::Tensor pos{};
+    ::at::Tensor vel{};
   };
 
   Agent() = default;

@@ -48,8 +48,8 @@ struct Scalars : ::tensordict::TensorClass<Scalars> {
     double ratio = -2.5e-3;
     std::vector<bool> flags = {};
     std::string label = "tab\there";
-    ::at::Tensor image;
-    Empty empty;
+    ::at::Tensor image{};
+    Empty empty{};
   };
 
   Scalars() = default;

@@ -26,12 +26,12 @@ struct Goal : ::tensordict::TensorClass<Goal> {
   /// The fields, for construction with designated initializers:
   /// `Goal({.field = value, ...}, batch_size)`.
   struct Fields {
-    ::at::Tensor target;
+    ::at::Tensor target{};
     double tolerance = 0.5;
     std::vector<std::string> tags = {"a", "b c"};
     std::int64_t steps = 10;
     bool sparse = true;
-    ::at::Tensor extra;
+    ::at::Tensor extra{};
   };
 
   Goal() = default;
@@ -61,11 +61,11 @@ struct Observation : ::tensordict::TensorClass<Observation> {
   /// The fields, for construction with designated initializers:
   /// `Observation({.field = value, ...}, batch_size)`.
   struct Fields {
-    ::at::Tensor pixels;
-    ::at::Tensor depth;
-    ::at::Tensor reward;
-    ::rl::common::Agent agent;
-    Goal goal;
+    ::at::Tensor pixels{};
+    ::at::Tensor depth{};
+    ::at::Tensor reward{};
+    ::rl::common::Agent agent{};
+    Goal goal{};
     std::string task = "";
   };
 
