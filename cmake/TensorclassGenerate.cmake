@@ -30,6 +30,8 @@ function(tensorclass_generate)
     set(_gen tensorclass-gen)
   elseif(TARGET tensorclass::gen)
     set(_gen tensorclass::gen)
+  elseif(TARGET tensorclass::tensorclass-gen)  # the installed package's name for it
+    set(_gen tensorclass::tensorclass-gen)
   else()
     message(FATAL_ERROR "tensorclass_generate: no tensorclass-gen target (build with TENSORCLASS_BUILD_GENERATOR=ON)")
   endif()

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 
+#include <chrono>
 #include <sstream>
 
 #include "rl.tc.h"
@@ -432,4 +433,44 @@ TEST_CASE("ready-made schemas: rl, vision, sequence") {
   auto first = s.index({Slice(0, 2)});
   CHECK(same(first.mask, (tokens > 10).index({Slice(0, 2)})));
   CHECK(first.pad_id == 0);
+}
+
+// ---- cost against the hand-written loop (hidden: run with "[.perf]") --------------------------
+TEST_CASE("typed index and stack cost no more than the hand-written loop", "[.perf]") {
+  const auto o = make_obs({64, 8});
+  constexpr int kIters = 20000;
+  auto time = [](auto&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; ++i) fn(i);
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kIters;
+  };
+  for (int round = 0; round < 2; ++round) {  // the first round warms up
+    const double typed = time([&](int i) { return o.index({i % 64, Slice(0, 4)}); });
+    const double loop = time([&](int i) {
+      Observation r = o;
+      const std::vector<TensorIndex> idx{i % 64, Slice(0, 4)};
+      r.pixels = o.pixels.index(idx);
+      r.depth = o.depth.index(idx);
+      r.reward = o.reward.index(idx);
+      r.agent.pos = o.agent.pos.index(idx);
+      r.agent.vel = o.agent.vel.index(idx);
+      return r;
+    });
+    const std::vector<Observation> list{o, o};
+    const double typed_stack = time([&](int) { return Observation::stack(list, 0); });
+    const double loop_stack = time([&](int) {
+      Observation r = o;
+      r.pixels = at::stack({o.pixels, o.pixels});
+      r.depth = at::stack({o.depth, o.depth});
+      r.reward = at::stack({o.reward, o.reward});
+      r.agent.pos = at::stack({o.agent.pos, o.agent.pos});
+      r.agent.vel = at::stack({o.agent.vel, o.agent.vel});
+      return r;
+    });
+    if (round == 1) {
+      WARN("index: typed " << typed << " us, hand loop " << loop << " us, ratio " << typed / loop);
+      WARN("stack: typed " << typed_stack << " us, hand loop " << loop_stack << " us, ratio " << typed_stack / loop_stack);
+      CHECK(typed / loop < 1.3);
+    }
+  }
 }
