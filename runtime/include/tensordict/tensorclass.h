@@ -749,12 +749,13 @@ class TensorClass {
     for_each_index([&](auto I) {
       constexpr auto p = member_ptr<I>();
       using M = member_t<I>;
-      const std::string sub = path + "." + std::string(fields()[I].name);
+      // The field's path, only built for an error or a nested level.
+      auto sub = [&] { return path + "." + std::string(fields()[I].name); };
       if constexpr (std::is_same_v<M, at::Tensor>) {
         tensors.clear();
         for (std::size_t i = 0; i < srcs.size(); ++i) {
           const auto& t = srcs[i]->*p;
-          if (t.defined() != (srcs[0]->*p).defined()) detail::throw_optional_mismatch(op, sub, i);
+          if (t.defined() != (srcs[0]->*p).defined()) detail::throw_optional_mismatch(op, sub(), i);
           if (t.defined()) tensors.push_back(t);
         }
         out.*p = tensors.empty() ? at::Tensor() : fn(tensors);
@@ -768,12 +769,12 @@ class TensorClass {
         dst.tc_batch_size_ = std::move(b);
         dst.tc_names_.clear();
         dst.tc_device_ = out.tc_device_;
-        M::combine_into_(dst, sub_srcs, fn, nb, op, sub);
+        M::combine_into_(dst, sub_srcs, fn, nb, op, sub());
       } else {
         const auto& first = srcs[0]->*p;
         for (std::size_t i = 1; i < srcs.size(); ++i) {
           if (!(srcs[i]->*p == first)) {
-            detail::throw_non_tensor_mismatch(op, sub, detail::python_repr(first), detail::python_repr(srcs[i]->*p), i);
+            detail::throw_non_tensor_mismatch(op, sub(), detail::python_repr(first), detail::python_repr(srcs[i]->*p), i);
           }
         }
       }
