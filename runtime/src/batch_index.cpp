@@ -10,7 +10,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra) {
   const int64_t n = batch_dims + extra;
@@ -65,7 +64,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
   }
   if (consumed > batch_dims) {
     throw std::out_of_range(fmt::format("too many indices for a tensordict with batch_size {}: {} batch dims indexed but only {} exist",
-                                        shape_str(batch_size), consumed, batch_dims));
+                                        shape_string(batch_size), consumed, batch_dims));
   }
 
   std::vector<int64_t> shape(batch_size.begin(), batch_size.end());  // the stepped batch shape
@@ -99,7 +98,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       int64_t i = item.integer();
       if (i < -size || i >= size) {
         throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
-                                            size, shape_str(batch_size)));
+                                            size, shape_string(batch_size)));
       }
       if (i < 0) i += size;
       steps_.push_back({Op::Select, cur, i});
@@ -132,8 +131,8 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
         const auto covered = at::IntArrayRef(shape).slice(cur, t.dim());
         if (t.sizes() != covered) {
           throw std::invalid_argument(fmt::format("mask of shape {} does not match batch dims {}..{} of shape {} (batch_size {})",
-                                                  shape_str(t.sizes()), src, src + t.dim() - 1, shape_str(covered),
-                                                  shape_str(batch_size)));
+                                                  shape_string(t.sizes()), src, src + t.dim() - 1, shape_string(covered),
+                                                  shape_string(batch_size)));
         }
         // nonzero once for every leaf: one index tensor per masked dim.
         const at::Tensor nz = t.nonzero();
@@ -167,7 +166,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       block = at::infer_size(block, t.sizes());
     } catch (const c10::Error&) {
       throw std::invalid_argument(fmt::format("index tensors of shapes {} and {} cannot be broadcast together",
-                                              shape_str(block), shape_str(t.sizes())));
+                                              shape_string(block), shape_string(t.sizes())));
     }
   }
   const int64_t first = advanced.front().first;

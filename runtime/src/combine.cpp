@@ -12,7 +12,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 namespace {
 
@@ -139,7 +138,7 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   for (std::size_t i = 1; i < tds.size(); ++i) {
     if (tds[i].batch_size() != reference) {
       throw std::runtime_error(fmt::format("stack: tensordict {} has batch size {} but tensordict 0 has {}; stacked tensordicts need equal batch sizes (lazy_stack accepts different ones)",
-                                           i, shape_str(tds[i].batch_size()), shape_str(reference)));
+                                           i, shape_string(tds[i].batch_size()), shape_string(reference)));
     }
   }
   const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "stack", 1);
@@ -171,7 +170,7 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
     for (std::size_t j = 0; ok && j < b.size(); ++j) ok = static_cast<int64_t>(j) == d || b[j] == reference[j];
     if (!ok) {
       throw std::runtime_error(fmt::format("cat: tensordict {} has batch size {} but tensordict 0 has {}; batch sizes must match except in dim {}",
-                                           i, shape_str(b), shape_str(reference), d));
+                                           i, shape_string(b), shape_string(reference), d));
     }
   }
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };

@@ -95,7 +95,7 @@ TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<i
       const auto sizes = value.tensor().sizes();
       if (sizes.size() < batch_size->size() || sizes.slice(0, batch_size->size()) != at::IntArrayRef(*batch_size)) {
         throw std::runtime_error(fmt::format("apply: the result for key {} has shape {}, which does not start with batch_size {}",
-                                             key.repr(), detail::shape_str(sizes), detail::shape_str(*batch_size)));
+                                             key.repr(), shape_string(sizes), shape_string(*batch_size)));
       }
     }
   }

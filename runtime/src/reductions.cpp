@@ -63,7 +63,7 @@ std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t bat
   for (int64_t d : dims) out.push_back(wrap_batch_dim(d, batch_dims, op));
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
-    throw std::invalid_argument(fmt::format("{}: a dim appears twice in {}", op, detail::shape_str(dims)));
+    throw std::invalid_argument(fmt::format("{}: a dim appears twice in {}", op, shape_string(dims)));
   }
   return out;
 }

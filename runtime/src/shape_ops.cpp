@@ -12,7 +12,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 namespace {
 
@@ -43,8 +42,8 @@ std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntAr
   try {
     return at::infer_size(shape, numel);
   } catch (const std::exception&) {  // c10::Error or std::runtime_error, depending on the libtorch version
-    throw std::runtime_error(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_str(shape),
-                                         shape_str(batch), numel));
+    throw std::runtime_error(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_string(shape),
+                                         shape_string(batch), numel));
   }
 }
 
@@ -65,14 +64,14 @@ TensorDict TensorDictBase::view(at::IntArrayRef shape) const {
 TensorDict TensorDictBase::permute(at::IntArrayRef dims) const {
   const int64_t nb = batch_dims();
   if (static_cast<int64_t>(dims.size()) != nb) {
-    throw std::invalid_argument(fmt::format("permute: got {} dims {} for {} batch dims", dims.size(), shape_str(dims), nb));
+    throw std::invalid_argument(fmt::format("permute: got {} dims {} for {} batch dims", dims.size(), shape_string(dims), nb));
   }
   std::vector<int64_t> order;
   std::vector<bool> seen(nb, false);
   std::vector<int64_t> batch;
   for (int64_t d : dims) {
     const int64_t w = wrap_batch_dim(d, nb, "permute");
-    if (seen[w]) throw std::invalid_argument(fmt::format("permute: dim {} is repeated in {}", d, shape_str(dims)));
+    if (seen[w]) throw std::invalid_argument(fmt::format("permute: dim {} is repeated in {}", d, shape_string(dims)));
     seen[w] = true;
     order.push_back(w);
     batch.push_back(batch_size()[w]);
@@ -122,7 +121,7 @@ TensorDict TensorDictBase::expand(at::IntArrayRef shape) const {
   const int64_t nb = batch_dims();
   const int64_t n = static_cast<int64_t>(shape.size());
   auto fail = [&] {
-    throw std::runtime_error(fmt::format("expand: batch size {} cannot be expanded to {}", shape_str(batch_size()), shape_str(shape)));
+    throw std::runtime_error(fmt::format("expand: batch size {} cannot be expanded to {}", shape_string(batch_size()), shape_string(shape)));
   };
   if (n < nb) fail();
   std::vector<int64_t> batch = shape.vec();
@@ -181,12 +180,12 @@ std::vector<TensorDict> TensorDictBase::split(at::IntArrayRef split_sizes, int64
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
   const int64_t total = std::accumulate(split_sizes.begin(), split_sizes.end(), int64_t{0});
   if (total != batch_size()[d]) {
-    throw std::invalid_argument(fmt::format("split: sizes {} sum to {} but batch dim {} has size {}", shape_str(split_sizes),
+    throw std::invalid_argument(fmt::format("split: sizes {} sum to {} but batch dim {} has size {}", shape_string(split_sizes),
                                             total, d, batch_size()[d]));
   }
   std::vector<std::vector<int64_t>> batches;
   for (int64_t s : split_sizes) {
-    if (s < 0) throw std::invalid_argument(fmt::format("split: negative size in {}", shape_str(split_sizes)));
+    if (s < 0) throw std::invalid_argument(fmt::format("split: negative size in {}", shape_string(split_sizes)));
     batches.push_back(batch_size().vec());
     batches.back()[d] = s;
   }
