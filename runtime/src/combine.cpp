@@ -52,9 +52,18 @@ std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) 
   return device;
 }
 
-Names common_names(const std::vector<TensorDictBase>& tds) {
-  for (const auto& td : tds) {
-    if (td.names() != tds.front().names()) return {};
+// Members must agree on names (an unnamed member among named ones too).
+Names common_names(const std::vector<TensorDictBase>& tds, const char* op) {
+  for (std::size_t i = 1; i < tds.size(); ++i) {
+    if (tds[i].names() != tds.front().names()) {
+      auto show = [](const Names& names) {
+        std::vector<std::string> parts;
+        for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
+        return fmt::format("[{}]", fmt::join(parts, ", "));
+      };
+      throw std::runtime_error(fmt::format("{}: tensordict {} has names {} but tensordict 0 has {}; rename them to match first", op,
+                                           i, show(tds[i].names()), show(tds.front().names())));
+    }
   }
   return tds.front().names();
 }
@@ -91,7 +100,7 @@ struct Combiner {
 
   TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
     check_same_keys(tds, op, prefix);
-    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds)));
+    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds, op)));
     std::vector<at::Tensor> tensors(tds.size());
     std::vector<Value> members;
     members.reserve(tds.size());
@@ -150,7 +159,6 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
     return b;
   };
   auto names = [&](const Names& common) {
-    if (common.empty()) return Names{};
     Names out = common;
     out.insert(out.begin() + d, std::nullopt);
     return out;

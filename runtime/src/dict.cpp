@@ -1,6 +1,7 @@
 // The dict API of TensorDictBase: lookup, set, delete, key views.
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "dense_impl.h"
@@ -269,6 +270,15 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
     nested = adapted;
   }
   if (auto device = level.device(); device && nested.device() != device) nested = nested.to(*device);
+  // A nested tensordict shares the names of the parent's dims.
+  const Names& names = level.names();
+  const Names& own = nested.names();
+  if (std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); }) &&
+      !std::equal(names.begin(), names.end(), own.begin())) {
+    Names inherited = names;
+    inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(names.size()), own.end());
+    nested.rename_(inherited);
+  }
   level.insert(key.back(), Value(nested));
   return *this;
 }

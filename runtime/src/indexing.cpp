@@ -11,8 +11,8 @@ namespace tensordict {
 TensorDict TensorDictBase::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
-  return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {resolved.result_batch_size().vec(), {}}, device(), detail::OpKind::Batch, apply, "index")));
+  detail::PieceMeta meta{resolved.result_batch_size().vec(), has_names() ? resolved.result_names(names()) : Names{}};
+  return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Batch, apply, "index")));
 }
 
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {

@@ -350,7 +350,8 @@ TensorDict TensorDictBase::gather(int64_t dim, const at::Tensor& index) const {
     shape.insert(shape.end(), feature.begin(), feature.end());
     return at::gather(t, d, expand_right(index, t).expand(shape));
   };
-  return wrap(detail::map_leaves(*impl_, {index.sizes().vec(), {}}, device(), OpKind::Batch, fn, "gather"));
+  // Gather keeps the dim names (tensordict's rule).
+  return wrap(detail::map_leaves(*impl_, {index.sizes().vec(), names()}, device(), OpKind::Batch, fn, "gather"));
 }
 
 }  // namespace tensordict

@@ -144,6 +144,19 @@ class TensorDictBase {
   bool has_names() const;
   std::string_view type_name() const { return impl_->type_name(); }
 
+  // ---- dim names ----------------------------------------------------------------
+  // Names the batch dims (nullopt: unnamed); nested tensordicts share the
+  // names of the dims they have in common with this one.
+  TensorDictBase& rename_(const Names& names);
+  // Renames the dim called `old_name` (tensordict's rename_(old="new")).
+  TensorDictBase& rename_(const std::string& old_name, const std::string& new_name);
+  // The same, on a shallow copy.
+  TensorDict rename(const Names& names) const;
+  TensorDict rename(const std::string& old_name, const std::string& new_name) const;
+  // tensordict's refine_names: unnamed dims take the given names, named dims
+  // must already have them; one "..." entry stands for the dims not listed.
+  TensorDictBase& refine_names(const Names& names);
+
   // Number of elements of the batch (product of batch_size).
   int64_t numel() const;
   // tensordict's len(): the first batch dim, 0 for an empty batch size.
