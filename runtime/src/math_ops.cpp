@@ -118,7 +118,7 @@ TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
       detail::rethrow_for_key("named_apply", key);
     }
     if (result.defined()) {
-      out.parent_of(key, false).impl()->insert(key.back(), result);
+      detail::replace_entry(out, key, result);
     } else {
       out.del_(key);
     }
@@ -308,7 +308,7 @@ TensorDict TensorDictBase::where(const Operand& condition, const Operand& other)
       if (!c.is_tensor()) continue;
       const at::Tensor alternative = other.tensordict() ? other.tensordict()->get(key) : other.tensor();
       try {
-        out.parent_of(key, false).impl()->insert(key.back(), at::where(c.tensor(), get(key), alternative));
+        detail::replace_entry(out, key, at::where(c.tensor(), get(key), alternative));
       } catch (const KeyError&) {
         throw;
       } catch (...) {
