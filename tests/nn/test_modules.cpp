@@ -261,7 +261,8 @@ TEST_CASE("from_module / to_module round trip", "[params]") {
   net->eval();
   auto x = torch::randn({5, 3});
   const auto before = net->forward(x).clone();
-  TensorDict zeros = params.clone().zero_();
+  TensorDict zeros = params.clone();
+  zeros.zero_();
   const auto original_weight = net[0]->as<torch::nn::Linear>()->weight.clone();
   {
     auto guard = tnn::to_module(net, zeros);

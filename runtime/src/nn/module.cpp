@@ -132,6 +132,13 @@ TensorDictModuleImpl::TensorDictModuleImpl(Function fn, Keys in_keys, Keys out_k
   if (!fn_) throw std::invalid_argument("TensorDictModule: the wrapped function is empty");
 }
 
+TensorDictModuleImpl::TensorDictModuleImpl(std::shared_ptr<torch::nn::Module> module, Function fn, Keys in_keys,
+                                           Keys out_keys)
+    : TensorDictModuleBase(std::move(in_keys), std::move(out_keys)), owner_(std::move(module)), fn_(std::move(fn)) {
+  if (!owner_ || !fn_) throw std::invalid_argument("TensorDictModule: the wrapped module is empty");
+  register_module("module", owner_);
+}
+
 namespace {
 
 std::vector<at::Tensor> any_value_to_tensors(torch::nn::AnyValue& value) {
@@ -190,7 +197,7 @@ TensorDictBase TensorDictModuleImpl::run(const TensorDictBase& td, const std::op
 }
 
 std::string TensorDictModuleImpl::repr() const {
-  const std::string module = fn_ ? fn_name_ : torch_module_repr(*module_.ptr());
+  const std::string module = owner_ ? torch_module_repr(*owner_) : fn_ ? fn_name_ : torch_module_repr(*module_.ptr());
   return fields_repr(type_name(), {"module=" + module, "device=" + device_repr(device()),
                                    "in_keys=" + keys_repr(in_keys_), "out_keys=" + keys_repr(out_keys_)});
 }

@@ -171,17 +171,17 @@ DistributionClass Normal::cls() {
 
 namespace {
 at::Tensor squash_loc(const at::Tensor& loc, const TanhNormal::Options& o) {
-  return o.tanh_loc ? (loc / o.upscale).tanh() * o.upscale : loc;
+  return o.tanh_loc() ? (loc / o.upscale()).tanh() * o.upscale() : loc;
 }
 }  // namespace
 
 TanhNormal::TanhNormal(at::Tensor loc, at::Tensor scale, Options options)
     : Distribution({}, {}), base_(squash_loc(loc, options), scale), options_(options) {
-  if (!(options_.high > options_.low)) {
-    throw std::invalid_argument(fmt::format("TanhNormal: high ({}) must exceed low ({})", options_.high, options_.low));
+  if (!(options_.high() > options_.low())) {
+    throw std::invalid_argument(fmt::format("TanhNormal: high ({}) must exceed low ({})", options_.high(), options_.low()));
   }
   const at::Tensor& l = base_.loc();
-  event_dims_ = options_.event_dims.value_or(std::min<int64_t>(1, l.dim()));
+  event_dims_ = options_.event_dims().value_or(std::min<int64_t>(1, l.dim()));
   if (event_dims_ < 0 || event_dims_ > l.dim()) {
     throw std::invalid_argument(fmt::format("TanhNormal: event_dims {} for a loc of {} dims", event_dims_, l.dim()));
   }
@@ -190,16 +190,16 @@ TanhNormal::TanhNormal(at::Tensor loc, at::Tensor scale, Options options)
 }
 
 at::Tensor TanhNormal::squash(const at::Tensor& x) const {
-  const double center = 0.5 * (options_.high + options_.low);
-  const double half = 0.5 * (options_.high - options_.low);
+  const double center = 0.5 * (options_.high() + options_.low());
+  const double half = 0.5 * (options_.high() - options_.low());
   return x.tanh() * half + center;
 }
 
 at::Tensor TanhNormal::rsample(at::IntArrayRef sample_shape) const { return squash(base_.rsample(sample_shape)); }
 
 at::Tensor TanhNormal::log_prob(const at::Tensor& value) const {
-  const double center = 0.5 * (options_.high + options_.low);
-  const double half = 0.5 * (options_.high - options_.low);
+  const double center = 0.5 * (options_.high() + options_.low());
+  const double half = 0.5 * (options_.high() - options_.low());
   const double eps = value.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
                                                         : std::numeric_limits<float>::epsilon();
   const auto t = ((value - center) / half).clamp(-1.0 + eps, 1.0 - eps);
@@ -410,8 +410,8 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
       dist_keys_(std::move(in_keys)),
       options_(std::move(options)) {
   if (out_keys_.empty()) throw std::invalid_argument("ProbabilisticTensorDictModule: out_keys must name the sample's key");
-  if (!options_.distribution.make) throw std::invalid_argument("ProbabilisticTensorDictModule: no distribution class");
-  if (options_.return_log_prob) out_keys_.emplace_back(kSampleLogProbKey);
+  if (!options_.distribution().make) throw std::invalid_argument("ProbabilisticTensorDictModule: no distribution class");
+  if (options_.return_log_prob()) out_keys_.emplace_back(kSampleLogProbKey);
 }
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const TensorDictBase& td) const {
@@ -419,7 +419,7 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const 
   DistParams params;
   for (const auto& [name, key] : dist_keys_.map()) params[name] = td.get(key);
   try {
-    return options_.distribution.make(params);
+    return options_.distribution().make(params);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(fmt::format("{}: {}", type_name(), e.what()));
   }
@@ -427,14 +427,14 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const 
 
 at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& dist,
                                                           std::optional<InteractionType> type) const {
-  switch (type.value_or(options_.default_interaction_type)) {
+  switch (type.value_or(options_.default_interaction_type())) {
     case InteractionType::MODE: return dist.mode();
     case InteractionType::MEDIAN: return dist.median();
     case InteractionType::MEAN:
       try {
         return dist.mean();
       } catch (const NotImplementedError&) {
-        const int64_t n = options_.n_empirical_estimate;
+        const int64_t n = options_.n_empirical_estimate();
         at::Tensor samples = dist.has_rsample() ? dist.rsample({n}) : dist.sample({n});
         if (!samples.is_floating_point()) samples = samples.to(at::kFloat);
         return samples.mean(0);
@@ -455,8 +455,8 @@ TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td, 
   if (requires_sample) {
     at::Tensor value = dist_sample(*dist, interaction_type());
     dest.set(out_keys_[0], value);
-    if (options_.return_log_prob) dest.set(kSampleLogProbKey, dist->log_prob(value));
-  } else if (options_.return_log_prob) {
+    if (options_.return_log_prob()) dest.set(kSampleLogProbKey, dist->log_prob(value));
+  } else if (options_.return_log_prob()) {
     check_inputs(td, {out_keys_[0]});
     dest.set(kSampleLogProbKey, dist->log_prob(td.get(out_keys_[0])));
   }
@@ -466,8 +466,8 @@ TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td, 
 std::string ProbabilisticTensorDictModuleImpl::repr() const {
   std::string body = fmt::format(
       "distribution_class={},\ndefault_interaction_type={},\nreturn_log_prob={},\nin_keys={},\nout_keys={}",
-      options_.distribution.name, to_string(options_.default_interaction_type),
-      options_.return_log_prob ? "True" : "False", keys_repr(in_keys_), keys_repr(out_keys_));
+      options_.distribution().name, to_string(options_.default_interaction_type()),
+      options_.return_log_prob() ? "True" : "False", keys_repr(in_keys_), keys_repr(out_keys_));
   std::string indented = "    ";
   for (char c : body) {
     indented += c;

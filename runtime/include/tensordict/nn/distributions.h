@@ -4,6 +4,7 @@
 // NormalParamExtractor.
 #pragma once
 
+#include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -127,12 +128,13 @@ class Normal : public Distribution {
 // (NotImplementedError: probabilistic modules estimate it from samples).
 class TanhNormal : public Distribution {
  public:
+  // TanhNormal::Options().low(-2).high(2)
   struct Options {
-    double low = -1.0;
-    double high = 1.0;
-    double upscale = 5.0;
-    bool tanh_loc = false;
-    std::optional<int64_t> event_dims;
+    TORCH_ARG(double, low) = -1.0;
+    TORCH_ARG(double, high) = 1.0;
+    TORCH_ARG(double, upscale) = 5.0;
+    TORCH_ARG(bool, tanh_loc) = false;
+    TORCH_ARG(std::optional<int64_t>, event_dims) = std::nullopt;
   };
   TanhNormal(at::Tensor loc, at::Tensor scale, Options options);
   TanhNormal(at::Tensor loc, at::Tensor scale) : TanhNormal(std::move(loc), std::move(scale), Options{}) {}

@@ -6,8 +6,10 @@
 // torch/nn headers are included.
 #pragma once
 
+#include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
 #include <concepts>
@@ -105,6 +107,23 @@ class ModuleRef {
   ModulePtr ptr_;
 };
 
+// The holder of a tensordict module (like torch::nn::Linear for LinearImpl):
+// module(td), module(td, out), module(x, y) call forward; module->... reaches
+// the implementation.
+template <class Impl>
+class TensorDictModuleHolder : public torch::nn::ModuleHolder<Impl> {
+ public:
+  using torch::nn::ModuleHolder<Impl>::ModuleHolder;
+
+  TensorDictBase operator()(const TensorDictBase& td) { return this->get()->forward(td); }
+  TensorDictBase operator()(const TensorDictBase& td, const TensorDictBase& out) { return this->get()->forward(td, out); }
+  template <class... T>
+    requires(std::same_as<std::decay_t<T>, at::Tensor> && ...)
+  std::vector<at::Tensor> operator()(const T&... tensors) {
+    return this->get()->forward_tensors({tensors...});
+  }
+};
+
 namespace detail {
 
 // Results a wrapped function may return: a tensor, a vector, a tuple or pair
@@ -187,6 +206,9 @@ class TensorDictModuleImpl : public TensorDictModuleBase {
 
   TensorDictModuleImpl(torch::nn::AnyModule module, Keys in_keys, Keys out_keys);
   TensorDictModuleImpl(Function fn, Keys in_keys, Keys out_keys, std::string name = "<function>");
+  // A torch module AnyModule cannot hold (a templated forward, e.g.
+  // torch::nn::Sequential): registered as "module", called through `fn`.
+  TensorDictModuleImpl(std::shared_ptr<torch::nn::Module> module, Function fn, Keys in_keys, Keys out_keys);
 
   TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
   std::string_view type_name() const override { return "TensorDictModule"; }
@@ -199,6 +221,7 @@ class TensorDictModuleImpl : public TensorDictModuleBase {
   std::vector<at::Tensor> call(const std::vector<at::Tensor>& inputs);
 
   torch::nn::AnyModule module_;
+  std::shared_ptr<torch::nn::Module> owner_;
   Function fn_;
   std::string fn_name_;
 };
@@ -206,13 +229,14 @@ class TensorDictModuleImpl : public TensorDictModuleBase {
 // The holder, used like torch::nn::Linear:
 //   TensorDictModule m(torch::nn::Linear(3, 4), {"x"}, {"y"});
 //   m(td); m->parameters(); m->to(torch::kCUDA);
-class TensorDictModule : public torch::nn::ModuleHolder<TensorDictModuleImpl> {
+class TensorDictModule : public TensorDictModuleHolder<TensorDictModuleImpl> {
  public:
-  TensorDictModule(std::nullptr_t) : ModuleHolder(nullptr) {}
-  TensorDictModule(std::shared_ptr<TensorDictModuleImpl> impl) : ModuleHolder(std::move(impl)) {}
+  using Holder = TensorDictModuleHolder<TensorDictModuleImpl>;
+  TensorDictModule(std::nullptr_t) : Holder(nullptr) {}
+  TensorDictModule(std::shared_ptr<TensorDictModuleImpl> impl) : Holder(std::move(impl)) {}
 
   TensorDictModule(torch::nn::AnyModule module, Keys in_keys, Keys out_keys)
-      : ModuleHolder(std::make_shared<TensorDictModuleImpl>(std::move(module), std::move(in_keys), std::move(out_keys))) {}
+      : Holder(std::make_shared<TensorDictModuleImpl>(std::move(module), std::move(in_keys), std::move(out_keys))) {}
   template <class M>
   TensorDictModule(const torch::nn::ModuleHolder<M>& module, Keys in_keys, Keys out_keys)
       : TensorDictModule(torch::nn::AnyModule(module), std::move(in_keys), std::move(out_keys)) {}
@@ -220,11 +244,20 @@ class TensorDictModule : public torch::nn::ModuleHolder<TensorDictModuleImpl> {
     requires std::derived_from<M, torch::nn::Module>
   TensorDictModule(std::shared_ptr<M> module, Keys in_keys, Keys out_keys)
       : TensorDictModule(torch::nn::AnyModule(std::move(module)), std::move(in_keys), std::move(out_keys)) {}
+  // torch::nn::Sequential: one input, one output.
+  TensorDictModule(const torch::nn::Sequential& module, Keys in_keys, Keys out_keys)
+      : Holder(std::make_shared<TensorDictModuleImpl>(
+            module.ptr(),
+            [m = module.ptr()](const std::vector<at::Tensor>& in) -> std::vector<at::Tensor> {
+              detail::check_arity(1, in.size());
+              return {m->forward(in[0])};
+            },
+            std::move(in_keys), std::move(out_keys))) {}
   // A function; `name` is what the repr prints for it.
   template <class F>
     requires detail::TensorFunction<F>
   TensorDictModule(F fn, Keys in_keys, Keys out_keys, std::string name = "<function>")
-      : ModuleHolder(std::make_shared<TensorDictModuleImpl>(detail::adapt(std::move(fn)), std::move(in_keys),
+      : Holder(std::make_shared<TensorDictModuleImpl>(detail::adapt(std::move(fn)), std::move(in_keys),
                                                             std::move(out_keys), std::move(name))) {}
 };
 

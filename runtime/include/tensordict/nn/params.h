@@ -6,6 +6,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,8 +28,9 @@ TensorDict from_module(const torch::nn::ModuleHolder<M>& module) {
 // Stacks the parameters of modules sharing one structure: batch dim 0 is the
 // model index (for ensembles).
 TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& modules);
-template <class M>
-TensorDict from_modules(const std::vector<torch::nn::ModuleHolder<M>>& modules) {
+template <class H>
+  requires std::is_base_of_v<torch::detail::ModuleHolderIndicator, H>
+TensorDict from_modules(const std::vector<H>& modules) {
   std::vector<std::shared_ptr<torch::nn::Module>> ptrs;
   for (const auto& m : modules) ptrs.push_back(m.ptr());
   return from_modules(ptrs);
@@ -62,7 +64,7 @@ class ToModuleGuard {
 [[nodiscard]] ToModuleGuard to_module(torch::nn::Module& module, const TensorDictBase& params);
 template <class M>
 [[nodiscard]] ToModuleGuard to_module(const torch::nn::ModuleHolder<M>& module, const TensorDictBase& params) {
-  return ToModuleGuard(*module, params);
+  return ToModuleGuard(*module.ptr(), params);
 }
 
 // The ensemble forward, as a loop: for each model i of `params` (stacked by
@@ -73,7 +75,7 @@ TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDictBase& 
 template <class M>
 TensorDict ensemble_forward(const torch::nn::ModuleHolder<M>& module, const TensorDictBase& params,
                             const TensorDictBase& input) {
-  return ensemble_forward(*module, params, input);
+  return ensemble_forward(*module.ptr(), params, input);
 }
 
 }  // namespace tensordict::nn

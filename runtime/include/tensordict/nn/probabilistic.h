@@ -56,14 +56,16 @@ class DistributionKeys {
   std::vector<std::pair<std::string, NestedKey>> map_;
 };
 
+// libtorch-style options:
+//   ProbabilisticOptions().distribution(Normal::cls()).return_log_prob(true)
 struct ProbabilisticOptions {
-  DistributionClass distribution = Delta::cls();
+  TORCH_ARG(DistributionClass, distribution) = Delta::cls();
   // Used when interaction_type() is nullopt.
-  InteractionType default_interaction_type = InteractionType::MODE;
+  TORCH_ARG(InteractionType, default_interaction_type) = InteractionType::MODE;
   // Also write the sample's log-probability at "sample_log_prob".
-  bool return_log_prob = false;
+  TORCH_ARG(bool, return_log_prob) = false;
   // Samples used to estimate a mean with no closed form.
-  int64_t n_empirical_estimate = 1000;
+  TORCH_ARG(int64_t, n_empirical_estimate) = 1000;
 };
 
 // Reads the distribution's parameters from in_keys, builds the distribution
@@ -87,8 +89,8 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   std::shared_ptr<Distribution> get_dist(const TensorDictBase& td) const;
   const ProbabilisticOptions& options() const { return options_; }
   const DistributionKeys& dist_keys() const { return dist_keys_; }
-  InteractionType default_interaction_type() const { return options_.default_interaction_type; }
-  bool return_log_prob() const { return options_.return_log_prob; }
+  InteractionType default_interaction_type() const { return options_.default_interaction_type(); }
+  bool return_log_prob() const { return options_.return_log_prob(); }
 
   // The value for `type` (nullopt: the default type).
   at::Tensor dist_sample(const Distribution& dist, std::optional<InteractionType> type) const;
@@ -98,13 +100,14 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   ProbabilisticOptions options_;
 };
 
-class ProbabilisticTensorDictModule : public torch::nn::ModuleHolder<ProbabilisticTensorDictModuleImpl> {
+class ProbabilisticTensorDictModule : public TensorDictModuleHolder<ProbabilisticTensorDictModuleImpl> {
  public:
-  ProbabilisticTensorDictModule(std::nullptr_t) : ModuleHolder(nullptr) {}
+  using Holder = TensorDictModuleHolder<ProbabilisticTensorDictModuleImpl>;
+  ProbabilisticTensorDictModule(std::nullptr_t) : Holder(nullptr) {}
   ProbabilisticTensorDictModule(std::shared_ptr<ProbabilisticTensorDictModuleImpl> impl)
-      : ModuleHolder(std::move(impl)) {}
+      : Holder(std::move(impl)) {}
   ProbabilisticTensorDictModule(DistributionKeys in_keys, Keys out_keys, ProbabilisticOptions options = {})
-      : ModuleHolder(std::make_shared<ProbabilisticTensorDictModuleImpl>(std::move(in_keys), std::move(out_keys),
+      : Holder(std::make_shared<ProbabilisticTensorDictModuleImpl>(std::move(in_keys), std::move(out_keys),
                                                                          std::move(options))) {}
 };
 
@@ -134,13 +137,14 @@ class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
   bool requires_sample_;
 };
 
-class ProbabilisticTensorDictSequential : public torch::nn::ModuleHolder<ProbabilisticTensorDictSequentialImpl> {
+class ProbabilisticTensorDictSequential : public TensorDictModuleHolder<ProbabilisticTensorDictSequentialImpl> {
  public:
-  ProbabilisticTensorDictSequential(std::nullptr_t) : ModuleHolder(nullptr) {}
+  using Holder = TensorDictModuleHolder<ProbabilisticTensorDictSequentialImpl>;
+  ProbabilisticTensorDictSequential(std::nullptr_t) : Holder(nullptr) {}
   ProbabilisticTensorDictSequential(std::shared_ptr<ProbabilisticTensorDictSequentialImpl> impl)
-      : ModuleHolder(std::move(impl)) {}
+      : Holder(std::move(impl)) {}
   ProbabilisticTensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false)
-      : ModuleHolder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant)) {}
+      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant)) {}
 };
 
 }  // namespace tensordict::nn

@@ -56,12 +56,13 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   bool partial_tolerant_;
 };
 
-class TensorDictSequential : public torch::nn::ModuleHolder<TensorDictSequentialImpl> {
+class TensorDictSequential : public TensorDictModuleHolder<TensorDictSequentialImpl> {
  public:
-  TensorDictSequential(std::nullptr_t) : ModuleHolder(nullptr) {}
-  TensorDictSequential(std::shared_ptr<TensorDictSequentialImpl> impl) : ModuleHolder(std::move(impl)) {}
+  using Holder = TensorDictModuleHolder<TensorDictSequentialImpl>;
+  TensorDictSequential(std::nullptr_t) : Holder(nullptr) {}
+  TensorDictSequential(std::shared_ptr<TensorDictSequentialImpl> impl) : Holder(std::move(impl)) {}
   TensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false)
-      : ModuleHolder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), partial_tolerant)) {}
+      : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), partial_tolerant)) {}
 };
 
 }  // namespace tensordict::nn
