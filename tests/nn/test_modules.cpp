@@ -106,8 +106,7 @@ TEST_CASE("TensorDictModule errors name the module and the keys", "[module][erro
   CHECK_THROWS_AS(module(td), KeyError);
   const std::string msg = message_of([&] { module(td); });
   CHECK_THAT(msg, Contains("TensorDictModule"));
-  CHECK_THAT(msg, Contains("('nested', 'b')"));
-  CHECK_THAT(msg, !Contains("['a'"));
+  CHECK_THAT(msg, Contains("input key(s) [('nested', 'b')] not found"));
 
   tnn::TensorDictModule two([](const at::Tensor& a) { return a; }, {"a"}, {"x", "y"});
   const std::string count = message_of([&] { two(td); });
@@ -126,7 +125,7 @@ TEST_CASE("TensorDictModule tensor-call form (dispatch)", "[module]") {
   CHECK_THROWS_AS(module(torch::zeros({})), std::invalid_argument);
 }
 
-TEST_CASE("TensorDictSequential chains modules; in_keys from outside, out_keys all produced", "[sequential]") {
+TEST_CASE("TensorDictSequential chains modules - in_keys from outside, out_keys all produced", "[sequential]") {
   torch::manual_seed(0);
   tnn::TensorDictSequential seq({
       tnn::TensorDictModule([](const at::Tensor& x) { return x + 1; }, {"x"}, {"x+1"}),
@@ -290,7 +289,7 @@ TEST_CASE("from_module / to_module round trip", "[params]") {
   CHECK_THROWS_WITH(tnn::to_module(net, bad), Contains("nope"));
 }
 
-TEST_CASE("from_modules stacks parameters; ensemble_forward loops over models", "[params]") {
+TEST_CASE("from_modules stacks parameters - ensemble_forward loops over models", "[params]") {
   torch::manual_seed(0);
   std::vector<torch::nn::Linear> models{torch::nn::Linear(3, 2), torch::nn::Linear(3, 2), torch::nn::Linear(3, 2)};
   TensorDict stacked = tnn::from_modules(models);
