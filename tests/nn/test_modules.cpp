@@ -349,3 +349,35 @@ TEST_CASE("A short training loop decreases the loss", "[training]") {
   const float last = loss_of().item<float>();
   CHECK(last < 0.1f * first);
 }
+
+// The README's nn tour, compiled and run here.
+TEST_CASE("README nn tour", "[readme]") {
+  namespace nn = tensordict::nn;
+  torch::manual_seed(0);
+  nn::ProbabilisticTensorDictSequential policy({
+      nn::TensorDictModule(torch::nn::Linear(4, 6), {"obs"}, {"params"}),
+      nn::TensorDictModule(nn::NormalParamExtractor(), {"params"}, {"loc", "scale"}),
+      nn::ProbabilisticTensorDictModule(nn::Keys{"loc", "scale"}, {"action"},
+                                        nn::ProbabilisticOptions()
+                                            .distribution(nn::TanhNormal::cls())
+                                            .return_log_prob(true)),
+  });
+  TensorDict td({{"obs", torch::randn({8, 4})}}, {8});
+  {
+    nn::InteractionTypeGuard random(nn::InteractionType::RANDOM);  // with set_interaction_type(RANDOM):
+    policy(td);  // writes params, loc, scale, action, sample_log_prob
+  }
+  auto dist = policy->get_dist(td);                                       // TanhNormal(loc: ..., scale: ...)
+  auto only_loc = policy->select_subsequence(std::nullopt, nn::Keys{"loc"});  // Linear + extractor
+  TensorDict params = nn::from_module(policy);                            // {"module": {"0": {"module": {...}}}}
+  {
+    auto swapped = nn::to_module(policy, params.clone().apply([](const at::Tensor& t) { return t.detach() * 0; }));
+    policy(td);  // runs with zeroed weights; the originals come back at scope exit
+  }
+  std::cout << policy << "\n";  // tensordict's repr
+
+  CHECK(td.contains("sample_log_prob"));
+  CHECK(only_loc->size() == 2);
+  CHECK(params.contains({"module", "0", "module", "weight"}));
+  CHECK(dist->name() == "TanhNormal");
+}

@@ -523,6 +523,11 @@ TensorDictBase ProbabilisticTensorDictSequentialImpl::run(const TensorDictBase& 
 
 std::shared_ptr<TensorDictSequentialImpl> ProbabilisticTensorDictSequentialImpl::make_like(
     std::vector<ModuleRef> modules) const {
+  // Pruned of its distribution, the chain is a plain sequence (tensordict
+  // raises here).
+  if (!std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules.back().ptr())) {
+    return TensorDictSequentialImpl::make_like(std::move(modules));
+  }
   return std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant_);
 }
 

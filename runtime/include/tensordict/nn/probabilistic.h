@@ -115,7 +115,9 @@ class ProbabilisticTensorDictModule : public TensorDictModuleHolder<Probabilisti
 // otherwise). The modules before it run under the last module's default
 // interaction type unless one is set; when an earlier module already
 // produces the last module's out_key, that value is kept and only its
-// log-probability is computed.
+// log-probability is computed. select_subsequence keeps this class when the
+// probabilistic module survives the pruning, else gives a plain
+// TensorDictSequential (where tensordict raises).
 class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
  public:
   explicit ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false);
