@@ -256,7 +256,8 @@ void BatchIndex::put(const at::Tensor& leaf, const at::Tensor& value) const {
     t.copy_(value);
     return;
   }
-  t.index_put_(advanced_->indices, value);
+  // index_put_ wants the leaf's dtype and device (copy_ converts by itself).
+  t.index_put_(advanced_->indices, value.to(leaf.options()));
 }
 
 }  // namespace tensordict

@@ -73,6 +73,13 @@ void check_leaf(const TensorDictImpl& level, const NestedKey& key, const at::Ten
   }
 }
 
+// The value at `key`, or the KeyError naming the key and what is there.
+Value existing(const TensorDictBase& parent, const NestedKey& key) {
+  auto found = parent.impl()->find(key.back());
+  if (!found) throw_missing(key, *parent.impl(), key.size() - 1);
+  return *found;
+}
+
 bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
   return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
 }
@@ -175,28 +182,24 @@ std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
 }
 
 at::Tensor TensorDictBase::get(const NestedKey& key) const {
-  TensorDictBase parent = parent_of(key, false);
-  auto found = parent.impl_->find(key.back());
-  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
-  if (found->is_non_tensor()) {
+  const Value found = existing(parent_of(key, false), key);
+  if (found.is_non_tensor()) {
     throw std::invalid_argument(fmt::format("key {} holds non-tensor data, not a tensor; use get_non_tensor()", key.repr()));
   }
-  if (!found->is_tensor()) {
+  if (!found.is_tensor()) {
     throw std::invalid_argument(fmt::format("key {} holds a {}, not a tensor; use get_td() for nested tensordicts",
-                                            key.repr(), found->tensordict().type_name()));
+                                            key.repr(), found.tensordict().type_name()));
   }
-  return found->tensor();
+  return found.tensor();
 }
 
 Json TensorDictBase::get_non_tensor(const NestedKey& key) const {
-  TensorDictBase parent = parent_of(key, false);
-  auto found = parent.impl_->find(key.back());
-  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
-  if (!found->is_non_tensor()) {
+  const Value found = existing(parent_of(key, false), key);
+  if (!found.is_non_tensor()) {
     throw std::invalid_argument(fmt::format("key {} holds {}, not non-tensor data", key.repr(),
-                                            found->is_tensor() ? "a tensor" : "a tensordict"));
+                                            found.is_tensor() ? "a tensor" : "a tensordict"));
   }
-  return found->non_tensor().data();
+  return found.non_tensor().data();
 }
 
 Json TensorDictBase::get_non_tensor(const NestedKey& key, const Json& default_value) const {
@@ -216,14 +219,13 @@ at::Tensor TensorDictBase::get(const NestedKey& key, const at::Tensor& default_v
 }
 
 TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
-  TensorDictBase parent = parent_of(key, false);
-  auto found = parent.impl_->find(key.back());
-  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
-  if (!found->is_tensordict()) {
+  const Value found = existing(parent_of(key, false), key);
+  if (found.is_non_tensor()) throw std::invalid_argument(fmt::format("key {} holds non-tensor data, not a tensordict", key.repr()));
+  if (!found.is_tensordict()) {
     throw std::invalid_argument(fmt::format("key {} holds a tensor of shape {}, not a tensordict; use get()", key.repr(),
-                                            shape_string(found->tensor().sizes())));
+                                            shape_string(found.tensor().sizes())));
   }
-  return found->tensordict();
+  return found.tensordict();
 }
 
 TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
@@ -308,11 +310,10 @@ TensorDictBase& TensorDictBase::del_(const NestedKey& key) {
 
 Value TensorDictBase::pop(const NestedKey& key) {
   TensorDictBase parent = parent_of(key, false);
-  auto found = parent.impl_->find(key.back());
-  if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  const Value found = existing(parent, key);
   parent.check_unlocked();
   parent.impl_->erase(key.back());
-  return *found;
+  return found;
 }
 
 Value TensorDictBase::pop(const NestedKey& key, const Value& default_value) {

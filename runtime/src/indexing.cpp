@@ -60,17 +60,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
 }
 
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
-  const BatchIndex resolved(index, batch_size());
-  for (const auto& [key, item] : items(true, true)) {
-    if (!item.is_tensor()) continue;
-    const at::Tensor& leaf = item.tensor();
-    try {
-      resolved.put(leaf, at::scalar_tensor(value, leaf.options()));
-    } catch (...) {
-      detail::rethrow_for_key("index_put_", key);
-    }
-  }
-  return *this;
+  return index_put_(index, Operand(value).tensor());
 }
 
 at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {

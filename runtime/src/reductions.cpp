@@ -135,20 +135,19 @@ at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool 
   return out;
 }
 
-TensorDict TensorDictBase::all(int64_t dim) const {
-  const int64_t d = wrap_batch_dim(dim, batch_dims(), "all");
-  std::vector<int64_t> batch = batch_size().vec();
+namespace {
+// all / any over one batch dim.
+TensorDict logical_over(const TensorDictBase& td, int64_t dim, bool all, const char* op) {
+  const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
+  std::vector<int64_t> batch = td.batch_size().vec();
   batch.erase(batch.begin() + d);
-  return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Fold, [&](const at::Tensor& t) { return t.all(d); }, "all")));
+  auto fn = [&](const at::Tensor& t) { return all ? t.all(d) : t.any(d); };
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {batch, {}}, td.device(), detail::OpKind::Fold, fn, op)));
 }
+}  // namespace
 
-TensorDict TensorDictBase::any(int64_t dim) const {
-  const int64_t d = wrap_batch_dim(dim, batch_dims(), "any");
-  std::vector<int64_t> batch = batch_size().vec();
-  batch.erase(batch.begin() + d);
-  return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Fold, [&](const at::Tensor& t) { return t.any(d); }, "any")));
-}
+TensorDict TensorDictBase::all(int64_t dim) const { return logical_over(*this, dim, true, "all"); }
+
+TensorDict TensorDictBase::any(int64_t dim) const { return logical_over(*this, dim, false, "any"); }
 
 }  // namespace tensordict
