@@ -37,7 +37,7 @@ TensorDict rich() {
                  {"empty", at::zeros({3, 0}, at::kLong)},
                  {"a/b c%", iota({3}, at::kDouble)},
                  {"..", iota({3}, at::kInt)},
-                 {"nested", TensorDict({{"x", iota({3, 2, 2}, at::kShort)}, {"", iota({3}, at::kByte)}}, {3, 2})}},
+                 {"nested", TensorDict({{"x", iota({3, 2, 2}, at::kShort)}, {"", iota({3, 2}, at::kByte)}}, {3, 2})}},
                 {3});
   td.set_non_tensor("name", "hello");
   td.set(".", TensorDict({{"c", iota({3}, at::kComplexFloat)}}, {3}));
@@ -45,7 +45,7 @@ TensorDict rich() {
   return td;
 }
 
-int64_t file_size(const fs::path& p) { return static_cast<int64_t>(fs::file_size(p)); }
+int64_t bytes_of(const fs::path& p) { return static_cast<int64_t>(fs::file_size(p)); }
 
 }  // namespace
 
@@ -98,8 +98,8 @@ TEST_CASE("memmap round trip keeps nested, non-tensor, zero-element, bool, bfloa
   REQUIRE(std::find(files.begin(), files.end(), "empty.memmap") == files.end());  // zero elements: no file
   REQUIRE(tree_of(tmp.path()).size() == files.size() + 1);
   // Sizes are exactly numel * itemsize.
-  REQUIRE(file_size(tmp.path() / "td" / "half.memmap") == 3 * 2 * 2);
-  REQUIRE(file_size(tmp.path() / "td" / "done.memmap") == 3);
+  REQUIRE(bytes_of(tmp.path() / "td" / "half.memmap") == 3 * 2 * 2);
+  REQUIRE(bytes_of(tmp.path() / "td" / "done.memmap") == 3);
 }
 
 TEST_CASE("memmap writes tensordict's exact meta.json and raw data bytes") {
@@ -162,7 +162,7 @@ TEST_CASE("memmap_like writes full-size files without copying data") {
   REQUIRE(like.keys(true) == td.keys(true));
   REQUIRE(like.get({"nested", "c"}).sizes() == td.get({"nested", "c"}).sizes());
   REQUIRE(like.get("a").eq(0).all().item<bool>());
-  REQUIRE(file_size(tmp.path() / "like" / "a.memmap") == 3 * 4 * 4);
+  REQUIRE(bytes_of(tmp.path() / "like" / "a.memmap") == 3 * 4 * 4);
   REQUIRE(at::equal(TensorDict::load_memmap(tmp / "like").get("b"), at::zeros({3}, at::kLong)));
 }
 
@@ -220,7 +220,7 @@ TEST_CASE("memmap refuses symlinks and reserved keys; keys never escape the dire
   TensorDict sneaky({{"../../escape", at::zeros({2})}, {"..", TensorDict({{"x", at::zeros({2})}}, {2})}}, {2});
   sneaky.memmap(tmp / "sneaky");
   REQUIRE(tree_of(tmp.path() / "sneaky") ==
-          std::vector<std::string>{"%2E%2E", "%2E%2E%2F%2E%2E%2Fescape.memmap", "%2E%2E/meta.json", "%2E%2E/x.memmap",
+          std::vector<std::string>{"%2E%2E", "%2E%2E/meta.json", "%2E%2E/x.memmap", "..%2F..%2Fescape.memmap",
                                    "meta.json"});
   require_same(TensorDict::load_memmap(tmp / "sneaky"), sneaky);
 }

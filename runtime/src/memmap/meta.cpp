@@ -20,16 +20,11 @@ Json read_meta(const fs::path& dir) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  Json meta = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (meta.is_discarded()) {
-    // Parse again for the parser's own description of what is wrong.
-    std::string why = "not valid JSON";
-    try {
-      (void)Json::parse(text.str());
-    } catch (const Json::parse_error& e) {
-      why = e.what();
-    }
-    throw std::runtime_error(fmt::format("malformed JSON in {}: {}", file.string(), why));
+  Json meta;
+  try {
+    meta = Json::parse(text.str());
+  } catch (const Json::parse_error& e) {
+    throw std::runtime_error(fmt::format("malformed JSON in {}: {}", file.string(), e.what()));
   }
   if (!meta.is_object()) {
     throw std::runtime_error(fmt::format("malformed {}: expected a JSON object, got {}", file.string(), meta.type_name()));
