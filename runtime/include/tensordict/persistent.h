@@ -46,6 +46,10 @@ class PersistentTensorDict : public TensorDictBase {
   // datasets whole, then index).
   TensorDict index(at::ArrayRef<TensorIndex> index) const;
   at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const;
+  // In-place writes that reach the file (the TensorDictBase versions would
+  // write into a tensor read from it).
+  PersistentTensorDict& set_(const NestedKey& key, const at::Tensor& value);
+  PersistentTensorDict& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
 
  private:
   explicit PersistentTensorDict(std::shared_ptr<TensorDictImpl> impl);

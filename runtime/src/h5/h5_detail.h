@@ -99,18 +99,21 @@ class PersistentImpl final : public TensorDictImpl {
   void infer_batch_size();
   // With a given batch size: nested groups take it too, leaves are checked.
   void apply_batch_size(std::vector<int64_t> batch_size);
+  // Writes `value` into the existing dataset at `key` (converted to its dtype,
+  // broadcast), or into the hyperslab of `index`.
+  void write_data(const std::string& key, const at::Tensor& value, const std::vector<TensorIndex>* index);
   // Writes the datasets and groups of `value` under this group.
   void write_entry(const std::string& key, const Value& value, const H5Options& options);
+
+  // Whether the link `key` is a group (else a dataset); the shape of a dataset.
+  bool is_group(const std::string& key) const;
+  std::vector<int64_t> dataset_shape(const std::string& key, bool* is_string) const;
 
   H5Options options;  // dataset creation options for later writes
 
  private:
   std::string path_of(const std::string& key) const { return group_ == "/" ? "/" + key : group_ + "/" + key; }
   hid_t fid() const { return file_->id(group_); }
-  // Shapes of this group's array datasets (strings excluded) and whether each
-  // link is a group.
-  bool is_group(const std::string& key) const;
-  std::vector<int64_t> dataset_shape(const std::string& key, bool* is_string) const;
 
   std::shared_ptr<H5File> file_;
   std::string group_;
@@ -119,6 +122,17 @@ class PersistentImpl final : public TensorDictImpl {
   Names names_;
   mutable std::map<std::string, std::shared_ptr<PersistentImpl>> children_;
 };
+
+// A hyperslab selection: per dim start/count/stride, and the result shape
+// (int-indexed dims dropped).
+struct Slab {
+  std::vector<hsize_t> start, count, stride;
+  std::vector<int64_t> shape;
+};
+Slab hyperslab_of(const std::vector<TensorIndex>& index, at::IntArrayRef dims);
+
+// True when `index` is only ints and positive-step slices (a hyperslab).
+bool is_slab_index(const std::vector<TensorIndex>& index);
 
 // Checks that `key` can name an HDF5 link.
 void check_link_name(const std::string& key, const std::string& where);

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <sys/stat.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "../format.h"
@@ -58,13 +59,12 @@ std::vector<std::string> read_strings(hid_t dset, hid_t ftype, hid_t space, hid_
 
 // Per-dim hyperslab of `index` (ints and positive-step slices over the leading
 // dims); nullopt when the index needs another kind of read.
-struct Slab {
-  std::vector<hsize_t> start, count, stride;
-  std::vector<int64_t> shape;  // result shape (int-indexed dims dropped)
-};
 
 std::optional<Slab> hyperslab(const std::vector<TensorIndex>& index, at::IntArrayRef dims) {
   Slab slab;
+  for (const auto& idx : index) {
+    if (!idx.is_integer() && !(idx.is_slice() && idx.slice().step() > 0)) return std::nullopt;
+  }
   std::size_t d = 0;
   for (const auto& idx : index) {
     if (d >= dims.size()) return std::nullopt;
@@ -80,14 +80,14 @@ std::optional<Slab> hyperslab(const std::vector<TensorIndex>& index, at::IntArra
       slab.stride.push_back(1);
     } else if (idx.is_slice()) {
       const auto& s = idx.slice();
-      const int64_t step = s.step().expect_int();
+      const int64_t step = s.step();
       if (step <= 0) return std::nullopt;
       auto clamp = [&](int64_t v) {
         if (v < 0) v += n;
         return std::clamp<int64_t>(v, 0, n);
       };
-      const int64_t start = clamp(s.start().expect_int());
-      const int64_t stop = s.stop().expect_int() >= std::numeric_limits<int64_t>::max() / 2 ? n : clamp(s.stop().expect_int());
+      const int64_t start = clamp(s.start());
+      const int64_t stop = clamp(s.stop());
       const int64_t len = stop > start ? (stop - start + step - 1) / step : 0;
       slab.start.push_back(static_cast<hsize_t>(start));
       slab.count.push_back(static_cast<hsize_t>(len));
@@ -108,6 +108,19 @@ std::optional<Slab> hyperslab(const std::vector<TensorIndex>& index, at::IntArra
 }
 
 }  // namespace
+
+Slab hyperslab_of(const std::vector<TensorIndex>& index, at::IntArrayRef dims) {
+  auto slab = hyperslab(index, dims);
+  if (!slab) throw std::invalid_argument("the index is not a hyperslab (ints and positive-step slices only)");
+  return *slab;
+}
+
+bool is_slab_index(const std::vector<TensorIndex>& index) {
+  for (const auto& idx : index) {
+    if (!idx.is_integer() && !(idx.is_slice() && idx.slice().step() > 0)) return false;
+  }
+  return true;
+}
 
 PersistentImpl::PersistentImpl(std::shared_ptr<H5File> file, std::string group, std::vector<int64_t> batch_size)
     : file_(std::move(file)), group_(std::move(group)), batch_size_(std::move(batch_size)), names_(batch_size_.size()) {}
@@ -196,7 +209,6 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   if (numel > 0 && H5Dread(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, out.data_ptr()) < 0) {
     throw std::runtime_error(fmt::format("cannot read dataset {}", where));
   }
-  if (index && !slab) out = out.index(*index);
   if (device_ && !device_->is_cpu()) out = out.to(*device_);
   return Value(out);
 }
@@ -334,12 +346,14 @@ at::Tensor PersistentTensorDict::get_at(const NestedKey& key, at::ArrayRef<Tenso
   auto& impl = persistent_impl(level);
   if (!impl.find(key.back())) throw KeyError(fmt::format("key {} not found in PersistentTensorDict {}", key.repr(), impl.file()->path));
   std::vector<TensorIndex> idx(index.begin(), index.end());
-  return impl.read(key.back(), &idx).tensor();
+  if (detail::h5::is_slab_index(idx)) return impl.read(key.back(), &idx).tensor();
+  return BatchIndex(index, impl.batch_size()).apply(impl.read(key.back(), nullptr).tensor());
 }
 
 TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   std::vector<TensorIndex> idx(index.begin(), index.end());
+  const bool slab = detail::h5::is_slab_index(idx);
   // Each level: the indexed batch size followed by the level's own extra dims.
   auto build = [&](auto&& self, const PersistentImpl& level) -> TensorDict {
     std::vector<int64_t> batch = resolved.result_batch_size().vec();
@@ -347,16 +361,20 @@ TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
     batch.insert(batch.end(), own.begin() + resolved.consumed_dims(), own.end());
     TensorDict out({}, batch, level.device());
     for (const auto& key : level.link_names()) {
-      auto value = *level.find(key);
-      if (value.is_tensordict()) {
-        out.set(key, self(self, persistent_impl(value.tensordict())));
-      } else if (value.is_tensor()) {
-        out.set(key, level.read(key, &idx));
-      } else if (value.non_tensor().is_stack()) {
-        out.set(key, NonTensorData::from_ids(value.non_tensor().pool(), resolved.apply(value.non_tensor().ids())));
-      } else {
-        out.set(key, value);
+      if (level.is_group(key)) {
+        out.set(key, self(self, *level.child(key)));
+        continue;
       }
+      bool is_string = false;
+      level.dataset_shape(key, &is_string);
+      if (!is_string) {
+        // Only the selected hyperslab is read when the index allows it.
+        out.set(key, slab ? level.read(key, &idx) : Value(resolved.apply(level.read(key, nullptr).tensor())));
+        continue;
+      }
+      Value value = level.read(key, nullptr);
+      const NonTensorData& data = value.non_tensor();
+      out.set(key, data.is_stack() ? Value(NonTensorData::from_ids(data.pool(), resolved.apply(data.ids()))) : value);
     }
     return out;
   };
