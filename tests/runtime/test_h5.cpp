@@ -172,15 +172,18 @@ TEST_CASE("h5 writes in r+ mode reach the file") {
     td.set_at_({"nested", "c"}, at::full({2, 3}, -1.0), {3});
     td.set("new", at::arange(4));
     td.del_("a");
-    td.set({"nested", "extra"}, at::zeros({4, 1}));
+    td.set({"nested", "extra"}, at::zeros({4, 2, 3}));
   }
   PersistentTensorDict td = PersistentTensorDict::from_h5(path);
+  REQUIRE(td.mode() == "r");
+  REQUIRE(td.filename() == path);
   REQUIRE(at::equal(td.get("b"), at::full({4}, 9, at::kLong)));
   REQUIRE_FALSE(td.contains("a"));
   REQUIRE(at::equal(td.get("new"), at::arange(4)));
   REQUIRE(td.get({"nested", "c"}).index({3}).eq(-1).all().item<bool>());
   REQUIRE(td.get({"nested", "c"}).index({2}).ne(-1).all().item<bool>());
   REQUIRE(td.contains({"nested", "extra"}));
+  td.close();  // HDF5 cannot open a file read/write while it is open read-only
 
   PersistentTensorDict partial = PersistentTensorDict::from_h5(path, "r+");
   partial.set_at_("b", at::tensor({1, 2}, at::kLong), {Slice(1, 3)});

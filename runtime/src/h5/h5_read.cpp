@@ -315,7 +315,7 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   } else {
     throw std::invalid_argument(fmt::format("unknown h5 mode '{}' (expected r, r+, w, w-, x or a)", mode));
   }
-  if (id < 0) throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': not a readable HDF5 file", path, mode));
+  if (id < 0) throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': not a readable HDF5 file, or already open in another mode", path, mode));
   file->file = Hid(id, H5Fclose);
   file->writable = mode != "r";
   auto impl = std::make_shared<PersistentImpl>(file, "/", std::vector<int64_t>{});

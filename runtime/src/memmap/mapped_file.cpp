@@ -85,6 +85,9 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
   if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     throw std::runtime_error(fmt::format("the data file {} of key '{}' is not a regular file", path.string(), key));
   }
+  // A file without any write permission bit is read-only even to root (who
+  // could open it read/write anyway): map it copy-on-write.
+  if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) writable = false;
   const auto have = static_cast<std::size_t>(st.st_size);
   if (have < need) {
     throw std::runtime_error(fmt::format(
