@@ -19,4 +19,5 @@ write_basic_package_version_file(
 install(FILES
   ${PROJECT_BINARY_DIR}/tensorclassConfig.cmake
   ${PROJECT_BINARY_DIR}/tensorclassConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/TensorclassGenerate.cmake
   DESTINATION ${TENSORCLASS_CMAKE_DIR})

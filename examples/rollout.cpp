@@ -1,7 +1,13 @@
-// A small RL-style rollout handled with a dynamic TensorDict: build steps,
-// stack them into a trajectory, index and reshape it, move it, print it.
-#include <ATen/ATen.h>
+// A small RL-style rollout, twice: with generated tensorclasses from
+// schemas/rl.yaml (typed: every op returns the struct) feeding a torch::nn
+// policy, then with a dynamic TensorDict: build steps, stack them into a
+// trajectory, index and reshape it, move it, print it.
+#include <torch/torch.h>
 #include <tensordict/tensordict.h>
+
+#if TENSORCLASS_EXAMPLE_TYPED
+#include "rl.tc.h"
+#endif
 
 #include <iostream>
 #include <vector>
@@ -10,9 +16,56 @@ using tensordict::TensorDict;
 using tensordict::TensorDictBase;
 using namespace at::indexing;
 
+#if TENSORCLASS_EXAMPLE_TYPED
+// Typed: a rollout of generated Transitions, indexed, stacked, cast, and fed
+// to a small policy.
+void typed_rollout(int64_t num_envs, int64_t steps) {
+  using tc::rl::Observation;
+  using tc::rl::Transition;
+  auto observe = [&] {
+    return Observation({.pixels = torch::randint(0, 256, {num_envs, 3, 8, 8}).to(torch::kUInt8),
+                        .state = torch::randn({num_envs, 4})},
+                       {num_envs});
+  };
+  torch::nn::Sequential policy(torch::nn::Linear(3 * 8 * 8 + 4, 32), torch::nn::ReLU(), torch::nn::Linear(32, 2));
+  std::vector<Transition> steps_list;
+  Observation obs = observe();
+  for (int64_t t = 0; t < steps; ++t) {
+    // The policy reads the typed observation's members directly.
+    torch::NoGradGuard no_grad;
+    auto features = torch::cat({obs.pixels.flatten(1).to(torch::kFloat) / 255, obs.state}, 1);
+    Observation next = observe();
+    steps_list.push_back(Transition({.observation = obs,
+                                     .action = policy->forward(features),
+                                     .reward = torch::randn({num_envs, 1}),
+                                     .done = torch::zeros({num_envs, 1}, torch::kBool),
+                                     .terminated = torch::zeros({num_envs, 1}, torch::kBool),
+                                     .next = next,
+                                     .env_name = "pixels-v0"},
+                                    {num_envs}));
+    obs = next;
+  }
+  Transition rollout = Transition::stack(steps_list, 1);  // [envs, time], still a Transition
+  std::cout << "typed rollout:\n" << rollout << "\n\n";
+  Transition last = rollout.index({Ellipsis, -1});
+  Transition good = rollout.index({rollout.reward.squeeze(-1) > 0});
+  std::cout << "last step batch size: " << last.batch_size() << ", rewarded transitions: " << good.len() << "\n";
+  Observation flat = rollout.observation.reshape({-1}).to(torch::kDouble);
+  std::cout << "flattened observations, float64 state: " << flat.state.sizes() << " " << flat.state.dtype() << "\n";
+  try {
+    Observation({.pixels = torch::zeros({2, 4, 8, 8}, torch::kUInt8), .state = torch::zeros({2, 4})}, {2});
+  } catch (const std::exception& e) {
+    std::cout << "validation: " << e.what() << "\n\n";
+  }
+}
+#endif
+
 int main() {
   constexpr int64_t num_envs = 4;
   constexpr int64_t steps = 8;
+#if TENSORCLASS_EXAMPLE_TYPED
+  typed_rollout(num_envs, steps);
+#endif
 
   // One step of `num_envs` environments: observations nested under "obs".
   std::vector<TensorDictBase> trajectory;

@@ -146,6 +146,7 @@ TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) cons
     auto found = level.impl_->find(part);
     if (!found) {
       if (!create) throw_missing(key, *level.impl_, depth);
+      level.check_unlocked();
       TensorDictBase child(std::make_shared<detail::DenseImpl>(level.batch_size().vec(), level.device(), level.names()));
       level.impl_->insert(part, Value(child));
       level = child;
@@ -228,6 +229,14 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
 TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
   TensorDictBase parent = parent_of(key, true);
   TensorDictImpl& level = *parent.impl_;
+  if (level.is_locked()) {
+    // tensordict's rule: a locked tensordict takes writes into existing
+    // tensors in place and refuses everything else.
+    auto existing = level.find(key.back());
+    if (!existing || !existing->is_tensor() || !value.is_tensor()) parent.check_unlocked();
+    check_leaf(level, key, value.tensor());
+    return set_(key, value.tensor());
+  }
   if (value.is_tensor()) {
     at::Tensor tensor = value.tensor();
     check_leaf(level, key, tensor);
@@ -283,6 +292,7 @@ Value TensorDictBase::setdefault(const NestedKey& key, const Value& default_valu
 
 TensorDictBase& TensorDictBase::del_(const NestedKey& key) {
   TensorDictBase parent = parent_of(key, false);
+  parent.check_unlocked();
   if (!parent.impl_->erase(key.back())) throw_missing(key, *parent.impl_, key.size() - 1);
   return *this;
 }
@@ -291,6 +301,7 @@ Value TensorDictBase::pop(const NestedKey& key) {
   TensorDictBase parent = parent_of(key, false);
   auto found = parent.impl_->find(key.back());
   if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
+  parent.check_unlocked();
   parent.impl_->erase(key.back());
   return *found;
 }
@@ -302,6 +313,7 @@ Value TensorDictBase::pop(const NestedKey& key, const Value& default_value) {
 
 TensorDictBase& TensorDictBase::create_nested(const NestedKey& key) {
   TensorDictBase parent = parent_of(key, true);
+  parent.check_unlocked();
   parent.impl_->insert(key.back(),
                        Value(TensorDictBase(std::make_shared<detail::DenseImpl>(parent.batch_size().vec(), parent.device(), parent.names()))));
   return *this;

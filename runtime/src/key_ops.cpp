@@ -83,6 +83,7 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
                           std::equal(old_key.path().begin(), old_key.path().end() - 1, new_key.path().begin());
   if (same_level) {
     TensorDictBase parent = parent_of(old_key, false);
+    parent.check_unlocked();
     if (!parent.impl()->find(old_key.back())) get(old_key);  // throws the KeyError naming the key
     parent.impl()->erase(new_key.back());
     parent.impl()->rename(old_key.back(), new_key.back());  // keeps the position
@@ -149,6 +150,7 @@ TensorDict TensorDictBase::empty(bool recurse) const {
 }
 
 TensorDictBase& TensorDictBase::clear() {
+  check_unlocked();
   std::vector<std::string> keys;
   impl_->for_each([&](const std::string& key, const Value&) { keys.push_back(key); });
   for (const auto& key : keys) impl_->erase(key);

@@ -39,6 +39,8 @@ struct Mapper {
     std::vector<PieceMeta> out(metas.size());
     for (std::size_t i = 0; i < metas.size(); ++i) {
       out[i].batch_size = metas[i].batch_size;
+      out[i].keep_nested_dims = metas[i].keep_nested_dims;
+      if (!metas[i].keep_nested_dims) continue;
       out[i].batch_size.insert(out[i].batch_size.end(), extra.begin(), extra.end());
       if (!metas[i].names.empty()) {
         out[i].names = metas[i].names;
@@ -74,7 +76,12 @@ struct Mapper {
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
       } else if (value.is_non_tensor()) {
         const NonTensorData& data = value.non_tensor();
-        if (kind == OpKind::Value || !data.is_stack()) {
+        if (kind == OpKind::Reduce && data.is_stack()) {
+          path.push_back(key);
+          throw std::invalid_argument(fmt::format("{}: key {} holds a non-tensor stack, whose elements cannot be reduced; exclude it first",
+                                                  op, NestedKey(path).repr()));
+        }
+        if (kind != OpKind::Batch || !data.is_stack()) {
           for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);
           return;
         }
@@ -106,6 +113,26 @@ struct Mapper {
 };
 
 }  // namespace
+
+void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+  std::vector<std::string> path;
+  auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
+    level.for_each([&](const std::string& key, const Value& value) {
+      path.push_back(key);
+      if (value.is_tensor()) {
+        try {
+          fn(value.tensor());
+        } catch (...) {
+          rethrow_for_key(op, NestedKey(path));
+        }
+      } else if (value.is_tensordict()) {
+        self(self, *value.impl());
+      }
+      path.pop_back();
+    });
+  };
+  walk(walk, source);
+}
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
                                                    std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op) {

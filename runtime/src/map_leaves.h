@@ -21,6 +21,9 @@ namespace tensordict::detail {
 struct PieceMeta {
   std::vector<int64_t> batch_size;
   Names names;  // empty: none
+  // Nested levels keep their batch dims beyond the source's; false when the
+  // op removes every dim of every leaf (full reductions).
+  bool keep_nested_dims = true;
 };
 
 // fn(leaf, out) writes out[0 .. metas.size()).
@@ -30,7 +33,9 @@ using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
 // unbind, split) moves a stack's elements like a tensor of the batch shape,
 // so `fn` runs on the stack's id tensor; a value op (dtype, device, clone)
 // leaves non-tensor data as it is.
-enum class OpKind { Batch, Value };
+// A reduction keeps single non-tensor values and refuses stacks, whose
+// elements cannot be reduced.
+enum class OpKind { Batch, Value, Reduce };
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
                                                    std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op);
@@ -38,6 +43,9 @@ std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source,
 // The single-output case.
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
                                       OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
+
+// Calls fn on every tensor leaf at any depth; errors name the key.
+void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
 
 // Rethrows the exception in flight as std::runtime_error naming `op` and `key`
 // (libtorch's message without its backtrace). Call from a catch block.

@@ -6,10 +6,11 @@
 
 #include "tensordict/dtype.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/tensorclass_support.h"
 
 namespace tensordict {
 
-namespace {
+namespace detail {
 
 // Python's textwrap.indent: prefixes every line that is not whitespace only.
 std::string indent(const std::string& text, int width) {
@@ -35,6 +36,15 @@ std::string tensor_repr(const at::Tensor& t) {
   return fmt::format("Tensor(shape={}, device={}, dtype=torch.{}, is_shared={})", torch_size(t.sizes()), t.device().str(),
                      dtype_name(t.scalar_type()), python_bool(t.is_cuda()));
 }
+
+}  // namespace detail
+
+using detail::indent;
+using detail::python_bool;
+using detail::tensor_repr;
+using detail::torch_size;
+
+namespace {
 
 std::string device_str(const std::optional<at::Device>& device) { return device ? device->str() : "None"; }
 

@@ -92,7 +92,9 @@ TEST_CASE("memmap round trip keeps nested, non-tensor, zero-element, bool, bfloa
   TensorDict mm = td.memmap(tmp / "td");
   require_same(td, mm);
   REQUIRE(mm.is_memmap());
+  REQUIRE(mm.is_locked());
   REQUIRE_FALSE(td.is_memmap());
+  REQUIRE_FALSE(td.is_locked());
   REQUIRE(mm.device() == at::Device(at::kCPU));
   TensorDict back = TensorDict::load_memmap(tmp / "td");
   require_same(td, back);
@@ -146,6 +148,9 @@ TEST_CASE("memmap_ maps the leaves in place and writes reach the files") {
   TensorDict nested = TensorDict(td.get_td("nested"));
   td.memmap_(tmp / "td");
   REQUIRE(td.is_memmap());
+  REQUIRE(td.is_locked());
+  REQUIRE(nested.is_locked());
+  REQUIRE_THAT(TD_MESSAGE(td.set("new", at::zeros({2}))), Contains("locked"));
   REQUIRE(nested.is_memmap());  // the same nested object
   REQUIRE(fs::path(*td.saved_path()) == fs::absolute(tmp.path() / "td"));
   REQUIRE(fs::path(*nested.saved_path()) == fs::absolute(tmp.path() / "td" / "nested"));
@@ -207,6 +212,7 @@ TEST_CASE("save/load are memmap/load_memmap; memmap_refresh_ reloads what was wr
   MemmapOptions copy;
   other.memmap(tmp / "s", copy);
   saved.memmap_refresh_();
+  REQUIRE(saved.is_locked());
   REQUIRE(saved.keys() == std::vector<NestedKey>{"z"});
   REQUIRE(at::equal(saved.get("z"), at::ones({2, 3})));
   REQUIRE_THAT(TD_MESSAGE(td.memmap_refresh_()), Contains("not memory-mapped"));

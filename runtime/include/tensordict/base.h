@@ -11,10 +11,12 @@
 #include <c10/core/Device.h>
 #include <c10/util/FunctionRef.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/persistence_options.h"
+#include "tensordict/op_lists.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -63,7 +66,7 @@ class Value {
 
 // The storage a tensordict kind implements. No validation happens here: the
 // handle validates, then calls these.
-class TensorDictImpl {
+class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
  public:
   virtual ~TensorDictImpl() = default;
 
@@ -83,6 +86,45 @@ class TensorDictImpl {
   virtual bool erase(const std::string& key) = 0;
   // Renames keeping the position; `to` must not exist.
   virtual void rename(const std::string& from, const std::string& to) = 0;
+
+  // Lock state, the same for every kind (see TensorDictBase::lock_).
+  bool is_locked() const { return locked_; }
+
+ private:
+  friend class TensorDictBase;
+  bool locked_ = false;
+  // The locked tensordicts that locked this one as their child: it stays
+  // locked while any of them is (a tensordict may sit in two parents).
+  std::vector<std::weak_ptr<const TensorDictImpl>> lock_parents_;
+};
+
+// tensordict's `default=` for an op between two tensordicts whose keys differ.
+class MissingKeys {
+ public:
+  // A KeyError naming the first key found in one operand only (the default).
+  static MissingKeys error() { return MissingKeys(Kind::Error, 0); }
+  // Keys present in one operand only are left out of the result.
+  static MissingKeys intersection() { return MissingKeys(Kind::Intersection, 0); }
+  // A missing entry counts as a tensor full of `value`, shaped like the other.
+  static MissingKeys fill(at::Scalar value) { return MissingKeys(Kind::Fill, value); }
+
+  enum class Kind { Error, Intersection, Fill };
+  Kind kind() const { return kind_; }
+  const at::Scalar& fill_value() const { return fill_; }
+
+ private:
+  MissingKeys(Kind kind, at::Scalar fill) : kind_(kind), fill_(fill) {}
+  Kind kind_;
+  at::Scalar fill_;
+};
+
+class Operand;
+
+// Reductions (see TensorDictBase::reduce).
+enum class Reduction {
+#define TENSORDICT_ENUM_VALUE(name) name,
+  TENSORDICT_REDUCTIONS(TENSORDICT_ENUM_VALUE) std, var
+#undef TENSORDICT_ENUM_VALUE
 };
 
 // The interface users program against. Methods follow tensordict's names and
@@ -112,6 +154,15 @@ class TensorDictBase {
   std::size_t num_keys() const { return impl_->num_keys(); }
   // True when no leaf (tensor or non-tensor data) exists at any depth.
   bool is_empty() const;
+
+  // ---- locking -------------------------------------------------------------------
+  // A locked tensordict refuses new keys, deletion and renaming; set() of an
+  // existing key writes in place, as do set_() and indexed writes. Locking
+  // reaches every nested tensordict; one stays locked while any locked parent
+  // holds it. unlock_() of a tensordict whose parent is locked throws.
+  TensorDictBase& lock_();
+  TensorDictBase& unlock_();
+  bool is_locked() const { return impl_->is_locked(); }
 
   // tensordict refuses truth testing; so do we, at compile time.
   explicit operator bool() const = delete;
@@ -201,6 +252,105 @@ class TensorDictBase {
   std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
 
+  // ---- apply and math ------------------------------------------------------------
+  using TensorFn = std::function<at::Tensor(const at::Tensor&)>;
+  using BinaryTensorFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+  using NamedTensorFn = std::function<at::Tensor(const NestedKey&, const at::Tensor&)>;
+
+  // A new tensordict of fn(leaf) for every tensor leaf (non-tensor data is
+  // carried). A leaf for which fn returns an undefined tensor is dropped, and
+  // so is a nested tensordict left empty by that (tensordict's filter_empty).
+  // `batch_size`/`names` set the result's when fn changes the batch dims.
+  TensorDict apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+                   std::optional<Names> names = std::nullopt) const;
+  // fn(leaf, other's leaf at the same key).
+  TensorDict apply(const BinaryTensorFn& fn, const TensorDictBase& other,
+                   MissingKeys missing = MissingKeys::error()) const;
+  // fn(key path, leaf).
+  TensorDict named_apply(const NamedTensorFn& fn) const;
+  // In place: every leaf becomes fn(leaf) (written into the existing tensor).
+  TensorDictBase& apply_(const TensorFn& fn);
+
+#define TENSORDICT_DECLARE_UNARY(name) \
+  TensorDict name() const;             \
+  TensorDictBase& name##_();
+  TENSORDICT_UNARY_OPS(TENSORDICT_DECLARE_UNARY)
+#undef TENSORDICT_DECLARE_UNARY
+
+#define TENSORDICT_DECLARE_PREDICATE(name) TensorDict name() const;
+  TENSORDICT_PREDICATES(TENSORDICT_DECLARE_PREDICATE)
+#undef TENSORDICT_DECLARE_PREDICATE
+
+  // Binary ops take a tensordict (matched by key), a tensor (broadcast to
+  // every leaf) or a scalar.
+#define TENSORDICT_DECLARE_BINARY(name)                                                          \
+  TensorDict name(const Operand& other, MissingKeys missing = MissingKeys::error()) const; \
+  TensorDictBase& name##_(const Operand& other, MissingKeys missing = MissingKeys::error());
+  TENSORDICT_BINARY_OPS(TENSORDICT_DECLARE_BINARY)
+  TENSORDICT_BINARY_OPS_NO_INPLACE(TENSORDICT_DECLARE_BINARY)
+  TENSORDICT_DECLARE_BINARY(clamp_min)
+  TENSORDICT_DECLARE_BINARY(clamp_max)
+#undef TENSORDICT_DECLARE_BINARY
+
+  TensorDict add(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error()) const;
+  TensorDictBase& add_(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error());
+  TensorDict sub(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error()) const;
+  TensorDictBase& sub_(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error());
+  TensorDict clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) const;
+  TensorDictBase& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt);
+  // self + weight * (end - self).
+  TensorDict lerp(const Operand& end, const at::Scalar& weight) const;
+  TensorDictBase& lerp_(const Operand& end, const at::Scalar& weight);
+  // self + value * t1 * t2, self + value * t1 / t2.
+  TensorDict addcmul(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const;
+  TensorDictBase& addcmul_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
+  TensorDict addcdiv(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const;
+  TensorDictBase& addcdiv_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
+
+  TensorDictBase& zero_();
+  TensorDictBase& fill_(const at::Scalar& value);
+  TensorDictBase& fill_(const NestedKey& key, const at::Scalar& value);
+
+  // Comparisons: a tensordict of bools (also as operators below).
+#define TENSORDICT_DECLARE_COMPARISON(name) \
+  TensorDict name(const Operand& other, MissingKeys missing = MissingKeys::error()) const;
+  TENSORDICT_COMPARISONS(TENSORDICT_DECLARE_COMPARISON)
+#undef TENSORDICT_DECLARE_COMPARISON
+
+  // True when every (any) element of every leaf is true; with a dim, a
+  // tensordict reduced over that batch dim.
+  bool all() const;
+  bool any() const;
+  TensorDict all(int64_t dim) const;
+  TensorDict any(int64_t dim) const;
+  // Same keys, and every pair of leaves allclose.
+  bool allclose(const TensorDictBase& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+
+  // where(condition, self, other) per leaf; `condition` is a bool tensor over
+  // the batch dims (expanded over feature dims) or a tensordict of bools.
+  TensorDict where(const Operand& condition, const Operand& other) const;
+  TensorDict masked_fill(const at::Tensor& mask, const at::Scalar& value) const;
+  TensorDictBase& masked_fill_(const at::Tensor& mask, const at::Scalar& value);
+  // The elements where the batch mask is true, gathered into one batch dim.
+  TensorDict masked_select(const at::Tensor& mask) const;
+  // torch.gather along batch dim `dim`; `index` has the batch dims and is
+  // expanded over feature dims. The result's batch size is index's shape.
+  TensorDict gather(int64_t dim, const at::Tensor& index) const;
+
+  // ---- reductions over batch dims ------------------------------------------------
+  // Each leaf reduced over batch `dims` (all of each leaf's dims when empty,
+  // giving an empty batch size). `reduce` folds every leaf into one tensor:
+  // tensordict's reduce=True.
+#define TENSORDICT_DECLARE_REDUCTION(name) \
+  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  TENSORDICT_REDUCTIONS(TENSORDICT_DECLARE_REDUCTION)
+#undef TENSORDICT_DECLARE_REDUCTION
+  TensorDict std(std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
+  TensorDict var(std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
+  // The 2-norm of each leaf.
+  TensorDict norm() const;
+  at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
+
   // ---- device, dtype, copies ----------------------------------------------------
   TensorDict to(at::Device device, bool non_blocking = false) const;
   TensorDict to(at::ScalarType dtype) const;
@@ -220,6 +370,8 @@ class TensorDictBase {
  protected:
   // The tensordict that holds `key`'s last part, creating levels if `create`.
   TensorDictBase parent_of(const NestedKey& key, bool create) const;
+  // Throws tensordict's lock error if this level is locked.
+  void check_unlocked() const;
 
   std::shared_ptr<TensorDictImpl> impl_;
 
@@ -244,6 +396,51 @@ class TensorDictBase {
   // Writes the tree to an HDF5 file (<tensordict/persistent.h>): groups for
   // nested levels, one dataset per leaf, `options` on every dataset.
   PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const;
+};
+
+// The other operand of a binary op: a tensordict, a tensor or a scalar.
+class Operand {
+ public:
+  Operand(const TensorDictBase& td) : value_(td) {}
+  Operand(at::Tensor tensor) : value_(std::move(tensor)) {}
+  Operand(const at::Scalar& scalar) : value_(scalar) {}
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Operand(T scalar) : value_(at::Scalar(scalar)) {}
+
+  const TensorDictBase* tensordict() const { return std::get_if<TensorDictBase>(&value_); }
+  // The tensor, or the scalar as a wrapped-number tensor (so type promotion
+  // treats it as a Python scalar); undefined for a tensordict.
+  at::Tensor tensor() const;
+
+ private:
+  std::variant<TensorDictBase, at::Tensor, at::Scalar> value_;
+};
+
+// Operators, as on tensors: arithmetic and elementwise comparison.
+TensorDict operator+(const TensorDictBase& a, const Operand& b);
+TensorDict operator-(const TensorDictBase& a, const Operand& b);
+TensorDict operator*(const TensorDictBase& a, const Operand& b);
+TensorDict operator/(const TensorDictBase& a, const Operand& b);
+TensorDict operator-(const TensorDictBase& a);
+TensorDict operator==(const TensorDictBase& a, const Operand& b);
+TensorDict operator!=(const TensorDictBase& a, const Operand& b);
+TensorDict operator<(const TensorDictBase& a, const Operand& b);
+TensorDict operator<=(const TensorDictBase& a, const Operand& b);
+TensorDict operator>(const TensorDictBase& a, const Operand& b);
+TensorDict operator>=(const TensorDictBase& a, const Operand& b);
+
+// Scoped locking, for tensordict's `with td.lock_():` / `with td.unlock_():`:
+// sets the state for the guard's lifetime and restores the previous one.
+class LockGuard {
+ public:
+  explicit LockGuard(TensorDictBase td, bool lock = true);
+  ~LockGuard();
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+ private:
+  TensorDictBase td_;
+  bool was_locked_;
 };
 
 // A dense stack along a new batch dim; every member needs the same keys and

@@ -248,6 +248,9 @@ TensorDictBase& TensorDictBase::memmap_refresh_() {
     throw std::runtime_error("cannot refresh a tensordict that is not memory-mapped or has no path associated");
   }
   TensorDictBase fresh = detail::memmap::load_level(*path, std::nullopt);
+  // As tensordict: unlocked while the entries are replaced, locked again after.
+  const bool was_locked = is_locked();
+  if (was_locked) unlock_();
   std::vector<std::string> old;
   impl_->for_each([&](const std::string& key, const Value&) { old.push_back(key); });
   for (const auto& key : old) impl_->erase(key);
@@ -255,6 +258,7 @@ TensorDictBase& TensorDictBase::memmap_refresh_() {
   impl_->set_meta(fresh.batch_size().vec(), fresh.device(),
                  fresh.batch_size() == batch_size() ? names() : Names{});
   detail::memmap::mark_memmapped(impl_, *path);
+  if (was_locked) lock_();
   return *this;
 }
 

@@ -210,8 +210,6 @@ class Writer {
     if (mode_ == Mode::InPlace) out->set_meta(src.batch_size().vec(), at::Device(at::kCPU), src.names());
     write_file_atomic(level.dir / "meta.json", dump_meta(meta));
     mark_memmapped(out, level.dir);
-    // TODO(lock): lock the level here (tensordict locks after memmap) once
-    // TensorDictBase::lock_() lands from main.
     return out;
   }
 
@@ -247,7 +245,10 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
   std::vector<std::string> path;
   auto root = writer.plan(impl, fs::path(prefix), path);
   writer.run_jobs();
-  return writer.finish(*root);
+  auto out = writer.finish(*root);
+  // tensordict locks a memory-mapped tensordict (every level).
+  TensorDictBase(out).lock_();
+  return out;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <tensordict/schema.h>
@@ -18,7 +19,22 @@ struct Agent : ::tensordict::TensorClass<Agent> {
   /// Position in metres
   ::at::Tensor pos;
   ::at::Tensor vel;
-  using ::tensordict::TensorClass<Agent>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Agent({.field = value, ...}, batch_size)`.
+  struct Fields {
+    ::at::Tensor pos{};
+    ::at::Tensor vel{};
+  };
+
+  Agent() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Agent([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->pos = std::move(fields.pos);
+    this->vel = std::move(fields.vel);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 /// One environment step.
@@ -34,7 +50,38 @@ struct Observation : ::tensordict::TensorClass<Observation> {
   bool done = false;
   std::vector<std::string> tags = {"a", "b"};
   std::vector<std::int64_t> ids;
-  using ::tensordict::TensorClass<Observation>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Observation({.field = value, ...}, batch_size)`.
+  struct Fields {
+    ::at::Tensor pixels{};
+    ::at::Tensor depth{};
+    ::at::Tensor reward{};
+    Agent agent{};
+    std::string task = "pick \"red\"";
+    std::int64_t steps = -3;
+    double scale = 1.5;
+    bool done = false;
+    std::vector<std::string> tags = {"a", "b"};
+    std::vector<std::int64_t> ids{};
+  };
+
+  Observation() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Observation([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->pixels = std::move(fields.pixels);
+    this->depth = std::move(fields.depth);
+    this->reward = std::move(fields.reward);
+    this->agent = std::move(fields.agent);
+    this->task = std::move(fields.task);
+    this->steps = std::move(fields.steps);
+    this->scale = std::move(fields.scale);
+    this->done = std::move(fields.done);
+    this->tags = std::move(fields.tags);
+    this->ids = std::move(fields.ids);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 }  // namespace rl

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <tensordict/schema.h>
@@ -18,7 +19,22 @@ struct Agent : ::tensordict::TensorClass<Agent> {
   /// Position in metres
   ::at::Tensor pos;
   ::at::Tensor vel;
-  using ::tensordict::TensorClass<Agent>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Agent({.field = value, ...}, batch_size)`.
+  struct Fields {
+    ::at::Tensor pos{};
+    ::at::Tensor vel{};
+  };
+
+  Agent() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Agent([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->pos = std::move(fields.pos);
+    this->vel = std::move(fields.vel);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 }  // namespace rl::common

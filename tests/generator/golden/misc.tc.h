@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <tensordict/schema.h>
@@ -16,7 +17,18 @@ namespace tc::test::misc {
 /// A class without fields.
 /// Second line with "quotes" and \ backslash.
 struct Empty : ::tensordict::TensorClass<Empty> {
-  using ::tensordict::TensorClass<Empty>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Empty({.field = value, ...}, batch_size)`.
+  struct Fields {
+  };
+
+  Empty() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Empty([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 struct Scalars : ::tensordict::TensorClass<Scalars> {
@@ -28,7 +40,30 @@ struct Scalars : ::tensordict::TensorClass<Scalars> {
   std::string label = "tab\there";
   ::at::Tensor image;
   Empty empty;
-  using ::tensordict::TensorClass<Scalars>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Scalars({.field = value, ...}, batch_size)`.
+  struct Fields {
+    std::int64_t big = 9223372036854775807;
+    double ratio = -2.5e-3;
+    std::vector<bool> flags = {};
+    std::string label = "tab\there";
+    ::at::Tensor image{};
+    Empty empty{};
+  };
+
+  Scalars() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Scalars([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->big = std::move(fields.big);
+    this->ratio = std::move(fields.ratio);
+    this->flags = std::move(fields.flags);
+    this->label = std::move(fields.label);
+    this->image = std::move(fields.image);
+    this->empty = std::move(fields.empty);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 /// Ends with a backslash \.
@@ -38,7 +73,24 @@ struct Edges : ::tensordict::TensorClass<Edges> {
   std::int64_t smallest = (-9223372036854775807 - 1);
   std::vector<std::int64_t> ints = {1, -2, 3};
   std::vector<std::string> labels = {"a\"b", ""};
-  using ::tensordict::TensorClass<Edges>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Edges({.field = value, ...}, batch_size)`.
+  struct Fields {
+    std::int64_t smallest = (-9223372036854775807 - 1);
+    std::vector<std::int64_t> ints = {1, -2, 3};
+    std::vector<std::string> labels = {"a\"b", ""};
+  };
+
+  Edges() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Edges([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->smallest = std::move(fields.smallest);
+    this->ints = std::move(fields.ints);
+    this->labels = std::move(fields.labels);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 }  // namespace tc::test::misc

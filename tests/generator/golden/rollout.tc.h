@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <tensordict/schema.h>
@@ -21,7 +22,30 @@ struct Goal : ::tensordict::TensorClass<Goal> {
   std::int64_t steps = 10;
   bool sparse = true;
   ::at::Tensor extra;
-  using ::tensordict::TensorClass<Goal>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Goal({.field = value, ...}, batch_size)`.
+  struct Fields {
+    ::at::Tensor target{};
+    double tolerance = 0.5;
+    std::vector<std::string> tags = {"a", "b c"};
+    std::int64_t steps = 10;
+    bool sparse = true;
+    ::at::Tensor extra{};
+  };
+
+  Goal() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Goal([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->target = std::move(fields.target);
+    this->tolerance = std::move(fields.tolerance);
+    this->tags = std::move(fields.tags);
+    this->steps = std::move(fields.steps);
+    this->sparse = std::move(fields.sparse);
+    this->extra = std::move(fields.extra);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 /// One environment step.
@@ -33,7 +57,30 @@ struct Observation : ::tensordict::TensorClass<Observation> {
   ::rl::common::Agent agent;
   Goal goal;
   std::string task = "";
-  using ::tensordict::TensorClass<Observation>::TensorClass;
+
+  /// The fields, for construction with designated initializers:
+  /// `Observation({.field = value, ...}, batch_size)`.
+  struct Fields {
+    ::at::Tensor pixels{};
+    ::at::Tensor depth{};
+    ::at::Tensor reward{};
+    ::rl::common::Agent agent{};
+    Goal goal{};
+    std::string task = "";
+  };
+
+  Observation() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Observation([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->pixels = std::move(fields.pixels);
+    this->depth = std::move(fields.depth);
+    this->reward = std::move(fields.reward);
+    this->agent = std::move(fields.agent);
+    this->goal = std::move(fields.goal);
+    this->task = std::move(fields.task);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
 };
 
 }  // namespace rl

@@ -2,12 +2,21 @@
 // generated headers to compile without libtorch.
 #pragma once
 #include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 namespace torch {
 using at::Tensor;
 }  // namespace torch
 namespace tensordict {
+using BatchSizeArg = std::vector<std::int64_t>;
+using DeviceArg = std::optional<int>;
+using Names = std::vector<std::optional<std::string>>;
 template <class Derived>
 struct TensorClass {
   TensorClass() = default;
+  Derived& init_(BatchSizeArg, DeviceArg = {}, Names = {}) { return static_cast<Derived&>(*this); }
 };
 }  // namespace tensordict

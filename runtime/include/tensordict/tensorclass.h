@@ -1,0 +1,875 @@
+// tensordict::TensorClass<Derived>: the behaviour of every generated
+// tensorclass, written once.
+//
+// A generated struct derives from TensorClass<Itself> and specialises
+// tensordict::schema::FieldTable<Itself> (see schema.h). Every operation here
+// visits that table at compile time (a fold over the member pointers): a typed
+// op is the hand-written loop over the member tensors, with what can be shared
+// (a resolved BatchIndex, a new batch size) computed once. Results keep the
+// static type: indexing an Observation returns an Observation.
+//
+// Member kinds are read from the member types: at::Tensor members are tensors,
+// members deriving from TensorClass<M> are nested tensorclasses (visited
+// recursively, their batch size starting with the parent's), anything else is
+// non-tensor data, copied through ops and required equal by stack/cat.
+#pragma once
+
+#include <ATen/InferSize.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/stack.h>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tensordict/batch_index.h"
+#include "tensordict/dense.h"
+#include "tensordict/errors.h"
+#include "tensordict/key.h"
+#include "tensordict/schema.h"
+#include "tensordict/tensorclass_support.h"
+
+namespace tensordict {
+
+template <class Derived>
+class TensorClass;
+
+// True for generated tensorclasses (types deriving from TensorClass<T>).
+template <class T>
+inline constexpr bool is_tensorclass_v = std::is_base_of_v<TensorClass<T>, T>;
+
+// Argument types of the generated constructors.
+using BatchSizeArg = std::vector<int64_t>;
+using DeviceArg = std::optional<at::Device>;
+
+template <class Derived>
+class TensorClass {
+ public:
+  TensorClass() = default;
+
+  // ---- static description -------------------------------------------------------
+  static constexpr const schema::ClassInfo& schema() { return schema::FieldTable<Derived>::info; }
+  static constexpr std::span<const schema::FieldInfo> fields() { return schema().fields; }
+  static constexpr std::size_t num_fields() {
+    return std::tuple_size_v<std::remove_cvref_t<decltype(schema::FieldTable<Derived>::members)>>;
+  }
+
+  // ---- metadata ---------------------------------------------------------------
+  at::IntArrayRef batch_size() const { return tc_batch_size_; }
+  at::IntArrayRef sizes() const { return tc_batch_size_; }
+  int64_t batch_dims() const { return static_cast<int64_t>(tc_batch_size_.size()); }
+  int64_t dim() const { return batch_dims(); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : tc_batch_size_) n *= s;
+    return n;
+  }
+  // tensordict's len(): the first batch dim.
+  int64_t len() const { return tc_batch_size_.empty() ? 0 : tc_batch_size_[0]; }
+  const DeviceArg& device() const { return tc_device_; }
+  // One entry per batch dim (all nullopt when unnamed).
+  Names names() const { return tc_names_.empty() ? Names(tc_batch_size_.size()) : tc_names_; }
+  bool has_names() const { return !tc_names_.empty(); }
+  // Names the batch dims (one per dim; an empty list removes the names).
+  Derived& rename_(Names names) {
+    set_names_(std::move(names));
+    return derived();
+  }
+  // tensordict's rule: shared when on a CUDA device.
+  bool is_shared() const { return tc_device_ && tc_device_->is_cuda(); }
+
+  Derived& lock_() {
+    tc_locked_ = true;
+    return derived();
+  }
+  Derived& unlock_() {
+    tc_locked_ = false;
+    return derived();
+  }
+  bool is_locked() const { return tc_locked_; }
+
+  // tensordict refuses truth testing.
+  explicit operator bool() const = delete;
+
+  // ---- construction -------------------------------------------------------------
+  // Sets batch size, device and names, moves tensors to `device`, then
+  // validates every field against the schema (generated constructors call
+  // this). A nested member that was never given a batch size takes ours.
+  Derived& init_(BatchSizeArg batch_size, DeviceArg device = std::nullopt, Names names = {}) {
+    tc_batch_size_ = std::move(batch_size);
+    tc_device_ = device;
+    set_names_(std::move(names));
+    if (tc_names_.empty() && !schema().batch_names.empty() &&
+        schema().batch_names.size() == tc_batch_size_.size()) {
+      for (auto n : schema().batch_names) tc_names_.emplace_back(std::string(n));
+    }
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      auto& m = derived().*p;
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (device && m.defined()) m = m.to(*device);
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (m.tc_batch_size_.empty() && !tc_batch_size_.empty()) {
+          m.init_(tc_batch_size_, device);
+        } else if (device) {
+          auto move = [&](const at::Tensor& t) { return t.to(*device); };
+          m.map_into_(m, move, 0);
+          m.set_device_(device);
+        }
+      }
+    });
+    validate();
+    return derived();
+  }
+
+  // Checks every field against the schema: required fields, dtypes, fixed and
+  // symbolic dims, the batch prefix, nested batch sizes. Throws naming the
+  // class, field and dim.
+  void validate() const { validate_(std::string(schema().name)); }
+
+  // ---- fields by name ---------------------------------------------------------------
+  bool contains(const NestedKey& key) const { return find_tensor_(key.path(), 0, false) != nullptr; }
+  // The tensor at `key` (a field name, or a path into nested tensorclasses).
+  at::Tensor get(const NestedKey& key) const { return *find_tensor_(key.path(), 0, true); }
+  // Sets the tensor field at `key` after validating it (moved to our device).
+  Derived& set(const NestedKey& key, const at::Tensor& value) {
+    set_path_(key.path(), 0, value);
+    return derived();
+  }
+
+  // ---- indexing --------------------------------------------------------------------
+  // obj[index] over the batch dims; basic indices give views.
+  Derived index(at::ArrayRef<TensorIndex> index) const {
+    const BatchIndex bi(index, tc_batch_size_);
+    Derived out = derived();
+    out.tc_batch_size_ = bi.result_batch_size().vec();
+    out.tc_names_.clear();
+    out.tc_locked_ = false;
+    map_into_(out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
+    return out;
+  }
+  // obj[index] = value, field by field.
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const Derived& value) {
+    const BatchIndex bi(index, tc_batch_size_);
+    visit2_(value, [&](const at::Tensor& dst, const at::Tensor& src) { bi.put(dst, src); });
+    return derived();
+  }
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
+    const BatchIndex bi(index, tc_batch_size_);
+    visit_([&](const at::Tensor& dst) { bi.put(dst, value); });
+    return derived();
+  }
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
+    return index_put_(index, at::scalar_tensor(value, at::TensorOptions().dtype(value.type())));
+  }
+
+  // ---- stack, cat, unbind, split ------------------------------------------------------
+  static Derived stack(const std::vector<Derived>& list, int64_t dim = 0) {
+    if (list.empty()) detail::throw_empty_list("stack", schema().name);
+    const Derived& first = list.front();
+    const int64_t d = wrap_batch_dim(dim, first.batch_dims(), "stack", 1);
+    std::vector<int64_t> batch = first.tc_batch_size_;
+    batch.insert(batch.begin() + d, static_cast<int64_t>(list.size()));
+    return combine_(list, batch, [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack",
+                    [&](Names n) {
+                      if (!n.empty()) n.insert(n.begin() + d, std::nullopt);
+                      return n;
+                    });
+  }
+  static Derived cat(const std::vector<Derived>& list, int64_t dim = 0) {
+    if (list.empty()) detail::throw_empty_list("cat", schema().name);
+    const Derived& first = list.front();
+    const int64_t d = wrap_batch_dim(dim, first.batch_dims(), "cat");
+    std::vector<int64_t> batch = first.tc_batch_size_;
+    batch[d] = 0;
+    for (const auto& x : list) {
+      if (x.batch_dims() != first.batch_dims()) {
+        throw std::runtime_error("cat: " + std::string(schema().name) + " batch sizes " +
+                                 detail::shape_string(first.batch_size()) + " and " + detail::shape_string(x.batch_size()) +
+                                 " have different numbers of dims");
+      }
+      batch[d] += x.tc_batch_size_[d];
+    }
+    return combine_(list, batch, [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat",
+                    [](Names n) { return n; });
+  }
+  std::vector<Derived> unbind(int64_t dim = 0) const {
+    const int64_t d = wrap_batch_dim(dim, batch_dims(), "unbind");
+    std::vector<int64_t> b = tc_batch_size_;
+    b.erase(b.begin() + d);
+    return pieces_(std::vector<std::vector<int64_t>>(tc_batch_size_[d], b),
+                   [&](const at::Tensor& t) { return t.unbind(d); });
+  }
+  std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
+    const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
+    if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive");
+    std::vector<std::vector<int64_t>> batches;
+    for (int64_t start = 0; start < tc_batch_size_[d] || (start == 0 && tc_batch_size_[d] == 0); start += split_size) {
+      auto b = tc_batch_size_;
+      b[d] = std::min(split_size, tc_batch_size_[d] - start);
+      batches.push_back(b);
+      if (tc_batch_size_[d] == 0) break;
+    }
+    return pieces_(batches, [&](const at::Tensor& t) { return t.split(split_size, d); });
+  }
+  std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
+    const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
+    int64_t total = 0;
+    std::vector<std::vector<int64_t>> batches;
+    for (int64_t s : split_sizes) {
+      auto b = tc_batch_size_;
+      b[d] = s;
+      total += s;
+      batches.push_back(b);
+    }
+    if (total != tc_batch_size_[d]) {
+      throw std::runtime_error("split: sizes " + detail::shape_string(split_sizes) + " do not sum to batch dim " +
+                               std::to_string(d) + " of " + detail::shape_string(batch_size()));
+    }
+    return pieces_(batches, [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, d); });
+  }
+  std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0) const {
+    const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
+    if (chunks <= 0) throw std::invalid_argument("chunk: chunks must be positive");
+    const int64_t n = tc_batch_size_[d];
+    const int64_t size = (n + chunks - 1) / chunks;
+    return split(std::max<int64_t>(size, 1), d);
+  }
+
+  // ---- shape ops on batch dims -------------------------------------------------------------
+  Derived reshape(at::IntArrayRef shape) const {
+    const auto b = at::infer_size(shape, numel());
+    const int64_t nb = batch_dims();
+    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); });
+  }
+  Derived view(at::IntArrayRef shape) const {
+    const auto b = at::infer_size(shape, numel());
+    const int64_t nb = batch_dims();
+    return mapped_(b, [&](const at::Tensor& t) { return t.view(detail::with_features(b, t, nb)); });
+  }
+  Derived permute(at::IntArrayRef dims) const {
+    const int64_t nb = batch_dims();
+    if (static_cast<int64_t>(dims.size()) != nb) {
+      throw std::invalid_argument("permute: got " + std::to_string(dims.size()) + " dims for " + std::to_string(nb) +
+                                  " batch dims");
+    }
+    std::vector<int64_t> order, b;
+    std::vector<bool> seen(nb, false);
+    for (int64_t x : dims) {
+      const int64_t w = wrap_batch_dim(x, nb, "permute");
+      if (seen[w]) throw std::invalid_argument("permute: dim " + std::to_string(x) + " is repeated");
+      seen[w] = true;
+      order.push_back(w);
+      b.push_back(tc_batch_size_[w]);
+    }
+    Derived out = mapped_(b, [&](const at::Tensor& t) {
+      std::vector<int64_t> full = order;
+      for (int64_t x = nb; x < t.dim(); ++x) full.push_back(x);
+      return t.permute(full);
+    });
+    if (has_names()) {
+      Names n;
+      for (int64_t w : order) n.push_back(tc_names_[w]);
+      out.tc_names_ = std::move(n);
+    }
+    return out;
+  }
+  Derived transpose(int64_t dim0, int64_t dim1) const {
+    const int64_t d0 = wrap_batch_dim(dim0, batch_dims(), "transpose");
+    const int64_t d1 = wrap_batch_dim(dim1, batch_dims(), "transpose");
+    auto b = tc_batch_size_;
+    std::swap(b[d0], b[d1]);
+    Derived out = mapped_(b, [&](const at::Tensor& t) { return t.transpose(d0, d1); });
+    if (has_names()) {
+      out.tc_names_ = tc_names_;
+      std::swap(out.tc_names_[d0], out.tc_names_[d1]);
+    }
+    return out;
+  }
+  // Without a dim, removes every batch dim of size 1.
+  Derived squeeze(std::optional<int64_t> dim = std::nullopt) const {
+    std::vector<int64_t> drop;  // highest first
+    if (dim) {
+      const int64_t d = wrap_batch_dim(*dim, batch_dims(), "squeeze");
+      if (tc_batch_size_[d] == 1) drop.push_back(d);
+    } else {
+      for (int64_t d = batch_dims() - 1; d >= 0; --d) {
+        if (tc_batch_size_[d] == 1) drop.push_back(d);
+      }
+    }
+    auto b = tc_batch_size_;
+    for (int64_t d : drop) b.erase(b.begin() + d);
+    Derived out = mapped_(b, [&](const at::Tensor& t) {
+      at::Tensor r = t;
+      for (int64_t d : drop) r = r.squeeze(d);
+      return r;
+    });
+    if (has_names()) {
+      out.tc_names_ = tc_names_;
+      for (int64_t d : drop) out.tc_names_.erase(out.tc_names_.begin() + d);
+    }
+    return out;
+  }
+  Derived unsqueeze(int64_t dim) const {
+    const int64_t d = wrap_batch_dim(dim, batch_dims(), "unsqueeze", 1);
+    auto b = tc_batch_size_;
+    b.insert(b.begin() + d, 1);
+    Derived out = mapped_(b, [&](const at::Tensor& t) { return t.unsqueeze(d); });
+    if (has_names()) {
+      out.tc_names_ = tc_names_;
+      out.tc_names_.insert(out.tc_names_.begin() + d, std::nullopt);
+    }
+    return out;
+  }
+  // The new batch size's trailing dims broadcast against the current ones (-1 keeps a dim).
+  Derived expand(at::IntArrayRef batch_size) const {
+    const int64_t nb = batch_dims();
+    const int64_t n = static_cast<int64_t>(batch_size.size());
+    if (n < nb) {
+      throw std::runtime_error("expand: batch size " + detail::shape_string(batch_size) + " has fewer dims than " +
+                               detail::shape_string(this->batch_size()));
+    }
+    std::vector<int64_t> b = batch_size.vec();
+    for (int64_t i = 0; i < nb; ++i) {
+      auto& target = b[n - nb + i];
+      const int64_t cur = tc_batch_size_[i];
+      if (target == -1) target = cur;
+      if (cur != target && cur != 1) {
+        throw std::runtime_error("expand: batch size " + detail::shape_string(this->batch_size()) +
+                                 " cannot be expanded to " + detail::shape_string(batch_size));
+      }
+    }
+    return mapped_(b, [&](const at::Tensor& t) { return t.expand(detail::with_features(b, t, nb)); });
+  }
+  Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const {
+    if (batch_dims() == 0) return derived();
+    const int64_t s = wrap_batch_dim(start_dim, batch_dims(), "flatten");
+    const int64_t e = wrap_batch_dim(end_dim, batch_dims(), "flatten");
+    if (s > e) throw std::invalid_argument("flatten: start_dim must not come after end_dim");
+    std::vector<int64_t> b(tc_batch_size_.begin(), tc_batch_size_.begin() + s);
+    int64_t n = 1;
+    for (int64_t d = s; d <= e; ++d) n *= tc_batch_size_[d];
+    b.push_back(n);
+    b.insert(b.end(), tc_batch_size_.begin() + e + 1, tc_batch_size_.end());
+    return mapped_(b, [&](const at::Tensor& t) { return t.flatten(s, e); });
+  }
+  Derived unflatten(int64_t dim, at::IntArrayRef sizes) const {
+    const int64_t d = wrap_batch_dim(dim, batch_dims(), "unflatten");
+    const auto inner = at::infer_size(sizes, tc_batch_size_[d]);
+    std::vector<int64_t> b(tc_batch_size_.begin(), tc_batch_size_.begin() + d);
+    b.insert(b.end(), inner.begin(), inner.end());
+    b.insert(b.end(), tc_batch_size_.begin() + d + 1, tc_batch_size_.end());
+    const int64_t nb = batch_dims();
+    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); });
+  }
+
+  // ---- device, dtype, copies ------------------------------------------------------------------
+  Derived to(at::Device device, bool non_blocking = false) const {
+    Derived out = same_batch_([&](const at::Tensor& t) { return t.to(device, non_blocking); });
+    out.set_device_(device);
+    return out;
+  }
+  // Casts every tensor field (tensordict's to(dtype)).
+  Derived to(at::ScalarType dtype) const {
+    return same_batch_([&](const at::Tensor& t) { return t.to(dtype); });
+  }
+  Derived cpu() const { return to(at::Device(at::kCPU)); }
+  Derived clone() const {
+    Derived out = same_batch_([](const at::Tensor& t) { return t.clone(); });
+    return out;
+  }
+  Derived detach() const {
+    return same_batch_([](const at::Tensor& t) { return t.detach(); });
+  }
+  Derived contiguous() const {
+    return same_batch_([](const at::Tensor& t) { return t.contiguous(); });
+  }
+
+  // ---- apply, math, comparison ----------------------------------------------------------------
+  // fn(tensor) -> tensor for every tensor member, nested ones included; the
+  // batch size, device and non-tensor fields are kept.
+  template <class Fn>
+  Derived apply(Fn&& fn) const {
+    return same_batch_(fn);
+  }
+  // fn(ours, theirs) -> tensor, pairing the tensor members of two instances.
+  template <class Fn>
+  Derived apply(const Derived& other, Fn&& fn) const {
+    Derived out = derived();
+    out.tc_locked_ = false;
+    map2_into_(out, other, fn);
+    return out;
+  }
+  // Elementwise where(condition, self, other): `condition` covers the batch
+  // dims (or a prefix of them) and broadcasts over the feature dims.
+  Derived where(const at::Tensor& condition, const Derived& other) const {
+    return apply(other, [&](const at::Tensor& a, const at::Tensor& b) {
+      return a.where(detail::align_to_leaf(condition, a), b);
+    });
+  }
+  Derived where(const at::Tensor& condition, const at::Scalar& other) const {
+    return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(condition, a).logical_not(), other); });
+  }
+  Derived masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
+    return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(mask, a), value); });
+  }
+  Derived& masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
+    visit_([&](const at::Tensor& a) { a.masked_fill_(detail::align_to_leaf(mask, a), value); });
+    return derived();
+  }
+  Derived abs() const {
+    return apply([](const at::Tensor& t) { return t.abs(); });
+  }
+  Derived neg() const {
+    return apply([](const at::Tensor& t) { return t.neg(); });
+  }
+  Derived& zero_() {
+    visit_([](const at::Tensor& t) { t.zero_(); });
+    return derived();
+  }
+
+#define TENSORCLASS_BINARY_OP(op, method)                                                                        \
+  friend Derived operator op(const Derived& a, const Derived& b) {                                              \
+    return a.apply(b, [](const at::Tensor& x, const at::Tensor& y) { return x.method(y); });                   \
+  }                                                                                                              \
+  friend Derived operator op(const Derived& a, const at::Scalar& b) {                                           \
+    return a.apply([&](const at::Tensor& x) { return x.method(b); });                                          \
+  }
+  TENSORCLASS_BINARY_OP(+, add)
+  TENSORCLASS_BINARY_OP(-, sub)
+  TENSORCLASS_BINARY_OP(*, mul)
+  TENSORCLASS_BINARY_OP(/, div)
+  // Comparisons give the same class holding bool tensors.
+  TENSORCLASS_BINARY_OP(==, eq)
+  TENSORCLASS_BINARY_OP(!=, ne)
+  TENSORCLASS_BINARY_OP(<, lt)
+  TENSORCLASS_BINARY_OP(<=, le)
+  TENSORCLASS_BINARY_OP(>, gt)
+  TENSORCLASS_BINARY_OP(>=, ge)
+#undef TENSORCLASS_BINARY_OP
+  friend Derived operator-(const Derived& a) { return a.neg(); }
+
+  // True when every element of every tensor member is true / nonzero.
+  bool all() const {
+    bool ok = true;
+    visit_const_([&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
+    return ok;
+  }
+  bool any() const {
+    bool found = false;
+    visit_const_([&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
+    return found;
+  }
+
+  // ---- conversion ----------------------------------------------------------------------
+  // A TensorDict with one entry per tensor field (nested tensorclasses become
+  // nested tensordicts; unset optional fields and non-tensor fields are left out).
+  TensorDict to_tensordict() const {
+    std::vector<TensorDict::Entry> entries;
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& m = derived().*p;
+      const std::string name(fields()[I].name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (m.defined()) entries.emplace_back(name, m);
+      } else if constexpr (is_tensorclass_v<M>) {
+        entries.emplace_back(name, m.to_tensordict());
+      }
+    });
+    return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
+  }
+  // The inverse, validated. Non-tensor fields come from `non_tensor` (defaults
+  // when omitted). A key of `td` that is no tensor field is a KeyError.
+  static Derived from_tensordict(const TensorDictBase& td, const Derived& non_tensor = Derived{}) {
+    Derived out = non_tensor;
+    out.tc_locked_ = false;
+    out.from_td_(td);
+    out.validate();
+    return out;
+  }
+
+  // ---- printing -----------------------------------------------------------------------
+  // tensordict's tensorclass repr.
+  std::string repr() const {
+    std::vector<std::string> tensors, others;
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& m = derived().*p;
+      const std::string name(fields()[I].name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (m.defined()) {
+          tensors.push_back(name + "=" + detail::tensor_repr(m));
+        } else {
+          others.push_back(name + "=None");
+        }
+      } else if constexpr (is_tensorclass_v<M>) {
+        tensors.push_back(name + "=" + m.repr());
+      } else {
+        others.push_back(name + "=" + detail::python_repr(m));
+      }
+    });
+    return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared());
+  }
+  friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << x.repr(); }
+
+ private:
+  template <class>
+  friend class TensorClass;
+
+  Derived& derived() { return static_cast<Derived&>(*this); }
+  const Derived& derived() const { return static_cast<const Derived&>(*this); }
+
+  template <std::size_t I>
+  static constexpr auto member_ptr() {
+    return std::get<I>(schema::FieldTable<Derived>::members);
+  }
+  template <std::size_t I>
+  using member_t = std::remove_cvref_t<decltype(std::declval<Derived&>().*member_ptr<I>())>;
+
+  // f(std::integral_constant<size_t, I>) for every field, in order.
+  template <class F>
+  static void for_each_index(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (f(std::integral_constant<std::size_t, I>{}), ...);
+    }(std::make_index_sequence<num_fields()>{});
+  }
+
+  void set_names_(Names names) {
+    bool any = false;
+    for (const auto& n : names) any = any || n.has_value();
+    if (!names.empty() && names.size() != tc_batch_size_.size()) {
+      throw std::invalid_argument(std::string(schema().name) + ": got " + std::to_string(names.size()) +
+                                  " names for batch size " + detail::shape_string(batch_size()));
+    }
+    tc_names_ = any ? std::move(names) : Names{};
+  }
+
+  void set_device_(DeviceArg device) {
+    tc_device_ = device;
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      if constexpr (is_tensorclass_v<M>) (derived().*member_ptr<I>()).set_device_(device);
+    });
+  }
+
+  void validate_(const std::string& path) const {
+    detail::validate_batch_dims(schema(), path, tc_batch_size_);
+    detail::SymbolTable symbols;
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& m = derived().*p;
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        detail::validate_tensor_field(path + "." + std::string(fields()[I].name), fields()[I], m, tc_batch_size_, symbols,
+                                      schema().name);
+      } else if constexpr (is_tensorclass_v<M>) {
+        const std::string sub = path + "." + std::string(fields()[I].name);
+        detail::validate_nested_batch(sub, m.tc_batch_size_, tc_batch_size_);
+        m.validate_(sub);
+      }
+    });
+  }
+
+  // out.member = fn(this->member) for every tensor member (recursing); `nb` is
+  // the number of batch dims of the op's source. Nested members get the new
+  // batch size followed by their own extra batch dims.
+  template <class Fn>
+  void map_into_(Derived& out, Fn&& fn, int64_t nb) const {
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& src = derived().*p;
+      auto& dst = out.*p;
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (src.defined()) dst = fn(src);
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (&dst != &src) {
+          std::vector<int64_t> b = out.tc_batch_size_;
+          b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
+          dst.tc_batch_size_ = std::move(b);
+          if (dst.tc_names_.size() != dst.tc_batch_size_.size()) dst.tc_names_.clear();
+          dst.tc_locked_ = false;
+        }
+        src.map_into_(dst, fn, nb);
+      }
+    });
+  }
+
+  // A copy with a new batch size (names dropped), every tensor mapped.
+  template <class Fn>
+  Derived mapped_(std::vector<int64_t> batch, Fn&& fn) const {
+    Derived out = derived();
+    out.tc_batch_size_ = std::move(batch);
+    out.tc_names_.clear();
+    out.tc_locked_ = false;
+    map_into_(out, fn, batch_dims());
+    return out;
+  }
+  // Same batch size and names.
+  template <class Fn>
+  Derived same_batch_(Fn&& fn) const {
+    Derived out = derived();
+    out.tc_locked_ = false;
+    map_into_(out, fn, batch_dims());
+    return out;
+  }
+
+  template <class Fn>
+  void map2_into_(Derived& out, const Derived& other, Fn&& fn) const {
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& a = derived().*p;
+      const auto& b = other.*p;
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (a.defined() && b.defined()) {
+          out.*p = fn(a, b);
+        } else if (a.defined() != b.defined()) {
+          detail::throw_optional_mismatch("apply", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
+        }
+      } else if constexpr (is_tensorclass_v<M>) {
+        a.map2_into_(out.*p, b, fn);
+      }
+    });
+  }
+
+  // fn(member) for every defined tensor member, nested ones included.
+  template <class Fn>
+  void visit_(Fn&& fn) {
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      auto& m = derived().*member_ptr<I>();
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (m.defined()) fn(m);
+      } else if constexpr (is_tensorclass_v<M>) {
+        m.visit_(fn);
+      }
+    });
+  }
+  template <class Fn>
+  void visit_const_(Fn&& fn) const {
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      const auto& m = derived().*member_ptr<I>();
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (m.defined()) fn(m);
+      } else if constexpr (is_tensorclass_v<M>) {
+        m.visit_const_(fn);
+      }
+    });
+  }
+  template <class Fn>
+  void visit2_(const Derived& other, Fn&& fn) {
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      auto& a = derived().*p;
+      const auto& b = other.*p;
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (a.defined() && b.defined()) fn(a, b);
+      } else if constexpr (is_tensorclass_v<M>) {
+        a.visit2_(b, fn);
+      }
+    });
+  }
+
+  // Pieces: fn(tensor) -> vector of tensors (unbind, split).
+  template <class Fn>
+  std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn) const {
+    std::vector<Derived> out(batches.size(), derived());
+    std::vector<Derived*> ptrs;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].tc_batch_size_ = batches[i];
+      out[i].tc_names_.clear();
+      out[i].tc_locked_ = false;
+      ptrs.push_back(&out[i]);
+    }
+    pieces_into_(ptrs, fn, batch_dims());
+    return out;
+  }
+  template <class Fn>
+  void pieces_into_(const std::vector<Derived*>& outs, Fn&& fn, int64_t nb) const {
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& src = derived().*p;
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (src.defined()) {
+          auto parts = fn(src);
+          for (std::size_t i = 0; i < outs.size(); ++i) outs[i]->*p = std::move(parts[i]);
+        }
+      } else if constexpr (is_tensorclass_v<M>) {
+        std::vector<M*> sub;
+        for (Derived* o : outs) {
+          M& dst = o->*p;
+          std::vector<int64_t> b = o->tc_batch_size_;
+          b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
+          dst.tc_batch_size_ = std::move(b);
+          dst.tc_names_.clear();
+          sub.push_back(&dst);
+        }
+        src.pieces_into_(sub, fn, nb);
+      }
+    });
+  }
+
+  // stack / cat.
+  template <class Fn, class NamesFn>
+  static Derived combine_(const std::vector<Derived>& list, std::vector<int64_t> batch, Fn&& fn, const char* op,
+                          NamesFn&& names_fn) {
+    std::vector<const Derived*> srcs;
+    for (const auto& x : list) srcs.push_back(&x);
+    Derived out = list.front();
+    out.tc_batch_size_ = std::move(batch);
+    out.tc_locked_ = false;
+    bool same_names = true;
+    for (const auto* s : srcs) {
+      if (s->tc_device_ != out.tc_device_) out.tc_device_ = std::nullopt;
+      same_names = same_names && s->tc_names_ == list.front().tc_names_;
+    }
+    out.tc_names_ = same_names ? names_fn(list.front().tc_names_) : Names{};
+    combine_into_(out, srcs, fn, list.front().batch_dims(), op, std::string(schema().name));
+    return out;
+  }
+  template <class Fn>
+  static void combine_into_(Derived& out, const std::vector<const Derived*>& srcs, Fn&& fn, int64_t nb, const char* op,
+                            const std::string& path) {
+    std::vector<at::Tensor> tensors;
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      // The field's path, only built for an error or a nested level.
+      auto sub = [&] { return path + "." + std::string(fields()[I].name); };
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        tensors.clear();
+        for (std::size_t i = 0; i < srcs.size(); ++i) {
+          const auto& t = srcs[i]->*p;
+          if (t.defined() != (srcs[0]->*p).defined()) detail::throw_optional_mismatch(op, sub(), i);
+          if (t.defined()) tensors.push_back(t);
+        }
+        out.*p = tensors.empty() ? at::Tensor() : fn(tensors);
+      } else if constexpr (is_tensorclass_v<M>) {
+        std::vector<const M*> sub_srcs;
+        for (const auto* s : srcs) sub_srcs.push_back(&(s->*p));
+        M& dst = out.*p;
+        std::vector<int64_t> b = out.tc_batch_size_;
+        const M& first = *sub_srcs.front();
+        b.insert(b.end(), first.tc_batch_size_.begin() + std::min<int64_t>(nb, first.batch_dims()), first.tc_batch_size_.end());
+        dst.tc_batch_size_ = std::move(b);
+        dst.tc_names_.clear();
+        dst.tc_device_ = out.tc_device_;
+        M::combine_into_(dst, sub_srcs, fn, nb, op, sub());
+      } else {
+        const auto& first = srcs[0]->*p;
+        for (std::size_t i = 1; i < srcs.size(); ++i) {
+          if (!(srcs[i]->*p == first)) {
+            detail::throw_non_tensor_mismatch(op, sub(), detail::python_repr(first), detail::python_repr(srcs[i]->*p), i);
+          }
+        }
+      }
+    });
+  }
+
+  const at::Tensor* find_tensor_(const std::vector<std::string>& path, std::size_t at, bool required) const {
+    const at::Tensor* found = nullptr;
+    bool matched = false;
+    for_each_index([&](auto I) {
+      if (matched || fields()[I].name != path[at]) return;
+      matched = true;
+      using M = member_t<I>;
+      const auto& m = derived().*member_ptr<I>();
+      const bool last = at + 1 == path.size();
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (last) {
+          if (m.defined() || !required) found = m.defined() ? &m : nullptr;
+          else throw KeyError(std::string(schema().name) + "." + path[at] + " is not set (optional field)");
+        } else if (required) {
+          detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
+        }
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (last) {
+          if (required) detail::throw_not_tensor(schema().name, path[at], "a nested tensorclass; use the member");
+        } else {
+          found = m.find_tensor_(path, at + 1, required);
+        }
+      } else {
+        if (required) detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
+      }
+    });
+    if (!matched && required) detail::throw_no_field(schema().name, path[at]);
+    return found;
+  }
+
+  void set_path_(const std::vector<std::string>& path, std::size_t at, const at::Tensor& value) {
+    if (tc_locked_) detail::throw_locked(schema().name, path[at]);
+    bool matched = false;
+    for_each_index([&](auto I) {
+      if (matched || fields()[I].name != path[at]) return;
+      matched = true;
+      using M = member_t<I>;
+      auto& m = derived().*member_ptr<I>();
+      const bool last = at + 1 == path.size();
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (!last) detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
+        at::Tensor old = m;
+        m = tc_device_ && value.defined() ? value.to(*tc_device_) : value;
+        try {
+          validate();
+        } catch (...) {
+          m = old;
+          throw;
+        }
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (last) detail::throw_not_tensor(schema().name, path[at], "a nested tensorclass; assign the member");
+        m.set_path_(path, at + 1, value);
+      } else {
+        detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
+      }
+    });
+    if (!matched) detail::throw_no_field(schema().name, path[at]);
+  }
+
+  void from_td_(const TensorDictBase& td) {
+    tc_batch_size_ = td.batch_size().vec();
+    tc_device_ = td.device();
+    set_names_(td.names());
+    for (const auto& key : td.keys()) {
+      bool known = false;
+      for (const auto& f : fields()) {
+        known = known || (f.name == key.front() && f.kind != schema::FieldKind::NonTensor);
+      }
+      if (!known) {
+        throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a tensor field of " +
+                       std::string(schema().name));
+      }
+    }
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      auto& m = derived().*member_ptr<I>();
+      const std::string name(fields()[I].name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        m = td.contains(name) ? td.get(name) : at::Tensor();
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (td.contains(name)) m.from_td_(td.get_td(name));
+      }
+    });
+  }
+
+  std::vector<int64_t> tc_batch_size_;
+  DeviceArg tc_device_;
+  Names tc_names_;  // empty: unnamed
+  bool tc_locked_ = false;
+};
+
+}  // namespace tensordict

@@ -1,0 +1,92 @@
+// Non-template helpers behind tensordict::TensorClass<Derived> (compiled once in
+// the runtime so that generated types stay cheap to compile).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensordict/schema.h"
+
+namespace tensordict::detail {
+
+// Symbolic dims seen so far while validating one instance: symbol -> (size, field).
+struct SymbolBinding {
+  std::string_view symbol;
+  int64_t size;
+  std::string field;
+};
+using SymbolTable = std::vector<SymbolBinding>;
+
+// Validates one tensor field against its FieldInfo and the batch size. `path`
+// is "Observation.pixels" (the class, then the field path). Throws
+// std::invalid_argument (missing field, dtype) or std::runtime_error (shape),
+// naming the field and dim.
+void validate_tensor_field(const std::string& path, const schema::FieldInfo& field, const at::Tensor& tensor,
+                           at::IntArrayRef batch_size, SymbolTable& symbols, std::string_view class_name);
+
+// Checks the number of batch dims against a class's declared `batch:` names.
+void validate_batch_dims(const schema::ClassInfo& info, const std::string& path, at::IntArrayRef batch_size);
+
+// A nested tensorclass's batch size must start with its parent's.
+void validate_nested_batch(const std::string& path, at::IntArrayRef nested, at::IntArrayRef parent);
+
+// "Cannot modify locked TensorDict. ..." (tensordict's message), as std::runtime_error.
+[[noreturn]] void throw_locked(std::string_view class_name, std::string_view key);
+// KeyError: `class_name` has no field `key`.
+[[noreturn]] void throw_no_field(std::string_view class_name, std::string_view key);
+// std::invalid_argument: the field at `key` is not a tensor.
+[[noreturn]] void throw_not_tensor(std::string_view class_name, std::string_view key, std::string_view what);
+// std::runtime_error: a non-tensor field differs between the inputs of stack/cat.
+[[noreturn]] void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
+                                            const std::string& other, std::size_t index);
+// std::runtime_error: an optional tensor field is set in some inputs only.
+[[noreturn]] void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index);
+// std::invalid_argument for an empty input list.
+[[noreturn]] void throw_empty_list(std::string_view op, std::string_view class_name);
+
+// repr pieces, as tensordict prints them.
+std::string tensor_repr(const at::Tensor& t);
+std::string torch_size(at::IntArrayRef sizes);
+std::string indent(const std::string& text, int width);
+std::string shape_string(at::IntArrayRef sizes);
+std::string python_bool(bool b);
+// Python's repr of a non-tensor value.
+std::string python_repr(const std::string& v);
+std::string python_repr(std::int64_t v);
+std::string python_repr(double v);
+std::string python_repr(bool v);
+template <class T>
+std::string python_repr(const std::vector<T>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    out += python_repr(v[i]);
+  }
+  return out + "]";
+}
+// Overloads for the other integer / floating spellings header frontends allow.
+template <class T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, std::int64_t>)
+std::string python_repr(T v) {
+  return python_repr(static_cast<std::int64_t>(v));
+}
+inline std::string python_repr(float v) { return python_repr(static_cast<double>(v)); }
+
+// Assembles "Name(\n    a=...,\n    batch_size=..., device=..., is_shared=...)".
+// `tensor_fields` are "key=repr" (sorted here), `non_tensor_fields` keep their order.
+std::string tensorclass_repr(std::string_view class_name, std::vector<std::string> tensor_fields,
+                             const std::vector<std::string>& non_tensor_fields, at::IntArrayRef batch_size,
+                             const std::optional<at::Device>& device, bool is_shared);
+
+// A mask / condition over the leading batch dims, viewed so that it broadcasts
+// against `leaf` (trailing singleton dims).
+at::Tensor align_to_leaf(const at::Tensor& mask, const at::Tensor& leaf);
+
+// `batch` followed by the dims of `t` past its first `skip`.
+std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& t, int64_t skip);
+
+}  // namespace tensordict::detail

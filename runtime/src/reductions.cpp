@@ -1,0 +1,154 @@
+// Reductions over batch dims, one leaf function per Reduction.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+namespace {
+
+bool unbiased(int64_t correction) {
+  if (correction != 0 && correction != 1) {
+    throw std::invalid_argument(fmt::format("std/var: correction must be 0 or 1, got {}", correction));
+  }
+  return correction == 1;
+}
+
+// `t` reduced over `dims` (all of its dims when empty).
+at::Tensor reduce_leaf(Reduction op, const at::Tensor& t, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
+  const bool all = dims.empty();
+  switch (op) {
+    case Reduction::sum: return all ? t.sum() : t.sum(dims, keepdim);
+    case Reduction::mean: return all ? t.mean() : t.mean(dims, keepdim);
+    case Reduction::nansum: return all ? at::nansum(t) : at::nansum(t, dims, keepdim);
+    case Reduction::nanmean: return all ? at::nanmean(t) : at::nanmean(t, dims, keepdim);
+    case Reduction::prod: {
+      if (all) return t.prod();
+      std::vector<int64_t> order = dims;  // prod reduces one dim at a time: highest first
+      std::sort(order.rbegin(), order.rend());
+      at::Tensor out = t;
+      for (int64_t d : order) out = out.prod(d, keepdim);
+      return out;
+    }
+    case Reduction::amax:
+    case Reduction::max: return all ? t.max() : t.amax(dims, keepdim);
+    case Reduction::amin:
+    case Reduction::min: return all ? t.min() : t.amin(dims, keepdim);
+    case Reduction::std: return all ? t.std(unbiased(correction)) : t.std(dims, unbiased(correction), keepdim);
+    case Reduction::var: return all ? t.var(unbiased(correction)) : t.var(dims, unbiased(correction), keepdim);
+  }
+  throw std::logic_error("unknown reduction");
+}
+
+const char* reduction_name(Reduction op) {
+  switch (op) {
+#define TENSORDICT_NAME(name) \
+  case Reduction::name: return #name;
+    TENSORDICT_REDUCTIONS(TENSORDICT_NAME)
+#undef TENSORDICT_NAME
+    case Reduction::std: return "std";
+    case Reduction::var: return "var";
+  }
+  return "reduce";
+}
+
+// Normalised, sorted, distinct batch dims.
+std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t batch_dims, const char* op) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(wrap_batch_dim(d, batch_dims, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    throw std::invalid_argument(fmt::format("{}: a dim appears twice in {}", op, detail::shape_str(dims)));
+  }
+  return out;
+}
+
+TensorDict reduced(const TensorDictBase& td, Reduction op, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
+  const char* name = reduction_name(op);
+  const auto wrapped = batch_dims_of(dims, td.batch_dims(), name);
+  detail::PieceMeta meta;
+  if (wrapped.empty()) {
+    meta.keep_nested_dims = false;  // every leaf becomes a scalar
+  } else {
+    for (int64_t d = 0; d < td.batch_dims(); ++d) {
+      const bool gone = std::binary_search(wrapped.begin(), wrapped.end(), d);
+      if (!gone || keepdim) {
+        meta.batch_size.push_back(gone ? 1 : td.batch_size()[d]);
+        meta.names.push_back(gone ? std::nullopt : td.names()[d]);
+      }
+    }
+  }
+  auto fn = [&](const at::Tensor& t) { return reduce_leaf(op, t, wrapped, keepdim, correction); };
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Reduce, fn, name)));
+}
+
+}  // namespace
+
+#define TENSORDICT_DEFINE_REDUCTION(name)                                                   \
+  TensorDict TensorDictBase::name(std::vector<int64_t> dims, bool keepdim) const {          \
+    return reduced(*this, Reduction::name, dims, keepdim, 1);                               \
+  }
+TENSORDICT_REDUCTIONS(TENSORDICT_DEFINE_REDUCTION)
+#undef TENSORDICT_DEFINE_REDUCTION
+
+TensorDict TensorDictBase::std(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+  return reduced(*this, Reduction::std, dims, keepdim, correction);
+}
+
+TensorDict TensorDictBase::var(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+  return reduced(*this, Reduction::var, dims, keepdim, correction);
+}
+
+TensorDict TensorDictBase::norm() const {
+  detail::PieceMeta meta;
+  meta.keep_nested_dims = false;
+  return TensorDict(TensorDictBase(
+      detail::map_leaves(*impl_, meta, device(), detail::OpKind::Reduce, [](const at::Tensor& t) { return t.norm(); }, "norm")));
+}
+
+at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+  const char* name = reduction_name(op);
+  const auto wrapped = batch_dims_of(dims, batch_dims(), name);
+  // Every leaf as [batch..., features flattened], joined along the last dim,
+  // then reduced over the batch dims asked for and that joined dim.
+  std::vector<at::Tensor> parts;
+  std::vector<int64_t> shape = batch_size().vec();
+  shape.push_back(-1);
+  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { parts.push_back(t.reshape(shape)); }, name);
+  if (parts.empty()) throw std::invalid_argument(fmt::format("{}: the tensordict has no tensor to reduce", name));
+  at::ScalarType common = parts.front().scalar_type();
+  for (const auto& p : parts) common = at::promote_types(common, p.scalar_type());
+  for (auto& p : parts) p = p.to(common);
+  const at::Tensor joined = at::cat(parts, -1);
+  if (wrapped.empty()) return reduce_leaf(op, joined, {}, false, correction);
+  std::vector<int64_t> over = wrapped;
+  over.push_back(batch_dims());
+  at::Tensor out = reduce_leaf(op, joined, over, true, correction).squeeze(-1);
+  if (!keepdim) {
+    for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) out = out.squeeze(*it);
+  }
+  return out;
+}
+
+TensorDict TensorDictBase::all(int64_t dim) const {
+  const int64_t d = wrap_batch_dim(dim, batch_dims(), "all");
+  std::vector<int64_t> batch = batch_size().vec();
+  batch.erase(batch.begin() + d);
+  return TensorDict(TensorDictBase(
+      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Reduce, [&](const at::Tensor& t) { return t.all(d); }, "all")));
+}
+
+TensorDict TensorDictBase::any(int64_t dim) const {
+  const int64_t d = wrap_batch_dim(dim, batch_dims(), "any");
+  std::vector<int64_t> batch = batch_size().vec();
+  batch.erase(batch.begin() + d);
+  return TensorDict(TensorDictBase(
+      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Reduce, [&](const at::Tensor& t) { return t.any(d); }, "any")));
+}
+
+}  // namespace tensordict

@@ -1,0 +1,162 @@
+// The non-template half of TensorClass<Derived>: validation, errors, repr.
+#include "tensordict/tensorclass_support.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "tensordict/dtype.h"
+#include "tensordict/errors.h"
+
+namespace tensordict::detail {
+
+std::string shape_string(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+
+void validate_tensor_field(const std::string& path, const schema::FieldInfo& field, const at::Tensor& tensor,
+                           at::IntArrayRef batch_size, SymbolTable& symbols, std::string_view class_name) {
+  if (!tensor.defined()) {
+    if (field.optional) return;
+    throw std::invalid_argument(fmt::format("{}: required field is not set", path));
+  }
+  if (!field.dtype.empty()) {
+    const std::string_view got = dtype_name(tensor.scalar_type());
+    if (got != field.dtype) throw std::invalid_argument(fmt::format("{}: dtype must be {} (got {})", path, field.dtype, got));
+  }
+  const auto sizes = tensor.sizes();
+  const int64_t nb = static_cast<int64_t>(batch_size.size());
+  if (static_cast<int64_t>(sizes.size()) < nb || sizes.slice(0, nb) != batch_size) {
+    throw std::runtime_error(fmt::format("{}: shape {} does not start with the batch size {}", path, shape_string(sizes),
+                                         shape_string(batch_size)));
+  }
+  if (!field.has_shape) return;
+  std::size_t event = 0;
+  for (const auto& d : field.shape) event += d.kind == schema::DimKind::Batch ? 0 : 1;
+  if (sizes.size() != nb + event) {
+    throw std::runtime_error(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path, nb + event,
+                                         nb, event, shape_string(sizes)));
+  }
+  int64_t dim = nb;
+  for (const auto& d : field.shape) {
+    if (d.kind == schema::DimKind::Batch) continue;
+    const int64_t got = sizes[dim];
+    if (d.kind == schema::DimKind::Fixed && got != d.size) {
+      throw std::runtime_error(fmt::format("{}: dim {} must be {} (got {})", path, dim, d.size, got));
+    }
+    if (d.kind == schema::DimKind::Symbol) {
+      auto it = std::find_if(symbols.begin(), symbols.end(), [&](const SymbolBinding& b) { return b.symbol == d.symbol; });
+      if (it == symbols.end()) {
+        symbols.push_back({d.symbol, got, std::string(field.name)});
+      } else if (it->size != got) {
+        throw std::runtime_error(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path, d.symbol,
+                                             it->size, it->field, got, field.name, dim));
+      }
+    }
+    ++dim;
+  }
+  (void)class_name;
+}
+
+void validate_batch_dims(const schema::ClassInfo& info, const std::string& path, at::IntArrayRef batch_size) {
+  if (info.fixed_batch_dims && batch_size.size() != info.batch_names.size()) {
+    throw std::runtime_error(fmt::format("{}: batch size {} must have {} dims ({})", path, shape_string(batch_size),
+                                         info.batch_names.size(), fmt::join(info.batch_names, ", ")));
+  }
+}
+
+void validate_nested_batch(const std::string& path, at::IntArrayRef nested, at::IntArrayRef parent) {
+  if (nested.size() < parent.size() || nested.slice(0, parent.size()) != parent) {
+    throw std::runtime_error(fmt::format("{}: batch size {} does not start with the parent's batch size {}", path,
+                                         shape_string(nested), shape_string(parent)));
+  }
+}
+
+void throw_locked(std::string_view class_name, std::string_view key) {
+  throw std::runtime_error(fmt::format(
+      "Cannot modify locked TensorDict. For in-place modification, consider using the `set_()` method and make sure "
+      "the key is present. ({}.{})",
+      class_name, key));
+}
+
+void throw_no_field(std::string_view class_name, std::string_view key) {
+  throw KeyError(fmt::format("{} has no field '{}'", class_name, key));
+}
+
+void throw_not_tensor(std::string_view class_name, std::string_view key, std::string_view what) {
+  throw std::invalid_argument(fmt::format("{}.{} is {}", class_name, key, what));
+}
+
+void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
+                               const std::string& other, std::size_t index) {
+  throw std::runtime_error(fmt::format("{}: non-tensor field {} differs: {} in element 0 but {} in element {}", op, path,
+                                       first, other, index));
+}
+
+void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index) {
+  throw std::runtime_error(
+      fmt::format("{}: optional field {} is set in element 0 but not in element {} (or the reverse)", op, path, index));
+}
+
+void throw_empty_list(std::string_view op, std::string_view class_name) {
+  throw std::invalid_argument(fmt::format("{}: expected a non-empty list of {}", op, class_name));
+}
+
+std::string python_repr(const std::string& v) {
+  // Python's repr: single quotes unless the text holds one and no double quote.
+  const bool dq = v.find('\'') != std::string::npos && v.find('"') == std::string::npos;
+  const char q = dq ? '"' : '\'';
+  std::string out(1, q);
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == q) out += std::string("\\") + q;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out + q;
+}
+std::string python_repr(std::int64_t v) { return std::to_string(v); }
+std::string python_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+std::string python_repr(bool v) { return python_bool(v); }
+
+std::string tensorclass_repr(std::string_view class_name, std::vector<std::string> tensor_fields,
+                             const std::vector<std::string>& non_tensor_fields, at::IntArrayRef batch_size,
+                             const std::optional<at::Device>& device, bool is_shared) {
+  std::sort(tensor_fields.begin(), tensor_fields.end());
+  std::vector<std::string> parts;
+  if (!tensor_fields.empty()) parts.push_back(indent(fmt::format("{}", fmt::join(tensor_fields, ",\n")), 4));
+  if (!non_tensor_fields.empty()) parts.push_back(indent(fmt::format("{}", fmt::join(non_tensor_fields, ",\n")), 4));
+  parts.push_back(indent("batch_size=" + torch_size(batch_size), 4));
+  parts.push_back(indent("device=" + (device ? device->str() : std::string("None")), 4));
+  parts.push_back(indent("is_shared=" + python_bool(is_shared), 4));
+  return fmt::format("{}(\n{})", class_name, fmt::join(parts, ",\n"));
+}
+
+at::Tensor align_to_leaf(const at::Tensor& mask, const at::Tensor& leaf) {
+  if (mask.dim() > leaf.dim()) {
+    throw std::runtime_error(fmt::format("mask of shape {} has more dims than a field of shape {}", shape_string(mask.sizes()),
+                                         shape_string(leaf.sizes())));
+  }
+  if (mask.dim() == leaf.dim()) return mask;
+  std::vector<int64_t> shape = mask.sizes().vec();
+  shape.resize(leaf.dim(), 1);
+  return mask.view(shape);
+}
+
+std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& t, int64_t skip) {
+  std::vector<int64_t> shape(batch.begin(), batch.end());
+  const auto feature = t.sizes().slice(skip);
+  shape.insert(shape.end(), feature.begin(), feature.end());
+  return shape;
+}
+
+}  // namespace tensordict::detail

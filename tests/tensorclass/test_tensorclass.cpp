@@ -1,0 +1,476 @@
+// Generated tensorclasses (schemas/tc_*.yaml and the ready-made schemas/):
+// every typed op is compared with the same op applied to the member tensors by
+// hand.
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+#include <tensordict/tensordict.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "rl.tc.h"
+#include "sequence.tc.h"
+#include "tc_obs.tc.h"
+#include "vision.tc.h"
+
+using namespace at::indexing;
+using tct::Named;
+using tct::Observation;
+using tct::common::Agent;
+
+namespace {
+
+at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
+}
+
+std::vector<int64_t> join(at::IntArrayRef a, at::IntArrayRef b) {
+  std::vector<int64_t> out(a.begin(), a.end());
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// An Observation over `batch` with H=4, W=5 and every field set.
+Observation make_obs(at::IntArrayRef batch, bool with_depth = true) {
+  Observation::Fields f;
+  f.pixels = iota(join(batch, {3, 4, 5}), at::kByte);
+  if (with_depth) f.depth = iota(join(batch, {4, 5}));
+  f.reward = iota(batch) + 0.5;
+  f.agent = Agent({.pos = iota(join(batch, {2})), .vel = -iota(join(batch, {2}))}, batch.vec());
+  return Observation(std::move(f), batch.vec());
+}
+
+bool same(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() == b.defined() && (!a.defined() || (a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.equal(b)));
+}
+
+// Checks every tensor member of `got` against fn(member of `src`).
+template <class Fn>
+void check_members(const Observation& got, const Observation& src, Fn fn) {
+  CHECK(same(got.pixels, fn(src.pixels)));
+  if (src.depth.defined()) CHECK(same(got.depth, fn(src.depth)));
+  CHECK(same(got.reward, fn(src.reward)));
+  CHECK(same(got.agent.pos, fn(src.agent.pos)));
+  CHECK(same(got.agent.vel, fn(src.agent.vel)));
+  CHECK(got.task == src.task);
+  CHECK(got.tags == src.tags);
+}
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+}  // namespace
+
+// ---- static description ----------------------------------------------------------
+static_assert(Observation::schema().name == "Observation");
+static_assert(Observation::num_fields() == 7);
+static_assert(Observation::fields()[0].name == "pixels");
+static_assert(Observation::fields()[0].dtype == "uint8");
+static_assert(Observation::fields()[0].shape[1].size == 3);
+static_assert(Observation::fields()[0].shape[2].symbol == "H");
+static_assert(Observation::fields()[3].kind == tensordict::schema::FieldKind::TensorClass);
+static_assert(Observation::fields()[4].kind == tensordict::schema::FieldKind::NonTensor);
+static_assert(tensordict::is_tensorclass_v<Agent> && !tensordict::is_tensorclass_v<at::Tensor>);
+
+TEST_CASE("schema is available at run time") {
+  const auto& info = Observation::schema();
+  CHECK(info.cpp_name == "tct::Observation");
+  CHECK(info.doc == "One environment step.");
+  CHECK(info.fields[1].optional);
+  CHECK(info.fields[0].doc == "RGB frame");
+  CHECK(info.fields[4].default_value == "walk");
+  CHECK(Named::schema().fixed_batch_dims);
+  CHECK(Named::schema().batch_names.size() == 2);
+}
+
+// ---- construction & validation ---------------------------------------------------------
+TEST_CASE("construction: fields, batch size, defaults, optional") {
+  auto o = make_obs({2, 3}, /*with_depth=*/false);
+  CHECK(o.batch_size() == at::IntArrayRef({2, 3}));
+  CHECK(o.batch_dims() == 2);
+  CHECK(o.numel() == 6);
+  CHECK(o.len() == 2);
+  CHECK(!o.device().has_value());
+  CHECK(!o.depth.defined());
+  CHECK(o.task == "walk");
+  CHECK(o.tags == std::vector<std::string>{"a", "b"});
+  CHECK(o.scale == 1.0);
+  CHECK(o.agent.batch_size() == at::IntArrayRef({2, 3}));
+
+  auto on_cpu = Observation({.pixels = iota({2, 3, 4, 5}, at::kByte), .reward = iota({2}),
+                             .agent = Agent({.pos = iota({2, 2}), .vel = iota({2, 2})}, {2})},
+                            {2}, at::Device(at::kCPU));
+  CHECK(on_cpu.device() == at::Device(at::kCPU));
+  CHECK(on_cpu.agent.device() == at::Device(at::kCPU));
+
+  // A nested member without a batch size takes the parent's.
+  Observation::Fields f;
+  f.pixels = iota({2, 3, 4, 5}, at::kByte);
+  f.reward = iota({2});
+  f.agent.pos = iota({2, 2});
+  f.agent.vel = iota({2, 2});
+  auto adopted = Observation(std::move(f), {2});
+  CHECK(adopted.agent.batch_size() == at::IntArrayRef({2}));
+}
+
+TEST_CASE("validation errors name the class, field and dim") {
+  const auto agent = Agent({.pos = iota({2, 2}), .vel = iota({2, 2})}, {2});
+  auto build = [&](at::Tensor pixels, at::Tensor depth, at::Tensor reward) {
+    return Observation({.pixels = pixels, .depth = depth, .reward = reward, .agent = agent}, {2});
+  };
+  const auto px = iota({2, 3, 4, 5}, at::kByte);
+  CHECK(message_of([&] { build(iota({2, 3, 4, 5}), {}, iota({2})); }) ==
+        "Observation.pixels: dtype must be uint8 (got float32)");
+  CHECK(message_of([&] { build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})); }) ==
+        "Observation.pixels: dim 1 must be 3 (got 4)");
+  CHECK(message_of([&] { build(px, iota({2, 4, 6}), iota({2})); }) ==
+        "Observation.depth: symbolic dim W is 5 in pixels but 6 in depth (dim 2)");
+  CHECK(message_of([&] { build(px, {}, iota({3})); }) ==
+        "Observation.reward: shape [3] does not start with the batch size [2]");
+  CHECK(message_of([&] { build(px, {}, iota({2, 1})); }) ==
+        "Observation.reward: expected 1 dims (1 batch + 0 declared) but got shape [2, 1]");
+  CHECK(message_of([&] { build(px, {}, {}); }) == "Observation.reward: required field is not set");
+  CHECK(message_of([&] {
+          Observation({.pixels = px, .reward = iota({2}), .agent = Agent({.pos = iota({2, 3}), .vel = iota({2, 2})}, {2})}, {2});
+        }) == "Agent.pos: dim 1 must be 2 (got 3)");
+  CHECK(message_of([&] {
+          Observation({.pixels = px, .reward = iota({2}), .agent = Agent({.pos = iota({3, 2}), .vel = iota({3, 2})}, {3})}, {2});
+        }) == "Observation.agent: batch size [3] does not start with the parent's batch size [2]");
+  CHECK(message_of([&] { Named({.x = iota({2, 2}), .any = iota({2})}, {2}); }) ==
+        "Named: batch size [2] must have 2 dims (env, time)");
+  CHECK_THROWS_AS(build(iota({2, 3, 4, 5}), {}, iota({2})), std::invalid_argument);
+  CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), std::runtime_error);
+}
+
+TEST_CASE("names: declared batch names, rename_, shape ops") {
+  Named n({.x = iota({2, 3, 2}), .any = iota({2, 3, 7})}, {2, 3});
+  CHECK((n.names() == tensordict::Names{"env", "time"}));
+  auto t = n.transpose(0, 1);
+  CHECK((t.names() == tensordict::Names{"time", "env"}));
+  CHECK((n.unsqueeze(0).names() == tensordict::Names{std::nullopt, "env", "time"}));
+  CHECK((n.clone().names() == n.names()));
+  n.rename_({"a", std::nullopt});
+  CHECK((n.names() == tensordict::Names{"a", std::nullopt}));
+  CHECK_THROWS(n.rename_({"a"}));
+  auto o = make_obs({2});
+  CHECK(!o.has_names());
+  CHECK((o.names() == tensordict::Names{std::nullopt}));
+}
+
+TEST_CASE("lock_: set refuses with tensordict's message") {
+  auto o = make_obs({2});
+  o.lock_();
+  CHECK(o.is_locked());
+  CHECK_THAT(message_of([&] { o.set("reward", iota({2})); }),
+             Catch::StartsWith("Cannot modify locked TensorDict. For in-place modification"));
+  o.unlock_();
+  CHECK(!o.is_locked());
+  o.set("reward", at::zeros({2}));
+  CHECK(same(o.reward, at::zeros({2})));
+}
+
+// ---- get / set by name ------------------------------------------------------------
+TEST_CASE("get and set by name and nested path") {
+  auto o = make_obs({2});
+  CHECK(same(o.get("pixels"), o.pixels));
+  CHECK(same(o.get({"agent", "pos"}), o.agent.pos));
+  CHECK(o.contains({"agent", "vel"}));
+  CHECK(!o.contains("nope"));
+  o.set({"agent", "vel"}, at::ones({2, 2}));
+  CHECK(same(o.agent.vel, at::ones({2, 2})));
+  CHECK_THROWS_AS(o.get("nope"), tensordict::KeyError);
+  CHECK_THROWS_AS(o.get("task"), std::invalid_argument);
+  CHECK(message_of([&] { o.set("pixels", iota({2, 3, 4, 5})); }) == "Observation.pixels: dtype must be uint8 (got float32)");
+  CHECK(o.pixels.scalar_type() == at::kByte);  // unchanged after a refused set
+  CHECK(message_of([&] { o.set({"agent", "pos"}, at::ones({2, 3})); }) == "Agent.pos: dim 1 must be 2 (got 3)");
+}
+
+// ---- indexing ------------------------------------------------------------------------
+TEST_CASE("index returns the typed class") {
+  const auto o = make_obs({4, 3});
+  SECTION("int") {
+    Observation r = o.index({1});
+    CHECK(r.batch_size() == at::IntArrayRef({3}));
+    CHECK(r.agent.batch_size() == at::IntArrayRef({3}));
+    check_members(r, o, [](const at::Tensor& t) { return t.index({1}); });
+  }
+  SECTION("ellipsis, slice") {
+    auto r = o.index({Ellipsis, Slice(0, 2)});
+    CHECK(r.batch_size() == at::IntArrayRef({4, 2}));
+    check_members(r, o, [](const at::Tensor& t) { return t.index({Slice(), Slice(0, 2)}); });
+  }
+  SECTION("bool mask") {
+    auto mask = at::tensor(std::vector<int64_t>{1, 0, 1, 1}).to(at::kBool);
+    auto r = o.index({mask});
+    CHECK(r.batch_size() == at::IntArrayRef({3, 3}));
+    check_members(r, o, [&](const at::Tensor& t) { return t.index({mask}); });
+  }
+  SECTION("out of range") { CHECK_THROWS_AS(o.index({7}), std::out_of_range); }
+}
+
+TEST_CASE("index_put_ with an instance, a tensor and a scalar") {
+  auto o = make_obs({4});
+  auto src = make_obs({2}).clone();
+  src.zero_();
+  o.index_put_({Slice(0, 2)}, src);
+  CHECK(same(o.pixels.index({Slice(0, 2)}), at::zeros({2, 3, 4, 5}, at::kByte)));
+  CHECK(same(o.agent.pos.index({Slice(0, 2)}), at::zeros({2, 2})));
+  CHECK(o.reward[2].item<float>() == 2.5f);
+  o.index_put_({3}, 7);
+  CHECK(o.reward[3].item<float>() == 7.f);
+  CHECK(o.pixels[3].eq(7).all().item<bool>());
+  o.index_put_({2}, at::scalar_tensor(1.0));
+  CHECK(o.agent.vel[2].eq(1).all().item<bool>());
+}
+
+// ---- stack, cat, unbind, split, chunk ---------------------------------------------
+TEST_CASE("stack and cat") {
+  const auto a = make_obs({2});
+  const auto b = make_obs({2}) * 2;
+  auto s = Observation::stack({a, b}, 1);
+  CHECK(s.batch_size() == at::IntArrayRef({2, 2}));
+  CHECK(s.agent.batch_size() == at::IntArrayRef({2, 2}));
+  CHECK(same(s.pixels, at::stack({a.pixels, b.pixels}, 1)));
+  CHECK(same(s.agent.vel, at::stack({a.agent.vel, b.agent.vel}, 1)));
+  auto c = Observation::cat({a, b, a}, 0);
+  CHECK(c.batch_size() == at::IntArrayRef({6}));
+  CHECK(same(c.depth, at::cat({a.depth, b.depth, a.depth}, 0)));
+  CHECK(same(c.agent.pos, at::cat({a.agent.pos, b.agent.pos, a.agent.pos}, 0)));
+
+  auto other = make_obs({2});
+  other.task = "run";
+  CHECK(message_of([&] { Observation::stack({a, other}); }) ==
+        "stack: non-tensor field Observation.task differs: 'walk' in element 0 but 'run' in element 1");
+  CHECK(message_of([&] { Observation::cat({a, make_obs({2}, false)}); }) ==
+        "cat: optional field Observation.depth is set in element 0 but not in element 1 (or the reverse)");
+  CHECK_THROWS_AS(Observation::stack({}), std::invalid_argument);
+}
+
+TEST_CASE("unbind, split, chunk") {
+  const auto o = make_obs({5, 2});
+  auto u = o.unbind(1);
+  REQUIRE(u.size() == 2);
+  check_members(u[1], o, [](const at::Tensor& t) { return t.unbind(1)[1]; });
+  CHECK(u[1].batch_size() == at::IntArrayRef({5}));
+  auto sp = o.split(2, 0);
+  REQUIRE(sp.size() == 3);
+  CHECK(sp[2].batch_size() == at::IntArrayRef({1, 2}));
+  check_members(sp[2], o, [](const at::Tensor& t) { return t.split(2, 0)[2]; });
+  auto sz = o.split(std::vector<int64_t>{1, 4}, 0);
+  REQUIRE(sz.size() == 2);
+  check_members(sz[1], o, [](const at::Tensor& t) { return t.split_with_sizes({1, 4}, 0)[1]; });
+  auto ch = o.chunk(2, 0);
+  REQUIRE(ch.size() == 2);
+  check_members(ch[0], o, [](const at::Tensor& t) { return t.chunk(2, 0)[0]; });
+  CHECK(ch[0].agent.batch_size() == at::IntArrayRef({3, 2}));
+}
+
+// ---- shape ops ---------------------------------------------------------------------------
+TEST_CASE("shape ops over batch dims") {
+  const auto o = make_obs({2, 3});
+  auto feat = [](const at::Tensor& t) { return t.sizes().slice(2).vec(); };
+  check_members(o.reshape({6}), o, [&](const at::Tensor& t) { return t.reshape(join({6}, feat(t))); });
+  CHECK(o.reshape({-1}).batch_size() == at::IntArrayRef({6}));
+  check_members(o.view({3, 2}), o, [&](const at::Tensor& t) { return t.view(join({3, 2}, feat(t))); });
+  check_members(o.permute({1, 0}), o, [&](const at::Tensor& t) { return t.transpose(0, 1); });
+  check_members(o.transpose(0, -1), o, [&](const at::Tensor& t) { return t.transpose(0, 1); });
+  CHECK(o.transpose(0, 1).batch_size() == at::IntArrayRef({3, 2}));
+  check_members(o.unsqueeze(2), o, [&](const at::Tensor& t) { return t.unsqueeze(2); });
+  CHECK(o.unsqueeze(-1).batch_size() == at::IntArrayRef({2, 3, 1}));
+  check_members(o.unsqueeze(0).squeeze(), o, [&](const at::Tensor& t) { return t; });
+  check_members(o.unsqueeze(1).squeeze(1), o, [&](const at::Tensor& t) { return t; });
+  check_members(o.expand({4, 2, 3}), o, [&](const at::Tensor& t) { return t.expand(join({4, 2, 3}, feat(t))); });
+  CHECK(o.expand({4, 2, 3}).agent.batch_size() == at::IntArrayRef({4, 2, 3}));
+  check_members(o.flatten(), o, [&](const at::Tensor& t) { return t.flatten(0, 1); });
+  check_members(o.flatten().unflatten(0, {2, 3}), o, [&](const at::Tensor& t) { return t; });
+  CHECK_THROWS(o.permute({0, 0}));
+  CHECK_THROWS(o.reshape({5}));
+  CHECK_THROWS(o.expand({3, 3}));
+}
+
+// ---- device, dtype, copies -------------------------------------------------------------
+TEST_CASE("to, clone, detach, contiguous") {
+  const auto o = make_obs({3});
+  auto d = o.to(at::kDouble);
+  check_members(d, o, [](const at::Tensor& t) { return t.to(at::kDouble); });
+  auto cpu = o.to(at::Device(at::kCPU));
+  CHECK(cpu.device() == at::Device(at::kCPU));
+  CHECK(cpu.agent.device() == at::Device(at::kCPU));
+  auto c = o.clone();
+  check_members(c, o, [](const at::Tensor& t) { return t; });
+  CHECK(c.pixels.data_ptr() != o.pixels.data_ptr());
+  auto req = o.apply([](const at::Tensor& t) { return t.is_floating_point() ? t.clone().requires_grad_() : t; });
+  CHECK(req.reward.requires_grad());
+  CHECK(!req.detach().reward.requires_grad());
+  auto nc = o.transpose(0, 0).apply([](const at::Tensor& t) { return t.dim() > 1 ? t.transpose(0, 1).transpose(0, 1) : t; });
+  check_members(nc.contiguous(), o, [](const at::Tensor& t) { return t.contiguous(); });
+}
+
+// ---- apply, math, comparison --------------------------------------------------------------
+TEST_CASE("apply, math and comparison give the typed class") {
+  const auto o = make_obs({2}).to(at::kFloat);
+  check_members(o.apply([](const at::Tensor& t) { return t * 2; }), o, [](const at::Tensor& t) { return t * 2; });
+  check_members(o + o, o, [](const at::Tensor& t) { return t + t; });
+  check_members(o - 1, o, [](const at::Tensor& t) { return t - 1; });
+  check_members(o * 3, o, [](const at::Tensor& t) { return t * 3; });
+  check_members(o / 2, o, [](const at::Tensor& t) { return t / 2; });
+  check_members(-o, o, [](const at::Tensor& t) { return -t; });
+  check_members(o.abs(), o, [](const at::Tensor& t) { return t.abs(); });
+  Observation eq = o == o.clone();
+  CHECK(eq.pixels.scalar_type() == at::kBool);
+  CHECK(eq.all());
+  check_members(o > 3, o, [](const at::Tensor& t) { return t > 3; });
+  check_members(o <= o, o, [](const at::Tensor& t) { return t <= t; });
+  CHECK((o != o).any() == false);
+  check_members(o < 2, o, [](const at::Tensor& t) { return t < 2; });
+  check_members(o >= 2, o, [](const at::Tensor& t) { return t >= 2; });
+}
+
+TEST_CASE("where and masked_fill broadcast a batch mask over feature dims") {
+  const auto o = make_obs({3});
+  const auto z = o * 0;
+  const auto cond = at::tensor(std::vector<int64_t>{1, 0, 1}).to(at::kBool);
+  auto expand = [&](const at::Tensor& t) {
+    std::vector<int64_t> shape(t.dim(), 1);
+    shape[0] = 3;
+    return cond.view(shape);
+  };
+  auto w = o.where(cond, z);
+  check_members(w, o, [&](const at::Tensor& t) { return at::where(expand(t), t, t * 0); });
+  auto m = o.masked_fill(cond, 9);
+  check_members(m, o, [&](const at::Tensor& t) { return t.masked_fill(expand(t), 9); });
+  auto in_place = o.clone();
+  in_place.masked_fill_(cond, 9);
+  check_members(in_place, o, [&](const at::Tensor& t) { return t.masked_fill(expand(t), 9); });
+}
+
+// ---- conversion ----------------------------------------------------------------------
+TEST_CASE("to_tensordict and from_tensordict") {
+  auto o = make_obs({2});
+  o.task = "swim";
+  auto td = o.to_tensordict();
+  CHECK(td.batch_size() == at::IntArrayRef({2}));
+  CHECK(same(td.get("pixels"), o.pixels));
+  CHECK(same(td.get({"agent", "pos"}), o.agent.pos));
+  CHECK(!td.contains("task"));
+  auto back = Observation::from_tensordict(td, o);
+  check_members(back, o, [](const at::Tensor& t) { return t; });
+  CHECK(back.task == "swim");
+  CHECK(Observation::from_tensordict(td).task == "walk");
+
+  auto bad = td.clone();
+  bad.set("pixels", iota({2, 3, 4, 5}));
+  CHECK(message_of([&] { Observation::from_tensordict(bad); }) == "Observation.pixels: dtype must be uint8 (got float32)");
+  auto extra = td.clone();
+  extra.set("surprise", at::zeros({2}));
+  CHECK_THROWS_AS(Observation::from_tensordict(extra), tensordict::KeyError);
+}
+
+// ---- repr --------------------------------------------------------------------------------
+TEST_CASE("operator<< prints tensordict's tensorclass repr") {
+  auto o = make_obs({2}, false);
+  std::ostringstream os;
+  os << o;
+  CHECK(os.str() ==
+        "Observation(\n"
+        "    agent=Agent(\n"
+        "        pos=Tensor(shape=torch.Size([2, 2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "        vel=Tensor(shape=torch.Size([2, 2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "        batch_size=torch.Size([2]),\n"
+        "        device=None,\n"
+        "        is_shared=False),\n"
+        "    pixels=Tensor(shape=torch.Size([2, 3, 4, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
+        "    reward=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "    depth=None,\n"
+        "    task='walk',\n"
+        "    tags=['a', 'b'],\n"
+        "    scale=1.0,\n"
+        "    batch_size=torch.Size([2]),\n"
+        "    device=None,\n"
+        "    is_shared=False)");
+}
+
+// ---- the ready-made schemas ----------------------------------------------------------------
+TEST_CASE("ready-made schemas: rl, vision, sequence") {
+  using tc::rl::Transition;
+  auto obs = [](int64_t n) {
+    return tc::rl::Observation({.pixels = at::zeros({n, 3, 8, 8}, at::kByte), .state = at::randn({n, 4})}, {n});
+  };
+  Transition t({.observation = obs(4),
+                .action = at::randn({4, 2}),
+                .reward = at::zeros({4, 1}),
+                .done = at::zeros({4, 1}, at::kBool),
+                .terminated = at::zeros({4, 1}, at::kBool),
+                .next = obs(4),
+                .env_name = "cartpole"},
+               {4});
+  auto rollout = Transition::stack({t, t.clone()}, 1);
+  CHECK(rollout.batch_size() == at::IntArrayRef({4, 2}));
+  CHECK(rollout.next.pixels.sizes() == at::IntArrayRef({4, 2, 3, 8, 8}));
+  CHECK(rollout.env_name == "cartpole");
+
+  tc::vision::VisionBatch v({.images = at::rand({2, 3, 16, 16}),
+                             .masks = at::zeros({2, 16, 16}, at::kBool),
+                             .labels = at::zeros({2}, at::kLong)},
+                            {2});
+  CHECK((v.names() == tensordict::Names{"batch"}));
+  CHECK(message_of([&] {
+          tc::vision::VisionBatch({.images = at::rand({2, 3, 16, 16}), .masks = at::zeros({2, 8, 16}, at::kBool),
+                                   .labels = at::zeros({2}, at::kLong)},
+                                  {2});
+        }) == "VisionBatch.masks: symbolic dim H is 16 in images but 8 in masks (dim 1)");
+
+  auto tokens = at::randint(100, {3, 7}, at::kLong);
+  tc::seq::SequenceBatch s({.tokens = tokens, .mask = tokens > 10, .lengths = at::full({3}, 7, at::kLong)}, {3});
+  auto first = s.index({Slice(0, 2)});
+  CHECK(same(first.mask, (tokens > 10).index({Slice(0, 2)})));
+  CHECK(first.pad_id == 0);
+}
+
+// ---- cost against the hand-written loop (hidden: run with "[.perf]") --------------------------
+TEST_CASE("typed index and stack cost no more than the hand-written loop", "[.perf]") {
+  const auto o = make_obs({64, 8});
+  constexpr int kIters = 20000;
+  auto time = [](auto&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; ++i) fn(i);
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kIters;
+  };
+  for (int round = 0; round < 2; ++round) {  // the first round warms up
+    const double typed = time([&](int i) { return o.index({i % 64, Slice(0, 4)}); });
+    const double loop = time([&](int i) {
+      Observation r = o;
+      const std::vector<TensorIndex> idx{i % 64, Slice(0, 4)};
+      r.pixels = o.pixels.index(idx);
+      r.depth = o.depth.index(idx);
+      r.reward = o.reward.index(idx);
+      r.agent.pos = o.agent.pos.index(idx);
+      r.agent.vel = o.agent.vel.index(idx);
+      return r;
+    });
+    const std::vector<Observation> list{o, o};
+    const double typed_stack = time([&](int) { return Observation::stack(list, 0); });
+    const double loop_stack = time([&](int) {
+      Observation r = o;
+      r.pixels = at::stack({o.pixels, o.pixels});
+      r.depth = at::stack({o.depth, o.depth});
+      r.reward = at::stack({o.reward, o.reward});
+      r.agent.pos = at::stack({o.agent.pos, o.agent.pos});
+      r.agent.vel = at::stack({o.agent.vel, o.agent.vel});
+      return r;
+    });
+    if (round == 1) {
+      WARN("index: typed " << typed << " us, hand loop " << loop << " us, ratio " << typed / loop);
+      WARN("stack: typed " << typed_stack << " us, hand loop " << loop_stack << " us, ratio " << typed_stack / loop_stack);
+      CHECK(typed / loop < 1.3);
+    }
+  }
+}
