@@ -115,3 +115,48 @@ TEST_CASE("a failed write leaves no half-written meta.json behind") {
     REQUIRE(e.path().filename().string().find(".tmp.") == std::string::npos);
   }
 }
+
+TEST_CASE("corrupt memmap: malformed entries and levels") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [4]}, "shape": [4], "device": "cpu", )"
+                                R"("_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("key 'x' has no dtype"));
+  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": true}, )"
+                                R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("nested (jagged)"));
+  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [3], "dtype": "torch.float32", "is_nested": false}, )"
+                                R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains("key 'x' has shape [3]") && Contains("batch size [4]"));
+  write_text(dir / "meta.json", R"({"shape": "four", "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("\"shape\" must be a list"));
+
+  TensorDict td({{"x", iota({2})}}, {2});
+  td.set_non_tensor("s", "text");
+  td.memmap(tmp / "nt");
+  write_text(tmp.path() / "nt" / "s" / "meta.json", R"({"_type": "<class 'tensordict.tensorclass.NonTensorData'>"})");
+  REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("s/meta.json") && Contains("without \"data\""));
+  write_text(tmp.path() / "nt" / "s" / "meta.json",
+             R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0, "data": "pickle.pkl"})");
+  REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("s/meta.json") && Contains("pickled stacks are not supported"));
+  REQUIRE_THAT(load_error(tmp.path() / "nt" / "s"), Contains("s/meta.json"));
+
+  fs::create_directories(tmp.path() / "lazy");
+  write_text(tmp.path() / "lazy" / "meta.json", R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 0})");
+  REQUIRE_THAT(load_error(tmp.path() / "lazy"), Contains("lazy") && Contains("member directories 0/, 1/"));
+}
+
+TEST_CASE("hostile memmap: keys in meta.json never lead outside the directory") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "t";
+  fs::create_directories(dir);
+  // The raw-name fallback is refused for names with a separator.
+  TensorDict({{"secret", iota({4})}}, {4}).memmap(tmp / "secret");
+  write_text(dir / "meta.json",
+             R"({"../secret/secret": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains("cannot open the data file") && Contains("..%2Fsecret%2Fsecret.memmap"));
+  write_text(dir / "meta.json", R"({"..": {"type": "TensorDict"}, "shape": [4], "device": "cpu", )"
+                                R"("_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains("key '..'") && Contains("%2E%2E") && Contains("missing"));
+}

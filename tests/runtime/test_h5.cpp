@@ -201,6 +201,12 @@ TEST_CASE("h5 dataset creation options reach every leaf") {
   require_same_leaves(packed, td);
   packed.close();
   REQUIRE(fs::file_size(tmp.path() / "gzip.h5") * 20 < fs::file_size(tmp.path() / "plain.h5"));
+  // Every leaf kind, zero-element and scalar datasets included, takes the options.
+  TensorDict rich = rich_h5();
+  PersistentTensorDict rich_packed = rich.to_h5(tmp / "rich.h5", gzip);
+  require_same_leaves(rich_packed, rich);
+  TensorDict scalar({{"s", at::scalar_tensor(3.5)}}, {});
+  require_same_leaves(scalar.to_h5(tmp / "scalar.h5", gzip), scalar);
   H5Options bad;
   bad.gzip_level = 12;
   REQUIRE_THAT(TD_MESSAGE(td.to_h5(tmp / "bad.h5", bad)), Contains("gzip level 12"));
