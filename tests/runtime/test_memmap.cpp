@@ -277,3 +277,22 @@ TEST_CASE("a LazyStackedTensorDict directory loads as the dense stack of its mem
   REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(odd.string())),
                Contains("lazy stacks with differing members are not supported yet") && Contains("member 1"));
 }
+
+TEST_CASE("classes the reader does not know load through register_memmap_class") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "obs";
+  // A tensorclass level as Python writes it: non-tensor fields in meta.json,
+  // tensor fields in _tensordict/.
+  TensorDict({{"pixels", iota({2, 3})}}, {2}).memmap((dir / "_tensordict").string());
+  write_text(dir / "meta.json", R"({"_type": "<class 'my_module.Obs'>", "task": "walk"})");
+  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(dir.string())), Contains("cannot map _type") && Contains("my_module.Obs"));
+  register_memmap_class("Obs", [](const std::string& d, const Json& meta, std::optional<at::Device> device) {
+    TensorDict fields = TensorDict::load_memmap(d + "/_tensordict", device);
+    fields.unlock_();
+    fields.set_non_tensor("task", meta["task"]);
+    return Value(fields);
+  });
+  TensorDict obs = TensorDict::load_memmap(dir.string());  // found by the bare class name
+  REQUIRE(obs.get_non_tensor("task") == "walk");
+  REQUIRE(at::equal(obs.get("pixels"), iota({2, 3})));
+}

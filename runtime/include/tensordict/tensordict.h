@@ -7,6 +7,8 @@
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
+#include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/persistent.h"
 #include "tensordict/repr.h"
 #include "tensordict/schema.h"

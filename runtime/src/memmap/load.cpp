@@ -2,13 +2,16 @@
 // Leaves map their files (nothing is read); every input is validated first.
 #include <ATen/ATen.h>
 
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "../dense_impl.h"
 #include "../format.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
+#include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -16,6 +19,28 @@ namespace tensordict {
 namespace detail::memmap {
 
 namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_map<std::string, MemmapLoader>& registry() {
+  static std::unordered_map<std::string, MemmapLoader> r;
+  return r;
+}
+
+// The registered loader for `type` ("<class 'module.Name'>"), else for "Name".
+MemmapLoader registered_loader(const std::string& type) {
+  std::lock_guard lock(registry_mutex());
+  auto& r = registry();
+  if (auto it = r.find(type); it != r.end()) return it->second;
+  std::string bare = type;
+  if (bare.starts_with("<class '") && bare.ends_with("'>")) bare = bare.substr(8, bare.size() - 10);
+  if (auto dot = bare.rfind('.'); dot != std::string::npos) bare = bare.substr(dot + 1);
+  if (auto it = r.find(bare); it != r.end()) return it->second;
+  return nullptr;
+}
 
 bool type_is(const std::string& type, std::string_view cls) {
   // "<class 'module.Class'>": match the class name, whatever module wrote it.
@@ -212,8 +237,10 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
     return Value(NonTensorData(meta["data"]));
   }
   if (type_is(type, "NonTensorStack")) return Value(load_non_tensor_stack(dir, meta, max_dims));
+  if (auto loader = registered_loader(type)) return loader(dir.string(), meta, device);
   throw std::runtime_error(fmt::format(
-      "{}: cannot map _type {} to a C++ class (known: TensorDict, LazyStackedTensorDict, NonTensorData, NonTensorStack)",
+      "{}: cannot map _type {} to a C++ class (known: TensorDict, LazyStackedTensorDict, NonTensorData, NonTensorStack "
+      "and classes given to register_memmap_class)",
       file.string(), meta["_type"].dump()));
 }
 
@@ -229,6 +256,12 @@ TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device)
 }
 
 }  // namespace detail::memmap
+
+void register_memmap_class(const std::string& type, MemmapLoader loader) {
+  if (type.empty() || !loader) throw std::invalid_argument("register_memmap_class needs a type name and a loader");
+  std::lock_guard lock(detail::memmap::registry_mutex());
+  detail::memmap::registry()[type] = std::move(loader);
+}
 
 TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
   if (prefix.empty()) throw std::invalid_argument("load_memmap needs a directory, got an empty path");
