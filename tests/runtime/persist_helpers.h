@@ -44,8 +44,8 @@ class TempDir {
 inline fs::path fixtures_dir() {
   const fs::path dir(TENSORCLASS_FIXTURES_DIR);
   if (!fs::is_directory(dir / "python-tensordict")) {
-    FAIL("the fixtures directory " << dir.string()
-                                   << "/python-tensordict is missing: clone the shared/ directory beside the repository");
+    FAIL("the fixtures directory "
+         << dir.string() << "/python-tensordict is missing: clone the shared/ directory beside the repository");
   }
   return dir / "python-tensordict";
 }

@@ -90,8 +90,8 @@ TEST_CASE("corrupt memmap: a _type that cannot be mapped") {
   std::string meta = kLeafMeta;
   meta.replace(meta.find("tensordict._td.TensorDict"), 25, "mypackage.Unknown");
   write_text(dir / "meta.json", meta);
-  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("mypackage.Unknown") &&
-                                    Contains("cannot map _type"));
+  REQUIRE_THAT(load_error(dir),
+               Contains((dir / "meta.json").string()) && Contains("mypackage.Unknown") && Contains("cannot map _type"));
   write_text(dir / "meta.json", R"({"shape": [4], "device": "cpu"})");
   REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("_type"));
 }
@@ -122,13 +122,16 @@ TEST_CASE("corrupt memmap: malformed entries and levels") {
   write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [4]}, "shape": [4], "device": "cpu", )"
                                 R"("_type": "<class 'tensordict._td.TensorDict'>"})");
   REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("key 'x' has no dtype"));
-  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": true}, )"
-                                R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  write_text(dir / "meta.json",
+             R"({"x": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": true}, )"
+             R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
   REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("nested (jagged)"));
-  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [3], "dtype": "torch.float32", "is_nested": false}, )"
-                                R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  write_text(dir / "meta.json",
+             R"({"x": {"device": "cpu", "shape": [3], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
   REQUIRE_THAT(load_error(dir), Contains("key 'x' has shape [3]") && Contains("batch size [4]"));
-  write_text(dir / "meta.json", R"({"shape": "four", "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  write_text(dir / "meta.json",
+             R"({"shape": "four", "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
   REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("\"shape\" must be a list"));
 
   TensorDict td({{"x", iota({2})}}, {2});
@@ -142,7 +145,8 @@ TEST_CASE("corrupt memmap: malformed entries and levels") {
   REQUIRE_THAT(load_error(tmp.path() / "nt" / "s"), Contains("s/meta.json"));
 
   fs::create_directories(tmp.path() / "lazy");
-  write_text(tmp.path() / "lazy" / "meta.json", R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 0})");
+  write_text(tmp.path() / "lazy" / "meta.json",
+             R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 0})");
   REQUIRE_THAT(load_error(tmp.path() / "lazy"), Contains("lazy") && Contains("member directories 0/, 1/"));
 }
 

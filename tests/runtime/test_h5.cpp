@@ -5,8 +5,8 @@
 
 using namespace tensordict;
 using namespace td_test;
-using Catch::Matchers::Contains;
 using at::indexing::Slice;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -65,8 +65,11 @@ TensorDict rich_h5() {
                  {"empty", at::zeros({3, 0}, at::kLong)},
                  {"c", iota({3}, at::kComplexDouble)},
                  {"a b%:*", iota({3}, at::kDouble)},
-                 {"ints", TensorDict({{"i8", iota({3}, at::kChar)}, {"u8", iota({3}, at::kByte)}, {"i16", iota({3}, at::kShort)},
-                                      {"i32", iota({3}, at::kInt)}, {"i64", iota({3}, at::kLong)}},
+                 {"ints", TensorDict({{"i8", iota({3}, at::kChar)},
+                                      {"u8", iota({3}, at::kByte)},
+                                      {"i16", iota({3}, at::kShort)},
+                                      {"i32", iota({3}, at::kInt)},
+                                      {"i64", iota({3}, at::kLong)}},
                                      {3})}},
                 {3});
   td.set_non_tensor("name", "héllo");
@@ -161,6 +164,16 @@ TEST_CASE("h5 round trip keeps nested, bool, bfloat16, float16, complex, zero-el
                Contains("'a/b'") && Contains("'/'"));
 }
 
+TEST_CASE("an h5 file converts to a memmap tree and back without Python") {
+  TempDir tmp;
+  PersistentTensorDict h5 = PersistentTensorDict::from_h5((fixtures_dir() / "h5" / "rollout.h5").string());
+  TensorDict mm = h5.memmap(tmp / "rollout");
+  require_same_leaves(mm, h5.to_tensordict());
+  REQUIRE_THAT(TD_MESSAGE(h5.memmap_(tmp / "inplace")), Contains("dense TensorDicts only") && Contains("memmap()"));
+  PersistentTensorDict again = TensorDict::load_memmap(tmp / "rollout").to_h5(tmp / "again.h5");
+  require_same_leaves(again, mm);
+}
+
 TEST_CASE("h5 writes in r+ mode reach the file") {
   TempDir tmp;
   const std::string path = tmp / "w.h5";
@@ -214,15 +227,17 @@ TEST_CASE("h5 dataset creation options reach every leaf") {
 
 TEST_CASE("h5 modes and bad files give clear errors") {
   TempDir tmp;
-  REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5(tmp / "none.h5")), Contains("none.h5") && Contains("does not exist"));
+  REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5(tmp / "none.h5")),
+               Contains("none.h5") && Contains("does not exist"));
   write_text(tmp.path() / "junk.h5", "not an hdf5 file");
-  REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5(tmp / "junk.h5")), Contains("junk.h5") && Contains("not a readable HDF5"));
+  REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5(tmp / "junk.h5")),
+               Contains("junk.h5") && Contains("not a readable HDF5"));
   REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5(tmp / "junk.h5", "w-")), Contains("exists"));
   REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5(tmp / "x.h5", "q")), Contains("unknown h5 mode 'q'"));
   PersistentTensorDict fresh = PersistentTensorDict::from_h5(tmp / "a.h5", "a");
   fresh.set("x", at::zeros({2}));
   REQUIRE(fresh.get("x").sizes() == at::IntArrayRef{2});
   REQUIRE_THAT(TD_MESSAGE(PersistentTensorDict::from_h5((fixtures_dir() / "h5" / "rollout.h5").string(), "r",
-                                                         std::vector<int64_t>{5})),
+                                                        std::vector<int64_t>{5})),
                Contains("batch size [5]") && Contains("does not match"));
 }

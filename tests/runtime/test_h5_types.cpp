@@ -12,7 +12,8 @@ namespace {
 
 // Writes a dataset of `dims` with file type `ftype` from `data` in memory type `mtype`.
 void put(hid_t file, const char* name, hid_t ftype, hid_t mtype, std::vector<hsize_t> dims, const void* data) {
-  hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t space =
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   hid_t dset = H5Dcreate2(file, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   REQUIRE(dset >= 0);
   REQUIRE(H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);

@@ -54,7 +54,8 @@ TEST_CASE("the Python tensordict fixture loads with its keys, dtypes, shapes and
   TensorDict td = TensorDict::load_memmap(dir.string());
   REQUIRE(td.batch_size() == at::IntArrayRef{2, 1});
   REQUIRE(td.device() == at::Device(at::kCPU));
-  REQUIRE(td.keys(true) == std::vector<NestedKey>{{"nested", "int64"}, {"nested", "string"}, {"nested", "bfloat16"}, "nested"});
+  REQUIRE(td.keys(true) ==
+          std::vector<NestedKey>{{"nested", "int64"}, {"nested", "string"}, {"nested", "bfloat16"}, "nested"});
   REQUIRE(td.get_td("nested").batch_size() == at::IntArrayRef{2, 1});
   at::Tensor i64 = td.get({"nested", "int64"});
   REQUIRE(i64.scalar_type() == at::kLong);
@@ -114,7 +115,9 @@ TEST_CASE("memmap round trip keeps nested, non-tensor, zero-element, bool, bfloa
 
 TEST_CASE("memmap writes tensordict's exact meta.json and raw data bytes") {
   TempDir tmp;
-  TensorDict td({{"x", at::tensor({1.0f, 2.0f})}, {"flag", mask({0, 1})}, {"sub", TensorDict({{"i", at::tensor({7, 8}, at::kShort)}}, {2})}},
+  TensorDict td({{"x", at::tensor({1.0f, 2.0f})},
+                 {"flag", mask({0, 1})},
+                 {"sub", TensorDict({{"i", at::tensor({7, 8}, at::kShort)}}, {2})}},
                 {2});
   td.set_non_tensor("note", "hi");
   td.memmap(tmp / "out");
@@ -233,9 +236,8 @@ TEST_CASE("memmap refuses symlinks and reserved keys; keys never escape the dire
 
   TensorDict sneaky({{"../../escape", at::zeros({2})}, {"..", TensorDict({{"x", at::zeros({2})}}, {2})}}, {2});
   sneaky.memmap(tmp / "sneaky");
-  REQUIRE(tree_of(tmp.path() / "sneaky") ==
-          std::vector<std::string>{"%2E%2E", "%2E%2E/meta.json", "%2E%2E/x.memmap", "..%2F..%2Fescape.memmap",
-                                   "meta.json"});
+  REQUIRE(tree_of(tmp.path() / "sneaky") == std::vector<std::string>{"%2E%2E", "%2E%2E/meta.json", "%2E%2E/x.memmap",
+                                                                     "..%2F..%2Fescape.memmap", "meta.json"});
   require_same(TensorDict::load_memmap(tmp / "sneaky"), sneaky);
 }
 
@@ -285,7 +287,8 @@ TEST_CASE("classes the reader does not know load through register_memmap_class")
   // tensor fields in _tensordict/.
   TensorDict({{"pixels", iota({2, 3})}}, {2}).memmap((dir / "_tensordict").string());
   write_text(dir / "meta.json", R"({"_type": "<class 'my_module.Obs'>", "task": "walk"})");
-  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(dir.string())), Contains("cannot map _type") && Contains("my_module.Obs"));
+  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(dir.string())),
+               Contains("cannot map _type") && Contains("my_module.Obs"));
   register_memmap_class("Obs", [](const std::string& d, const Json& meta, std::optional<at::Device> device) {
     TensorDict fields = TensorDict::load_memmap(d + "/_tensordict", device);
     fields.unlock_();

@@ -123,7 +123,10 @@ bool is_slab_index(const std::vector<TensorIndex>& index) {
 }
 
 PersistentImpl::PersistentImpl(std::shared_ptr<H5File> file, std::string group, std::vector<int64_t> batch_size)
-    : file_(std::move(file)), group_(std::move(group)), batch_size_(std::move(batch_size)), names_(batch_size_.size()) {}
+    : file_(std::move(file)),
+      group_(std::move(group)),
+      batch_size_(std::move(batch_size)),
+      names_(batch_size_.size()) {}
 
 void PersistentImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) {
   names_ = names.empty() ? Names(batch_size.size()) : std::move(names);
@@ -191,7 +194,8 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   Hid memspace(H5S_ALL, nullptr);
   std::vector<int64_t> shape = dims;
   if (slab && !dims.empty()) {
-    H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, slab->start.data(), slab->stride.data(), slab->count.data(), nullptr);
+    H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, slab->start.data(), slab->stride.data(), slab->count.data(),
+                        nullptr);
     memspace = Hid(H5Screate_simple(static_cast<int>(slab->count.size()), slab->count.data(), nullptr), H5Sclose);
     shape = slab->shape;
   }
@@ -200,7 +204,8 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   const hid_t fspace = slab && !dims.empty() ? space.get() : H5S_ALL;
 
   if (rt.kind == ReadType::Kind::String) {
-    auto strings = read_strings(dset.get(), ftype.get(), fspace, memspace.get(), static_cast<std::size_t>(numel), where);
+    auto strings =
+        read_strings(dset.get(), ftype.get(), fspace, memspace.get(), static_cast<std::size_t>(numel), where);
     if (shape.empty()) return Value(NonTensorData(Json(strings.front())));
     std::vector<Json> values(strings.begin(), strings.end());
     return Value(NonTensorData::stack(std::move(values), shape));
@@ -290,7 +295,9 @@ PersistentImpl& persistent_impl(const TensorDictBase& td) {
 
 PersistentTensorDict::PersistentTensorDict(std::shared_ptr<TensorDictImpl> impl) : TensorDictBase(std::move(impl)) {}
 
-PersistentTensorDict::PersistentTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) { persistent_impl(td); }
+PersistentTensorDict::PersistentTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
+  persistent_impl(td);
+}
 
 PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, const std::string& mode,
                                                    std::optional<std::vector<int64_t>> batch_size) {
@@ -315,7 +322,9 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   } else {
     throw std::invalid_argument(fmt::format("unknown h5 mode '{}' (expected r, r+, w, w-, x or a)", mode));
   }
-  if (id < 0) throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': not a readable HDF5 file, or already open in another mode", path, mode));
+  if (id < 0)
+    throw std::runtime_error(fmt::format(
+        "cannot open h5 file {} in mode '{}': not a readable HDF5 file, or already open in another mode", path, mode));
   file->file = Hid(id, H5Fclose);
   file->writable = mode != "r";
   auto impl = std::make_shared<PersistentImpl>(file, "/", std::vector<int64_t>{});
@@ -344,7 +353,8 @@ TensorDict PersistentTensorDict::to_tensordict() const { return contiguous(); }
 at::Tensor PersistentTensorDict::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
   TensorDictBase level = key.is_nested() ? get_td(key.parent()) : TensorDictBase(impl_);
   auto& impl = persistent_impl(level);
-  if (!impl.find(key.back())) throw KeyError(fmt::format("key {} not found in PersistentTensorDict {}", key.repr(), impl.file()->path));
+  if (!impl.find(key.back()))
+    throw KeyError(fmt::format("key {} not found in PersistentTensorDict {}", key.repr(), impl.file()->path));
   std::vector<TensorIndex> idx(index.begin(), index.end());
   if (detail::h5::is_slab_index(idx)) return impl.read(key.back(), &idx).tensor();
   return BatchIndex(index, impl.batch_size()).apply(impl.read(key.back(), nullptr).tensor());

@@ -53,7 +53,8 @@ bool is_bool_enum(hid_t type) {
     char* name = H5Tget_member_name(type, i);
     int8_t value = -1;
     H5Tget_member_value(type, i, &value);
-    const bool ok = name && ((std::strcmp(name, "FALSE") == 0 && value == 0) || (std::strcmp(name, "TRUE") == 0 && value == 1));
+    const bool ok =
+        name && ((std::strcmp(name, "FALSE") == 0 && value == 0) || (std::strcmp(name, "TRUE") == 0 && value == 1));
     H5free_memory(name);
     if (!ok) return false;
   }
@@ -62,21 +63,31 @@ bool is_bool_enum(hid_t type) {
 
 at::ScalarType integer_dtype(std::size_t size, bool is_signed, const std::string& where) {
   switch (size) {
-    case 1: return is_signed ? at::kChar : at::kByte;
-    case 2: return is_signed ? at::kShort : at::kInt;  // uint16 widens to int32
-    case 4: return is_signed ? at::kInt : at::kLong;   // uint32 widens to int64
-    case 8: return at::kLong;                          // uint64 reads as int64 (values past 2^63 saturate)
-    default: throw std::runtime_error(fmt::format("{}: {}-byte integers have no tensor dtype", where, size));
+    case 1:
+      return is_signed ? at::kChar : at::kByte;
+    case 2:
+      return is_signed ? at::kShort : at::kInt;  // uint16 widens to int32
+    case 4:
+      return is_signed ? at::kInt : at::kLong;  // uint32 widens to int64
+    case 8:
+      return at::kLong;  // uint64 reads as int64 (values past 2^63 saturate)
+    default:
+      throw std::runtime_error(fmt::format("{}: {}-byte integers have no tensor dtype", where, size));
   }
 }
 
 hid_t native_integer(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kChar: return H5T_NATIVE_INT8;
-    case at::kByte: return H5T_NATIVE_UINT8;
-    case at::kShort: return H5T_NATIVE_INT16;
-    case at::kInt: return H5T_NATIVE_INT32;
-    default: return H5T_NATIVE_INT64;
+    case at::kChar:
+      return H5T_NATIVE_INT8;
+    case at::kByte:
+      return H5T_NATIVE_UINT8;
+    case at::kShort:
+      return H5T_NATIVE_INT16;
+    case at::kInt:
+      return H5T_NATIVE_INT32;
+    default:
+      return H5T_NATIVE_INT64;
   }
 }
 
@@ -140,35 +151,48 @@ ReadType read_type(hid_t type, const std::string& where) {
         const bool ri = n0 && n1 && std::strcmp(n0, "r") == 0 && std::strcmp(n1, "i") == 0;
         H5free_memory(n0);
         H5free_memory(n1);
-        if (ri && H5Tget_class(part.get()) == H5T_FLOAT && (H5Tget_size(part.get()) == 4 || H5Tget_size(part.get()) == 8)) {
+        if (ri && H5Tget_class(part.get()) == H5T_FLOAT &&
+            (H5Tget_size(part.get()) == 4 || H5Tget_size(part.get()) == 8)) {
           const bool single = H5Tget_size(part.get()) == 4;
           out.dtype = single ? at::kComplexFloat : at::kComplexDouble;
           out.memtype = complex_type(single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, single ? 4 : 8);
           return out;
         }
       }
-      throw std::runtime_error(fmt::format("{}: compound datasets other than h5py's complex (r, i) are not supported", where));
+      throw std::runtime_error(
+          fmt::format("{}: compound datasets other than h5py's complex (r, i) are not supported", where));
     case H5T_STRING:
       out.kind = ReadType::Kind::String;
       return out;
     default:
-      throw std::runtime_error(fmt::format("{}: HDF5 type class {} has no tensor dtype", where,
-                                           static_cast<int>(H5Tget_class(type))));
+      throw std::runtime_error(
+          fmt::format("{}: HDF5 type class {} has no tensor dtype", where, static_cast<int>(H5Tget_class(type))));
   }
 }
 
 Hid write_type(at::ScalarType dtype, const std::string& where) {
   switch (dtype) {
-    case at::kFloat: return copy(H5T_NATIVE_FLOAT);
-    case at::kDouble: return copy(H5T_NATIVE_DOUBLE);
-    case at::kHalf: return float16_type(5, 10, 15);
+    case at::kFloat:
+      return copy(H5T_NATIVE_FLOAT);
+    case at::kDouble:
+      return copy(H5T_NATIVE_DOUBLE);
+    case at::kHalf:
+      return float16_type(5, 10, 15);
     // Not writable by numpy; stored as a 2-byte float with bfloat16's fields
     // (h5py reads it as float16 through HDF5's conversion).
-    case at::kBFloat16: return float16_type(8, 7, 127);
-    case at::kBool: return bool_type();
-    case at::kComplexFloat: return complex_type(H5T_NATIVE_FLOAT, 4);
-    case at::kComplexDouble: return complex_type(H5T_NATIVE_DOUBLE, 8);
-    case at::kChar: case at::kByte: case at::kShort: case at::kInt: case at::kLong:
+    case at::kBFloat16:
+      return float16_type(8, 7, 127);
+    case at::kBool:
+      return bool_type();
+    case at::kComplexFloat:
+      return complex_type(H5T_NATIVE_FLOAT, 4);
+    case at::kComplexDouble:
+      return complex_type(H5T_NATIVE_DOUBLE, 8);
+    case at::kChar:
+    case at::kByte:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
       return copy(native_integer(dtype));
     default:
       throw std::runtime_error(fmt::format("{}: dtype {} cannot be written to h5", where, c10::toString(dtype)));

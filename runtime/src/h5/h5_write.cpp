@@ -14,8 +14,9 @@ namespace detail::h5 {
 
 void check_link_name(const std::string& key, const std::string& where) {
   if (key.empty() || key == "." || key.find('/') != std::string::npos) {
-    throw std::invalid_argument(fmt::format(
-        "cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups)", key, where));
+    throw std::invalid_argument(
+        fmt::format("cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups)",
+                    key, where));
   }
 }
 
@@ -54,7 +55,8 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
   const std::string where = fmt::format("{}:{}", file_->path, path);
   check_link_name(key, file_->path);
   if (!file_->writable) {
-    throw std::runtime_error(fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
+    throw std::runtime_error(
+        fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
   }
   const hid_t f = fid();
   if (H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0) {
@@ -86,15 +88,16 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
     std::vector<const char*> ptrs;
     for (const auto& v : values) {
       if (!v.is_string()) {
-        throw std::invalid_argument(fmt::format(
-            "cannot write {}: only string non-tensor data can be stored in h5, got {}", where, v.dump()));
+        throw std::invalid_argument(
+            fmt::format("cannot write {}: only string non-tensor data can be stored in h5, got {}", where, v.dump()));
       }
       ptrs.push_back(v.get_ref<const std::string&>().c_str());
     }
     Hid type = string_type();
     Hid space = make_space(dims);
     Hid dset(H5Dcreate2(f, path.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-    if (!dset.valid() || (!ptrs.empty() && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)) {
+    if (!dset.valid() ||
+        (!ptrs.empty() && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)) {
       throw std::runtime_error(fmt::format("cannot write string dataset {}", where));
     }
   } else {
@@ -121,23 +124,27 @@ bool PersistentImpl::erase(const std::string& key) {
 
 void PersistentImpl::rename(const std::string& from, const std::string& to) {
   check_link_name(to, file_->path);
-  if (!file_->writable) throw std::runtime_error(fmt::format("cannot rename in {}: the file is open read-only", file_->path));
+  if (!file_->writable)
+    throw std::runtime_error(fmt::format("cannot rename in {}: the file is open read-only", file_->path));
   if (H5Lmove(fid(), path_of(from).c_str(), fid(), path_of(to).c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
     throw std::runtime_error(fmt::format("{}: cannot rename {} to {}", file_->path, path_of(from), path_of(to)));
   }
   children_.erase(from);
 }
 
-void PersistentImpl::write_data(const std::string& key, const at::Tensor& value, const std::vector<TensorIndex>* index) {
+void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
+                                const std::vector<TensorIndex>* index) {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
   if (!file_->writable) {
-    throw std::runtime_error(fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
+    throw std::runtime_error(
+        fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
   }
   Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
   if (!dset.valid()) throw KeyError(fmt::format("no dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   ReadType rt = read_type(ftype.get(), where);
-  if (rt.kind != ReadType::Kind::Tensor) throw std::invalid_argument(fmt::format("{} holds strings, not a tensor", where));
+  if (rt.kind != ReadType::Kind::Tensor)
+    throw std::invalid_argument(fmt::format("{} holds strings, not a tensor", where));
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
@@ -153,7 +160,8 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
     shape = slab.shape;
   }
   at::Tensor data = value.detach().to(at::kCPU, rt.dtype).expand(shape).contiguous();
-  if (data.numel() > 0 && H5Dwrite(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, data.data_ptr()) < 0) {
+  if (data.numel() > 0 &&
+      H5Dwrite(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, data.data_ptr()) < 0) {
     throw std::runtime_error(fmt::format("cannot write dataset {}", where));
   }
 }

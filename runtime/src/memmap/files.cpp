@@ -26,20 +26,20 @@ void make_dir(const fs::path& dir) {
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create directory {}: {}", dir.string(), ec.message()));
   if (!fs::is_directory(fs::symlink_status(dir))) {
-    throw std::runtime_error(fmt::format("cannot write a tensordict level to {}: it exists and is not a directory",
-                                         dir.string()));
+    throw std::runtime_error(
+        fmt::format("cannot write a tensordict level to {}: it exists and is not a directory", dir.string()));
   }
 }
 
 void write_file_atomic(const fs::path& path, std::string_view content) {
   refuse_symlink(path);
   static std::atomic<unsigned> counter{0};
-  const fs::path tmp = path.parent_path() / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(),
-                                                        counter.fetch_add(1));
+  const fs::path tmp =
+      path.parent_path() / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) {
-    throw std::runtime_error(fmt::format("cannot write {}: cannot create {}: {}", path.string(), tmp.string(),
-                                         std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("cannot write {}: cannot create {}: {}", path.string(), tmp.string(), std::strerror(errno)));
   }
   auto fail = [&](const char* what) {
     const int err = errno;

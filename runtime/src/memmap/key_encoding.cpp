@@ -6,7 +6,17 @@ namespace {
 bool unsafe(unsigned char c) {
   if (c < 32 || c == 127) return true;
   switch (c) {
-    case '/': case '<': case '>': case ':': case '"': case '|': case '?': case '*': case '\\': case ' ': case '%':
+    case '/':
+    case '<':
+    case '>':
+    case ':':
+    case '"':
+    case '|':
+    case '?':
+    case '*':
+    case '\\':
+    case ' ':
+    case '%':
       return true;
     default:
       return false;

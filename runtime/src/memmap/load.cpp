@@ -50,8 +50,8 @@ bool type_is(const std::string& type, std::string_view cls) {
 
 std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
   if (!value.is_array()) {
-    throw std::runtime_error(fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what,
-                                         value.dump()));
+    throw std::runtime_error(
+        fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
   }
   std::vector<int64_t> shape;
   for (const auto& s : value) {
@@ -125,15 +125,15 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
     }
     const auto dtype = dtype_from_name(dtype_json.get<std::string>());
     if (!dtype) {
-      throw std::runtime_error(fmt::format("{}: key '{}' has unknown dtype '{}' (expected one of {})", file.string(), key,
-                                           dtype_json.get<std::string>(), known_dtypes()));
+      throw std::runtime_error(fmt::format("{}: key '{}' has unknown dtype '{}' (expected one of {})", file.string(),
+                                           key, dtype_json.get<std::string>(), known_dtypes()));
     }
     if (entry.contains("is_nested") && entry["is_nested"] == true) {
-      throw std::runtime_error(fmt::format("{}: key '{}' is a nested (jagged) tensor, which is not supported",
-                                           file.string(), key));
+      throw std::runtime_error(
+          fmt::format("{}: key '{}' is a nested (jagged) tensor, which is not supported", file.string(), key));
     }
-    const auto shape = read_shape(entry.contains("shape") ? entry["shape"] : Json(), file,
-                                  fmt::format("the shape of key '{}'", key));
+    const auto shape =
+        read_shape(entry.contains("shape") ? entry["shape"] : Json(), file, fmt::format("the shape of key '{}'", key));
     if (!starts_with(shape, batch)) {
       throw std::runtime_error(fmt::format("{}: key '{}' has shape {}, which does not start with the batch size {}",
                                            file.string(), key, shape_str(shape), shape_str(batch)));
@@ -163,8 +163,8 @@ void check_same_structure(const TensorDictBase& a, const TensorDictBase& b, cons
     if (va->is_tensor() != vb->is_tensor() || va->is_tensordict() != vb->is_tensordict()) {
       fail(fmt::format("key {} is of another kind", key.repr()));
     }
-    if (va->is_tensor() && (va->tensor().sizes() != vb->tensor().sizes() ||
-                            va->tensor().scalar_type() != vb->tensor().scalar_type())) {
+    if (va->is_tensor() &&
+        (va->tensor().sizes() != vb->tensor().sizes() || va->tensor().scalar_type() != vb->tensor().scalar_type())) {
       fail(fmt::format("key {} has shape {} vs {}", key.repr(), shape_str(vb->tensor().sizes()),
                        shape_str(va->tensor().sizes())));
     }
@@ -174,20 +174,22 @@ void check_same_structure(const TensorDictBase& a, const TensorDictBase& b, cons
 TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
   if (!meta.contains("stack_dim") || !meta["stack_dim"].is_number_integer()) {
-    throw std::runtime_error(fmt::format("malformed {}: a LazyStackedTensorDict needs an integer stack_dim", file.string()));
+    throw std::runtime_error(
+        fmt::format("malformed {}: a LazyStackedTensorDict needs an integer stack_dim", file.string()));
   }
   std::vector<TensorDictBase> members;
   for (std::size_t i = 0; fs::is_directory(dir / std::to_string(i)); ++i) {
     Value v = load_any(dir / std::to_string(i), device, std::nullopt);
     if (!v.is_tensordict()) {
-      throw std::runtime_error(fmt::format("{}: member {} of a LazyStackedTensorDict is not a tensordict", dir.string(), i));
+      throw std::runtime_error(
+          fmt::format("{}: member {} of a LazyStackedTensorDict is not a tensordict", dir.string(), i));
     }
     members.push_back(v.tensordict());
     if (i > 0) check_same_structure(members.front(), members.back(), dir, i);
   }
   if (members.empty()) {
-    throw std::runtime_error(fmt::format("{}: a LazyStackedTensorDict directory needs member directories 0/, 1/, ...",
-                                         dir.string()));
+    throw std::runtime_error(
+        fmt::format("{}: a LazyStackedTensorDict directory needs member directories 0/, 1/, ...", dir.string()));
   }
   const int64_t stack_dim = meta["stack_dim"].get<int64_t>();
   const auto dims = static_cast<int64_t>(members.front().batch_dims());
@@ -201,8 +203,9 @@ TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at
 
 NonTensorData load_non_tensor_stack(const fs::path& dir, const Json& meta, std::optional<std::size_t> max_dims) {
   if (!meta.contains("data") || !meta["data"].is_array()) {
-    throw std::runtime_error(fmt::format("malformed {}: a NonTensorStack needs a \"data\" list (pickled stacks are not supported)",
-                                         (dir / "meta.json").string()));
+    throw std::runtime_error(
+        fmt::format("malformed {}: a NonTensorStack needs a \"data\" list (pickled stacks are not supported)",
+                    (dir / "meta.json").string()));
   }
   // tensordict's rule: the list is the first stack dim, and each further level
   // of equally long lists another one (at most the parent's batch dims).
@@ -249,8 +252,8 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
 TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device) {
   Value value = load_any(dir, device, std::nullopt);
   if (!value.is_tensordict()) {
-    throw std::runtime_error(fmt::format("{} holds non-tensor data, not a tensordict; load its parent directory",
-                                         dir.string()));
+    throw std::runtime_error(
+        fmt::format("{} holds non-tensor data, not a tensordict; load its parent directory", dir.string()));
   }
   return value.tensordict();
 }
@@ -288,8 +291,7 @@ TensorDictBase& TensorDictBase::memmap_refresh_() {
   impl_->for_each([&](const std::string& key, const Value&) { old.push_back(key); });
   for (const auto& key : old) impl_->erase(key);
   fresh.impl()->for_each([&](const std::string& key, const Value& value) { impl_->insert(key, value); });
-  impl_->set_meta(fresh.batch_size().vec(), fresh.device(),
-                 fresh.batch_size() == batch_size() ? names() : Names{});
+  impl_->set_meta(fresh.batch_size().vec(), fresh.device(), fresh.batch_size() == batch_size() ? names() : Names{});
   detail::memmap::mark_memmapped(impl_, *path);
   if (was_locked) lock_();
   return *this;

@@ -40,7 +40,8 @@ struct Fd {
 std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
   std::size_t n = c10::elementSize(dtype);
   for (int64_t s : shape) {
-    if (s < 0) throw std::runtime_error(fmt::format("{}: negative dimension in shape {}", path.string(), shape_str(shape)));
+    if (s < 0)
+      throw std::runtime_error(fmt::format("{}: negative dimension in shape {}", path.string(), shape_str(shape)));
     const auto u = static_cast<std::size_t>(s);
     if (u != 0 && n > std::numeric_limits<std::size_t>::max() / u) {
       throw std::runtime_error(fmt::format("{}: shape {} is too large", path.string(), shape_str(shape)));
@@ -90,9 +91,9 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
   if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) writable = false;
   const auto have = static_cast<std::size_t>(st.st_size);
   if (have < need) {
-    throw std::runtime_error(fmt::format(
-        "the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes", path.string(), key,
-        have, shape_str(shape), c10::toString(dtype), need));
+    throw std::runtime_error(
+        fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes",
+                    path.string(), key, have, shape_str(shape), c10::toString(dtype), need));
   }
   return wrap(f.fd, writable, true, need, path, dtype, shape);
 }
@@ -112,8 +113,10 @@ at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef s
   if (!existsok) flags |= O_EXCL;
   f.fd = ::open(path.c_str(), flags, 0666);
   if (f.fd < 0) {
-    if (errno == EEXIST) throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", path.string()));
-    if (errno == ELOOP) throw std::runtime_error(fmt::format("refusing to write through the symbolic link {}", path.string()));
+    if (errno == EEXIST)
+      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", path.string()));
+    if (errno == ELOOP)
+      throw std::runtime_error(fmt::format("refusing to write through the symbolic link {}", path.string()));
     throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   }
   // Exactly numel * itemsize bytes: drop whatever an older file had beyond.

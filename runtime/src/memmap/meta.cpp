@@ -27,7 +27,8 @@ Json read_meta(const fs::path& dir) {
     throw std::runtime_error(fmt::format("malformed JSON in {}: {}", file.string(), e.what()));
   }
   if (!meta.is_object()) {
-    throw std::runtime_error(fmt::format("malformed {}: expected a JSON object, got {}", file.string(), meta.type_name()));
+    throw std::runtime_error(
+        fmt::format("malformed {}: expected a JSON object, got {}", file.string(), meta.type_name()));
   }
   return meta;
 }

@@ -112,11 +112,12 @@ class Writer {
  public:
   Writer(Mode mode, const MemmapOptions& options) : mode_(mode), options_(options) {}
 
-  std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir, std::vector<std::string>& path) {
+  std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir,
+                              std::vector<std::string>& path) {
     if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
-      throw std::invalid_argument(fmt::format("memmap_ works in place on dense TensorDicts only; {} is a {}: use memmap()",
-                                              path.empty() ? std::string("the tensordict") : NestedKey(path).repr(),
-                                              impl->type_name()));
+      throw std::invalid_argument(
+          fmt::format("memmap_ works in place on dense TensorDicts only; {} is a {}: use memmap()",
+                      path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
     }
     make_dir(dir);
     auto level = std::make_unique<Level>();
@@ -223,9 +224,9 @@ class Writer {
           return;
         }
         if (!options_.copy_existing) {
-          throw std::runtime_error(fmt::format(
-              "key {} is already memory-mapped to {}, not to {}; pass copy_existing=true to copy it there",
-              key.repr(), existing->string(), file.string()));
+          throw std::runtime_error(
+              fmt::format("key {} is already memory-mapped to {}, not to {}; pass copy_existing=true to copy it there",
+                          key.repr(), existing->string(), file.string()));
         }
       }
     }
