@@ -10,7 +10,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra) {
   const int64_t n = batch_dims + extra;
@@ -65,10 +64,12 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
   }
   if (consumed > batch_dims) {
     throw std::out_of_range(fmt::format("too many indices for a tensordict with batch_size {}: {} batch dims indexed but only {} exist",
-                                        shape_str(batch_size), consumed, batch_dims));
+                                        shape_string(batch_size), consumed, batch_dims));
   }
 
   std::vector<int64_t> shape(batch_size.begin(), batch_size.end());  // the stepped batch shape
+  std::vector<int64_t> origin(shape.size());                          // its dims' source dims (-1: new)
+  for (std::size_t d = 0; d < origin.size(); ++d) origin[d] = static_cast<int64_t>(d);
   std::vector<std::pair<int64_t, at::Tensor>> advanced;              // (dim in stepped shape, index)
   bool from_mask = false;
   int64_t mask_dims = 0;
@@ -79,6 +80,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
     // libtorch turns a bool into an unsqueeze plus a one- or zero-element index.
     steps_.push_back({Op::Unsqueeze, cur});
     shape.insert(shape.begin() + cur, 1);
+    origin.insert(origin.begin() + cur, -1);
     advanced.emplace_back(cur, value ? at::zeros({1}, at::kLong) : at::empty({0}, at::kLong));
     ++cur;
   };
@@ -91,6 +93,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
     } else if (item.is_none()) {
       steps_.push_back({Op::Unsqueeze, cur});
       shape.insert(shape.begin() + cur, 1);
+      origin.insert(origin.begin() + cur, -1);
       ++cur;
     } else if (item.is_boolean()) {
       add_bool_scalar(item.boolean());
@@ -99,11 +102,12 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       int64_t i = item.integer();
       if (i < -size || i >= size) {
         throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
-                                            size, shape_str(batch_size)));
+                                            size, shape_string(batch_size)));
       }
       if (i < 0) i += size;
       steps_.push_back({Op::Select, cur, i});
       shape.erase(shape.begin() + cur);
+      origin.erase(origin.begin() + cur);
       ++src;
     } else if (item.is_slice()) {
       const auto& s = item.slice();
@@ -132,8 +136,8 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
         const auto covered = at::IntArrayRef(shape).slice(cur, t.dim());
         if (t.sizes() != covered) {
           throw std::invalid_argument(fmt::format("mask of shape {} does not match batch dims {}..{} of shape {} (batch_size {})",
-                                                  shape_str(t.sizes()), src, src + t.dim() - 1, shape_str(covered),
-                                                  shape_str(batch_size)));
+                                                  shape_string(t.sizes()), src, src + t.dim() - 1, shape_string(covered),
+                                                  shape_string(batch_size)));
         }
         // nonzero once for every leaf: one index tensor per masked dim.
         const at::Tensor nz = t.nonzero();
@@ -156,6 +160,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
 
   if (advanced.empty()) {
     result_batch_size_ = std::move(shape);
+    result_origin_ = std::move(origin);
     return;
   }
 
@@ -167,25 +172,34 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       block = at::infer_size(block, t.sizes());
     } catch (const c10::Error&) {
       throw std::invalid_argument(fmt::format("index tensors of shapes {} and {} cannot be broadcast together",
-                                              shape_str(block), shape_str(t.sizes())));
+                                              shape_string(block), shape_string(t.sizes())));
     }
   }
   const int64_t first = advanced.front().first;
   const int64_t last = advanced.back().first;
   const bool adjacent = last - first + 1 == static_cast<int64_t>(advanced.size());
   std::vector<int64_t> result;
+  std::vector<int64_t> result_origin;
   if (adjacent) {
     result.assign(shape.begin(), shape.begin() + first);
+    result_origin.assign(origin.begin(), origin.begin() + first);
     result.insert(result.end(), block.begin(), block.end());
+    result_origin.insert(result_origin.end(), block.size(), -1);
     result.insert(result.end(), shape.begin() + last + 1, shape.end());
+    result_origin.insert(result_origin.end(), origin.begin() + last + 1, origin.end());
   } else {
     result = block;
+    result_origin.assign(block.size(), -1);
     for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
       const bool indexed = std::any_of(advanced.begin(), advanced.end(), [&](const auto& a) { return a.first == d; });
-      if (!indexed) result.push_back(shape[d]);
+      if (!indexed) {
+        result.push_back(shape[d]);
+        result_origin.push_back(origin[d]);
+      }
     }
   }
   result_batch_size_ = std::move(result);
+  result_origin_ = std::move(result_origin);
 
   Advanced adv;
   std::vector<std::optional<at::Tensor>> per_dim(last + 1);
@@ -202,6 +216,15 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
     for (int64_t j = 1; j < mask_dims; ++j) adv.linear = adv.linear * shape[first + j] + advanced[j].second;
   }
   advanced_ = std::move(adv);
+}
+
+std::vector<std::optional<std::string>> BatchIndex::result_names(const std::vector<std::optional<std::string>>& source) const {
+  std::vector<std::optional<std::string>> names;
+  names.reserve(result_origin_.size());
+  for (int64_t from : result_origin_) {
+    names.push_back(from >= 0 && from < static_cast<int64_t>(source.size()) ? source[from] : std::nullopt);
+  }
+  return names;
 }
 
 at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {

@@ -12,7 +12,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 namespace {
 
@@ -53,9 +52,18 @@ std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) 
   return device;
 }
 
-Names common_names(const std::vector<TensorDictBase>& tds) {
-  for (const auto& td : tds) {
-    if (td.names() != tds.front().names()) return {};
+// Members must agree on names (an unnamed member among named ones too).
+Names common_names(const std::vector<TensorDictBase>& tds, const char* op) {
+  for (std::size_t i = 1; i < tds.size(); ++i) {
+    if (tds[i].names() != tds.front().names()) {
+      auto show = [](const Names& names) {
+        std::vector<std::string> parts;
+        for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
+        return fmt::format("[{}]", fmt::join(parts, ", "));
+      };
+      throw std::runtime_error(fmt::format("{}: tensordict {} has names {} but tensordict 0 has {}; rename them to match first", op,
+                                           i, show(tds[i].names()), show(tds.front().names())));
+    }
   }
   return tds.front().names();
 }
@@ -92,7 +100,7 @@ struct Combiner {
 
   TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
     check_same_keys(tds, op, prefix);
-    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds)));
+    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds, op)));
     std::vector<at::Tensor> tensors(tds.size());
     std::vector<Value> members;
     members.reserve(tds.size());
@@ -139,7 +147,7 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   for (std::size_t i = 1; i < tds.size(); ++i) {
     if (tds[i].batch_size() != reference) {
       throw std::runtime_error(fmt::format("stack: tensordict {} has batch size {} but tensordict 0 has {}; stacked tensordicts need equal batch sizes (lazy_stack accepts different ones)",
-                                           i, shape_str(tds[i].batch_size()), shape_str(reference)));
+                                           i, shape_string(tds[i].batch_size()), shape_string(reference)));
     }
   }
   const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "stack", 1);
@@ -151,7 +159,6 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
     return b;
   };
   auto names = [&](const Names& common) {
-    if (common.empty()) return Names{};
     Names out = common;
     out.insert(out.begin() + d, std::nullopt);
     return out;
@@ -171,7 +178,7 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
     for (std::size_t j = 0; ok && j < b.size(); ++j) ok = static_cast<int64_t>(j) == d || b[j] == reference[j];
     if (!ok) {
       throw std::runtime_error(fmt::format("cat: tensordict {} has batch size {} but tensordict 0 has {}; batch sizes must match except in dim {}",
-                                           i, shape_str(b), shape_str(reference), d));
+                                           i, shape_string(b), shape_string(reference), d));
     }
   }
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };

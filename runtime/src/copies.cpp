@@ -23,6 +23,11 @@ TensorDict TensorDictBase::to(at::ScalarType dtype) const {
   return same_batch(*this, device(), [&](const at::Tensor& t) { return t.to(dtype); }, "to");
 }
 
+#define TENSORDICT_DEFINE_CAST(name, dtype) \
+  TensorDict TensorDictBase::name() const { return to(dtype); }
+TENSORDICT_DTYPE_CASTS(TENSORDICT_DEFINE_CAST)
+#undef TENSORDICT_DEFINE_CAST
+
 TensorDict TensorDictBase::cpu() const { return to(at::Device(at::kCPU)); }
 
 TensorDict TensorDictBase::cuda(std::optional<int> index, bool non_blocking) const {

@@ -1,6 +1,7 @@
 // The dict API of TensorDictBase: lookup, set, delete, key views.
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "dense_impl.h"
@@ -11,7 +12,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 // ---- Value ---------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ void check_leaf(const TensorDictImpl& level, const NestedKey& key, const at::Ten
   const auto sizes = tensor.sizes();
   if (sizes.size() < batch.size() || sizes.slice(0, batch.size()) != batch) {
     throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensor's shape {} does not start with the batch size {}",
-                                         key.repr(), shape_str(sizes), shape_str(batch)));
+                                         key.repr(), shape_string(sizes), shape_string(batch)));
   }
 }
 
@@ -112,14 +112,14 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
   impl_->for_each([&](const std::string& key, const Value& v) {
     if (v.is_tensor()) {
       if (!starts_with(v.tensor().sizes(), batch_size)) {
-        throw std::runtime_error(fmt::format("cannot set batch size {}: key {} has shape {}", shape_str(batch_size),
-                                             NestedKey(key).repr(), shape_str(v.tensor().sizes())));
+        throw std::runtime_error(fmt::format("cannot set batch size {}: key {} has shape {}", shape_string(batch_size),
+                                             NestedKey(key).repr(), shape_string(v.tensor().sizes())));
       }
     } else if (v.is_non_tensor()) {
       const auto& ids = v.non_tensor().ids();
       if (ids.defined() && !starts_with(batch_size, ids.sizes())) {
-        throw std::runtime_error(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_str(batch_size),
-                                             NestedKey(key).repr(), shape_str(ids.sizes())));
+        throw std::runtime_error(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_string(batch_size),
+                                             NestedKey(key).repr(), shape_string(ids.sizes())));
       }
     } else {
       TensorDictBase nested = v.tensordict();
@@ -128,8 +128,8 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
           nested.set_batch_size(batch_size);
         } catch (const std::exception& e) {
           throw std::runtime_error(fmt::format("cannot set batch size {}: nested tensordict {} has batch size {} ({})",
-                                               shape_str(batch_size), NestedKey(key).repr(),
-                                               shape_str(nested.batch_size()), e.what()));
+                                               shape_string(batch_size), NestedKey(key).repr(),
+                                               shape_string(nested.batch_size()), e.what()));
         }
       }
     }
@@ -221,7 +221,7 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
   if (!found) throw_missing(key, *parent.impl_, key.size() - 1);
   if (!found->is_tensordict()) {
     throw std::invalid_argument(fmt::format("key {} holds a tensor of shape {}, not a tensordict; use get()", key.repr(),
-                                            shape_str(found->tensor().sizes())));
+                                            shape_string(found->tensor().sizes())));
   }
   return found->tensordict();
 }
@@ -248,7 +248,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
     const auto& ids = value.non_tensor().ids();
     if (ids.defined() && ids.sizes() != level.batch_size()) {
       throw std::runtime_error(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
-                                           key.repr(), shape_str(ids.sizes()), shape_str(level.batch_size())));
+                                           key.repr(), shape_string(ids.sizes()), shape_string(level.batch_size())));
     }
     level.insert(key.back(), value);
     return *this;
@@ -265,11 +265,20 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
       adapted.set_batch_size(level.batch_size());
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensordict's batch size {} does not start with the batch size {} ({})",
-                                           key.repr(), shape_str(nested.batch_size()), shape_str(level.batch_size()), e.what()));
+                                           key.repr(), shape_string(nested.batch_size()), shape_string(level.batch_size()), e.what()));
     }
     nested = adapted;
   }
   if (auto device = level.device(); device && nested.device() != device) nested = nested.to(*device);
+  // A nested tensordict shares the names of the parent's dims.
+  const Names& names = level.names();
+  const Names& own = nested.names();
+  if (std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); }) &&
+      !std::equal(names.begin(), names.end(), own.begin())) {
+    Names inherited = names;
+    inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(names.size()), own.end());
+    nested.rename_(inherited);
+  }
   level.insert(key.back(), Value(nested));
   return *this;
 }

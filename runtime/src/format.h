@@ -7,9 +7,11 @@
 
 #include <string>
 
-namespace tensordict::detail {
+#include "tensordict/tensorclass_support.h"
+
+namespace tensordict {
 
 // "[3, 4]", as tensordict prints a batch size inside messages.
-inline std::string shape_str(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+using detail::shape_string;
 
-}  // namespace tensordict::detail
+}  // namespace tensordict

@@ -7,13 +7,12 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 TensorDict TensorDictBase::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
-  return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {resolved.result_batch_size().vec(), {}}, device(), detail::OpKind::Batch, apply, "index")));
+  detail::PieceMeta meta{resolved.result_batch_size().vec(), has_names() ? resolved.result_names(names()) : Names{}};
+  return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Batch, apply, "index")));
 }
 
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
@@ -25,7 +24,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
       source = value.expand(target);
     } catch (const std::exception&) {
       throw std::runtime_error(fmt::format("index_put_: the value's batch size {} cannot be expanded to the indexed batch size {}",
-                                           shape_str(value.batch_size()), shape_str(target)));
+                                           shape_string(value.batch_size()), shape_string(target)));
     }
   }
   for (const auto& [key, item] : source.items(true, true)) {

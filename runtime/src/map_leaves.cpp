@@ -76,9 +76,9 @@ struct Mapper {
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
       } else if (value.is_non_tensor()) {
         const NonTensorData& data = value.non_tensor();
-        if (kind == OpKind::Reduce && data.is_stack()) {
+        if (kind == OpKind::Fold && data.is_stack()) {
           path.push_back(key);
-          throw std::invalid_argument(fmt::format("{}: key {} holds a non-tensor stack, whose elements cannot be reduced; exclude it first",
+          throw std::invalid_argument(fmt::format("{}: key {} holds a non-tensor stack, whose elements it cannot carry; exclude it first",
                                                   op, NestedKey(path).repr()));
         }
         if (kind != OpKind::Batch || !data.is_stack()) {
@@ -113,6 +113,12 @@ struct Mapper {
 };
 
 }  // namespace
+
+void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value) {
+  std::shared_ptr<TensorDictImpl> level = td.impl();
+  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();
+  level->insert(key.back(), std::move(value));
+}
 
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
   std::vector<std::string> path;

@@ -33,9 +33,9 @@ using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
 // unbind, split) moves a stack's elements like a tensor of the batch shape,
 // so `fn` runs on the stack's id tensor; a value op (dtype, device, clone)
 // leaves non-tensor data as it is.
-// A reduction keeps single non-tensor values and refuses stacks, whose
-// elements cannot be reduced.
-enum class OpKind { Batch, Value, Reduce };
+// A fold (reductions, padding) mixes or invents batch elements: it keeps
+// single non-tensor values and refuses stacks, whose elements it cannot carry.
+enum class OpKind { Batch, Value, Fold };
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
                                                    std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op);
@@ -46,6 +46,10 @@ std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta me
 
 // Calls fn on every tensor leaf at any depth; errors name the key.
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
+
+// Replaces the entry at an existing key path without validating it (for ops
+// that rewrite leaves they just derived, whose shapes they control).
+void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value);
 
 // Rethrows the exception in flight as std::runtime_error naming `op` and `key`
 // (libtorch's message without its backtrace). Call from a catch block.

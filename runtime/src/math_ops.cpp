@@ -95,7 +95,7 @@ TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<i
       const auto sizes = value.tensor().sizes();
       if (sizes.size() < batch_size->size() || sizes.slice(0, batch_size->size()) != at::IntArrayRef(*batch_size)) {
         throw std::runtime_error(fmt::format("apply: the result for key {} has shape {}, which does not start with batch_size {}",
-                                             key.repr(), detail::shape_str(sizes), detail::shape_str(*batch_size)));
+                                             key.repr(), shape_string(sizes), shape_string(*batch_size)));
       }
     }
   }
@@ -118,7 +118,7 @@ TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
       detail::rethrow_for_key("named_apply", key);
     }
     if (result.defined()) {
-      out.parent_of(key, false).impl()->insert(key.back(), result);
+      detail::replace_entry(out, key, result);
     } else {
       out.del_(key);
     }
@@ -308,7 +308,7 @@ TensorDict TensorDictBase::where(const Operand& condition, const Operand& other)
       if (!c.is_tensor()) continue;
       const at::Tensor alternative = other.tensordict() ? other.tensordict()->get(key) : other.tensor();
       try {
-        out.parent_of(key, false).impl()->insert(key.back(), at::where(c.tensor(), get(key), alternative));
+        detail::replace_entry(out, key, at::where(c.tensor(), get(key), alternative));
       } catch (const KeyError&) {
         throw;
       } catch (...) {
@@ -350,7 +350,8 @@ TensorDict TensorDictBase::gather(int64_t dim, const at::Tensor& index) const {
     shape.insert(shape.end(), feature.begin(), feature.end());
     return at::gather(t, d, expand_right(index, t).expand(shape));
   };
-  return wrap(detail::map_leaves(*impl_, {index.sizes().vec(), {}}, device(), OpKind::Batch, fn, "gather"));
+  // Gather keeps the dim names (tensordict's rule).
+  return wrap(detail::map_leaves(*impl_, {index.sizes().vec(), names()}, device(), OpKind::Batch, fn, "gather"));
 }
 
 }  // namespace tensordict

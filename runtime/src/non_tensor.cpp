@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include "tensordict/tensorclass_support.h"
+
 #include <stdexcept>
 
 namespace tensordict {
@@ -64,15 +66,9 @@ bool operator==(const NonTensorData& a, const NonTensorData& b) {
 std::string python_repr(const Json& value) {
   switch (value.type()) {
     case Json::value_t::null: return "None";
-    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
-    case Json::value_t::string: {
-      std::string out = "'";
-      for (char c : value.get_ref<const std::string&>()) {
-        if (c == '\'' || c == '\\') out += '\\';
-        out += c;
-      }
-      return out + "'";
-    }
+    case Json::value_t::boolean: return detail::python_repr(value.get<bool>());
+    case Json::value_t::string: return detail::python_repr(value.get_ref<const std::string&>());
+    case Json::value_t::number_float: return detail::python_repr(value.get<double>());
     case Json::value_t::array: {
       std::string out = "[";
       for (std::size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + python_repr(value[i]);
@@ -82,17 +78,12 @@ std::string python_repr(const Json& value) {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, v] : value.items()) {
-        out += (first ? "" : ", ") + python_repr(Json(k)) + ": " + python_repr(v);
+        out += (first ? "" : ", ") + detail::python_repr(k) + ": " + python_repr(v);
         first = false;
       }
       return out + "}";
     }
-    case Json::value_t::number_float: {
-      std::string text = value.dump();
-      if (text.find_first_of(".eE") == std::string::npos && text.find_first_of("in") == std::string::npos) text += ".0";
-      return text;
-    }
-    default: return value.dump();
+    default: return value.dump();  // integers
   }
 }
 

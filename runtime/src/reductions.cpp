@@ -63,7 +63,7 @@ std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t bat
   for (int64_t d : dims) out.push_back(wrap_batch_dim(d, batch_dims, op));
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
-    throw std::invalid_argument(fmt::format("{}: a dim appears twice in {}", op, detail::shape_str(dims)));
+    throw std::invalid_argument(fmt::format("{}: a dim appears twice in {}", op, shape_string(dims)));
   }
   return out;
 }
@@ -84,7 +84,7 @@ TensorDict reduced(const TensorDictBase& td, Reduction op, const std::vector<int
     }
   }
   auto fn = [&](const at::Tensor& t) { return reduce_leaf(op, t, wrapped, keepdim, correction); };
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Reduce, fn, name)));
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, name)));
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ TensorDict TensorDictBase::norm() const {
   detail::PieceMeta meta;
   meta.keep_nested_dims = false;
   return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, meta, device(), detail::OpKind::Reduce, [](const at::Tensor& t) { return t.norm(); }, "norm")));
+      detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, [](const at::Tensor& t) { return t.norm(); }, "norm")));
 }
 
 at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
@@ -140,7 +140,7 @@ TensorDict TensorDictBase::all(int64_t dim) const {
   std::vector<int64_t> batch = batch_size().vec();
   batch.erase(batch.begin() + d);
   return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Reduce, [&](const at::Tensor& t) { return t.all(d); }, "all")));
+      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Fold, [&](const at::Tensor& t) { return t.all(d); }, "all")));
 }
 
 TensorDict TensorDictBase::any(int64_t dim) const {
@@ -148,7 +148,7 @@ TensorDict TensorDictBase::any(int64_t dim) const {
   std::vector<int64_t> batch = batch_size().vec();
   batch.erase(batch.begin() + d);
   return TensorDict(TensorDictBase(
-      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Reduce, [&](const at::Tensor& t) { return t.any(d); }, "any")));
+      detail::map_leaves(*impl_, {batch, {}}, device(), detail::OpKind::Fold, [&](const at::Tensor& t) { return t.any(d); }, "any")));
 }
 
 }  // namespace tensordict

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "tensordict/dtype.h"
 #include "tensordict/non_tensor.h"
@@ -36,6 +37,32 @@ std::string tensor_repr(const at::Tensor& t) {
   return fmt::format("Tensor(shape={}, device={}, dtype=torch.{}, is_shared={})", torch_size(t.sizes()), t.device().str(),
                      dtype_name(t.scalar_type()), python_bool(t.is_cuda()));
 }
+
+std::string shape_string(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+
+std::string python_repr(const std::string& v) {
+  // Python's repr: single quotes unless the text holds one and no double quote.
+  const bool dq = v.find('\'') != std::string::npos && v.find('"') == std::string::npos;
+  const char q = dq ? '"' : '\'';
+  std::string out(1, q);
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == q) out += std::string("\\") + q;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out + q;
+}
+std::string python_repr(std::int64_t v) { return std::to_string(v); }
+std::string python_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+std::string python_repr(bool v) { return python_bool(v); }
 
 }  // namespace detail
 

@@ -12,7 +12,6 @@
 
 namespace tensordict {
 
-using detail::shape_str;
 
 namespace {
 
@@ -24,16 +23,26 @@ std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf
   return shape;
 }
 
-TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, c10::function_ref<at::Tensor(const at::Tensor&)> fn,
-                  const char* op) {
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {std::move(batch), {}}, td.device(), detail::OpKind::Batch, fn, op)));
+// The names of the result of a shape op: `edit` rewrites the source's names
+// the way the op rewrites dims; an unnamed tensordict stays unnamed.
+Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit) {
+  if (!td.has_names()) return {};
+  Names names = td.names();
+  edit(names);
+  return names;
+}
+
+TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
+                  c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+  return TensorDict(TensorDictBase(
+      detail::map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), detail::OpKind::Batch, fn, op)));
 }
 
 std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
-                                      detail::LeafFn fn, const char* op) {
+                                      const Names& names, detail::LeafFn fn, const char* op) {
   std::vector<detail::PieceMeta> metas;
   metas.reserve(batches.size());
-  for (const auto& b : batches) metas.push_back({b, {}});
+  for (const auto& b : batches) metas.push_back({b, names});
   std::vector<TensorDict> out;
   for (auto& impl : detail::map_leaves(*td.impl(), metas, td.device(), detail::OpKind::Batch, fn, op)) out.emplace_back(TensorDictBase(std::move(impl)));
   return out;
@@ -43,8 +52,8 @@ std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntAr
   try {
     return at::infer_size(shape, numel);
   } catch (const std::exception&) {  // c10::Error or std::runtime_error, depending on the libtorch version
-    throw std::runtime_error(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_str(shape),
-                                         shape_str(batch), numel));
+    throw std::runtime_error(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_string(shape),
+                                         shape_string(batch), numel));
   }
 }
 
@@ -53,31 +62,36 @@ std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntAr
 TensorDict TensorDictBase::reshape(at::IntArrayRef shape) const {
   const auto batch = infer_shape(shape, numel(), batch_size(), "reshape");
   const int64_t nb = batch_dims();
-  return mapped(*this, batch, [&](const at::Tensor& t) { return t.reshape(with_features(batch, t, nb)); }, "reshape");
+  return mapped(*this, batch, {}, [&](const at::Tensor& t) { return t.reshape(with_features(batch, t, nb)); }, "reshape");
 }
 
 TensorDict TensorDictBase::view(at::IntArrayRef shape) const {
   const auto batch = infer_shape(shape, numel(), batch_size(), "view");
   const int64_t nb = batch_dims();
-  return mapped(*this, batch, [&](const at::Tensor& t) { return t.view(with_features(batch, t, nb)); }, "view");
+  return mapped(*this, batch, {}, [&](const at::Tensor& t) { return t.view(with_features(batch, t, nb)); }, "view");
 }
 
 TensorDict TensorDictBase::permute(at::IntArrayRef dims) const {
   const int64_t nb = batch_dims();
   if (static_cast<int64_t>(dims.size()) != nb) {
-    throw std::invalid_argument(fmt::format("permute: got {} dims {} for {} batch dims", dims.size(), shape_str(dims), nb));
+    throw std::invalid_argument(fmt::format("permute: got {} dims {} for {} batch dims", dims.size(), shape_string(dims), nb));
   }
   std::vector<int64_t> order;
   std::vector<bool> seen(nb, false);
   std::vector<int64_t> batch;
   for (int64_t d : dims) {
     const int64_t w = wrap_batch_dim(d, nb, "permute");
-    if (seen[w]) throw std::invalid_argument(fmt::format("permute: dim {} is repeated in {}", d, shape_str(dims)));
+    if (seen[w]) throw std::invalid_argument(fmt::format("permute: dim {} is repeated in {}", d, shape_string(dims)));
     seen[w] = true;
     order.push_back(w);
     batch.push_back(batch_size()[w]);
   }
-  return mapped(*this, batch, [&](const at::Tensor& t) {
+  const Names names = names_after(*this, [&](Names& n) {
+    Names permuted;
+    for (int64_t d : order) permuted.push_back(n[d]);
+    n = permuted;
+  });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) {
     std::vector<int64_t> full = order;
     for (int64_t d = nb; d < t.dim(); ++d) full.push_back(d);
     return t.permute(full);
@@ -89,7 +103,8 @@ TensorDict TensorDictBase::transpose(int64_t dim0, int64_t dim1) const {
   const int64_t d1 = wrap_batch_dim(dim1, batch_dims(), "transpose");
   std::vector<int64_t> batch = batch_size().vec();
   std::swap(batch[d0], batch[d1]);
-  return mapped(*this, batch, [&](const at::Tensor& t) { return t.transpose(d0, d1); }, "transpose");
+  const Names names = names_after(*this, [&](Names& n) { std::swap(n[d0], n[d1]); });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) { return t.transpose(d0, d1); }, "transpose");
 }
 
 TensorDict TensorDictBase::squeeze(std::optional<int64_t> dim) const {
@@ -104,7 +119,10 @@ TensorDict TensorDictBase::squeeze(std::optional<int64_t> dim) const {
   }
   std::vector<int64_t> batch = batch_size().vec();
   for (int64_t d : drop) batch.erase(batch.begin() + d);
-  return mapped(*this, batch, [&](const at::Tensor& t) {
+  const Names names = names_after(*this, [&](Names& n) {
+    for (int64_t d : drop) n.erase(n.begin() + d);
+  });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) {
     at::Tensor out = t;
     for (int64_t d : drop) out = out.squeeze(d);
     return out;
@@ -115,14 +133,15 @@ TensorDict TensorDictBase::unsqueeze(int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "unsqueeze", 1);
   std::vector<int64_t> batch = batch_size().vec();
   batch.insert(batch.begin() + d, 1);
-  return mapped(*this, batch, [&](const at::Tensor& t) { return t.unsqueeze(d); }, "unsqueeze");
+  const Names names = names_after(*this, [&](Names& n) { n.insert(n.begin() + d, std::nullopt); });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) { return t.unsqueeze(d); }, "unsqueeze");
 }
 
 TensorDict TensorDictBase::expand(at::IntArrayRef shape) const {
   const int64_t nb = batch_dims();
   const int64_t n = static_cast<int64_t>(shape.size());
   auto fail = [&] {
-    throw std::runtime_error(fmt::format("expand: batch size {} cannot be expanded to {}", shape_str(batch_size()), shape_str(shape)));
+    throw std::runtime_error(fmt::format("expand: batch size {} cannot be expanded to {}", shape_string(batch_size()), shape_string(shape)));
   };
   if (n < nb) fail();
   std::vector<int64_t> batch = shape.vec();
@@ -136,7 +155,8 @@ TensorDict TensorDictBase::expand(at::IntArrayRef shape) const {
     if (batch[i] == -1) batch[i] = old;
     if (batch[i] != old && old != 1) fail();
   }
-  return mapped(*this, batch, [&](const at::Tensor& t) {
+  const Names names = names_after(*this, [&](Names& n) { n.insert(n.begin(), batch.size() - n.size(), std::nullopt); });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) {
     std::vector<int64_t> full = batch;
     const auto feature = t.sizes().slice(nb);
     full.insert(full.end(), feature.begin(), feature.end());
@@ -153,7 +173,11 @@ TensorDict TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
   const auto merged = batch_size().slice(s, e - s + 1);
   batch.push_back(std::accumulate(merged.begin(), merged.end(), int64_t{1}, std::multiplies<>()));
   batch.insert(batch.end(), batch_size().begin() + e + 1, batch_size().end());
-  return mapped(*this, batch, [&](const at::Tensor& t) { return t.flatten(s, e); }, "flatten");
+  const Names names = names_after(*this, [&](Names& n) {
+    n.erase(n.begin() + s, n.begin() + e + 1);
+    n.insert(n.begin() + s, std::nullopt);
+  });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) { return t.flatten(s, e); }, "flatten");
 }
 
 TensorDict TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
@@ -163,7 +187,11 @@ TensorDict TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
   batch.insert(batch.end(), split.begin(), split.end());
   batch.insert(batch.end(), batch_size().begin() + d + 1, batch_size().end());
   const int64_t nb = batch_dims();
-  return mapped(*this, batch, [&](const at::Tensor& t) { return t.reshape(with_features(batch, t, nb)); }, "unflatten");
+  const Names names = names_after(*this, [&](Names& n) {
+    n.erase(n.begin() + d);
+    n.insert(n.begin() + d, split.size(), std::nullopt);
+  });
+  return mapped(*this, batch, names, [&](const at::Tensor& t) { return t.reshape(with_features(batch, t, nb)); }, "unflatten");
 }
 
 std::vector<TensorDict> TensorDictBase::unbind(int64_t dim) const {
@@ -171,7 +199,8 @@ std::vector<TensorDict> TensorDictBase::unbind(int64_t dim) const {
   std::vector<int64_t> piece = batch_size().vec();
   const int64_t n = piece[d];
   piece.erase(piece.begin() + d);
-  return mapped_pieces(*this, std::vector<std::vector<int64_t>>(n, piece), [&](const at::Tensor& t, at::Tensor* out) {
+  const Names names = names_after(*this, [&](Names& nm) { nm.erase(nm.begin() + d); });
+  return mapped_pieces(*this, std::vector<std::vector<int64_t>>(n, piece), names, [&](const at::Tensor& t, at::Tensor* out) {
     auto parts = t.unbind(d);
     std::move(parts.begin(), parts.end(), out);
   }, "unbind");
@@ -181,16 +210,16 @@ std::vector<TensorDict> TensorDictBase::split(at::IntArrayRef split_sizes, int64
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
   const int64_t total = std::accumulate(split_sizes.begin(), split_sizes.end(), int64_t{0});
   if (total != batch_size()[d]) {
-    throw std::invalid_argument(fmt::format("split: sizes {} sum to {} but batch dim {} has size {}", shape_str(split_sizes),
+    throw std::invalid_argument(fmt::format("split: sizes {} sum to {} but batch dim {} has size {}", shape_string(split_sizes),
                                             total, d, batch_size()[d]));
   }
   std::vector<std::vector<int64_t>> batches;
   for (int64_t s : split_sizes) {
-    if (s < 0) throw std::invalid_argument(fmt::format("split: negative size in {}", shape_str(split_sizes)));
+    if (s < 0) throw std::invalid_argument(fmt::format("split: negative size in {}", shape_string(split_sizes)));
     batches.push_back(batch_size().vec());
     batches.back()[d] = s;
   }
-  return mapped_pieces(*this, batches, [&](const at::Tensor& t, at::Tensor* out) {
+  return mapped_pieces(*this, batches, names_after(*this, [](Names&) {}), [&](const at::Tensor& t, at::Tensor* out) {
     auto parts = t.split_with_sizes(split_sizes, d);
     std::move(parts.begin(), parts.end(), out);
   }, "split");

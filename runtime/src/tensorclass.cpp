@@ -14,8 +14,6 @@
 
 namespace tensordict::detail {
 
-std::string shape_string(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
-
 void validate_tensor_field(const std::string& path, const schema::FieldInfo& field, const at::Tensor& tensor,
                            at::IntArrayRef batch_size, SymbolTable& symbols, std::string_view class_name) {
   if (!tensor.defined()) {
@@ -104,29 +102,6 @@ void throw_empty_list(std::string_view op, std::string_view class_name) {
   throw std::invalid_argument(fmt::format("{}: expected a non-empty list of {}", op, class_name));
 }
 
-std::string python_repr(const std::string& v) {
-  // Python's repr: single quotes unless the text holds one and no double quote.
-  const bool dq = v.find('\'') != std::string::npos && v.find('"') == std::string::npos;
-  const char q = dq ? '"' : '\'';
-  std::string out(1, q);
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == q) out += std::string("\\") + q;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  return out + q;
-}
-std::string python_repr(std::int64_t v) { return std::to_string(v); }
-std::string python_repr(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::string s = fmt::format("{}", v);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-std::string python_repr(bool v) { return python_bool(v); }
 
 std::string tensorclass_repr(std::string_view class_name, std::vector<std::string> tensor_fields,
                              const std::vector<std::string>& non_tensor_fields, at::IntArrayRef batch_size,

@@ -29,6 +29,12 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+namespace c10 {
+template <class Key, class Value>
+class Dict;
+struct IValue;
+}  // namespace c10
+
 namespace tensordict {
 
 class NonTensorData;
@@ -145,6 +151,23 @@ class TensorDictBase {
   const Names& names() const { return impl_->names(); }
   bool has_names() const;
   std::string_view type_name() const { return impl_->type_name(); }
+
+  // ---- dim names ----------------------------------------------------------------
+  // Names the batch dims (nullopt: unnamed); nested tensordicts share the
+  // names of the dims they have in common with this one.
+  TensorDictBase& rename_(const Names& names);
+  // Renames the dim called `old_name` (tensordict's rename_(old="new")).
+  TensorDictBase& rename_(const std::string& old_name, const std::string& new_name);
+  // The same, on a shallow copy.
+  TensorDict rename(const Names& names) const;
+  TensorDict rename(const std::string& old_name, const std::string& new_name) const;
+  // tensordict's refine_names: unnamed dims take the given names, named dims
+  // must already have them; one "..." entry stands for the dims not listed.
+  TensorDictBase& refine_names(const Names& names);
+
+  // tensordict's auto_batch_size_: the longest leading shape every entry
+  // shares (at most `batch_dims` dims), applied level by level.
+  TensorDictBase& auto_batch_size_(std::optional<int64_t> batch_dims = std::nullopt);
 
   // Number of elements of the batch (product of batch_size).
   int64_t numel() const;
@@ -351,9 +374,24 @@ class TensorDictBase {
   TensorDict norm() const;
   at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
 
+  // ---- state dicts (include <tensordict/state_dict.h> to use them) -----------------
+  // tensordict's state_dict: one entry per tensor (detached unless
+  // keep_vars), a nested dict per nested tensordict, then "__batch_size"
+  // (int list) and "__device" (string or None). flatten joins nested keys
+  // with "." and keeps only the top level's batch size and device.
+  // Non-tensor data is not part of a state dict.
+  c10::Dict<std::string, c10::IValue> state_dict(bool keep_vars = false, bool flatten = false) const;
+  // Loads one: by default tensors are copied into the existing ones; assign
+  // replaces them. strict: the keys must match exactly.
+  TensorDictBase& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict, bool strict = true,
+                                  bool assign = false, bool from_flatten = false);
+
   // ---- device, dtype, copies ----------------------------------------------------
   TensorDict to(at::Device device, bool non_blocking = false) const;
   TensorDict to(at::ScalarType dtype) const;
+#define TENSORDICT_DECLARE_CAST(name, dtype) TensorDict name() const;
+  TENSORDICT_DTYPE_CASTS(TENSORDICT_DECLARE_CAST)
+#undef TENSORDICT_DECLARE_CAST
   TensorDict cpu() const;
   TensorDict cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
   // recurse=false copies the structure only; tensors are shared.

@@ -12,6 +12,7 @@
 #include <ATen/TensorIndexing.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace tensordict {
@@ -31,6 +32,10 @@ class BatchIndex {
   // The batch size of the indexed result: what `at::zeros(batch).index(index)`
   // would have as sizes.
   at::IntArrayRef result_batch_size() const { return result_batch_size_; }
+
+  // The dim names of the result: a kept dim keeps its name; dims that None
+  // or an advanced index create are unnamed.
+  std::vector<std::optional<std::string>> result_names(const std::vector<std::optional<std::string>>& source) const;
 
   // How many batch dims of the source the index consumes from the front.
   int64_t consumed_dims() const { return consumed_dims_; }
@@ -69,6 +74,8 @@ class BatchIndex {
   std::vector<Step> steps_;
   std::optional<Advanced> advanced_;
   std::vector<int64_t> result_batch_size_;
+  // For each result dim, the source batch dim it comes from, or -1.
+  std::vector<int64_t> result_origin_;
   int64_t consumed_dims_ = 0;
 };
 

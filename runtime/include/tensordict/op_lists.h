@@ -22,3 +22,9 @@
 
 // Reductions over batch dims (see TensorDictBase::reduce).
 #define TENSORDICT_REDUCTIONS(X) X(sum) X(mean) X(nansum) X(nanmean) X(prod) X(amax) X(amin) X(max) X(min)
+
+// Named dtype casts: X(method, dtype). tensordict's float()/double()/int()/
+// long()/bool() are C++ keywords, hence the to_ prefix for all of them.
+#define TENSORDICT_DTYPE_CASTS(X) \
+  X(to_float, at::kFloat) X(to_double, at::kDouble) X(to_half, at::kHalf) X(to_bfloat16, at::kBFloat16) X(to_int, at::kInt) \
+  X(to_long, at::kLong) X(to_bool, at::kBool)

@@ -1,0 +1,10 @@
+// tensordict::nn, all of it: #include <tensordict/nn.h> and link
+// tensorclass::nn. The only public headers that include torch/nn headers.
+#pragma once
+
+#include "tensordict/nn/distributions.h"
+#include "tensordict/nn/module.h"
+#include "tensordict/nn/params.h"
+#include "tensordict/nn/probabilistic.h"
+#include "tensordict/nn/sequential.h"
+#include "tensordict/tensordict.h"

@@ -1,0 +1,81 @@
+// Parameters as a TensorDict (tensordict's TensorDict.from_module,
+// to_module, from_modules): functional calls and ensembles.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tensordict/dense.h"
+#include "tensordict/nn/module.h"
+
+namespace tensordict::nn {
+
+// A tensordict (batch size []) of the module's parameters and buffers, nested
+// by submodule name: a Sequential's "0" -> {"weight", "bias"}. The tensors are
+// the module's own (same storage, requires_grad kept). Submodules without
+// parameters or buffers are left out.
+TensorDict from_module(const torch::nn::Module& module);
+template <class M>
+TensorDict from_module(const torch::nn::ModuleHolder<M>& module) {
+  return from_module(*module);
+}
+
+// Stacks the parameters of modules sharing one structure: batch dim 0 is the
+// model index (for ensembles).
+TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& modules);
+template <class H>
+  requires std::is_base_of_v<torch::detail::ModuleHolderIndicator, H>
+TensorDict from_modules(const std::vector<H>& modules) {
+  std::vector<std::shared_ptr<torch::nn::Module>> ptrs;
+  for (const auto& m : modules) ptrs.push_back(m.ptr());
+  return from_modules(ptrs);
+}
+
+// Swaps `params` into `module` (every key must name a parameter or buffer of
+// the module, nested by submodule) for the guard's lifetime; the destructor
+// puts the originals back. Like libtorch's Module::to, the module's parameter
+// objects are kept and their data replaced (set_data): they alias the given
+// tensors' storage, so the forward computes with the given values, and
+// in-place updates reach them; autograd sees the module's parameters, so
+// gradients land in their .grad.
+class ToModuleGuard {
+ public:
+  ToModuleGuard(torch::nn::Module& module, const TensorDictBase& params);
+  ~ToModuleGuard();
+  ToModuleGuard(ToModuleGuard&& other) noexcept;
+  ToModuleGuard& operator=(ToModuleGuard&&) = delete;
+  ToModuleGuard(const ToModuleGuard&) = delete;
+  ToModuleGuard& operator=(const ToModuleGuard&) = delete;
+
+  // Keeps the swapped-in values (the destructor restores nothing).
+  void release() { saved_.clear(); }
+
+ private:
+  void restore() noexcept;
+  // (the module's tensor, its original data)
+  std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
+};
+
+[[nodiscard]] ToModuleGuard to_module(torch::nn::Module& module, const TensorDictBase& params);
+template <class M>
+[[nodiscard]] ToModuleGuard to_module(const torch::nn::ModuleHolder<M>& module, const TensorDictBase& params) {
+  return ToModuleGuard(*module.ptr(), params);
+}
+
+// The ensemble forward, as a loop: for each model i of `params` (stacked by
+// from_modules), swaps params[i] into `module`, runs it on a shallow copy of
+// `input` and stacks the results along a new dim 0 (batch [M, *input.batch]).
+// Gradients land in `module`'s parameters (see ToModuleGuard).
+TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDictBase& params, const TensorDictBase& input);
+template <class M>
+TensorDict ensemble_forward(const torch::nn::ModuleHolder<M>& module, const TensorDictBase& params,
+                            const TensorDictBase& input) {
+  return ensemble_forward(*module.ptr(), params, input);
+}
+
+}  // namespace tensordict::nn

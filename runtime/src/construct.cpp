@@ -1,0 +1,140 @@
+// Building tensordicts: inferred batch sizes, merging, padding.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/functional.h"
+
+namespace tensordict {
+
+namespace {
+
+// The longest common prefix of two shapes.
+std::vector<int64_t> common_prefix(const std::vector<int64_t>& a, at::IntArrayRef b) {
+  std::size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return std::vector<int64_t>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+}  // namespace
+
+TensorDictBase& TensorDictBase::auto_batch_size_(std::optional<int64_t> batch_dims) {
+  // Nested levels first: their batch sizes bound ours.
+  std::optional<std::vector<int64_t>> shared;
+  impl_->for_each([&](const std::string&, const Value& value) {
+    at::IntArrayRef shape;
+    if (value.is_tensor()) {
+      shape = value.tensor().sizes();
+    } else if (value.is_tensordict()) {
+      TensorDictBase nested = value.tensordict();
+      nested.auto_batch_size_();
+      shape = nested.batch_size();
+    } else {
+      return;  // non-tensor data spans whatever batch it is given
+    }
+    shared = shared ? common_prefix(*shared, shape) : shape.vec();
+  });
+  std::vector<int64_t> batch = shared.value_or(std::vector<int64_t>{});
+  if (batch_dims && static_cast<int64_t>(batch.size()) > *batch_dims) batch.resize(static_cast<std::size_t>(*batch_dims));
+  impl_->set_meta(batch_size().vec(), device(), {});  // names do not survive a batch change
+  set_batch_size(batch);
+  return *this;
+}
+
+TensorDict make_tensordict(std::vector<TensorDict::Entry> entries, std::optional<std::vector<int64_t>> batch_size,
+                           std::optional<at::Device> device, std::optional<int64_t> batch_dims) {
+  if (batch_size) return TensorDict(std::move(entries), *batch_size, device);
+  TensorDict td(std::move(entries), {}, device);
+  td.auto_batch_size_(batch_dims);
+  return td;
+}
+
+TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds) {
+  if (tds.empty()) throw std::invalid_argument("merge_tensordicts needs at least one tensordict");
+  TensorDict out = tds.front().clone(false);
+  for (std::size_t i = 1; i < tds.size(); ++i) out.update(tds[i]);
+  return out;
+}
+
+TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, const at::Scalar& value) {
+  const int64_t nb = td.batch_dims();
+  if (pad_size.size() % 2 != 0 || static_cast<int64_t>(pad_size.size()) > 2 * nb) {
+    throw std::invalid_argument(fmt::format("pad: pad_size {} must have an even length of at most 2 * {} (the batch dims)",
+                                            shape_string(pad_size), nb));
+  }
+  std::vector<int64_t> batch = td.batch_size().vec();
+  for (std::size_t d = 0; d < pad_size.size() / 2; ++d) {
+    batch[d] += pad_size[2 * d] + pad_size[2 * d + 1];
+    if (batch[d] < 0) throw std::invalid_argument(fmt::format("pad: padding {} crops batch dim {} below zero", shape_string(pad_size), d));
+  }
+  auto fn = [&](const at::Tensor& t) {
+    // constant_pad_nd lists pads from the last dim backwards.
+    std::vector<int64_t> pads(2 * static_cast<std::size_t>(t.dim()), 0);
+    for (std::size_t d = 0; d < pad_size.size() / 2; ++d) {
+      const std::size_t from_end = static_cast<std::size_t>(t.dim()) - 1 - d;
+      pads[2 * from_end] = pad_size[2 * d];
+      pads[2 * from_end + 1] = pad_size[2 * d + 1];
+    }
+    return at::constant_pad_nd(t, pads, value);
+  };
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {batch, td.names()}, td.device(), detail::OpKind::Fold, fn, "pad")));
+}
+
+TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim, const at::Scalar& padding_value, bool return_mask) {
+  if (tds.empty()) throw std::invalid_argument("pad_sequence needs at least one tensordict");
+  const auto keys = tds.front().keys(true, true);
+  std::vector<TensorDict> padded;
+  std::vector<TensorDict> masks;
+  for (std::size_t i = 0; i < tds.size(); ++i) {
+    padded.push_back(tds[i].clone(false));
+    masks.push_back(tds[i].empty(true));
+  }
+  std::optional<int64_t> padded_batch_len;
+  for (const auto& key : keys) {
+    if (!tds.front().get_value(key)->is_tensor()) continue;
+    // This key's longest length along pad_dim.
+    int64_t longest = 0;
+    for (std::size_t i = 0; i < tds.size(); ++i) {
+      const at::Tensor t = tds[i].get(key);
+      if (pad_dim < 0 || pad_dim >= t.dim()) {
+        throw std::out_of_range(fmt::format("pad_sequence: pad_dim {} is out of range for key {} of shape {}", pad_dim, key.repr(),
+                                            shape_string(t.sizes())));
+      }
+      longest = std::max(longest, t.size(pad_dim));
+    }
+    if (pad_dim < tds.front().batch_dims()) padded_batch_len = longest;
+    for (std::size_t i = 0; i < tds.size(); ++i) {
+      const at::Tensor t = tds[i].get(key);
+      std::vector<int64_t> pads(2 * static_cast<std::size_t>(t.dim()), 0);
+      pads[2 * static_cast<std::size_t>(t.dim() - 1 - pad_dim) + 1] = longest - t.size(pad_dim);
+      detail::replace_entry(padded[i], key, at::constant_pad_nd(t, pads, padding_value));
+      if (return_mask) {
+        detail::replace_entry(masks[i], key, at::constant_pad_nd(at::ones(t.sizes(), at::kBool), pads, false));
+      }
+    }
+  }
+  std::vector<TensorDictBase> members;
+  for (std::size_t i = 0; i < tds.size(); ++i) {
+    if (padded_batch_len) {
+      // The padded dim is a batch dim: every level's batch grows with it.
+      auto grow = [&](auto&& self, TensorDictBase level) -> void {
+        std::vector<int64_t> batch = level.batch_size().vec();
+        batch[static_cast<std::size_t>(pad_dim)] = *padded_batch_len;
+        level.impl()->set_meta(batch, level.device(), level.names());
+        level.impl()->for_each([&](const std::string&, const Value& v) {
+          if (v.is_tensordict()) self(self, v.tensordict());
+        });
+      };
+      grow(grow, padded[i]);
+      if (return_mask) grow(grow, masks[i]);
+    }
+    if (return_mask) padded[i].impl()->insert("masks", Value(masks[i]));
+    members.push_back(padded[i]);
+  }
+  return stack(members, 0);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,91 @@
+// Dim names: rename_, rename, refine_names.
+#include <algorithm>
+#include <stdexcept>
+
+#include "dense_impl.h"
+#include "format.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+namespace {
+
+std::string show(const Names& names) {
+  std::vector<std::string> parts;
+  for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+TensorDictBase& TensorDictBase::rename_(const Names& names) {
+  const Names checked = detail::checked_names(names, batch_size().size());
+  impl_->for_each([&](const std::string& key, const Value& value) {
+    if (!value.is_tensordict()) return;
+    TensorDictBase nested = value.tensordict();
+    Names inherited = checked;
+    const Names& own = nested.names();
+    inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(checked.size()), own.end());
+    try {
+      nested.rename_(inherited);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(fmt::format("rename_: nested tensordict {} cannot take names {}: {}", NestedKey(key).repr(),
+                                              show(inherited), e.what()));
+    }
+  });
+  impl_->set_meta(batch_size().vec(), device(), checked);
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::rename_(const std::string& old_name, const std::string& new_name) {
+  Names names = this->names();
+  auto it = std::find(names.begin(), names.end(), std::optional<std::string>(old_name));
+  if (it == names.end()) {
+    throw std::invalid_argument(fmt::format("rename_: no dim is named '{}' (names are {})", old_name, show(names)));
+  }
+  *it = new_name;
+  return rename_(names);
+}
+
+TensorDict TensorDictBase::rename(const Names& names) const {
+  TensorDict out = clone(false);
+  out.rename_(names);
+  return out;
+}
+
+TensorDict TensorDictBase::rename(const std::string& old_name, const std::string& new_name) const {
+  TensorDict out = clone(false);
+  out.rename_(old_name, new_name);
+  return out;
+}
+
+TensorDictBase& TensorDictBase::refine_names(const Names& names) {
+  const auto nb = static_cast<std::size_t>(batch_dims());
+  const auto ellipsis = std::find(names.begin(), names.end(), std::optional<std::string>("..."));
+  Names wanted;
+  if (ellipsis == names.end()) {
+    wanted = names;
+  } else {
+    if (std::find(ellipsis + 1, names.end(), std::optional<std::string>("...")) != names.end()) {
+      throw std::invalid_argument("refine_names: at most one '...' is allowed");
+    }
+    const std::size_t listed = names.size() - 1;
+    if (listed > nb) throw std::invalid_argument(fmt::format("refine_names: {} names for {} batch dims", listed, nb));
+    wanted.assign(names.begin(), ellipsis);
+    wanted.insert(wanted.end(), nb - listed, std::nullopt);
+    wanted.insert(wanted.end(), ellipsis + 1, names.end());
+  }
+  if (wanted.size() != nb) throw std::invalid_argument(fmt::format("refine_names: {} names for {} batch dims", wanted.size(), nb));
+  Names refined = this->names();
+  for (std::size_t d = 0; d < nb; ++d) {
+    if (!wanted[d]) continue;
+    if (refined[d] && refined[d] != wanted[d]) {
+      throw std::invalid_argument(fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d],
+                                              *wanted[d]));
+    }
+    refined[d] = wanted[d];
+  }
+  return rename_(refined);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,133 @@
+// state_dict / load_state_dict in tensordict's structure.
+#include "tensordict/state_dict.h"
+
+#include <stdexcept>
+
+#include "dense_impl.h"
+#include "format.h"
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+namespace {
+
+constexpr const char* kBatchSize = "__batch_size";
+constexpr const char* kDevice = "__device";
+
+// c10::Dict<std::string, IValue> needs its element types spelled out.
+StateDict empty_state_dict() {
+  return c10::impl::toTypedDict<std::string, c10::IValue>(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get()));
+}
+
+bool is_meta_key(const std::string& key) { return key == kBatchSize || key == kDevice; }
+
+void add_meta(StateDict& out, const TensorDictBase& td) {
+  out.insert(kBatchSize, c10::IValue(td.batch_size().vec()));
+  out.insert(kDevice, td.device() ? c10::IValue(td.device()->str()) : c10::IValue());
+}
+
+void collect(const TensorDictBase& td, StateDict& out, const std::string& prefix, bool keep_vars, bool flatten) {
+  td.impl()->for_each([&](const std::string& key, const Value& value) {
+    if (value.is_tensor()) {
+      out.insert(prefix + key, keep_vars ? value.tensor() : value.tensor().detach());
+    } else if (value.is_tensordict()) {
+      if (flatten) {
+        collect(value.tensordict(), out, prefix + key + ".", keep_vars, true);
+      } else {
+        StateDict nested = empty_state_dict();
+        collect(value.tensordict(), nested, "", keep_vars, false);
+        add_meta(nested, value.tensordict());
+        out.insert(key, nested);
+      }
+    }
+  });
+}
+
+// "a.b" keys back into nested dicts (the meta keys stay at the top).
+StateDict nest_flat_keys(const StateDict& flat) {
+  StateDict out = empty_state_dict();
+  for (const auto& entry : flat) {
+    const std::string& key = entry.key();
+    if (is_meta_key(key)) {
+      out.insert(key, entry.value());
+      continue;
+    }
+    StateDict level = out;
+    std::size_t start = 0;
+    for (std::size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', start)) {
+      const std::string part = key.substr(start, dot - start);
+      if (!level.contains(part)) level.insert(part, empty_state_dict());
+      level = c10::impl::toTypedDict<std::string, c10::IValue>(level.at(part).toGenericDict());
+      start = dot + 1;
+    }
+    level.insert(key.substr(start), entry.value());
+  }
+  return out;
+}
+
+void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, const std::vector<std::string>& path) {
+  auto where = [&](const std::string& key) {
+    std::vector<std::string> p = path;
+    p.push_back(key);
+    return NestedKey(p).repr();
+  };
+  for (const auto& entry : sd) {
+    const std::string& key = entry.key();
+    if (is_meta_key(key)) continue;
+    const c10::IValue& v = entry.value();
+    auto existing = td.impl()->find(key);
+    if (v.isTensor()) {
+      if (!existing) {
+        if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        td.impl()->insert(key, v.toTensor());
+      } else if (assign) {
+        td.impl()->insert(key, v.toTensor());
+      } else {
+        td.set_(key, v.toTensor());
+      }
+    } else if (v.isGenericDict()) {
+      if (!existing) {
+        if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        TensorDict created(TensorDictBase(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, td.device(), Names{})));
+        td.impl()->insert(key, Value(created));
+        existing = td.impl()->find(key);
+      }
+      std::vector<std::string> sub = path;
+      sub.push_back(key);
+      load(existing->tensordict(), c10::impl::toTypedDict<std::string, c10::IValue>(v.toGenericDict()), strict, assign, sub);
+    } else {
+      throw std::invalid_argument(fmt::format("load_state_dict: entry {} is a {}, expected a tensor or a dict", where(key),
+                                              v.tagKind()));
+    }
+  }
+  if (strict) {
+    td.impl()->for_each([&](const std::string& key, const Value& value) {
+      if (!value.is_non_tensor() && !sd.contains(key)) {
+        throw KeyError(fmt::format("load_state_dict: key {} is in the tensordict but not in the state dict", where(key)));
+      }
+    });
+  }
+  if (sd.contains(kBatchSize)) td.set_batch_size(sd.at(kBatchSize).toIntVector());
+  if (sd.contains(kDevice)) {
+    const c10::IValue& device = sd.at(kDevice);
+    std::optional<at::Device> wanted;
+    if (!device.isNone()) wanted = at::Device(device.toStringRef());
+    td.impl()->set_meta(td.batch_size().vec(), wanted, td.names());
+  }
+}
+
+}  // namespace
+
+StateDict TensorDictBase::state_dict(bool keep_vars, bool flatten) const {
+  StateDict out = empty_state_dict();
+  collect(*this, out, "", keep_vars, flatten);
+  add_meta(out, *this);
+  return out;
+}
+
+TensorDictBase& TensorDictBase::load_state_dict(const StateDict& state_dict, bool strict, bool assign, bool from_flatten) {
+  load(*this, from_flatten ? nest_flat_keys(state_dict) : state_dict, strict, assign, {});
+  return *this;
+}
+
+}  // namespace tensordict
