@@ -267,7 +267,7 @@ void PersistentImpl::apply_batch_size(std::vector<int64_t> batch_size) {
       auto shape = dataset_shape(key, &is_string);
       if (!is_string && !starts_with(shape, batch_size)) {
         throw std::runtime_error(fmt::format("{}: batch size {} does not match dataset {} of shape {}", file_->path,
-                                             shape_str(batch_size), path_of(key), shape_str(shape)));
+                                             shape_string(batch_size), path_of(key), shape_string(shape)));
       }
     }
   }

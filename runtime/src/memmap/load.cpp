@@ -113,8 +113,8 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
       Value value = load_any(entry_dir(dir, key), level_device, batch.size());
       if (value.is_tensordict() && !starts_with(value.tensordict().batch_size(), batch)) {
         throw std::runtime_error(fmt::format("{}: the batch size {} of key '{}' does not start with the level's {}",
-                                             file.string(), shape_str(value.tensordict().batch_size()), key,
-                                             shape_str(batch)));
+                                             file.string(), shape_string(value.tensordict().batch_size()), key,
+                                             shape_string(batch)));
       }
       impl->insert(key, std::move(value));
       continue;
@@ -136,7 +136,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
         read_shape(entry.contains("shape") ? entry["shape"] : Json(), file, fmt::format("the shape of key '{}'", key));
     if (!starts_with(shape, batch)) {
       throw std::runtime_error(fmt::format("{}: key '{}' has shape {}, which does not start with the batch size {}",
-                                           file.string(), key, shape_str(shape), shape_str(batch)));
+                                           file.string(), key, shape_string(shape), shape_string(batch)));
     }
     at::Tensor tensor = map_existing(leaf_file(dir, key), *dtype, shape, key);
     if (level_device && !level_device->is_cpu()) tensor = tensor.to(*level_device);
@@ -154,7 +154,7 @@ void check_same_structure(const TensorDictBase& a, const TensorDictBase& b, cons
         dir.string(), index, why));
   };
   if (a.batch_size() != b.batch_size()) {
-    fail(fmt::format("batch size {} vs {}", shape_str(b.batch_size()), shape_str(a.batch_size())));
+    fail(fmt::format("batch size {} vs {}", shape_string(b.batch_size()), shape_string(a.batch_size())));
   }
   const auto ka = a.keys(true), kb = b.keys(true);
   if (ka != kb) fail("the keys differ");
@@ -165,8 +165,8 @@ void check_same_structure(const TensorDictBase& a, const TensorDictBase& b, cons
     }
     if (va->is_tensor() &&
         (va->tensor().sizes() != vb->tensor().sizes() || va->tensor().scalar_type() != vb->tensor().scalar_type())) {
-      fail(fmt::format("key {} has shape {} vs {}", key.repr(), shape_str(vb->tensor().sizes()),
-                       shape_str(va->tensor().sizes())));
+      fail(fmt::format("key {} has shape {} vs {}", key.repr(), shape_string(vb->tensor().sizes()),
+                       shape_string(va->tensor().sizes())));
     }
   }
 }

@@ -41,10 +41,10 @@ std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::pat
   std::size_t n = c10::elementSize(dtype);
   for (int64_t s : shape) {
     if (s < 0)
-      throw std::runtime_error(fmt::format("{}: negative dimension in shape {}", path.string(), shape_str(shape)));
+      throw std::runtime_error(fmt::format("{}: negative dimension in shape {}", path.string(), shape_string(shape)));
     const auto u = static_cast<std::size_t>(s);
     if (u != 0 && n > std::numeric_limits<std::size_t>::max() / u) {
-      throw std::runtime_error(fmt::format("{}: shape {} is too large", path.string(), shape_str(shape)));
+      throw std::runtime_error(fmt::format("{}: shape {} is too large", path.string(), shape_string(shape)));
     }
     n *= u;
   }
@@ -79,7 +79,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
   }
   if (f.fd < 0) {
     throw std::runtime_error(fmt::format("cannot open the data file {} of key '{}' ({} bytes of {} {} expected): {}",
-                                         path.string(), key, need, c10::toString(dtype), shape_str(shape),
+                                         path.string(), key, need, c10::toString(dtype), shape_string(shape),
                                          std::strerror(errno)));
   }
   struct stat st {};
@@ -93,7 +93,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
   if (have < need) {
     throw std::runtime_error(
         fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes",
-                    path.string(), key, have, shape_str(shape), c10::toString(dtype), need));
+                    path.string(), key, have, shape_string(shape), c10::toString(dtype), need));
   }
   return wrap(f.fd, writable, true, need, path, dtype, shape);
 }
