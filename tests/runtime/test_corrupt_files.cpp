@@ -143,6 +143,9 @@ TEST_CASE("corrupt memmap: malformed entries and levels") {
              R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0, "data": "pickle.pkl"})");
   REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("s/meta.json") && Contains("pickled stacks are not supported"));
   REQUIRE_THAT(load_error(tmp.path() / "nt" / "s"), Contains("s/meta.json"));
+  write_text(tmp.path() / "nt" / "s" / "meta.json",
+             R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0, "data": ["a", "b", "c"]})");
+  REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("NonTensorStack of key 's' has shape [3]") && Contains("batch [2]"));
 
   fs::create_directories(tmp.path() / "lazy");
   write_text(tmp.path() / "lazy" / "meta.json",

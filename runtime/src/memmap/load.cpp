@@ -116,6 +116,12 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
                                              file.string(), shape_string(value.tensordict().batch_size()), key,
                                              shape_string(batch)));
       }
+      if (value.is_non_tensor() && value.non_tensor().is_stack() &&
+          !starts_with(batch, value.non_tensor().ids().sizes())) {
+        throw std::runtime_error(fmt::format("{}: the NonTensorStack of key '{}' has shape {}, not the level's batch {}",
+                                             file.string(), key, shape_string(value.non_tensor().ids().sizes()),
+                                             shape_string(batch)));
+      }
       impl->insert(key, std::move(value));
       continue;
     }
