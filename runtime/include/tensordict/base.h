@@ -24,6 +24,7 @@
 #include "tensordict/batch_index.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
+#include "tensordict/persistence_options.h"
 #include "tensordict/op_lists.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -42,6 +43,7 @@ class TensorDictImpl;
 class TensorDictBase;
 class TensorDict;
 class SubTensorDict;
+class PersistentTensorDict;
 
 // Dimension names: one per batch dim, nullopt for an unnamed dim (tensordict's
 // None). An all-nullopt list means the tensordict has no names.
@@ -448,6 +450,28 @@ class TensorDictBase {
   void put_at(const NestedKey& key, const BatchIndex& resolved, const at::Tensor& value, const char* op);
 
   std::shared_ptr<TensorDictImpl> impl_;
+
+  // ---- persistence (memmap: runtime/src/memmap, h5: runtime/src/h5) ------------
+ public:
+  // Writes every leaf to `prefix` in tensordict's memmap layout (FORMATS.md)
+  // and replaces it by a memory-mapped view of its file; the tensordict moves
+  // to the CPU and is locked.
+  TensorDictBase& memmap_(const std::string& prefix, const MemmapOptions& options = {});
+  // A new memory-mapped copy written to `prefix`; this one is unchanged.
+  TensorDict memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
+  // Same structure, files of full size (zero-filled), no data copied.
+  TensorDict memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
+  // tensordict's save(): memmap() under another name.
+  TensorDict save(const std::string& prefix, const MemmapOptions& options = {}) const;
+  // True for a tensordict written or loaded by the memmap methods.
+  bool is_memmap() const;
+  // The directory it was written to or loaded from; nullopt if none.
+  std::optional<std::string> saved_path() const;
+  // Reloads the entries from saved_path() (what another process wrote there).
+  TensorDictBase& memmap_refresh_();
+  // Writes the tree to an HDF5 file (<tensordict/persistent.h>): groups for
+  // nested levels, one dataset per leaf, `options` on every dataset.
+  PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const;
 };
 
 // The other operand of a binary op: a tensordict, a tensor or a scalar.

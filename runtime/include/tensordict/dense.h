@@ -23,6 +23,13 @@ class TensorDict : public TensorDictBase {
   // Views `td` as a dense TensorDict; std::invalid_argument if it is another kind.
   explicit TensorDict(const TensorDictBase& td);
 
+  // ---- persistence
+  // Loads a tree written by memmap()/memmap_() (or Python tensordict) at any
+  // level; leaves map their files (no data is read). With a device, leaves are
+  // copied there.
+  static TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+  static TensorDict load(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+
  private:
   friend class TensorDictBase;
   explicit TensorDict(std::shared_ptr<TensorDictImpl> impl);

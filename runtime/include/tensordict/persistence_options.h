@@ -1,0 +1,31 @@
+// Options of the persistence methods (memmap and h5), kept light so that
+// base.h can name them without pulling in the implementations.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+namespace tensordict {
+
+// tensordict's memmap_/memmap/memmap_like keyword arguments.
+struct MemmapOptions {
+  // A leaf already memory-mapped to another file: false raises, true copies it
+  // into the new location (tensordict's copy_existing).
+  bool copy_existing = false;
+  // false: raise if a leaf's file already exists (tensordict's existsok).
+  bool existsok = true;
+  // Threads writing leaves in parallel; 0 writes on the calling thread.
+  int num_threads = 0;
+};
+
+// Dataset creation options for to_h5 (h5py's create_dataset kwargs), applied to
+// every tensor leaf.
+struct H5Options {
+  // Chunk shape; empty: no chunking unless compression needs it (then the
+  // whole dataset is one chunk, as h5py's auto-chunking would pick a shape).
+  std::vector<unsigned long long> chunks;
+  // gzip (deflate) level 0-9; nullopt: no compression.
+  std::optional<int> gzip_level;
+};
+
+}  // namespace tensordict

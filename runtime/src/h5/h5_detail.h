@@ -1,0 +1,140 @@
+// HDF5 persistence internals (private): handles, type mapping, the impl.
+#pragma once
+
+#include <hdf5.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensordict/base.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict::detail::h5 {
+
+// An HDF5 identifier closed by `close` on destruction.
+class Hid {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Hid() = default;
+  Hid(hid_t id, Closer close) : id_(id), close_(close) {}
+  Hid(Hid&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = H5I_INVALID_HID; }
+  Hid& operator=(Hid&& o) noexcept {
+    std::swap(id_, o.id_);
+    std::swap(close_, o.close_);
+    return *this;
+  }
+  Hid(const Hid&) = delete;
+  Hid& operator=(const Hid&) = delete;
+  ~Hid() { reset(); }
+  void reset() {
+    if (id_ >= 0 && close_) close_(id_);
+    id_ = H5I_INVALID_HID;
+  }
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer close_ = nullptr;
+};
+
+// Silences HDF5's own error printing (errors become exceptions here).
+void quiet_hdf5();
+
+// The open file shared by every level of one PersistentTensorDict.
+struct H5File {
+  Hid file;
+  std::string path;
+  std::string mode;
+  bool writable = false;
+  hid_t id(const std::string& what) const;  // throws once closed
+};
+
+// ---- types (h5_types.cpp) -------------------------------------------------------------
+// How a dataset's file type reads into memory.
+struct ReadType {
+  enum class Kind { Tensor, String } kind = Kind::Tensor;
+  at::ScalarType dtype = at::kFloat;
+  Hid memtype;  // the memory type to read with
+};
+// Throws naming `where` for a type with no tensor dtype or string meaning.
+ReadType read_type(hid_t file_type, const std::string& where);
+// The file (and memory) type a tensor dtype is written as.
+Hid write_type(at::ScalarType dtype, const std::string& where);
+// A variable-length UTF-8 string type.
+Hid string_type();
+
+// ---- the impl (h5_read.cpp, h5_write.cpp) ------------------------------------------------
+class PersistentImpl final : public TensorDictImpl {
+ public:
+  PersistentImpl(std::shared_ptr<H5File> file, std::string group, std::vector<int64_t> batch_size);
+
+  std::string_view type_name() const override { return "PersistentTensorDict"; }
+  at::IntArrayRef batch_size() const override { return batch_size_; }
+  std::optional<at::Device> device() const override { return device_; }
+  const Names& names() const override { return names_; }
+  void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) override;
+
+  std::size_t num_keys() const override;
+  void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
+  std::optional<Value> find(const std::string& key) const override;
+  void insert(const std::string& key, Value value) override;
+  bool erase(const std::string& key) override;
+  void rename(const std::string& from, const std::string& to) override;
+
+  const std::shared_ptr<H5File>& file() const { return file_; }
+  const std::string& group_path() const { return group_; }
+  // This group's link names (h5py's order: by name).
+  std::vector<std::string> link_names() const;
+  // The nested level at `key` (cached, so its batch size stays as set).
+  std::shared_ptr<PersistentImpl> child(const std::string& key) const;
+  // The dataset at `key` read whole, or the hyperslab of `index` (ints and
+  // slices over leading dims; nullopt = whole).
+  Value read(const std::string& key, const std::vector<TensorIndex>* index) const;
+  // Sets each group's batch size from its datasets and sub-groups, children first.
+  void infer_batch_size();
+  // With a given batch size: nested groups take it too, leaves are checked.
+  void apply_batch_size(std::vector<int64_t> batch_size);
+  // Writes `value` into the existing dataset at `key` (converted to its dtype,
+  // broadcast), or into the hyperslab of `index`.
+  void write_data(const std::string& key, const at::Tensor& value, const std::vector<TensorIndex>* index);
+  // Writes the datasets and groups of `value` under this group.
+  void write_entry(const std::string& key, const Value& value, const H5Options& options);
+
+  // Whether the link `key` is a group (else a dataset); the shape of a dataset.
+  bool is_group(const std::string& key) const;
+  std::vector<int64_t> dataset_shape(const std::string& key, bool* is_string) const;
+
+  H5Options options;  // dataset creation options for later writes
+
+ private:
+  std::string path_of(const std::string& key) const { return group_ == "/" ? "/" + key : group_ + "/" + key; }
+  hid_t fid() const { return file_->id(group_); }
+
+  std::shared_ptr<H5File> file_;
+  std::string group_;
+  std::vector<int64_t> batch_size_;
+  std::optional<at::Device> device_;
+  Names names_;
+  mutable std::map<std::string, std::shared_ptr<PersistentImpl>> children_;
+};
+
+// A hyperslab selection: per dim start/count/stride, and the result shape
+// (int-indexed dims dropped).
+struct Slab {
+  std::vector<hsize_t> start, count, stride;
+  std::vector<int64_t> shape;
+};
+Slab hyperslab_of(const std::vector<TensorIndex>& index, at::IntArrayRef dims);
+
+// True when `index` is only ints and positive-step slices (a hyperslab).
+bool is_slab_index(const std::vector<TensorIndex>& index);
+
+// Checks that `key` can name an HDF5 link.
+void check_link_name(const std::string& key, const std::string& where);
+
+}  // namespace tensordict::detail::h5

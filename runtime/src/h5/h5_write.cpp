@@ -1,0 +1,224 @@
+// Writing to h5: datasets, groups, strings; to_h5 / from_dict; in-place writes.
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+#include "../format.h"
+#include "../map_leaves.h"
+#include "h5_detail.h"
+#include "tensordict/persistent.h"
+
+namespace tensordict {
+
+namespace detail::h5 {
+
+void check_link_name(const std::string& key, const std::string& where) {
+  if (key.empty() || key == "." || key.find('/') != std::string::npos) {
+    throw std::invalid_argument(
+        fmt::format("cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups)",
+                    key, where));
+  }
+}
+
+namespace {
+
+// Dataset creation properties: chunking and gzip, for a dataset of `dims`.
+Hid creation_properties(const H5Options& options, const std::vector<hsize_t>& dims, const std::string& where) {
+  Hid dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (dims.empty() || (options.chunks.empty() && !options.gzip_level)) return dcpl;
+  std::vector<hsize_t> chunk(dims.size());
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const hsize_t want = d < options.chunks.size() ? options.chunks[d] : dims[d];
+    chunk[d] = std::max<hsize_t>(1, std::min<hsize_t>(want, std::max<hsize_t>(dims[d], 1)));
+  }
+  if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0) {
+    throw std::runtime_error(fmt::format("{}: invalid chunk shape", where));
+  }
+  if (options.gzip_level) {
+    if (*options.gzip_level < 0 || *options.gzip_level > 9) {
+      throw std::invalid_argument(fmt::format("{}: gzip level {} is not in 0..9", where, *options.gzip_level));
+    }
+    H5Pset_deflate(dcpl.get(), static_cast<unsigned>(*options.gzip_level));
+  }
+  return dcpl;
+}
+
+Hid make_space(const std::vector<hsize_t>& dims) {
+  if (dims.empty()) return Hid(H5Screate(H5S_SCALAR), H5Sclose);
+  return Hid(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+}
+
+}  // namespace
+
+void PersistentImpl::write_entry(const std::string& key, const Value& value, const H5Options& opts) {
+  const std::string path = path_of(key);
+  const std::string where = fmt::format("{}:{}", file_->path, path);
+  check_link_name(key, file_->path);
+  if (!file_->writable) {
+    throw std::runtime_error(
+        fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
+  }
+  const hid_t f = fid();
+  if (H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0) {
+    if (H5Ldelete(f, path.c_str(), H5P_DEFAULT) < 0) throw std::runtime_error(fmt::format("cannot replace {}", where));
+    children_.erase(key);
+  }
+  if (value.is_tensor()) {
+    at::Tensor t = value.tensor().detach().cpu().contiguous();
+    Hid type = write_type(t.scalar_type(), where);
+    const std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
+    Hid space = make_space(dims);
+    Hid dcpl = creation_properties(opts, dims, where);
+    Hid dset(H5Dcreate2(f, path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
+    if (!dset.valid()) throw std::runtime_error(fmt::format("cannot create dataset {}", where));
+    if (t.numel() > 0 && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0) {
+      throw std::runtime_error(fmt::format("cannot write dataset {}", where));
+    }
+  } else if (value.is_non_tensor()) {
+    const NonTensorData& data = value.non_tensor();
+    std::vector<Json> values;
+    std::vector<hsize_t> dims;
+    if (data.is_stack()) {
+      const auto flat = data.ids().reshape({-1}).contiguous();
+      for (int64_t i = 0; i < flat.numel(); ++i) values.push_back((*data.pool())[flat.data_ptr<int64_t>()[i]]);
+      dims.assign(data.ids().sizes().begin(), data.ids().sizes().end());
+    } else {
+      values.push_back(data.data());
+    }
+    std::vector<const char*> ptrs;
+    for (const auto& v : values) {
+      if (!v.is_string()) {
+        throw std::invalid_argument(
+            fmt::format("cannot write {}: only string non-tensor data can be stored in h5, got {}", where, v.dump()));
+      }
+      ptrs.push_back(v.get_ref<const std::string&>().c_str());
+    }
+    Hid type = string_type();
+    Hid space = make_space(dims);
+    Hid dset(H5Dcreate2(f, path.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+    if (!dset.valid() ||
+        (!ptrs.empty() && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)) {
+      throw std::runtime_error(fmt::format("cannot write string dataset {}", where));
+    }
+  } else {
+    Hid group(H5Gcreate2(f, path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+    if (!group.valid()) throw std::runtime_error(fmt::format("cannot create group {}", where));
+    const TensorDictBase td = value.tensordict();
+    auto nested = child(key);
+    nested->set_meta(td.batch_size().vec(), device_, td.names());
+    td.impl()->for_each([&](const std::string& k, const Value& v) { nested->write_entry(k, v, opts); });
+  }
+}
+
+void PersistentImpl::insert(const std::string& key, Value value) { write_entry(key, value, options); }
+
+bool PersistentImpl::erase(const std::string& key) {
+  if (key.empty() || key.find('/') != std::string::npos || key == ".") return false;
+  if (!file_->writable) {
+    throw std::runtime_error(fmt::format("cannot delete {}:{}: the file is open read-only", file_->path, path_of(key)));
+  }
+  if (H5Lexists(fid(), path_of(key).c_str(), H5P_DEFAULT) <= 0) return false;
+  children_.erase(key);
+  return H5Ldelete(fid(), path_of(key).c_str(), H5P_DEFAULT) >= 0;
+}
+
+void PersistentImpl::rename(const std::string& from, const std::string& to) {
+  check_link_name(to, file_->path);
+  if (!file_->writable)
+    throw std::runtime_error(fmt::format("cannot rename in {}: the file is open read-only", file_->path));
+  if (H5Lmove(fid(), path_of(from).c_str(), fid(), path_of(to).c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
+    throw std::runtime_error(fmt::format("{}: cannot rename {} to {}", file_->path, path_of(from), path_of(to)));
+  }
+  children_.erase(from);
+}
+
+void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
+                                const std::vector<TensorIndex>* index) {
+  const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
+  if (!file_->writable) {
+    throw std::runtime_error(
+        fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
+  }
+  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dset.valid()) throw KeyError(fmt::format("no dataset {}", where));
+  Hid ftype(H5Dget_type(dset.get()), H5Tclose);
+  ReadType rt = read_type(ftype.get(), where);
+  if (rt.kind != ReadType::Kind::Tensor)
+    throw std::invalid_argument(fmt::format("{} holds strings, not a tensor", where));
+  Hid space(H5Dget_space(dset.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  std::vector<int64_t> shape(dims.begin(), dims.end());
+  Hid memspace(H5S_ALL, nullptr);
+  hid_t fspace = H5S_ALL;
+  if (index && rank > 0) {
+    auto slab = hyperslab_of(*index, shape);
+    H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, slab.start.data(), slab.stride.data(), slab.count.data(), nullptr);
+    memspace = Hid(H5Screate_simple(static_cast<int>(slab.count.size()), slab.count.data(), nullptr), H5Sclose);
+    fspace = space.get();
+    shape = slab.shape;
+  }
+  at::Tensor data = value.detach().to(at::kCPU, rt.dtype).expand(shape).contiguous();
+  if (data.numel() > 0 &&
+      H5Dwrite(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, data.data_ptr()) < 0) {
+    throw std::runtime_error(fmt::format("cannot write dataset {}", where));
+  }
+}
+
+}  // namespace detail::h5
+
+using detail::h5::PersistentImpl;
+
+namespace {
+PersistentImpl& impl_of(const TensorDictBase& td) {
+  auto* impl = dynamic_cast<PersistentImpl*>(td.impl().get());
+  if (!impl) throw std::invalid_argument(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
+  return *impl;
+}
+}  // namespace
+
+PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, const std::string& path,
+                                                     const H5Options& options) {
+  PersistentTensorDict out = from_h5(path, "w");
+  auto& impl = impl_of(out);
+  impl.options = options;
+  impl.set_meta(td.batch_size().vec(), std::nullopt, td.names());
+  td.impl()->for_each([&](const std::string& key, const Value& value) { impl.write_entry(key, value, options); });
+  H5Fflush(impl.file()->file.get(), H5F_SCOPE_GLOBAL);
+  return out;
+}
+
+PersistentTensorDict TensorDictBase::to_h5(const std::string& path, const H5Options& options) const {
+  return PersistentTensorDict::from_dict(*this, path, options);
+}
+
+PersistentTensorDict& PersistentTensorDict::set_(const NestedKey& key, const at::Tensor& value) {
+  TensorDictBase level = key.is_nested() ? get_td(key.parent()) : TensorDictBase(impl_);
+  try {
+    impl_of(level).write_data(key.back(), value, nullptr);
+  } catch (const KeyError&) {
+    throw;
+  } catch (...) {
+    detail::rethrow_for_key("set_", key);
+  }
+  return *this;
+}
+
+PersistentTensorDict& PersistentTensorDict::set_at_(const NestedKey& key, const at::Tensor& value,
+                                                    at::ArrayRef<TensorIndex> index) {
+  TensorDictBase level = key.is_nested() ? get_td(key.parent()) : TensorDictBase(impl_);
+  std::vector<TensorIndex> idx(index.begin(), index.end());
+  auto& impl = impl_of(level);
+  if (detail::h5::is_slab_index(idx)) {
+    (void)BatchIndex(index, impl.batch_size());  // validates against the batch
+    impl.write_data(key.back(), value, &idx);
+  } else {
+    at::Tensor whole = impl.read(key.back(), nullptr).tensor();
+    BatchIndex(index, impl.batch_size()).put(whole, value);
+    impl.write_data(key.back(), whole, nullptr);
+  }
+  return *this;
+}
+
+}  // namespace tensordict

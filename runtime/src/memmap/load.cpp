@@ -1,0 +1,306 @@
+// load_memmap / load / memmap_refresh_: reading a tree in tensordict's layout.
+// Leaves map their files (nothing is read); every input is validated first.
+#include <ATen/ATen.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "../dense_impl.h"
+#include "../format.h"
+#include "memmap_detail.h"
+#include "tensordict/dense.h"
+#include "tensordict/dtype.h"
+#include "tensordict/memmap.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict {
+
+namespace detail::memmap {
+
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_map<std::string, MemmapLoader>& registry() {
+  static std::unordered_map<std::string, MemmapLoader> r;
+  return r;
+}
+
+// The registered loader for `type` ("<class 'module.Name'>"), else for "Name".
+MemmapLoader registered_loader(const std::string& type) {
+  std::lock_guard lock(registry_mutex());
+  auto& r = registry();
+  if (auto it = r.find(type); it != r.end()) return it->second;
+  std::string bare = type;
+  if (bare.starts_with("<class '") && bare.ends_with("'>")) bare = bare.substr(8, bare.size() - 10);
+  if (auto dot = bare.rfind('.'); dot != std::string::npos) bare = bare.substr(dot + 1);
+  if (auto it = r.find(bare); it != r.end()) return it->second;
+  return nullptr;
+}
+
+bool type_is(const std::string& type, std::string_view cls) {
+  // "<class 'module.Class'>": match the class name, whatever module wrote it.
+  const std::string tail = "." + std::string(cls) + "'>";
+  return type.size() > tail.size() && type.starts_with("<class '") && type.ends_with(tail);
+}
+
+std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
+  if (!value.is_array()) {
+    throw std::runtime_error(
+        fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
+  }
+  std::vector<int64_t> shape;
+  for (const auto& s : value) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
+      throw std::runtime_error(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
+                                           file.string(), what, value.dump()));
+    }
+    shape.push_back(s.get<int64_t>());
+  }
+  return shape;
+}
+
+bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
+  return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
+}
+
+// The sub-directory of a collection entry: the encoded name, else the raw one.
+fs::path entry_dir(const fs::path& dir, const std::string& key) {
+  fs::path encoded = dir / encode_key(key);
+  if (fs::is_directory(encoded)) return encoded;
+  if (safe_legacy_key(key, true) && fs::is_directory(dir / key)) return dir / key;
+  throw std::runtime_error(fmt::format("{} lists key '{}' as a collection but its directory {} is missing",
+                                       (dir / "meta.json").string(), key, encoded.string()));
+}
+
+// The data file of a leaf: the encoded name, else the raw one (older writers).
+fs::path leaf_file(const fs::path& dir, const std::string& key) {
+  fs::path encoded = dir / (encode_key(key) + ".memmap");
+  if (fs::exists(encoded)) return encoded;
+  if (safe_legacy_key(key, false)) {
+    fs::path raw = dir / (key + ".memmap");
+    if (fs::exists(raw)) return raw;
+  }
+  return encoded;
+}
+
+std::string known_dtypes() {
+  return "torch.float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool, complex64, complex128";
+}
+
+Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optional<std::size_t> max_dims);
+
+TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
+  const fs::path file = dir / "meta.json";
+  const auto batch = read_shape(meta.contains("shape") ? meta["shape"] : Json::array(), file, "\"shape\"");
+  std::optional<at::Device> level_device = device;
+  if (!level_device && meta.contains("device") && meta["device"].is_string() && meta["device"] != "None") {
+    try {
+      level_device = at::Device(meta["device"].get<std::string>());
+    } catch (const std::exception&) {
+      throw std::runtime_error(fmt::format("malformed {}: unknown device {}", file.string(), meta["device"].dump()));
+    }
+  }
+  auto impl = std::make_shared<DenseImpl>(batch, level_device, Names{});
+  const bool mapped = !level_device || level_device->is_cpu();
+  for (const auto& [key, entry] : meta.items()) {
+    if (!entry.is_object()) continue;  // shape, device, _type and other metadata
+    if (entry.contains("type")) {
+      Value value = load_any(entry_dir(dir, key), level_device, batch.size());
+      if (value.is_tensordict() && !starts_with(value.tensordict().batch_size(), batch)) {
+        throw std::runtime_error(fmt::format("{}: the batch size {} of key '{}' does not start with the level's {}",
+                                             file.string(), shape_string(value.tensordict().batch_size()), key,
+                                             shape_string(batch)));
+      }
+      if (value.is_non_tensor() && value.non_tensor().is_stack() &&
+          !starts_with(batch, value.non_tensor().ids().sizes())) {
+        throw std::runtime_error(fmt::format("{}: the NonTensorStack of key '{}' has shape {}, not the level's batch {}",
+                                             file.string(), key, shape_string(value.non_tensor().ids().sizes()),
+                                             shape_string(batch)));
+      }
+      impl->insert(key, std::move(value));
+      continue;
+    }
+    const Json& dtype_json = entry.contains("dtype") ? entry["dtype"] : Json();
+    if (!dtype_json.is_string()) {
+      throw std::runtime_error(fmt::format("malformed {}: key '{}' has no dtype string", file.string(), key));
+    }
+    const auto dtype = dtype_from_name(dtype_json.get<std::string>());
+    if (!dtype) {
+      throw std::runtime_error(fmt::format("{}: key '{}' has unknown dtype '{}' (expected one of {})", file.string(),
+                                           key, dtype_json.get<std::string>(), known_dtypes()));
+    }
+    if (entry.contains("is_nested") && entry["is_nested"] == true) {
+      throw std::runtime_error(
+          fmt::format("{}: key '{}' is a nested (jagged) tensor, which is not supported", file.string(), key));
+    }
+    const auto shape =
+        read_shape(entry.contains("shape") ? entry["shape"] : Json(), file, fmt::format("the shape of key '{}'", key));
+    if (!starts_with(shape, batch)) {
+      throw std::runtime_error(fmt::format("{}: key '{}' has shape {}, which does not start with the batch size {}",
+                                           file.string(), key, shape_string(shape), shape_string(batch)));
+    }
+    at::Tensor tensor = map_existing(leaf_file(dir, key), *dtype, shape, key);
+    if (level_device && !level_device->is_cpu()) tensor = tensor.to(*level_device);
+    impl->insert(key, Value(std::move(tensor)));
+  }
+  if (mapped) mark_memmapped(impl, dir);
+  return TensorDictBase(impl);
+}
+
+// Same keys and shapes at every depth.
+void check_same_structure(const TensorDictBase& a, const TensorDictBase& b, const fs::path& dir, std::size_t index) {
+  auto fail = [&](const std::string& why) {
+    throw std::runtime_error(fmt::format(
+        "{}: lazy stacks with differing members are not supported yet (member {} differs from member 0: {})",
+        dir.string(), index, why));
+  };
+  if (a.batch_size() != b.batch_size()) {
+    fail(fmt::format("batch size {} vs {}", shape_string(b.batch_size()), shape_string(a.batch_size())));
+  }
+  const auto ka = a.keys(true), kb = b.keys(true);
+  if (ka != kb) fail("the keys differ");
+  for (const auto& key : ka) {
+    auto va = a.get_value(key), vb = b.get_value(key);
+    if (va->is_tensor() != vb->is_tensor() || va->is_tensordict() != vb->is_tensordict()) {
+      fail(fmt::format("key {} is of another kind", key.repr()));
+    }
+    if (va->is_tensor() &&
+        (va->tensor().sizes() != vb->tensor().sizes() || va->tensor().scalar_type() != vb->tensor().scalar_type())) {
+      fail(fmt::format("key {} has shape {} vs {}", key.repr(), shape_string(vb->tensor().sizes()),
+                       shape_string(va->tensor().sizes())));
+    }
+  }
+}
+
+TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
+  const fs::path file = dir / "meta.json";
+  if (!meta.contains("stack_dim") || !meta["stack_dim"].is_number_integer()) {
+    throw std::runtime_error(
+        fmt::format("malformed {}: a LazyStackedTensorDict needs an integer stack_dim", file.string()));
+  }
+  std::vector<TensorDictBase> members;
+  for (std::size_t i = 0; fs::is_directory(dir / std::to_string(i)); ++i) {
+    Value v = load_any(dir / std::to_string(i), device, std::nullopt);
+    if (!v.is_tensordict()) {
+      throw std::runtime_error(
+          fmt::format("{}: member {} of a LazyStackedTensorDict is not a tensordict", dir.string(), i));
+    }
+    members.push_back(v.tensordict());
+    if (i > 0) check_same_structure(members.front(), members.back(), dir, i);
+  }
+  if (members.empty()) {
+    throw std::runtime_error(
+        fmt::format("{}: a LazyStackedTensorDict directory needs member directories 0/, 1/, ...", dir.string()));
+  }
+  const int64_t stack_dim = meta["stack_dim"].get<int64_t>();
+  const auto dims = static_cast<int64_t>(members.front().batch_dims());
+  if (stack_dim < 0 || stack_dim > dims) {
+    throw std::runtime_error(fmt::format("malformed {}: stack_dim {} is out of range for members with {} batch dims",
+                                         file.string(), stack_dim, dims));
+  }
+  // LazyStackedTensorDict does not exist yet: the members are stacked densely.
+  return stack(members, stack_dim);
+}
+
+NonTensorData load_non_tensor_stack(const fs::path& dir, const Json& meta, std::optional<std::size_t> max_dims) {
+  if (!meta.contains("data") || !meta["data"].is_array()) {
+    throw std::runtime_error(
+        fmt::format("malformed {}: a NonTensorStack needs a \"data\" list (pickled stacks are not supported)",
+                    (dir / "meta.json").string()));
+  }
+  // tensordict's rule: the list is the first stack dim, and each further level
+  // of equally long lists another one (at most the parent's batch dims).
+  std::vector<int64_t> shape;
+  std::vector<Json> level{meta["data"]};
+  while (!level.empty() && (!max_dims || shape.size() < std::max<std::size_t>(*max_dims, 1))) {
+    const std::size_t n = level.front().is_array() ? level.front().size() : 0;
+    bool regular = true;
+    for (const auto& item : level) regular = regular && item.is_array() && item.size() == n;
+    if (!regular) break;
+    shape.push_back(static_cast<int64_t>(n));
+    std::vector<Json> next;
+    for (const auto& item : level) next.insert(next.end(), item.begin(), item.end());
+    level = std::move(next);
+  }
+  return NonTensorData::stack(std::move(level), shape);
+}
+
+Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optional<std::size_t> max_dims) {
+  const Json meta = read_meta(dir);
+  const fs::path file = dir / "meta.json";
+  if (!meta.contains("_type") || !meta["_type"].is_string()) {
+    throw std::runtime_error(fmt::format("malformed {}: no \"_type\" string naming the class", file.string()));
+  }
+  const auto type = meta["_type"].get<std::string>();
+  if (type_is(type, "TensorDict")) return Value(load_td(dir, meta, device));
+  if (type_is(type, "LazyStackedTensorDict")) return Value(load_lazy(dir, meta, device));
+  if (type_is(type, "NonTensorData")) {
+    if (!meta.contains("data")) {
+      throw std::runtime_error(fmt::format("malformed {}: NonTensorData without \"data\"", file.string()));
+    }
+    return Value(NonTensorData(meta["data"]));
+  }
+  if (type_is(type, "NonTensorStack")) return Value(load_non_tensor_stack(dir, meta, max_dims));
+  if (auto loader = registered_loader(type)) return loader(dir.string(), meta, device);
+  throw std::runtime_error(fmt::format(
+      "{}: cannot map _type {} to a C++ class (known: TensorDict, LazyStackedTensorDict, NonTensorData, NonTensorStack "
+      "and classes given to register_memmap_class)",
+      file.string(), meta["_type"].dump()));
+}
+
+}  // namespace
+
+TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device) {
+  Value value = load_any(dir, device, std::nullopt);
+  if (!value.is_tensordict()) {
+    throw std::runtime_error(
+        fmt::format("{} holds non-tensor data, not a tensordict; load its parent directory", dir.string()));
+  }
+  return value.tensordict();
+}
+
+}  // namespace detail::memmap
+
+void register_memmap_class(const std::string& type, MemmapLoader loader) {
+  if (type.empty() || !loader) throw std::invalid_argument("register_memmap_class needs a type name and a loader");
+  std::lock_guard lock(detail::memmap::registry_mutex());
+  detail::memmap::registry()[type] = std::move(loader);
+}
+
+TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
+  if (prefix.empty()) throw std::invalid_argument("load_memmap needs a directory, got an empty path");
+  if (!std::filesystem::is_directory(prefix)) {
+    throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
+  }
+  return TensorDict(detail::memmap::load_level(prefix, device));
+}
+
+TensorDict TensorDict::load(const std::string& prefix, std::optional<at::Device> device) {
+  return load_memmap(prefix, device);
+}
+
+TensorDictBase& TensorDictBase::memmap_refresh_() {
+  auto path = saved_path();
+  if (!path) {
+    throw std::runtime_error("cannot refresh a tensordict that is not memory-mapped or has no path associated");
+  }
+  TensorDictBase fresh = detail::memmap::load_level(*path, std::nullopt);
+  // As tensordict: unlocked while the entries are replaced, locked again after.
+  const bool was_locked = is_locked();
+  if (was_locked) unlock_();
+  std::vector<std::string> old;
+  impl_->for_each([&](const std::string& key, const Value&) { old.push_back(key); });
+  for (const auto& key : old) impl_->erase(key);
+  fresh.impl()->for_each([&](const std::string& key, const Value& value) { impl_->insert(key, value); });
+  impl_->set_meta(fresh.batch_size().vec(), fresh.device(), fresh.batch_size() == batch_size() ? names() : Names{});
+  detail::memmap::mark_memmapped(impl_, *path);
+  if (was_locked) lock_();
+  return *this;
+}
+
+}  // namespace tensordict

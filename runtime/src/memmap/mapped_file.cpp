@@ -1,0 +1,136 @@
+// Tensors over memory-mapped files. The mapping is owned by the tensor's
+// storage (a DataPtr whose deleter unmaps), so it lives as long as any view.
+#include <ATen/ATen.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "../format.h"
+#include "memmap_detail.h"
+
+namespace tensordict::detail::memmap {
+
+namespace {
+
+struct Mapping {
+  void* addr = nullptr;
+  std::size_t length = 0;
+  fs::path path;
+  ~Mapping() {
+    if (addr) ::munmap(addr, length);
+  }
+};
+
+void release_mapping(void* ctx) { delete static_cast<Mapping*>(ctx); }
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// numel * itemsize, refusing negative dims and overflow.
+std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
+  std::size_t n = c10::elementSize(dtype);
+  for (int64_t s : shape) {
+    if (s < 0)
+      throw std::runtime_error(fmt::format("{}: negative dimension in shape {}", path.string(), shape_string(shape)));
+    const auto u = static_cast<std::size_t>(s);
+    if (u != 0 && n > std::numeric_limits<std::size_t>::max() / u) {
+      throw std::runtime_error(fmt::format("{}: shape {} is too large", path.string(), shape_string(shape)));
+    }
+    n *= u;
+  }
+  return n;
+}
+
+at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs::path& path, at::ScalarType dtype,
+                at::IntArrayRef shape) {
+  const int prot = PROT_READ | PROT_WRITE;  // copy-on-write mappings are writable in memory only
+  void* addr = ::mmap(nullptr, length, prot, shared && writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) {
+    throw std::runtime_error(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
+  }
+  auto* mapping = new Mapping{addr, length, fs::absolute(path)};
+  return at::for_blob(addr, shape)
+      .context(mapping, &release_mapping)
+      .options(at::TensorOptions().dtype(dtype).device(at::kCPU))
+      .make_tensor();
+}
+
+}  // namespace
+
+at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
+  const std::size_t need = byte_size(shape, dtype, path);
+  if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
+  Fd f;
+  bool writable = true;
+  f.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (f.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    writable = false;
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (f.fd < 0) {
+    throw std::runtime_error(fmt::format("cannot open the data file {} of key '{}' ({} bytes of {} {} expected): {}",
+                                         path.string(), key, need, c10::toString(dtype), shape_string(shape),
+                                         std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(fmt::format("the data file {} of key '{}' is not a regular file", path.string(), key));
+  }
+  // A file without any write permission bit is read-only even to root (who
+  // could open it read/write anyway): map it copy-on-write.
+  if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) writable = false;
+  const auto have = static_cast<std::size_t>(st.st_size);
+  if (have < need) {
+    throw std::runtime_error(
+        fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes",
+                    path.string(), key, have, shape_string(shape), c10::toString(dtype), need));
+  }
+  return wrap(f.fd, writable, true, need, path, dtype, shape);
+}
+
+at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok) {
+  const std::size_t need = byte_size(shape, dtype, path);
+  refuse_symlink(path);
+  if (need == 0) {
+    // tensordict writes no file for a tensor without elements.
+    if (!existsok && fs::exists(fs::symlink_status(path))) {
+      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", path.string()));
+    }
+    return at::empty(shape, at::TensorOptions().dtype(dtype));
+  }
+  Fd f;
+  int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+  if (!existsok) flags |= O_EXCL;
+  f.fd = ::open(path.c_str(), flags, 0666);
+  if (f.fd < 0) {
+    if (errno == EEXIST)
+      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", path.string()));
+    if (errno == ELOOP)
+      throw std::runtime_error(fmt::format("refusing to write through the symbolic link {}", path.string()));
+    throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+  }
+  // Exactly numel * itemsize bytes: drop whatever an older file had beyond.
+  if (::ftruncate(f.fd, 0) != 0 || ::ftruncate(f.fd, static_cast<off_t>(need)) != 0) {
+    throw std::runtime_error(fmt::format("cannot size {} to {} bytes: {}", path.string(), need, std::strerror(errno)));
+  }
+  return wrap(f.fd, true, true, need, path, dtype, shape);
+}
+
+std::optional<fs::path> mapped_path(const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) return std::nullopt;
+  const auto& data_ptr = tensor.storage().data_ptr();
+  if (data_ptr.get_deleter() != &release_mapping) return std::nullopt;
+  return static_cast<const Mapping*>(data_ptr.get_context())->path;
+}
+
+}  // namespace tensordict::detail::memmap

@@ -1,0 +1,67 @@
+// Shared pieces of the memmap persistence (private).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tensordict/base.h"
+
+namespace tensordict::detail::memmap {
+
+namespace fs = std::filesystem;
+
+// ---- key encoding (key_encoding.cpp) ----------------------------------------------
+// tensordict's robust key -> file name encoding: `/ < > : " | ? * \` space, NUL,
+// `%`, control chars and DEL become %XX; "" -> "%", "." -> "%2E", ".." -> "%2E%2E".
+std::string encode_key(std::string_view key);
+// Whether a raw (unencoded, older writers) name stays inside its directory.
+bool safe_legacy_key(std::string_view key, bool is_collection);
+
+// ---- files (files.cpp) --------------------------------------------------------------
+// Throws if `path` is a symbolic link (writing never follows one).
+void refuse_symlink(const fs::path& path);
+// Creates `dir` (and parents) if missing; refuses a symlink or a non-directory.
+void make_dir(const fs::path& dir);
+// Writes `content` to `path` atomically: a temporary file in the same
+// directory, then rename. On failure no partial file is left behind.
+void write_file_atomic(const fs::path& path, std::string_view content);
+
+// ---- memory-mapped storage (mapped_file.cpp) --------------------------------------
+// A tensor over the first numel*itemsize bytes of `path`, mapped shared (writes
+// reach the file) when the file is writable, else copy-on-write. Checks the
+// file size first; messages name the path and `key`.
+at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key);
+// Creates (or with existsok reuses) `path` sized for the tensor and maps it
+// shared; the contents are zero for a new file.
+at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok);
+// The file a tensor's storage maps; nullopt for ordinary memory.
+std::optional<fs::path> mapped_path(const at::Tensor& tensor);
+
+// ---- meta.json (meta.cpp) -----------------------------------------------------------
+inline constexpr std::string_view kTensorDictType = "<class 'tensordict._td.TensorDict'>";
+inline constexpr std::string_view kLazyStackType = "<class 'tensordict._lazy.LazyStackedTensorDict'>";
+inline constexpr std::string_view kNonTensorDataType = "<class 'tensordict.tensorclass.NonTensorData'>";
+inline constexpr std::string_view kNonTensorStackType = "<class 'tensordict.tensorclass.NonTensorStack'>";
+
+// Reads and parses dir/meta.json; errors name the file.
+Json read_meta(const fs::path& dir);
+// The JSON text written to meta.json (compact, as tensordict with orjson).
+std::string dump_meta(const Json& meta);
+// A leaf's entry: {"device", "shape", "dtype", "is_nested"}.
+Json leaf_entry(const at::Tensor& tensor);
+// The device string of a level ("cpu", or "None" without a device).
+std::string device_string(std::optional<at::Device> device);
+
+// ---- memmap state (write.cpp) -----------------------------------------------------
+// Records that `impl` is memory-mapped at `dir` (is_memmap, saved_path).
+void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir);
+
+// ---- loading (load.cpp) --------------------------------------------------------
+TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device);
+
+}  // namespace tensordict::detail::memmap

@@ -1,0 +1,169 @@
+// Corrupt or hostile memmap trees: every case is a clear error naming the path.
+#include "persist_helpers.h"
+
+using namespace tensordict;
+using namespace td_test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const char* kLeafMeta = R"({"x": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": false}, )"
+                        R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})";
+
+// A one-leaf tree: x = float32 [4] (16 bytes).
+fs::path one_leaf(const TempDir& tmp) {
+  TensorDict({{"x", iota({4})}}, {4}).memmap(tmp / "t");
+  return tmp.path() / "t";
+}
+
+std::string load_error(const fs::path& dir) { return TD_MESSAGE(TensorDict::load_memmap(dir.string())); }
+
+}  // namespace
+
+TEST_CASE("corrupt memmap: a missing data file") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  fs::remove(dir / "x.memmap");
+  REQUIRE_THAT(load_error(dir), Contains("cannot open the data file") && Contains((dir / "x.memmap").string()) &&
+                                    Contains("'x'") && Contains("16 bytes"));
+}
+
+TEST_CASE("corrupt memmap: a truncated data file names both sizes") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  fs::resize_file(dir / "x.memmap", 10);
+  REQUIRE_THAT(load_error(dir), Contains((dir / "x.memmap").string()) && Contains("truncated") &&
+                                    Contains("has 10 bytes") && Contains("needs 16 bytes"));
+}
+
+TEST_CASE("corrupt memmap: trailing extra bytes are ignored") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  fs::resize_file(dir / "x.memmap", 20);
+  REQUIRE(at::equal(TensorDict::load_memmap(dir.string()).get("x"), iota({4})));
+}
+
+TEST_CASE("corrupt memmap: a shape that does not match the file size") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  std::string meta = kLeafMeta;
+  meta.replace(meta.find("[4]"), 3, "[4, 1000]");
+  write_text(dir / "meta.json", meta);
+  REQUIRE_THAT(load_error(dir), Contains((dir / "x.memmap").string()) && Contains("shape [4, 1000]") &&
+                                    Contains("has 16 bytes") && Contains("needs 16000 bytes"));
+  // A shape whose byte size overflows is refused before any mapping.
+  meta = kLeafMeta;
+  meta.replace(meta.find("[4]"), 3, "[4, 9223372036854775807]");
+  write_text(dir / "meta.json", meta);
+  REQUIRE_THAT(load_error(dir), Contains((dir / "x.memmap").string()) && Contains("too large"));
+  meta = kLeafMeta;
+  meta.replace(meta.find("[4]"), 3, "[4, -2]");
+  write_text(dir / "meta.json", meta);
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("non-negative"));
+}
+
+TEST_CASE("corrupt memmap: an unknown dtype string") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  std::string meta = kLeafMeta;
+  meta.replace(meta.find("torch.float32"), 13, "torch.float8");
+  write_text(dir / "meta.json", meta);
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("key 'x'") &&
+                                    Contains("unknown dtype 'torch.float8'") && Contains("torch.float32"));
+}
+
+TEST_CASE("corrupt memmap: malformed JSON, a missing meta.json, a non-object") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [4)");
+  REQUIRE_THAT(load_error(dir), Contains("malformed JSON") && Contains((dir / "meta.json").string()));
+  write_text(dir / "meta.json", "[1, 2]");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("expected a JSON object"));
+  fs::remove(dir / "meta.json");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("missing"));
+  REQUIRE_THAT(load_error(tmp.path() / "nowhere"), Contains("nowhere") && Contains("not a directory"));
+}
+
+TEST_CASE("corrupt memmap: a _type that cannot be mapped") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  std::string meta = kLeafMeta;
+  meta.replace(meta.find("tensordict._td.TensorDict"), 25, "mypackage.Unknown");
+  write_text(dir / "meta.json", meta);
+  REQUIRE_THAT(load_error(dir),
+               Contains((dir / "meta.json").string()) && Contains("mypackage.Unknown") && Contains("cannot map _type"));
+  write_text(dir / "meta.json", R"({"shape": [4], "device": "cpu"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("_type"));
+}
+
+TEST_CASE("corrupt memmap: a nested directory listed but missing") {
+  TempDir tmp;
+  TensorDict({{"sub", TensorDict({{"y", iota({2})}}, {2})}}, {2}).memmap(tmp / "t");
+  fs::remove_all(tmp.path() / "t" / "sub");
+  REQUIRE_THAT(load_error(tmp.path() / "t"), Contains("key 'sub'") && Contains("directory") && Contains("missing"));
+}
+
+TEST_CASE("a failed write leaves no half-written meta.json behind") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "t";
+  // meta.json cannot replace a non-empty directory of that name: the rename fails.
+  fs::create_directories(dir / "meta.json" / "blocker");
+  REQUIRE_THAT(TD_MESSAGE(TensorDict({{"x", iota({4})}}, {4}).memmap(dir.string())),
+               Contains((dir / "meta.json").string()) && Contains("rename failed"));
+  for (const auto& e : fs::directory_iterator(dir)) {
+    INFO(e.path().string());
+    REQUIRE(e.path().filename().string().find(".tmp.") == std::string::npos);
+  }
+}
+
+TEST_CASE("corrupt memmap: malformed entries and levels") {
+  TempDir tmp;
+  const fs::path dir = one_leaf(tmp);
+  write_text(dir / "meta.json", R"({"x": {"device": "cpu", "shape": [4]}, "shape": [4], "device": "cpu", )"
+                                R"("_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("key 'x' has no dtype"));
+  write_text(dir / "meta.json",
+             R"({"x": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": true}, )"
+             R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("nested (jagged)"));
+  write_text(dir / "meta.json",
+             R"({"x": {"device": "cpu", "shape": [3], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains("key 'x' has shape [3]") && Contains("batch size [4]"));
+  write_text(dir / "meta.json",
+             R"({"shape": "four", "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("\"shape\" must be a list"));
+
+  TensorDict td({{"x", iota({2})}}, {2});
+  td.set_non_tensor("s", "text");
+  td.memmap(tmp / "nt");
+  write_text(tmp.path() / "nt" / "s" / "meta.json", R"({"_type": "<class 'tensordict.tensorclass.NonTensorData'>"})");
+  REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("s/meta.json") && Contains("without \"data\""));
+  write_text(tmp.path() / "nt" / "s" / "meta.json",
+             R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0, "data": "pickle.pkl"})");
+  REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("s/meta.json") && Contains("pickled stacks are not supported"));
+  REQUIRE_THAT(load_error(tmp.path() / "nt" / "s"), Contains("s/meta.json"));
+  write_text(tmp.path() / "nt" / "s" / "meta.json",
+             R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0, "data": ["a", "b", "c"]})");
+  REQUIRE_THAT(load_error(tmp.path() / "nt"), Contains("NonTensorStack of key 's' has shape [3]") && Contains("batch [2]"));
+
+  fs::create_directories(tmp.path() / "lazy");
+  write_text(tmp.path() / "lazy" / "meta.json",
+             R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 0})");
+  REQUIRE_THAT(load_error(tmp.path() / "lazy"), Contains("lazy") && Contains("member directories 0/, 1/"));
+}
+
+TEST_CASE("hostile memmap: keys in meta.json never lead outside the directory") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "t";
+  fs::create_directories(dir);
+  // The raw-name fallback is refused for names with a separator.
+  TensorDict({{"secret", iota({4})}}, {4}).memmap(tmp / "secret");
+  write_text(dir / "meta.json",
+             R"({"../secret/secret": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains("cannot open the data file") && Contains("..%2Fsecret%2Fsecret.memmap"));
+  write_text(dir / "meta.json", R"({"..": {"type": "TensorDict"}, "shape": [4], "device": "cpu", )"
+                                R"("_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE_THAT(load_error(dir), Contains("key '..'") && Contains("%2E%2E") && Contains("missing"));
+}

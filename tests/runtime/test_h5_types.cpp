@@ -1,0 +1,106 @@
+// h5: datasets of every kind numpy/h5py writes, created with the HDF5 C API.
+#include <hdf5.h>
+#include <tensordict/persistent.h>
+
+#include "persist_helpers.h"
+
+using namespace tensordict;
+using namespace td_test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Writes a dataset of `dims` with file type `ftype` from `data` in memory type `mtype`.
+void put(hid_t file, const char* name, hid_t ftype, hid_t mtype, std::vector<hsize_t> dims, const void* data) {
+  hid_t space =
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t dset = H5Dcreate2(file, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(dset >= 0);
+  REQUIRE(H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+  H5Dclose(dset);
+  H5Sclose(space);
+}
+
+}  // namespace
+
+TEST_CASE("h5 reads unsigned, big-endian, complex, enum and string datasets as h5py writes them") {
+  TempDir tmp;
+  const std::string path = tmp / "types.h5";
+  {
+    hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const uint16_t u16[3] = {1, 2, 65535};
+    put(f, "u16", H5T_STD_U16LE, H5T_NATIVE_UINT16, {3}, u16);
+    const uint32_t u32[3] = {4000000000u, 0, 7};
+    put(f, "u32", H5T_STD_U32LE, H5T_NATIVE_UINT32, {3}, u32);
+    const uint64_t u64[3] = {5, 6, 7};
+    put(f, "u64", H5T_STD_U64LE, H5T_NATIVE_UINT64, {3}, u64);
+    const int32_t i32[3] = {-1, 2, 300000};
+    put(f, "i32be", H5T_STD_I32BE, H5T_NATIVE_INT32, {3}, i32);  // numpy '>i4'
+    const double f64[3] = {0.5, -2.0, 1e300};
+    put(f, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, {3}, f64);
+
+    hid_t c64 = H5Tcreate(H5T_COMPOUND, 8);  // h5py's complex64
+    H5Tinsert(c64, "r", 0, H5T_NATIVE_FLOAT);
+    H5Tinsert(c64, "i", 4, H5T_NATIVE_FLOAT);
+    const float c[6] = {1, 2, 3, 4, 5, 6};
+    put(f, "c64", c64, c64, {3}, c);
+    H5Tclose(c64);
+
+    hid_t b = H5Tenum_create(H5T_NATIVE_INT8);  // h5py's bool
+    int8_t no = 0, yes = 1;
+    H5Tenum_insert(b, "FALSE", &no);
+    H5Tenum_insert(b, "TRUE", &yes);
+    const int8_t flags[3] = {1, 0, 1};
+    put(f, "flags", b, b, {3}, flags);
+    H5Tclose(b);
+
+    hid_t e = H5Tenum_create(H5T_NATIVE_INT16);  // another enum: its integer values
+    int16_t a = 0, z = 5;
+    H5Tenum_insert(e, "A", &a);
+    H5Tenum_insert(e, "Z", &z);
+    const int16_t codes[3] = {5, 0, 5};
+    put(f, "codes", e, e, {3}, codes);
+    H5Tclose(e);
+
+    hid_t fixed = H5Tcopy(H5T_C_S1);  // numpy bytes 'S5'
+    H5Tset_size(fixed, 5);
+    put(f, "fixed", fixed, fixed, {}, "abc\0\0");
+    H5Tclose(fixed);
+
+    hid_t vlen = H5Tcopy(H5T_C_S1);  // h5py str
+    H5Tset_size(vlen, H5T_VARIABLE);
+    H5Tset_cset(vlen, H5T_CSET_UTF8);
+    const char* words[3] = {"x", "yy", "zzz"};
+    put(f, "words", vlen, vlen, {3}, words);
+    H5Tclose(vlen);
+
+    H5Fclose(f);
+  }
+  PersistentTensorDict td = PersistentTensorDict::from_h5(path);
+  REQUIRE(td.batch_size() == at::IntArrayRef{3});
+  REQUIRE(td.get("u16").scalar_type() == at::kInt);
+  REQUIRE(at::equal(td.get("u16"), at::tensor({1, 2, 65535}, at::kInt)));
+  REQUIRE(td.get("u32").scalar_type() == at::kLong);
+  REQUIRE(td.get("u32")[0].item<int64_t>() == 4000000000);
+  REQUIRE(at::equal(td.get("u64"), at::tensor({5, 6, 7}, at::kLong)));
+  REQUIRE(at::equal(td.get("i32be"), at::tensor({-1, 2, 300000}, at::kInt)));
+  REQUIRE(at::equal(td.get("f64be"), at::tensor({0.5, -2.0, 1e300}, at::kDouble)));
+  REQUIRE(td.get("c64").scalar_type() == at::kComplexFloat);
+  REQUIRE(at::equal(at::view_as_real(td.get("c64")).reshape({-1}), at::arange(1, 7, at::kFloat)));
+  REQUIRE(at::equal(td.get("flags"), mask({1, 0, 1})));
+  REQUIRE(at::equal(td.get("codes"), at::tensor({5, 0, 5}, at::kShort)));
+  REQUIRE(td.get_non_tensor("fixed") == "abc");
+  REQUIRE(td.get_non_tensor("words") == Json::array({"x", "yy", "zzz"}));
+  REQUIRE(at::equal(td.get_at("u16", {at::indexing::Slice(1, 3)}), at::tensor({2, 65535}, at::kInt)));
+}
+
+TEST_CASE("h5 refuses a dataset type it cannot map, naming the dataset") {
+  TempDir tmp;
+  const std::string path = tmp / "bits.h5";
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const uint8_t bits[2] = {1, 2};
+  put(f, "bits", H5T_STD_B8LE, H5T_NATIVE_B8, {2}, bits);
+  H5Fclose(f);
+  PersistentTensorDict td = PersistentTensorDict::from_h5(path);  // shapes only: opening works
+  REQUIRE_THAT(TD_MESSAGE(td.get("bits")), Contains("bits.h5:/bits") && Contains("no tensor dtype"));
+}

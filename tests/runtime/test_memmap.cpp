@@ -1,0 +1,301 @@
+// Memmap persistence: tensordict's on-disk layout, both ways.
+#include "persist_helpers.h"
+
+using namespace tensordict;
+using namespace td_test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Same keys in the same order, batch sizes, dtypes, shapes and values.
+void require_same(const TensorDictBase& a, const TensorDictBase& b) {
+  REQUIRE(a.batch_size() == b.batch_size());
+  REQUIRE(a.keys(true) == b.keys(true));
+  for (const auto& key : a.keys(true)) {
+    INFO("key " << key.repr());
+    auto va = *a.get_value(key), vb = *b.get_value(key);
+    REQUIRE(va.is_tensor() == vb.is_tensor());
+    REQUIRE(va.is_non_tensor() == vb.is_non_tensor());
+    if (va.is_tensor()) {
+      REQUIRE(va.tensor().scalar_type() == vb.tensor().scalar_type());
+      REQUIRE(va.tensor().sizes() == vb.tensor().sizes());
+      REQUIRE(at::equal(va.tensor().cpu(), vb.tensor().cpu()));
+    } else if (va.is_non_tensor()) {
+      REQUIRE(va.non_tensor() == vb.non_tensor());
+    } else {
+      REQUIRE(va.tensordict().batch_size() == vb.tensordict().batch_size());
+    }
+  }
+}
+
+// Nested, non-tensor (one value and a stack), zero-element, bool, bfloat16 and
+// keys that need encoding.
+TensorDict rich() {
+  TensorDict td({{"obs", iota({3, 4})},
+                 {"done", mask({1, 0, 1})},
+                 {"half", iota({3, 2}, at::kBFloat16)},
+                 {"empty", at::zeros({3, 0}, at::kLong)},
+                 {"a/b c%", iota({3}, at::kDouble)},
+                 {"..", iota({3}, at::kInt)},
+                 {"nested", TensorDict({{"x", iota({3, 2, 2}, at::kShort)}, {"", iota({3, 2}, at::kByte)}}, {3, 2})}},
+                {3});
+  td.set_non_tensor("name", "hello");
+  td.set(".", TensorDict({{"c", iota({3}, at::kComplexFloat)}}, {3}));
+  td.set("stack", Value(NonTensorData::stack({"a", "b", "c"}, {3})));
+  return td;
+}
+
+int64_t bytes_of(const fs::path& p) { return static_cast<int64_t>(fs::file_size(p)); }
+
+}  // namespace
+
+TEST_CASE("the Python tensordict fixture loads with its keys, dtypes, shapes and values") {
+  const fs::path dir = fixtures_dir() / "mmap_example";
+  TensorDict td = TensorDict::load_memmap(dir.string());
+  REQUIRE(td.batch_size() == at::IntArrayRef{2, 1});
+  REQUIRE(td.device() == at::Device(at::kCPU));
+  REQUIRE(td.keys(true) ==
+          std::vector<NestedKey>{{"nested", "int64"}, {"nested", "string"}, {"nested", "bfloat16"}, "nested"});
+  REQUIRE(td.get_td("nested").batch_size() == at::IntArrayRef{2, 1});
+  at::Tensor i64 = td.get({"nested", "int64"});
+  REQUIRE(i64.scalar_type() == at::kLong);
+  REQUIRE(i64.sizes() == at::IntArrayRef{2, 1});
+  REQUIRE(at::equal(i64, at::tensor({1, 2}, at::kLong).reshape({2, 1})));
+  at::Tensor bf = td.get({"nested", "bfloat16"});
+  REQUIRE(bf.scalar_type() == at::kBFloat16);
+  REQUIRE(bf.sizes() == at::IntArrayRef{2, 1});
+  REQUIRE(at::equal(bf, at::ones({2, 1}, at::kBFloat16)));
+  // Python wrote the value as a one-element list; it loads as that value.
+  REQUIRE(td.get_non_tensor({"nested", "string"}) == Json::array({"a string!"}));
+  REQUIRE(td.is_memmap());
+  REQUIRE(fs::path(*td.saved_path()) == fs::absolute(dir));
+
+  // Any level loads alone.
+  TensorDict nested = TensorDict::load_memmap((dir / "nested").string());
+  REQUIRE(nested.batch_size() == at::IntArrayRef{2, 1});
+  REQUIRE(at::equal(nested.get("int64"), i64));
+}
+
+TEST_CASE("a read-only tree maps copy-on-write: writes stay in memory") {
+  TempDir tmp;
+  TensorDict({{"x", iota({4})}}, {4}).memmap(tmp / "ro");
+  const fs::path file = tmp.path() / "ro" / "x.memmap";
+  fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  TensorDict loaded = TensorDict::load_memmap(tmp / "ro");
+  loaded.get("x").fill_(7);
+  REQUIRE(at::equal(loaded.get("x"), at::full({4}, 7.0f)));
+  REQUIRE(at::equal(TensorDict::load_memmap(tmp / "ro").get("x"), iota({4})));
+}
+
+TEST_CASE("memmap round trip keeps nested, non-tensor, zero-element, bool, bfloat16 and encoded keys") {
+  TempDir tmp;
+  TensorDict td = rich();
+  TensorDict mm = td.memmap(tmp / "td");
+  require_same(td, mm);
+  REQUIRE(mm.is_memmap());
+  REQUIRE(mm.is_locked());
+  REQUIRE_FALSE(td.is_memmap());
+  REQUIRE_FALSE(td.is_locked());
+  REQUIRE(mm.device() == at::Device(at::kCPU));
+  TensorDict back = TensorDict::load_memmap(tmp / "td");
+  require_same(td, back);
+  REQUIRE(back.get_non_tensor("stack") == Json::array({"a", "b", "c"}));
+  // File names are encoded; nothing escapes the directory.
+  const auto files = tree_of(tmp.path() / "td");
+  REQUIRE(std::find(files.begin(), files.end(), "a%2Fb%20c%25.memmap") != files.end());
+  REQUIRE(std::find(files.begin(), files.end(), "%2E%2E.memmap") != files.end());
+  REQUIRE(std::find(files.begin(), files.end(), "%2E/meta.json") != files.end());
+  REQUIRE(std::find(files.begin(), files.end(), "nested/%.memmap") != files.end());
+  REQUIRE(std::find(files.begin(), files.end(), "empty.memmap") == files.end());  // zero elements: no file
+  REQUIRE(tree_of(tmp.path()).size() == files.size() + 1);
+  // Sizes are exactly numel * itemsize.
+  REQUIRE(bytes_of(tmp.path() / "td" / "half.memmap") == 3 * 2 * 2);
+  REQUIRE(bytes_of(tmp.path() / "td" / "done.memmap") == 3);
+}
+
+TEST_CASE("memmap writes tensordict's exact meta.json and raw data bytes") {
+  TempDir tmp;
+  TensorDict td({{"x", at::tensor({1.0f, 2.0f})},
+                 {"flag", mask({0, 1})},
+                 {"sub", TensorDict({{"i", at::tensor({7, 8}, at::kShort)}}, {2})}},
+                {2});
+  td.set_non_tensor("note", "hi");
+  td.memmap(tmp / "out");
+  const fs::path out = tmp.path() / "out";
+  REQUIRE(read_text(out / "meta.json") ==
+          R"({"x":{"device":"cpu","shape":[2],"dtype":"torch.float32","is_nested":false},)"
+          R"("flag":{"device":"cpu","shape":[2],"dtype":"torch.bool","is_nested":false},)"
+          R"("sub":{"type":"TensorDict"},"note":{"type":"NonTensorData"},)"
+          R"("shape":[2],"device":"cpu","_type":"<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE(read_text(out / "sub" / "meta.json") ==
+          R"({"i":{"device":"cpu","shape":[2],"dtype":"torch.int16","is_nested":false},)"
+          R"("shape":[2],"device":"cpu","_type":"<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE(read_text(out / "note" / "meta.json") ==
+          R"({"_type":"<class 'tensordict.tensorclass.NonTensorData'>","data":"hi","_metadata":null})");
+  REQUIRE(read_text(out / "x.memmap") == std::string("\x00\x00\x80\x3f\x00\x00\x00\x40", 8));
+  REQUIRE(read_text(out / "flag.memmap") == std::string("\x00\x01", 2));
+  REQUIRE(read_text(out / "sub" / "i.memmap") == std::string("\x07\x00\x08\x00", 4));
+  REQUIRE(tree_of(out) == std::vector<std::string>{"flag.memmap", "meta.json", "note", "note/meta.json", "sub",
+                                                   "sub/i.memmap", "sub/meta.json", "x.memmap"});
+
+  TensorDict stacked({{"x", at::zeros({2})}}, {2});
+  stacked.set("s", Value(NonTensorData::stack({"a", 1}, {2})));
+  stacked.memmap(tmp / "stack");
+  REQUIRE(read_text(tmp.path() / "stack" / "s" / "meta.json") ==
+          R"({"_type":"<class 'tensordict.tensorclass.NonTensorStack'>","stack_dim":0,"device":null,"data":["a",1]})");
+}
+
+TEST_CASE("memmap_ maps the leaves in place and writes reach the files") {
+  TempDir tmp;
+  TensorDict td = sample({2});
+  TensorDict nested = TensorDict(td.get_td("nested"));
+  td.memmap_(tmp / "td");
+  REQUIRE(td.is_memmap());
+  REQUIRE(td.is_locked());
+  REQUIRE(nested.is_locked());
+  REQUIRE_THAT(TD_MESSAGE(td.set("new", at::zeros({2}))), Contains("locked"));
+  REQUIRE(nested.is_memmap());  // the same nested object
+  REQUIRE(fs::path(*td.saved_path()) == fs::absolute(tmp.path() / "td"));
+  REQUIRE(fs::path(*nested.saved_path()) == fs::absolute(tmp.path() / "td" / "nested"));
+  td.get("a").fill_(5);
+  td.get({"nested", "c"}).index_put_({0}, -1.0);
+  TensorDict loaded = TensorDict::load_memmap(tmp / "td");
+  REQUIRE(at::equal(loaded.get("a"), at::full({2, 4}, 5.0f)));
+  REQUIRE(loaded.get({"nested", "c"}).index({0}).eq(-1).all().item<bool>());
+  // A loaded, writable tree writes through as well.
+  loaded.get("b").fill_(42);
+  REQUIRE(at::equal(TensorDict::load_memmap(tmp / "td").get("b"), at::full({2}, 42, at::kLong)));
+  REQUIRE(at::equal(td.get("b"), at::full({2}, 42, at::kLong)));  // same file, shared mapping
+  // memmap_ again at the same place keeps the mappings (nothing is copied).
+  td.memmap_(tmp / "td");
+  REQUIRE(at::equal(td.get("b"), at::full({2}, 42, at::kLong)));
+}
+
+TEST_CASE("memmap_like writes full-size files without copying data") {
+  TempDir tmp;
+  TensorDict td = sample({3});
+  TensorDict like = td.memmap_like(tmp / "like");
+  REQUIRE(like.keys(true) == td.keys(true));
+  REQUIRE(like.get({"nested", "c"}).sizes() == td.get({"nested", "c"}).sizes());
+  REQUIRE(like.get("a").eq(0).all().item<bool>());
+  REQUIRE(bytes_of(tmp.path() / "like" / "a.memmap") == 3 * 4 * 4);
+  REQUIRE(at::equal(TensorDict::load_memmap(tmp / "like").get("b"), at::zeros({3}, at::kLong)));
+}
+
+TEST_CASE("copy_existing, existsok and num_threads follow tensordict") {
+  TempDir tmp;
+  TensorDict td = sample({2});
+  TensorDict first = td.memmap(tmp / "one");
+  REQUIRE_THAT(TD_MESSAGE(first.memmap(tmp / "two")),
+               Contains("already memory-mapped to") && Contains("copy_existing=true"));
+  MemmapOptions copy;
+  copy.copy_existing = true;
+  require_same(first.memmap(tmp / "two", copy), td);
+
+  MemmapOptions strict;
+  strict.existsok = false;
+  REQUIRE_THAT(TD_MESSAGE(td.memmap(tmp / "one", strict)), Contains("already exists") && Contains("a.memmap"));
+
+  std::vector<TensorDict::Entry> entries;
+  for (int i = 0; i < 64; ++i) entries.emplace_back("k" + std::to_string(i), iota({4, 8}) + i);
+  TensorDict many(entries, {4});
+  MemmapOptions threads;
+  threads.num_threads = 4;
+  many.memmap(tmp / "many", threads);
+  require_same(TensorDict::load_memmap(tmp / "many"), many);
+}
+
+TEST_CASE("save/load are memmap/load_memmap; memmap_refresh_ reloads what was written") {
+  TempDir tmp;
+  TensorDict td = sample({2});
+  TensorDict saved = td.save(tmp / "s");
+  require_same(TensorDict::load(tmp / "s"), td);
+  // Another writer replaces the tree at the same place.
+  TensorDict other({{"z", at::ones({2, 3})}}, {2});
+  MemmapOptions copy;
+  other.memmap(tmp / "s", copy);
+  saved.memmap_refresh_();
+  REQUIRE(saved.is_locked());
+  REQUIRE(saved.keys() == std::vector<NestedKey>{"z"});
+  REQUIRE(at::equal(saved.get("z"), at::ones({2, 3})));
+  REQUIRE_THAT(TD_MESSAGE(td.memmap_refresh_()), Contains("not memory-mapped"));
+}
+
+TEST_CASE("memmap refuses symlinks and reserved keys; keys never escape the directory") {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "elsewhere");
+  fs::create_directory_symlink(tmp.path() / "elsewhere", tmp.path() / "link");
+  REQUIRE_THAT(TD_MESSAGE(sample({2}).memmap(tmp / "link")), Contains("symbolic link") && Contains("link"));
+  fs::create_directories(tmp.path() / "t");
+  fs::create_symlink(tmp.path() / "elsewhere" / "a.memmap", tmp.path() / "t" / "a.memmap");
+  REQUIRE_THAT(TD_MESSAGE(sample({2}).memmap(tmp / "t")), Contains("symbolic link") && Contains("a.memmap"));
+  REQUIRE(fs::is_empty(tmp.path() / "elsewhere"));
+
+  TensorDict reserved({{"shape", at::zeros({2})}}, {2});
+  REQUIRE_THAT(TD_MESSAGE(reserved.memmap(tmp / "r")), Contains("'shape'") && Contains("reserved"));
+
+  TensorDict sneaky({{"../../escape", at::zeros({2})}, {"..", TensorDict({{"x", at::zeros({2})}}, {2})}}, {2});
+  sneaky.memmap(tmp / "sneaky");
+  REQUIRE(tree_of(tmp.path() / "sneaky") == std::vector<std::string>{"%2E%2E", "%2E%2E/meta.json", "%2E%2E/x.memmap",
+                                                                     "..%2F..%2Fescape.memmap", "meta.json"});
+  require_same(TensorDict::load_memmap(tmp / "sneaky"), sneaky);
+}
+
+TEST_CASE("raw (unencoded) file names of older writers are accepted") {
+  TempDir tmp;
+  TensorDict td({{"a b", iota({2})}, {"sub dir", TensorDict({{"x", iota({2})}}, {2})}}, {2});
+  td.memmap(tmp / "old");
+  fs::rename(tmp.path() / "old" / "a%20b.memmap", tmp.path() / "old" / "a b.memmap");
+  fs::rename(tmp.path() / "old" / "sub%20dir", tmp.path() / "old" / "sub dir");
+  require_same(TensorDict::load_memmap(tmp / "old"), td);
+}
+
+TEST_CASE("a LazyStackedTensorDict directory loads as the dense stack of its members") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "lazy";
+  TensorDict a = sample({2}), b = sample({2});
+  b.get("a").add_(1);
+  a.memmap((dir / "0").string());
+  b.memmap((dir / "1").string());
+  write_text(dir / "meta.json", R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 1})");
+  TensorDict loaded = TensorDict::load_memmap(dir.string());
+  require_same(loaded, tensordict::stack({a, b}, 1));
+
+  // As a nested entry of a TensorDict level too.
+  TensorDict parent({{"x", at::zeros({2})}}, {2});
+  parent.memmap((tmp.path() / "parent").string());
+  fs::rename(dir, tmp.path() / "parent" / "lazy");
+  write_text(tmp.path() / "parent" / "meta.json",
+             R"({"x": {"device": "cpu", "shape": [2], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("lazy": {"type": "LazyStackedTensorDict"}, "shape": [2], "device": "cpu", )"
+             R"("_type": "<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE(TensorDict::load_memmap(tmp / "parent").get_td("lazy").batch_size() == at::IntArrayRef{2, 2});
+
+  // Members that differ are not supported until LazyStackedTensorDict exists.
+  const fs::path odd = tmp.path() / "odd";
+  sample({2}).memmap((odd / "0").string());
+  TensorDict({{"other", at::zeros({2})}}, {2}).memmap((odd / "1").string());
+  write_text(odd / "meta.json", R"({"_type":"<class 'tensordict._lazy.LazyStackedTensorDict'>","stack_dim":0})");
+  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(odd.string())),
+               Contains("lazy stacks with differing members are not supported yet") && Contains("member 1"));
+}
+
+TEST_CASE("classes the reader does not know load through register_memmap_class") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "obs";
+  // A tensorclass level as Python writes it: non-tensor fields in meta.json,
+  // tensor fields in _tensordict/.
+  TensorDict({{"pixels", iota({2, 3})}}, {2}).memmap((dir / "_tensordict").string());
+  write_text(dir / "meta.json", R"({"_type": "<class 'my_module.Obs'>", "task": "walk"})");
+  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(dir.string())),
+               Contains("cannot map _type") && Contains("my_module.Obs"));
+  register_memmap_class("Obs", [](const std::string& d, const Json& meta, std::optional<at::Device> device) {
+    TensorDict fields = TensorDict::load_memmap(d + "/_tensordict", device);
+    fields.unlock_();
+    fields.set_non_tensor("task", meta["task"]);
+    return Value(fields);
+  });
+  TensorDict obs = TensorDict::load_memmap(dir.string());  // found by the bare class name
+  REQUIRE(obs.get_non_tensor("task") == "walk");
+  REQUIRE(at::equal(obs.get("pixels"), iota({2, 3})));
+}
