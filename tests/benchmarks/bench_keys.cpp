@@ -19,7 +19,7 @@ TensorDict deep() {
 TensorDict hundred() {
   TensorDict td({}, {bench::kBatch});
   for (int i = 0; i < 10; ++i) {
-    for (int j = 0; j < 9; ++j) td.set({"n" + std::to_string(i), "k" + std::to_string(j)}, at::zeros({bench::kBatch}));
+    for (int j = 0; j < 9; ++j) td.set({std::string{'n', static_cast<char>('0' + i)}, std::string{'k', static_cast<char>('0' + j)}}, at::zeros({bench::kBatch}));
   }
   return td;
 }

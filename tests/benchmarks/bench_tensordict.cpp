@@ -12,7 +12,7 @@ namespace {
 
 TensorDict flat_td(const Leaves& l) {
   std::vector<TensorDict::Entry> entries;
-  for (int i = 0; i < kLeaves; ++i) entries.emplace_back("f" + std::to_string(i), l[i]);
+  for (int i = 0; i < kLeaves; ++i) entries.emplace_back(std::string{'f', static_cast<char>('0' + i)}, l[i]);
   return TensorDict(std::move(entries), {l[0].size(0)});
 }
 
