@@ -66,8 +66,8 @@ def compile_command(build_dir):
 
 
 UNITS = {
-    "aten": "#include <ATen/ATen.h>\nat::Tensor f(const at::Tensor& t) { return t + 1; }\n",
-    "generated_header": '#include "bench.tc.h"\nat::Tensor f(const at::Tensor& t) { return t + 1; }\n',
+    "aten": "#include <ATen/ATen.h>\nat::Tensor f(const at::Tensor& t) { return t.add(1); }\n",
+    "generated_header": '#include "bench.tc.h"\nat::Tensor f(const at::Tensor& t) { return t.add(1); }\n',
     "generated_header_used": '#include "bench.tc.h"\n'
     "bench::Flat f(const bench::Flat& x) { return bench::Flat::stack({x.index({0}), x.to(at::kDouble)}); }\n",
 }
