@@ -330,3 +330,22 @@ void BatchIndex::put(const at::Tensor& leaf, const at::Tensor& value) const {
 }
 
 }  // namespace tensordict
+
+namespace tensordict::detail {
+
+at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t batch_dims) {
+  c10::SmallVector<int64_t, 8> sizes(batch.begin(), batch.end());
+  const auto feature = leaf.sizes().slice(static_cast<std::size_t>(batch_dims));
+  sizes.append(feature.begin(), feature.end());
+  if (!direct_view_ok(leaf) || !leaf.is_contiguous()) return leaf.reshape(sizes);
+  // Contiguous strides, as at::reshape gives a contiguous leaf's view.
+  c10::SmallVector<int64_t, 8> strides(sizes.size());
+  int64_t stride = 1;
+  for (std::size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(sizes[d], 1);
+  }
+  return direct_view(leaf, sizes, strides, leaf.storage_offset());
+}
+
+}  // namespace tensordict::detail

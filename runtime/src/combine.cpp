@@ -137,6 +137,9 @@ struct Combiner {
   // first member's key table (no key is copied).
   TensorDict run_aligned(const std::vector<TensorDictBase>& tds, const std::vector<const detail::DenseImpl*>& dense,
                          std::vector<std::string>& prefix) {
+    // This level's checks come before its nested levels' (as in run()).
+    std::vector<int64_t> level_batch = batch(tds);
+    Names level_names = detail::checked_names(names(common_names(tds, op)), level_batch.size());
     const auto& table = dense.front()->key_table();
     std::vector<Value> values;
     values.reserve(table->keys.size());
@@ -149,8 +152,6 @@ struct Combiner {
       values.push_back(combine_entry(tds, members, prefix));
       prefix.pop_back();
     }
-    std::vector<int64_t> level_batch = batch(tds);
-    Names level_names = detail::checked_names(names(common_names(tds, op)), level_batch.size());
     return TensorDict(TensorDictBase(std::make_shared<detail::DenseImpl>(table, std::move(values), std::move(level_batch),
                                                                          common_device(tds), std::move(level_names))));
   }
@@ -213,7 +214,7 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
     return out;
   };
   std::vector<std::string> prefix;
-  Combiner combiner{"stack", leaves, batch, names};
+  Combiner combiner{"stack", leaves, batch, names, {}};
   return combiner.run(tds, prefix);
 }
 
@@ -239,7 +240,7 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   };
   auto names = [](const Names& common) { return common; };
   std::vector<std::string> prefix;
-  Combiner combiner{"cat", leaves, batch, names};
+  Combiner combiner{"cat", leaves, batch, names, {}};
   return combiner.run(tds, prefix);
 }
 

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <utility>
@@ -42,15 +43,40 @@ inline const Indices& indices() {
   return idx;
 }
 
-// Runs `fn` as the benchmark body; `fn` returns what DoNotOptimize keeps.
+// The cases, kept until register_all(): a group's loop and variants then
+// run next to each other, so allocator and cache state drift between far-apart
+// cases does not enter their ratio.
+struct Case {
+  std::string op, variant;
+  std::function<void(benchmark::State&)> body;
+};
+inline std::vector<Case>& cases() {
+  static std::vector<Case> all;
+  return all;
+}
+
+// Adds `fn` as a benchmark body; `fn` returns what DoNotOptimize keeps.
 template <class Fn>
 void add(const std::string& op, const std::string& variant, Fn fn) {
-  benchmark::RegisterBenchmark(("BM_" + op + "/" + variant).c_str(), [fn](benchmark::State& state) mutable {
-    for (auto _ : state) {
-      auto result = fn();
-      benchmark::DoNotOptimize(result);
+  cases().push_back({op, variant, [fn](benchmark::State& state) mutable {
+                       for (auto _ : state) {
+                         auto result = fn();
+                         benchmark::DoNotOptimize(result);
+                       }
+                     }});
+}
+
+// Registers every case, grouped by op in the order ops were first added.
+inline void register_all() {
+  std::vector<std::string> ops;
+  for (const auto& c : cases()) {
+    if (std::find(ops.begin(), ops.end(), c.op) == ops.end()) ops.push_back(c.op);
+  }
+  for (const auto& op : ops) {
+    for (const auto& c : cases()) {
+      if (c.op == op) benchmark::RegisterBenchmark(("BM_" + c.op + "/" + c.variant).c_str(), c.body);
     }
-  });
+  }
 }
 
 // The hand-written loops: fn per leaf, results collected in a vector.

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   add_loops(a, b, many);
   add_variant<bench::Flat>("tensorclass", make_flat, a, b, many);
   add_variant<bench::Nested>("tensorclass_nested", make_nested, a, b, many);
+  bench::register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   add_loops(a, b, many);
   add_variant("tensordict", flat_td, a, b, many);
   add_variant("tensordict_nested", nested_td, a, b, many);
+  bench::register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
