@@ -17,7 +17,7 @@ namespace {
 
 std::set<std::string> key_set(const TensorDictImpl& td) {
   std::set<std::string> keys;
-  td.for_each([&](const std::string& key, const Value&) { keys.insert(key); });
+  td.for_each_key([&](const std::string& key, EntryKind) { keys.insert(key); });
   return keys;
 }
 
@@ -93,23 +93,15 @@ struct Combiner {
   c10::function_ref<std::vector<int64_t>(const std::vector<TensorDictBase>&)> batch;
   c10::function_ref<Names(const Names&)> names;
 
-  // Equal values stay one value (tensordict's rule); otherwise the members'
-  // elements are combined like tensors of their batch shapes, over one pool.
   Value combine_non_tensor(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members, const NestedKey& path) {
-    const NonTensorData& first = members.front().non_tensor();
-    bool equal = !first.is_stack();
-    for (const auto& m : members) equal = equal && m.non_tensor() == first;
-    if (equal) return members.front();
-    auto pool = std::make_shared<std::vector<Json>>();
-    std::vector<at::Tensor> ids;
+    std::vector<NonTensorData> items;
+    std::vector<std::vector<int64_t>> batches;
     for (std::size_t i = 0; i < members.size(); ++i) {
-      const NonTensorData& data = members[i].non_tensor();
-      const auto offset = static_cast<int64_t>(pool->size());
-      pool->insert(pool->end(), data.pool()->begin(), data.pool()->end());
-      ids.push_back(data.is_stack() ? data.ids() + offset : at::full(tds[i].batch_size(), offset, at::kLong));
+      items.push_back(members[i].non_tensor());
+      batches.push_back(tds[i].batch_size().vec());
     }
     try {
-      return NonTensorData::from_ids(std::move(pool), leaves(ids));
+      return detail::combine_non_tensor(items, batches, leaves);
     } catch (...) {
       detail::rethrow_for_key(op, path);
     }
@@ -190,6 +182,26 @@ void check_nonempty(const std::vector<TensorDictBase>& tds, const char* op) {
 }
 
 }  // namespace
+
+namespace detail {
+
+NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
+                                 c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join) {
+  const NonTensorData& first = items.front();
+  bool equal = !first.is_stack();
+  for (const auto& item : items) equal = equal && item == first;
+  if (equal) return first;
+  auto pool = std::make_shared<std::vector<Json>>();
+  std::vector<at::Tensor> ids;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto offset = static_cast<int64_t>(pool->size());
+    pool->insert(pool->end(), items[i].pool()->begin(), items[i].pool()->end());
+    ids.push_back(items[i].is_stack() ? items[i].ids() + offset : at::full(batch_sizes[i], offset, at::kLong));
+  }
+  return NonTensorData::from_ids(std::move(pool), join(ids));
+}
+
+}  // namespace detail
 
 TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   check_nonempty(tds, "stack");

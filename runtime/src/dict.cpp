@@ -49,7 +49,7 @@ namespace {
 std::vector<std::string> level_keys(const TensorDictImpl& impl) {
   std::vector<std::string> keys;
   keys.reserve(impl.num_keys());
-  impl.for_each([&](const std::string& key, const Value&) { keys.push_back(key); });
+  impl.for_each_key([&](const std::string& key, EntryKind) { keys.push_back(key); });
   return keys;
 }
 
@@ -109,8 +109,8 @@ int64_t TensorDictBase::len() const { return batch_dims() ? batch_size()[0] : 0;
 
 bool TensorDictBase::is_empty() const {
   bool empty = true;
-  impl_->for_each([&](const std::string&, const Value& v) {
-    if (empty) empty = v.is_tensordict() && v.tensordict().is_empty();
+  impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+    if (empty) empty = kind == EntryKind::TensorDict && impl_->find(key)->tensordict().is_empty();
   });
   return empty;
 }
@@ -286,9 +286,10 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
 }
 
 TensorDictBase& TensorDictBase::set_(const NestedKey& key, const at::Tensor& value) {
-  at::Tensor target = get(key);
+  get(key);  // the KeyError / kind errors for a missing or non-tensor entry
+  TensorDictBase parent = parent_of(key, false);
   try {
-    target.copy_(value);
+    parent.impl_->assign(key.back(), value);
   } catch (...) {
     detail::rethrow_for_key("set_", key);
   }
@@ -329,25 +330,41 @@ TensorDictBase& TensorDictBase::create_nested(const NestedKey& key) {
   return *this;
 }
 
-std::vector<std::pair<NestedKey, Value>> TensorDictBase::items(bool include_nested, bool leaves_only) const {
-  std::vector<std::pair<NestedKey, Value>> out;
-  std::vector<std::string> prefix;
+namespace {
+
+// Walks keys in tensordict's order (a nested tensordict's keys before its own
+// key) without building values; fn(path, level, key) for each key kept.
+void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
+               c10::function_ref<void(const std::vector<std::string>&, const TensorDictImpl&, const std::string&)> fn) {
+  std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
-    level.for_each([&](const std::string& key, const Value& value) {
-      prefix.push_back(key);
-      const bool leaf = !value.is_tensordict();
-      if (include_nested && !leaf) self(self, *value.impl());
-      if (!leaves_only || leaf) out.emplace_back(NestedKey(prefix), value);
-      prefix.pop_back();
+    level.for_each_key([&](const std::string& key, EntryKind kind) {
+      path.push_back(key);
+      const bool leaf = kind != EntryKind::TensorDict;
+      if (include_nested && !leaf) {
+        const auto nested = level.find(key)->impl();  // held while walking: a lazy stack builds it
+        self(self, *nested);
+      }
+      if (!leaves_only || leaf) fn(path, level, key);
+      path.pop_back();
     });
   };
-  walk(walk, *impl_);
+  walk(walk, top);
+}
+
+}  // namespace
+
+std::vector<std::pair<NestedKey, Value>> TensorDictBase::items(bool include_nested, bool leaves_only) const {
+  std::vector<std::pair<NestedKey, Value>> out;
+  walk_keys(*impl_, include_nested, leaves_only, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
+                                                     const std::string& key) { out.emplace_back(NestedKey(path), *level.find(key)); });
   return out;
 }
 
 std::vector<NestedKey> TensorDictBase::keys(bool include_nested, bool leaves_only) const {
   std::vector<NestedKey> out;
-  for (auto& [key, value] : items(include_nested, leaves_only)) out.push_back(std::move(key));
+  walk_keys(*impl_, include_nested, leaves_only,
+            [&](const std::vector<std::string>& path, const TensorDictImpl&, const std::string&) { out.emplace_back(path); });
   return out;
 }
 
@@ -355,6 +372,20 @@ std::vector<Value> TensorDictBase::values(bool include_nested, bool leaves_only)
   std::vector<Value> out;
   for (auto& [key, value] : items(include_nested, leaves_only)) out.push_back(std::move(value));
   return out;
+}
+
+TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
+  for (const auto& [key, value] : other.items(true, true)) {
+    if (!value.is_tensor()) continue;
+    TensorDictBase parent = parent_of(key, false);
+    if (!parent.impl_->find(key.back())) throw_missing(key, *parent.impl_, key.size() - 1);
+    try {
+      parent.impl_->assign(key.back(), value.tensor());
+    } catch (...) {
+      detail::rethrow_for_key("update_", key);
+    }
+  }
+  return *this;
 }
 
 }  // namespace tensordict

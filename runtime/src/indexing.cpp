@@ -37,11 +37,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
       shape.insert(shape.end(), feature.begin(), feature.end());
       set(key, at::zeros(shape, leaf.options().device(device().value_or(leaf.device()))));
     }
-    try {
-      resolved.put(get(key), leaf);
-    } catch (...) {
-      detail::rethrow_for_key("index_put_", key);
-    }
+    put_at(key, resolved, leaf, "index_put_");
   }
   return *this;
 }
@@ -49,12 +45,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
   const BatchIndex resolved(index, batch_size());
   for (const auto& [key, item] : items(true, true)) {
-    if (!item.is_tensor()) continue;
-    try {
-      resolved.put(item.tensor(), value);
-    } catch (...) {
-      detail::rethrow_for_key("index_put_", key);
-    }
+    if (item.is_tensor()) put_at(key, resolved, value, "index_put_");
   }
   return *this;
 }
@@ -69,14 +60,20 @@ at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex
 }
 
 TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
-  const BatchIndex resolved(index, batch_size());
-  at::Tensor target = get(key);
+  put_at(key, BatchIndex(index, batch_size()), value, "set_at_");
+  return *this;
+}
+
+void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, const at::Tensor& value, const char* op) {
+  TensorDictBase parent = parent_of(key, false);
+  at::Tensor target = parent.get(key.back());
   try {
     resolved.put(target, value);
+    // A lazy stack's entry is a stacked copy: write the result back.
+    if (!parent.impl_->entries_alias_storage()) parent.impl_->assign(key.back(), target);
   } catch (...) {
-    detail::rethrow_for_key("set_at_", key);
+    detail::rethrow_for_key(op, key);
   }
-  return *this;
 }
 
 }  // namespace tensordict

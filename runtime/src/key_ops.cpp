@@ -142,8 +142,8 @@ std::vector<TensorDict> TensorDictBase::split_keys(const std::vector<std::vector
 TensorDict TensorDictBase::empty(bool recurse) const {
   TensorDict out = empty_like(*this);
   if (recurse) {
-    impl_->for_each([&](const std::string& key, const Value& value) {
-      if (value.is_tensordict()) out.impl()->insert(key, Value(value.tensordict().empty(true)));
+    impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+      if (kind == EntryKind::TensorDict) out.impl()->insert(key, Value(impl_->find(key)->tensordict().empty(true)));
     });
   }
   return out;
@@ -152,7 +152,7 @@ TensorDict TensorDictBase::empty(bool recurse) const {
 TensorDictBase& TensorDictBase::clear() {
   check_unlocked();
   std::vector<std::string> keys;
-  impl_->for_each([&](const std::string& key, const Value&) { keys.push_back(key); });
+  impl_->for_each_key([&](const std::string& key, EntryKind) { keys.push_back(key); });
   for (const auto& key : keys) impl_->erase(key);
   return *this;
 }

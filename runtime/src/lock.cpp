@@ -18,9 +18,8 @@ void TensorDictBase::check_unlocked() const {
 
 TensorDictBase& TensorDictBase::lock_() {
   impl_->locked_ = true;
-  impl_->for_each([&](const std::string&, const Value& value) {
-    if (!value.is_tensordict()) return;
-    TensorDictBase child = value.tensordict();
+  impl_->for_each_child([&](const TensorDictBase& child_handle) {
+    TensorDictBase child = child_handle;
     auto& parents = child.impl_->lock_parents_;
     const bool known = std::any_of(parents.begin(), parents.end(), [&](const auto& p) { return p.lock().get() == impl_.get(); });
     if (!known) parents.push_back(impl_);
@@ -36,9 +35,8 @@ TensorDictBase& TensorDictBase::unlock_() {
     }
   }
   impl_->locked_ = false;
-  impl_->for_each([&](const std::string&, const Value& value) {
-    if (!value.is_tensordict()) return;
-    TensorDictBase child = value.tensordict();
+  impl_->for_each_child([&](const TensorDictBase& child_handle) {
+    TensorDictBase child = child_handle;
     auto& parents = child.impl_->lock_parents_;
     std::erase_if(parents, [&](const auto& p) {
       auto locked = p.lock();

@@ -114,6 +114,15 @@ struct Mapper {
 
 }  // namespace
 
+bool writes_through(const TensorDictImpl& td) {
+  if (!td.entries_alias_storage()) return false;
+  bool all = true;
+  td.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (all && kind == EntryKind::TensorDict) all = writes_through(*td.find(key)->impl());
+  });
+  return all;
+}
+
 void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value) {
   std::shared_ptr<TensorDictImpl> level = td.impl();
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();

@@ -47,9 +47,20 @@ std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta me
 // Calls fn on every tensor leaf at any depth; errors name the key.
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
 
+// True when writing into the tensors a walk yields writes into `td` at every
+// level (no lazy stack or copying sub-view inside): in-place ops can then work
+// on the entries; otherwise they compute their result and update_() it.
+bool writes_through(const TensorDictImpl& td);
+
 // Replaces the entry at an existing key path without validating it (for ops
 // that rewrite leaves they just derived, whose shapes they control).
 void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value);
+
+// Non-tensor data of several tensordicts (of the given batch sizes) as one
+// entry: equal single values stay one value (tensordict's rule); otherwise
+// their elements' ids are joined like tensors (`join`: at::stack or at::cat).
+NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
+                                 c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join);
 
 // Rethrows the exception in flight as std::runtime_error naming `op` and `key`
 // (libtorch's message without its backtrace). Call from a catch block.

@@ -127,6 +127,7 @@ TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
 }
 
 TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
+  if (!detail::writes_through(*impl_)) return update_(apply(fn));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
     target.copy_(fn(leaf));
@@ -141,6 +142,7 @@ TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
     return unary(*this, [](const at::Tensor& t) { return t.name(); }, #name);                               \
   }                                                                                                         \
   TensorDictBase& TensorDictBase::name##_() {                                                               \
+    if (!detail::writes_through(*impl_)) return update_(name());                                            \
     detail::for_each_tensor(*impl_, [](const at::Tensor& t) { t.name##_(); }, #name "_");                   \
     return *this;                                                                                           \
   }
@@ -161,6 +163,7 @@ TENSORDICT_PREDICATES(TENSORDICT_DEFINE_PREDICATE)
     return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name); \
   }                                                                                                                  \
   TensorDictBase& TensorDictBase::name##_(const Operand& other, MissingKeys missing) {                               \
+    if (!detail::writes_through(*impl_)) return update_(name(other, missing));                                       \
     binary_(*this, other, [](at::Tensor& a, const at::Tensor& b) { inplace_body; }, missing, #name "_");              \
     return *this;                                                                                                    \
   }
@@ -178,6 +181,7 @@ TensorDict TensorDictBase::add(const Operand& other, const at::Scalar& alpha, Mi
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::add(a, b, alpha); }, missing, "add");
 }
 TensorDictBase& TensorDictBase::add_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
+  if (!detail::writes_through(*impl_)) return update_(add(other, alpha, missing));
   binary_(*this, other, [&](at::Tensor& a, const at::Tensor& b) { a.add_(b, alpha); }, missing, "add_");
   return *this;
 }
@@ -185,6 +189,7 @@ TensorDict TensorDictBase::sub(const Operand& other, const at::Scalar& alpha, Mi
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::sub(a, b, alpha); }, missing, "sub");
 }
 TensorDictBase& TensorDictBase::sub_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
+  if (!detail::writes_through(*impl_)) return update_(sub(other, alpha, missing));
   binary_(*this, other, [&](at::Tensor& a, const at::Tensor& b) { a.sub_(b, alpha); }, missing, "sub_");
   return *this;
 }
@@ -193,6 +198,7 @@ TensorDict TensorDictBase::clamp(const std::optional<at::Scalar>& min, const std
   return unary(*this, [&](const at::Tensor& t) { return at::clamp(t, to_c10(min), to_c10(max)); }, "clamp");
 }
 TensorDictBase& TensorDictBase::clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  if (!detail::writes_through(*impl_)) return update_(clamp(min, max));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.clamp_(to_c10(min), to_c10(max)); }, "clamp_");
   return *this;
 }
@@ -202,6 +208,7 @@ TensorDict TensorDictBase::lerp(const Operand& end, const at::Scalar& weight) co
                 "lerp");
 }
 TensorDictBase& TensorDictBase::lerp_(const Operand& end, const at::Scalar& weight) {
+  if (!detail::writes_through(*impl_)) return update_(lerp(end, weight));
   binary_(*this, end, [&](at::Tensor& a, const at::Tensor& b) { a.lerp_(b, weight); }, MissingKeys::error(), "lerp_");
   return *this;
 }
@@ -230,11 +237,13 @@ TensorDictBase& TensorDictBase::addcdiv_(const Operand& t1, const Operand& t2, c
 }
 
 TensorDictBase& TensorDictBase::zero_() {
+  if (!detail::writes_through(*impl_)) return update_(apply([](const at::Tensor& t) { return at::zeros_like(t); }));
   detail::for_each_tensor(*impl_, [](const at::Tensor& t) { t.zero_(); }, "zero_");
   return *this;
 }
 
 TensorDictBase& TensorDictBase::fill_(const at::Scalar& value) {
+  if (!detail::writes_through(*impl_)) return update_(apply([&](const at::Tensor& t) { return at::full_like(t, value); }));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.fill_(value); }, "fill_");
   return *this;
 }
@@ -244,7 +253,7 @@ TensorDictBase& TensorDictBase::fill_(const NestedKey& key, const at::Scalar& va
   if (found && found->is_tensordict()) {
     found->tensordict().fill_(value);
   } else {
-    get(key).fill_(value);
+    set_(key, at::full_like(get(key), value));
   }
   return *this;
 }
@@ -327,6 +336,7 @@ TensorDict TensorDictBase::masked_fill(const at::Tensor& mask, const at::Scalar&
 }
 
 TensorDictBase& TensorDictBase::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
+  if (!detail::writes_through(*impl_)) return update_(masked_fill(mask, value));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.masked_fill_(expand_right(mask, t), value); }, "masked_fill_");
   return *this;
 }

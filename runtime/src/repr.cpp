@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lazy_impl.h"
 #include "tensordict/dtype.h"
+#include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/tensorclass_support.h"
 
@@ -33,10 +35,12 @@ std::string torch_size(at::IntArrayRef sizes) { return fmt::format("torch.Size([
 
 std::string python_bool(bool b) { return b ? "True" : "False"; }
 
-std::string tensor_repr(const at::Tensor& t) {
-  return fmt::format("Tensor(shape={}, device={}, dtype=torch.{}, is_shared={})", torch_size(t.sizes()), t.device().str(),
-                     dtype_name(t.scalar_type()), python_bool(t.is_cuda()));
+std::string meta_repr(const TensorMeta& m) {
+  return fmt::format("Tensor(shape={}, device={}, dtype=torch.{}, is_shared={})", torch_size(m.shape), m.device.str(),
+                     dtype_name(m.dtype), python_bool(m.is_shared));
 }
+
+std::string tensor_repr(const at::Tensor& t) { return meta_repr({t.sizes().vec(), t.scalar_type(), t.device(), t.is_cuda()}); }
 
 std::string shape_string(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
 
@@ -68,7 +72,7 @@ std::string python_repr(bool v) { return python_bool(v); }
 
 using detail::indent;
 using detail::python_bool;
-using detail::tensor_repr;
+using detail::meta_repr;
 using detail::torch_size;
 
 namespace {
@@ -88,23 +92,56 @@ std::string non_tensor_repr(const NonTensorData& data, const TensorDictBase& lev
 
 }  // namespace
 
-std::string repr(const TensorDictBase& td) {
+namespace {
+// "key: <repr>" for every entry of `td`'s level (or only `keys`), unsorted.
+std::vector<std::string> field_lines(const TensorDictBase& td, const std::vector<std::string>* keys) {
   std::vector<std::string> fields;
-  td.impl()->for_each([&](const std::string& key, const Value& value) {
-    std::string text = value.is_tensor()       ? tensor_repr(value.tensor())
-                       : value.is_tensordict() ? repr(value.tensordict())
-                                               : non_tensor_repr(value.non_tensor(), td);
+  const TensorDictImpl& impl = *td.impl();
+  auto line = [&](const std::string& key, EntryKind kind) {
+    std::string text = kind == EntryKind::Tensor       ? meta_repr(impl.tensor_meta(key))
+                       : kind == EntryKind::TensorDict ? repr(impl.find(key)->tensordict())
+                                                       : non_tensor_repr(impl.find(key)->non_tensor(), td);
     fields.push_back(key + ": " + text);
-  });
-  std::sort(fields.begin(), fields.end());
-  const std::string field_lines = indent("\n" + fmt::format("{}", fmt::join(fields, ",\n")), 4);
-  const auto device = td.device();
-  const std::vector<std::string> parts{
-      indent("fields={" + field_lines + "}", 4),
-      indent("batch_size=" + torch_size(td.batch_size()), 4),
-      indent("device=" + device_str(device), 4),
-      indent("is_shared=" + python_bool(td.is_shared()), 4),
   };
+  if (keys) {
+    // Keys the level may not list itself (a lazy stack's exclusive ones).
+    for (const auto& key : *keys) {
+      auto value = impl.find(key);
+      line(key, value->is_tensor() ? EntryKind::Tensor : value->is_tensordict() ? EntryKind::TensorDict : EntryKind::NonTensor);
+    }
+  } else {
+    impl.for_each_key(line);
+  }
+  return fields;
+}
+
+// "\n" + the sorted lines, indented, as tensordict's _td_fields.
+std::string fields_block(std::vector<std::string> lines) {
+  std::sort(lines.begin(), lines.end());
+  return indent("\n" + fmt::format("{}", fmt::join(lines, ",\n")), 4);
+}
+
+// A lazy stack's members' keys that not all members have: "0 ->\n    b: ...".
+std::string exclusive_fields(const LazyStackedTensorDict& lazy) {
+  std::vector<std::string> entries;
+  const auto exclusive = lazy.exclusive_keys();
+  for (std::size_t i = 0; i < exclusive.size(); ++i) {
+    if (exclusive[i].empty()) continue;
+    entries.push_back(indent(fmt::format("{} ->{}", i, fields_block(field_lines(lazy.tensordicts()[i], &exclusive[i]))), 4));
+  }
+  return "\n" + fmt::format("{}", fmt::join(entries, ",\n"));
+}
+}  // namespace
+
+std::string repr(const TensorDictBase& td) {
+  const auto device = td.device();
+  std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr)) + "}", 4)};
+  const bool lazy = dynamic_cast<const detail::LazyStackedImpl*>(td.impl().get()) != nullptr;
+  if (lazy) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td)) + "}", 4));
+  parts.push_back(indent("batch_size=" + torch_size(td.batch_size()), 4));
+  parts.push_back(indent("device=" + device_str(device), 4));
+  parts.push_back(indent("is_shared=" + python_bool(td.is_shared()), 4));
+  if (lazy) parts.push_back(indent(fmt::format("stack_dim={}", LazyStackedTensorDict(td).stack_dim()), 4));
   return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));
 }
 

@@ -41,6 +41,7 @@ using Json = nlohmann::ordered_json;
 class TensorDictImpl;
 class TensorDictBase;
 class TensorDict;
+class SubTensorDict;
 
 // Dimension names: one per batch dim, nullopt for an unnamed dim (tensordict's
 // None). An all-nullopt list means the tensordict has no names.
@@ -68,6 +69,17 @@ class Value {
   std::variant<at::Tensor, std::shared_ptr<TensorDictImpl>, std::shared_ptr<const NonTensorData>> value_;
 };
 
+enum class EntryKind : uint8_t { Tensor, TensorDict, NonTensor };
+
+// What repr needs of a tensor entry, without building it: a lazy stack whose
+// members differ reports -1 in the dims where they do.
+struct TensorMeta {
+  std::vector<int64_t> shape;
+  at::ScalarType dtype;
+  at::Device device;
+  bool is_shared;
+};
+
 // The storage a tensordict kind implements. No validation happens here: the
 // handle validates, then calls these.
 class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
@@ -83,8 +95,24 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
 
   // This level's entries, in insertion order.
   virtual std::size_t num_keys() const = 0;
+  // Keys and kinds only: no value is built (a lazy stack stacks nothing).
+  virtual void for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const;
+  // The values (a lazy stack builds each one, stacking its members').
   virtual void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const = 0;
   virtual std::optional<Value> find(const std::string& key) const = 0;
+  virtual TensorMeta tensor_meta(const std::string& key) const;
+  // The tensordicts this one is made of, for lock propagation: nested
+  // tensordicts (a lazy stack: its members).
+  virtual void for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const;
+
+  // Writes `value` into the existing tensor entry `key` in place (a sub-view
+  // writes into its source, a lazy stack into its members).
+  virtual void assign(const std::string& key, const at::Tensor& value);
+  // True when the tensors find() returns share storage with the entries, so
+  // writing into them is writing into the tensordict; false for kinds that
+  // build them (a lazy stack's stacked tensors): in-place ops then compute
+  // the result and assign() it.
+  virtual bool entries_alias_storage() const { return true; }
   // Adds `key` at the end, or replaces its value in place.
   virtual void insert(const std::string& key, Value value) = 0;
   virtual bool erase(const std::string& key) = 0;
@@ -233,6 +261,9 @@ class TensorDictBase {
   TensorDict exclude(const std::vector<NestedKey>& keys) const;
   // Sets every entry of `other`; nested tensordicts are updated recursively.
   TensorDictBase& update(const TensorDictBase& other);
+  // In place: every tensor of `other` is written into the existing entry at
+  // its key (which must exist with a compatible shape).
+  TensorDictBase& update_(const TensorDictBase& other);
   TensorDictBase& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
   TensorDict flatten_keys(std::string_view separator = ".") const;
   TensorDict unflatten_keys(std::string_view separator = ".") const;
@@ -242,6 +273,10 @@ class TensorDictBase {
   // structure, empty).
   TensorDict empty(bool recurse = false) const;
   TensorDictBase& clear();
+
+  // A view of this tensordict at `index` whose writes reach this one:
+  // tensordict's get_sub_tensordict (<tensordict/sub.h>).
+  SubTensorDict get_sub_tensordict(at::ArrayRef<TensorIndex> index) const;
 
   // ---- batch indexing -------------------------------------------------------------
   // td[index] over batch dims: int, slice, None, Ellipsis, bool mask, long
@@ -408,6 +443,9 @@ class TensorDictBase {
   TensorDictBase parent_of(const NestedKey& key, bool create) const;
   // Throws tensordict's lock error if this level is locked.
   void check_unlocked() const;
+  // target[index] = value for the tensor at `key`, written through whatever
+  // kind holds it.
+  void put_at(const NestedKey& key, const BatchIndex& resolved, const at::Tensor& value, const char* op);
 
   std::shared_ptr<TensorDictImpl> impl_;
 };

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensordict/base.h"
 #include "tensordict/schema.h"
 
 namespace tensordict::detail {
@@ -50,6 +51,8 @@ void validate_nested_batch(const std::string& path, at::IntArrayRef nested, at::
 
 // repr pieces, as tensordict prints them.
 std::string tensor_repr(const at::Tensor& t);
+// The same from a tensor's metadata (a lazy stack's shape may hold -1).
+std::string meta_repr(const TensorMeta& m);
 std::string torch_size(at::IntArrayRef sizes);
 std::string indent(const std::string& text, int width);
 std::string shape_string(at::IntArrayRef sizes);

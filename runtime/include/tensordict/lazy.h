@@ -1,0 +1,61 @@
+// LazyStackedTensorDict: a stack of tensordicts that is never copied.
+//
+// The members keep their own storage; keys present in every member are the
+// stack's keys (the others are reported as exclusive), get() stacks on
+// demand, set() splits along the stack dim into the members, and indexing
+// along the stack dim selects members (an int gives the member itself).
+// Members must share a batch size; their keys and feature shapes may differ.
+//
+// Laziness is kept by the methods of this class (index, clone, to, apply,
+// unbind); generic code holding a TensorDictBase gets the same values
+// through dense results.
+#pragma once
+
+#include <vector>
+
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+class LazyStackedTensorDict : public TensorDictBase {
+ public:
+  LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim = 0);
+  // Views `td` as a lazy stack; std::invalid_argument if it is another kind.
+  explicit LazyStackedTensorDict(const TensorDictBase& td);
+
+  int64_t stack_dim() const;
+  const std::vector<TensorDictBase>& tensordicts() const;
+  // Per member, its keys (at the first level) that not every member has.
+  std::vector<std::vector<std::string>> exclusive_keys() const;
+
+  // The members' tensors at `key`, unstacked (their shapes may differ).
+  std::vector<at::Tensor> get_list(const NestedKey& key) const;
+  // The members' tensors padded with `value` to the largest shape, stacked.
+  at::Tensor get_padded(const NestedKey& key, const at::Scalar& value = 0) const;
+
+  void append(const TensorDictBase& td);
+  void insert(int64_t position, const TensorDictBase& td);
+
+  // Along the stack dim: the selected members (an int: the member itself);
+  // across other dims: each member indexed, still stacked lazily.
+  TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
+  // Along the stack dim: the members themselves.
+  std::vector<TensorDictBase> unbind(int64_t dim = 0) const;
+  LazyStackedTensorDict clone(bool recurse = true) const;
+  LazyStackedTensorDict to(at::Device device, bool non_blocking = false) const;
+  LazyStackedTensorDict to(at::ScalarType dtype) const;
+  LazyStackedTensorDict apply(const TensorFn& fn) const;
+  // A dense copy of the keys every member has.
+  TensorDict contiguous() const;
+  TensorDict to_tensordict() const { return contiguous(); }
+
+ private:
+  LazyStackedTensorDict map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const;
+};
+
+// tensordict's lazy_stack.
+LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+// A dense stack when every member has the same keys and shapes, else lazy.
+TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+
+}  // namespace tensordict

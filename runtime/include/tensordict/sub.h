@@ -1,0 +1,27 @@
+// SubTensorDict (tensordict's _SubTensorDict): a view of a tensordict at a
+// batch index whose writes reach the source.
+//
+// get() reads the source's entry at the index; set() of an existing key
+// writes into the source at the index, set() of a new key creates the entry
+// in the source (zero outside the index). Nested tensordicts are sub-views
+// too. to_tensordict() materialises.
+#pragma once
+
+#include <vector>
+
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+class SubTensorDict : public TensorDictBase {
+ public:
+  SubTensorDict(const TensorDictBase& source, at::ArrayRef<TensorIndex> index);
+  // Views `td` as a sub-view; std::invalid_argument if it is another kind.
+  explicit SubTensorDict(const TensorDictBase& td);
+
+  const TensorDictBase& source() const;
+  // A dense copy of the view.
+  TensorDict to_tensordict() const { return contiguous(); }
+};
+
+}  // namespace tensordict

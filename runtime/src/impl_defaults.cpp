@@ -1,0 +1,31 @@
+// The defaults of TensorDictImpl's overridable operations, written against
+// its required ones.
+#include "tensordict/base.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict {
+
+namespace {
+EntryKind kind_of(const Value& v) {
+  return v.is_tensor() ? EntryKind::Tensor : v.is_tensordict() ? EntryKind::TensorDict : EntryKind::NonTensor;
+}
+}  // namespace
+
+void TensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
+  for_each([&](const std::string& key, const Value& value) { fn(key, kind_of(value)); });
+}
+
+TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
+  const at::Tensor t = find(key)->tensor();
+  return {t.sizes().vec(), t.scalar_type(), t.device(), t.is_cuda()};
+}
+
+void TensorDictImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+  for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind == EntryKind::TensorDict) fn(find(key)->tensordict());
+  });
+}
+
+void TensorDictImpl::assign(const std::string& key, const at::Tensor& value) { find(key)->tensor().copy_(value); }
+
+}  // namespace tensordict

@@ -1,0 +1,229 @@
+// LazyStackedTensorDict: the handle's lazy operations.
+#include "tensordict/lazy.h"
+
+#include <ATen/ATen.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "format.h"
+#include "lazy_impl.h"
+
+namespace tensordict {
+
+namespace {
+
+const detail::LazyStackedImpl& lazy_of(const TensorDictBase& td) {
+  return static_cast<const detail::LazyStackedImpl&>(*td.impl());
+}
+
+bool is_full_slice(const TensorIndex& item, int64_t size) {
+  if (!item.is_slice()) return false;
+  const auto& s = item.slice();
+  // Slice bounds are int64_t in libtorch 1.x and SymInt in 2.x: compare through a tensor-free helper.
+  auto as_int = [](const auto& v) -> int64_t {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>) {
+      return v;
+    } else {
+      return v.expect_int();
+    }
+  };
+  return as_int(s.start()) == 0 && as_int(s.stop()) >= size && as_int(s.step()) == 1;
+}
+
+// The index as one item per batch dim (Ellipsis expanded, trailing dims full
+// slices); nullopt when it has items a per-dim split cannot express (None,
+// bool scalars, masks over several dims, several tensor indices).
+std::optional<std::vector<TensorIndex>> per_dim(at::ArrayRef<TensorIndex> index, int64_t batch_dims) {
+  int64_t consumed = 0;
+  int tensors = 0;
+  for (const auto& item : index) {
+    if (item.is_none() || item.is_boolean()) return std::nullopt;
+    if (item.is_tensor()) {
+      if (item.tensor().dim() != 1) return std::nullopt;
+      ++tensors;
+    }
+    if (!item.is_ellipsis()) ++consumed;
+  }
+  if (tensors > 1 || consumed > batch_dims) return std::nullopt;
+  std::vector<TensorIndex> dims;
+  for (const auto& item : index) {
+    if (item.is_ellipsis()) {
+      for (int64_t i = 0; i < batch_dims - consumed; ++i) dims.emplace_back(Slice());
+    } else {
+      dims.push_back(item);
+    }
+  }
+  while (static_cast<int64_t>(dims.size()) < batch_dims) dims.emplace_back(Slice());
+  return dims;
+}
+
+}  // namespace
+
+LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim)
+    : TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(tensordicts), stack_dim)) {}
+
+LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
+  if (!dynamic_cast<const detail::LazyStackedImpl*>(impl_.get())) {
+    throw std::invalid_argument(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
+  }
+}
+
+int64_t LazyStackedTensorDict::stack_dim() const { return lazy_of(*this).stack_dim(); }
+
+const std::vector<TensorDictBase>& LazyStackedTensorDict::tensordicts() const { return lazy_of(*this).members(); }
+
+std::vector<std::vector<std::string>> LazyStackedTensorDict::exclusive_keys() const {
+  const auto common = lazy_of(*this).common_keys();
+  std::vector<std::vector<std::string>> out;
+  for (const auto& m : tensordicts()) {
+    std::vector<std::string> own;
+    m.impl()->for_each_key([&](const std::string& key, EntryKind) {
+      if (std::find(common.begin(), common.end(), key) == common.end()) own.push_back(key);
+    });
+    out.push_back(std::move(own));
+  }
+  return out;
+}
+
+std::vector<at::Tensor> LazyStackedTensorDict::get_list(const NestedKey& key) const {
+  std::vector<at::Tensor> out;
+  for (const auto& m : tensordicts()) out.push_back(m.get(key));
+  return out;
+}
+
+at::Tensor LazyStackedTensorDict::get_padded(const NestedKey& key, const at::Scalar& value) const {
+  auto parts = get_list(key);
+  std::vector<int64_t> largest = parts.front().sizes().vec();
+  for (const auto& p : parts) {
+    if (p.dim() != static_cast<int64_t>(largest.size())) {
+      throw std::runtime_error(fmt::format("get_padded: key {} has tensors of different numbers of dims ({} and {})", key.repr(),
+                                           largest.size(), p.dim()));
+    }
+    for (int64_t d = 0; d < p.dim(); ++d) largest[d] = std::max(largest[d], p.size(d));
+  }
+  for (auto& p : parts) {
+    std::vector<int64_t> pads;
+    for (int64_t d = p.dim() - 1; d >= 0; --d) {
+      pads.push_back(0);
+      pads.push_back(largest[d] - p.size(d));
+    }
+    p = at::constant_pad_nd(p, pads, value);
+  }
+  return at::stack(parts, stack_dim());
+}
+
+void LazyStackedTensorDict::append(const TensorDictBase& td) {
+  check_unlocked();
+  const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(static_cast<int64_t>(tensordicts().size()), td);
+}
+
+void LazyStackedTensorDict::insert(int64_t position, const TensorDictBase& td) {
+  check_unlocked();
+  const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(position, td);
+}
+
+TensorDictBase LazyStackedTensorDict::index(at::ArrayRef<TensorIndex> index) const {
+  const int64_t sd = stack_dim();
+  const auto n = static_cast<int64_t>(tensordicts().size());
+  const auto dims = per_dim(index, batch_dims());
+  if (!dims) return TensorDictBase::index(index);  // not expressible per member: the dense result
+  // Validates the index and its batch size the usual way.
+  const BatchIndex resolved(index, batch_size());
+
+  const TensorIndex& along = (*dims)[sd];
+  std::vector<TensorIndex> others(dims->begin(), dims->end());
+  others.erase(others.begin() + sd);
+  const bool others_trivial = std::all_of(others.begin(), others.end(), [&](const TensorIndex& i) {
+    const auto d = &i - others.data();
+    return is_full_slice(i, tensordicts().front().batch_size()[d]);
+  });
+
+  // The members selected along the stack dim.
+  std::vector<int64_t> chosen;
+  bool single = false;
+  if (along.is_integer()) {
+    int64_t i = along.integer();
+    chosen.push_back(i < 0 ? i + n : i);
+    single = true;
+  } else if (along.is_slice()) {
+    const at::Tensor ids = at::arange(n).index({along});
+    for (int64_t k = 0; k < ids.numel(); ++k) chosen.push_back(ids[k].item<int64_t>());
+  } else {
+    const at::Tensor t = along.tensor();
+    const at::Tensor ids = (t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) ? t.nonzero().view({-1}) : t.to(at::kLong);
+    for (int64_t k = 0; k < ids.numel(); ++k) {
+      int64_t i = ids[k].item<int64_t>();
+      chosen.push_back(i < 0 ? i + n : i);
+    }
+  }
+  if (chosen.empty()) return TensorDictBase::index(index);  // an empty stack has no members to stack
+
+  // The stack dim's place in the result: the dims before it that survive.
+  int64_t new_sd = 0;
+  for (int64_t d = 0; d < sd; ++d) new_sd += others[d].is_integer() ? 0 : 1;
+  std::vector<TensorDictBase> results;
+  for (int64_t i : chosen) {
+    const TensorDictBase& m = tensordicts()[i];
+    results.push_back(others_trivial ? m : TensorDictBase(m.index(others)));
+  }
+  if (single) return results.front();
+  (void)resolved;
+  return LazyStackedTensorDict(std::move(results), new_sd);
+}
+
+std::vector<TensorDictBase> LazyStackedTensorDict::unbind(int64_t dim) const {
+  if (wrap_batch_dim(dim, batch_dims(), "unbind") == stack_dim()) return tensordicts();
+  std::vector<TensorDictBase> out;
+  for (auto& td : TensorDictBase::unbind(dim)) out.push_back(td);
+  return out;
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
+  std::vector<TensorDictBase> out;
+  for (const auto& m : tensordicts()) out.push_back(fn(m));
+  return LazyStackedTensorDict(std::move(out), stack_dim());
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::clone(bool recurse) const {
+  return map_members([&](const TensorDictBase& m) -> TensorDictBase {
+    if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(m.impl().get()); lazy) return LazyStackedTensorDict(m).clone(recurse);
+    return m.clone(recurse);
+  });
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::to(at::Device device, bool non_blocking) const {
+  return map_members([&](const TensorDictBase& m) -> TensorDictBase { return m.to(device, non_blocking); });
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::to(at::ScalarType dtype) const {
+  return map_members([&](const TensorDictBase& m) -> TensorDictBase { return m.to(dtype); });
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::apply(const TensorFn& fn) const {
+  return map_members([&](const TensorDictBase& m) -> TensorDictBase { return m.apply(fn); });
+}
+
+TensorDict LazyStackedTensorDict::contiguous() const { return TensorDictBase::contiguous(); }
+
+LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) { return LazyStackedTensorDict(tds, dim); }
+
+TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
+  if (tds.empty()) throw std::invalid_argument("maybe_dense_stack needs at least one tensordict");
+  const auto reference = tds.front().items(true, true);
+  bool same = true;
+  for (std::size_t i = 1; same && i < tds.size(); ++i) {
+    const auto items = tds[i].items(true, true);
+    same = items.size() == reference.size();
+    for (std::size_t k = 0; same && k < items.size(); ++k) {
+      const auto& [key, value] = items[k];
+      const auto& [rkey, rvalue] = reference[k];
+      same = key == rkey && value.is_tensor() == rvalue.is_tensor() &&
+             (!value.is_tensor() || value.tensor().sizes() == rvalue.tensor().sizes());
+    }
+  }
+  if (same) return stack(tds, dim);
+  return lazy_stack(tds, dim);
+}
+
+}  // namespace tensordict

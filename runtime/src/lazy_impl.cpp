@@ -1,0 +1,181 @@
+#include "lazy_impl.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict::detail {
+
+namespace {
+EntryKind kind_of(const Value& v) {
+  return v.is_tensor() ? EntryKind::Tensor : v.is_tensordict() ? EntryKind::TensorDict : EntryKind::NonTensor;
+}
+}  // namespace
+
+LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim)
+    : members_(std::move(members)), stack_dim_(stack_dim) {
+  if (members_.empty()) throw std::invalid_argument("lazy_stack needs at least one tensordict");
+  const auto reference = members_.front().batch_size();
+  for (std::size_t i = 1; i < members_.size(); ++i) {
+    if (members_[i].batch_size() != reference) {
+      throw std::runtime_error(fmt::format("lazy_stack: tensordict {} has batch size {} but tensordict 0 has {}; the members of a lazy stack share a batch size",
+                                           i, shape_string(members_[i].batch_size()), shape_string(reference)));
+    }
+  }
+  stack_dim_ = wrap_batch_dim(stack_dim, static_cast<int64_t>(reference.size()), "lazy_stack", 1);
+  refresh_batch_size();
+}
+
+void LazyStackedImpl::refresh_batch_size() {
+  batch_size_ = members_.front().batch_size().vec();
+  batch_size_.insert(batch_size_.begin() + stack_dim_, static_cast<int64_t>(members_.size()));
+  names_.assign(batch_size_.size(), std::nullopt);
+}
+
+void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
+  if (td.batch_size() != members_.front().batch_size()) {
+    throw std::runtime_error(fmt::format("cannot add a tensordict of batch size {} to a lazy stack of members of batch size {}",
+                                         shape_string(td.batch_size()), shape_string(members_.front().batch_size())));
+  }
+  const auto n = static_cast<int64_t>(members_.size());
+  if (position < -n - 1 || position > n) {
+    throw std::out_of_range(fmt::format("insert: position {} is out of range for a lazy stack of {} tensordicts", position, n));
+  }
+  if (position < 0) position += n + 1;
+  members_.insert(members_.begin() + position, td);
+  refresh_batch_size();
+}
+
+std::optional<at::Device> LazyStackedImpl::device() const {
+  auto device = members_.front().device();
+  for (const auto& m : members_) {
+    if (m.device() != device) return std::nullopt;
+  }
+  return device;
+}
+
+void LazyStackedImpl::set_meta(std::vector<int64_t>, std::optional<at::Device>, Names) {
+  throw std::runtime_error(
+      "a LazyStackedTensorDict takes its batch size, device and names from its members; change them on the members or on "
+      "contiguous()");
+}
+
+std::vector<std::string> LazyStackedImpl::common_keys() const {
+  std::vector<std::string> keys;
+  members_.front().impl()->for_each_key([&](const std::string& key, EntryKind) {
+    const bool everywhere = std::all_of(members_.begin() + 1, members_.end(), [&](const TensorDictBase& m) {
+      return m.impl()->find(key).has_value();
+    });
+    if (everywhere) keys.push_back(key);
+  });
+  return keys;
+}
+
+std::size_t LazyStackedImpl::num_keys() const { return common_keys().size(); }
+
+void LazyStackedImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
+  for (const auto& key : common_keys()) fn(key, kind_of(*members_.front().impl()->find(key)));
+}
+
+void LazyStackedImpl::for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const {
+  for (const auto& key : common_keys()) fn(key, *find(key));
+}
+
+std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
+  std::vector<Value> values;
+  for (const auto& m : members_) {
+    auto v = m.impl()->find(key);
+    if (!v) return std::nullopt;
+    values.push_back(*v);
+  }
+  const EntryKind kind = kind_of(values.front());
+  for (std::size_t i = 1; i < values.size(); ++i) {
+    if (kind_of(values[i]) != kind) {
+      throw std::runtime_error(fmt::format("LazyStackedTensorDict: key '{}' holds different kinds of entries in tensordicts 0 and {}", key, i));
+    }
+  }
+  if (kind == EntryKind::TensorDict) {
+    std::vector<TensorDictBase> nested;
+    for (const auto& v : values) nested.push_back(v.tensordict());
+    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(nested), stack_dim_)));
+  }
+  if (kind == EntryKind::NonTensor) {
+    std::vector<NonTensorData> items;
+    std::vector<std::vector<int64_t>> batches;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      items.push_back(values[i].non_tensor());
+      batches.push_back(members_[i].batch_size().vec());
+    }
+    return Value(combine_non_tensor(items, batches, [&](const std::vector<at::Tensor>& ids) { return at::stack(ids, stack_dim_); }));
+  }
+  std::vector<at::Tensor> tensors;
+  for (const auto& v : values) tensors.push_back(v.tensor());
+  for (std::size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i].sizes() != tensors.front().sizes()) {
+      throw std::runtime_error(fmt::format("LazyStackedTensorDict: cannot stack key '{}': tensordict 0 holds shape {} but tensordict {} holds {}; use get_list() or get_padded() for entries of different shapes",
+                                           key, shape_string(tensors.front().sizes()), i, shape_string(tensors[i].sizes())));
+    }
+  }
+  return Value(at::stack(tensors, stack_dim_));
+}
+
+TensorMeta LazyStackedImpl::tensor_meta(const std::string& key) const {
+  TensorMeta meta = members_.front().impl()->tensor_meta(key);
+  for (std::size_t i = 1; i < members_.size(); ++i) {
+    const TensorMeta other = members_[i].impl()->tensor_meta(key);
+    if (other.shape.size() != meta.shape.size()) {
+      std::fill(meta.shape.begin(), meta.shape.end(), -1);
+      continue;
+    }
+    for (std::size_t d = 0; d < meta.shape.size(); ++d) {
+      if (meta.shape[d] != other.shape[d]) meta.shape[d] = -1;
+    }
+  }
+  meta.shape.insert(meta.shape.begin() + stack_dim_, static_cast<int64_t>(members_.size()));
+  return meta;
+}
+
+void LazyStackedImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+  for (const auto& m : members_) fn(m);
+}
+
+void LazyStackedImpl::insert(const std::string& key, Value value) {
+  const auto n = static_cast<int64_t>(members_.size());
+  if (value.is_tensor()) {
+    const auto parts = value.tensor().unbind(stack_dim_);
+    for (int64_t i = 0; i < n; ++i) TensorDictBase(members_[i]).set(key, parts[i]);
+  } else if (value.is_tensordict()) {
+    const auto parts = value.tensordict().unbind(stack_dim_);
+    for (int64_t i = 0; i < n; ++i) TensorDictBase(members_[i]).set(key, parts[i]);
+  } else {
+    const NonTensorData& data = value.non_tensor();
+    for (int64_t i = 0; i < n; ++i) {
+      TensorDictBase(members_[i]).set(key, data.is_stack() ? NonTensorData::from_ids(data.pool(), data.ids().select(stack_dim_, i)) : data);
+    }
+  }
+}
+
+bool LazyStackedImpl::erase(const std::string& key) {
+  bool erased = false;
+  for (const auto& m : members_) erased = m.impl()->erase(key) || erased;
+  return erased;
+}
+
+void LazyStackedImpl::rename(const std::string& from, const std::string& to) {
+  for (const auto& m : members_) {
+    if (m.impl()->find(from)) m.impl()->rename(from, to);
+  }
+}
+
+void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
+  const auto parts = value.expand(tensor_meta(key).shape).unbind(stack_dim_);
+  for (std::size_t i = 0; i < members_.size(); ++i) members_[i].impl()->assign(key, parts[i]);
+}
+
+}  // namespace tensordict::detail

@@ -1,0 +1,47 @@
+// The storage of a LazyStackedTensorDict (private).
+#pragma once
+
+#include <vector>
+
+#include "tensordict/base.h"
+
+namespace tensordict::detail {
+
+class LazyStackedImpl final : public TensorDictImpl {
+ public:
+  LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim);
+
+  std::string_view type_name() const override { return "LazyStackedTensorDict"; }
+  at::IntArrayRef batch_size() const override { return batch_size_; }
+  std::optional<at::Device> device() const override;
+  const Names& names() const override { return names_; }
+  void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) override;
+
+  std::size_t num_keys() const override;
+  void for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const override;
+  void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
+  std::optional<Value> find(const std::string& key) const override;
+  TensorMeta tensor_meta(const std::string& key) const override;
+  void for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const override;
+  void insert(const std::string& key, Value value) override;
+  bool erase(const std::string& key) override;
+  void rename(const std::string& from, const std::string& to) override;
+  void assign(const std::string& key, const at::Tensor& value) override;
+  bool entries_alias_storage() const override { return false; }
+
+  const std::vector<TensorDictBase>& members() const { return members_; }
+  int64_t stack_dim() const { return stack_dim_; }
+  void add_member(int64_t position, const TensorDictBase& td);
+  // Keys every member has, in the first member's order.
+  std::vector<std::string> common_keys() const;
+
+ private:
+  void refresh_batch_size();
+
+  std::vector<TensorDictBase> members_;
+  int64_t stack_dim_;
+  std::vector<int64_t> batch_size_;
+  Names names_;
+};
+
+}  // namespace tensordict::detail

@@ -1,0 +1,97 @@
+#include "sub_impl.h"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+#include "format.h"
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+#include "tensordict/non_tensor.h"
+#include "tensordict/sub.h"
+
+namespace tensordict::detail {
+
+SubTensorDictImpl::SubTensorDictImpl(TensorDictBase source, std::vector<TensorIndex> index)
+    : source_(std::move(source)),
+      index_(std::move(index)),
+      resolved_(index_, source_.batch_size()),
+      names_(source_.has_names() ? resolved_.result_names(source_.names()) : Names(resolved_.result_batch_size().size())) {}
+
+void SubTensorDictImpl::set_meta(std::vector<int64_t>, std::optional<at::Device>, Names) {
+  throw std::runtime_error("a SubTensorDict's batch size, device and names follow its source and index; change the source");
+}
+
+void SubTensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
+  source_.impl()->for_each_key(fn);
+}
+
+void SubTensorDictImpl::for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const {
+  source_.impl()->for_each_key([&](const std::string& key, EntryKind) { fn(key, *find(key)); });
+}
+
+std::optional<Value> SubTensorDictImpl::find(const std::string& key) const {
+  auto value = source_.impl()->find(key);
+  if (!value) return std::nullopt;
+  if (value->is_tensor()) return Value(resolved_.apply(value->tensor()));
+  if (value->is_tensordict()) return Value(SubTensorDict(value->tensordict(), index_));
+  const NonTensorData& data = value->non_tensor();
+  if (!data.is_stack()) return value;
+  return Value(NonTensorData::from_ids(data.pool(), resolved_.apply(data.ids())));
+}
+
+void SubTensorDictImpl::insert(const std::string& key, Value value) {
+  auto existing = source_.impl()->find(key);
+  if (value.is_tensor()) {
+    const at::Tensor& t = value.tensor();
+    if (!existing || !existing->is_tensor()) {
+      // A new entry in the source, zero outside the index (tensordict's rule).
+      std::vector<int64_t> shape = source_.batch_size().vec();
+      const auto feature = t.sizes().slice(resolved_.result_batch_size().size());
+      shape.insert(shape.end(), feature.begin(), feature.end());
+      TensorDictBase(source_).set(key, at::zeros(shape, t.options()));
+      existing = source_.impl()->find(key);
+    }
+    resolved_.put(existing->tensor(), t);
+    return;
+  }
+  if (value.is_tensordict()) {
+    if (!existing || !existing->is_tensordict()) {
+      TensorDictBase(source_).create_nested(key);
+      existing = source_.impl()->find(key);
+    }
+    SubTensorDict nested(existing->tensordict(), index_);
+    for (const auto& [k, v] : value.tensordict().items()) nested.set(k, v);
+    return;
+  }
+  TensorDictBase(source_).set(key, value);  // non-tensor data describes the whole source
+}
+
+bool SubTensorDictImpl::erase(const std::string& key) { return source_.impl()->erase(key); }
+
+void SubTensorDictImpl::rename(const std::string& from, const std::string& to) { source_.impl()->rename(from, to); }
+
+void SubTensorDictImpl::assign(const std::string& key, const at::Tensor& value) {
+  resolved_.put(source_.impl()->find(key)->tensor(), value);
+}
+
+}  // namespace tensordict::detail
+
+namespace tensordict {
+
+SubTensorDict::SubTensorDict(const TensorDictBase& source, at::ArrayRef<TensorIndex> index)
+    : TensorDictBase(std::make_shared<detail::SubTensorDictImpl>(source, index.vec())) {}
+
+SubTensorDict::SubTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
+  if (!dynamic_cast<const detail::SubTensorDictImpl*>(impl_.get())) {
+    throw std::invalid_argument(std::string("a ") + std::string(td.type_name()) + " is not a SubTensorDict");
+  }
+}
+
+const TensorDictBase& SubTensorDict::source() const {
+  return static_cast<const detail::SubTensorDictImpl&>(*impl_).source();
+}
+
+SubTensorDict TensorDictBase::get_sub_tensordict(at::ArrayRef<TensorIndex> index) const { return SubTensorDict(*this, index); }
+
+}  // namespace tensordict

@@ -1,0 +1,40 @@
+// The storage of a SubTensorDict: a source and a resolved index (private).
+#pragma once
+
+#include <vector>
+
+#include "tensordict/base.h"
+
+namespace tensordict::detail {
+
+class SubTensorDictImpl final : public TensorDictImpl {
+ public:
+  SubTensorDictImpl(TensorDictBase source, std::vector<TensorIndex> index);
+
+  std::string_view type_name() const override { return "_SubTensorDict"; }
+  at::IntArrayRef batch_size() const override { return resolved_.result_batch_size(); }
+  std::optional<at::Device> device() const override { return source_.device(); }
+  const Names& names() const override { return names_; }
+  void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) override;
+
+  std::size_t num_keys() const override { return source_.num_keys(); }
+  void for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const override;
+  void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
+  std::optional<Value> find(const std::string& key) const override;
+  void insert(const std::string& key, Value value) override;
+  bool erase(const std::string& key) override;
+  void rename(const std::string& from, const std::string& to) override;
+  void assign(const std::string& key, const at::Tensor& value) override;
+  // Basic indices give views of the source; advanced ones give copies.
+  bool entries_alias_storage() const override { return resolved_.is_view(); }
+
+  const TensorDictBase& source() const { return source_; }
+
+ private:
+  TensorDictBase source_;
+  std::vector<TensorIndex> index_;
+  BatchIndex resolved_;
+  Names names_;
+};
+
+}  // namespace tensordict::detail
