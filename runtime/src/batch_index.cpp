@@ -1,6 +1,11 @@
 #include "tensordict/batch_index.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/TensorBody.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/SmallVector.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -227,7 +232,71 @@ std::vector<std::optional<std::string>> BatchIndex::result_names(const std::vect
   return names;
 }
 
+namespace {
+
+// Whether a view of `t` may be built directly (see direct_view): a plain
+// strided CPU or CUDA tensor, no autograd involved, outside inference mode
+// (where libtorch's views follow their own rules), no names, no wrapper
+// (functionalization, vmap, Python, conj/neg bits, quantized, sparse...):
+// everything outside these dispatch keys falls back to libtorch's view ops.
+bool direct_view_ok(const at::Tensor& t) {
+  static const uint64_t plain = c10::DispatchKeySet({c10::DispatchKey::CPU, c10::DispatchKey::CUDA, c10::DispatchKey::AutogradCPU,
+                                                     c10::DispatchKey::AutogradCUDA, c10::DispatchKey::ADInplaceOrView,
+                                                     c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA})
+                                    .raw_repr();
+  return t.defined() && !t.requires_grad() && !t.is_inference() && !c10::InferenceMode::is_enabled() && t.layout() == at::kStrided && !t.has_names() &&
+         t.has_storage() && (t.key_set().raw_repr() & ~plain) == 0;
+}
+
+// A view of `t` with the given geometry: what libtorch's select/slice/
+// unsqueeze build below the dispatcher (a TensorImpl over the same storage,
+// sharing the version counter, so in-place writes through either are seen by
+// autograd's checks), minus the per-op dispatch and autograd view tracking,
+// which a tensor that needs no grad does not use. ~0.1 µs instead of ~0.4 µs
+// per op.
+at::Tensor direct_view(const at::Tensor& t, at::IntArrayRef sizes, at::IntArrayRef strides, int64_t offset) {
+  at::Tensor out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(t.storage()), t.key_set(),
+                                                            t.dtype());
+  c10::TensorImpl* impl = out.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(sizes, strides);
+  impl->set_storage_offset(offset);
+  impl->set_version_counter(t.unsafeGetTensorImpl()->version_counter());
+  return out;
+}
+
+}  // namespace
+
 at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
+  if (steps_.empty()) return leaf;
+  if (direct_view_ok(leaf)) {
+    // The steps applied to the geometry, as at::select / at::slice /
+    // at::unsqueeze compute it.
+    c10::SmallVector<int64_t, 8> sizes(leaf.sizes().begin(), leaf.sizes().end());
+    c10::SmallVector<int64_t, 8> strides(leaf.strides().begin(), leaf.strides().end());
+    int64_t offset = leaf.storage_offset();
+    for (const auto& s : steps_) {
+      switch (s.op) {
+        case Op::Select:
+          offset += s.start * strides[s.dim];
+          sizes.erase(sizes.begin() + s.dim);
+          strides.erase(strides.begin() + s.dim);
+          break;
+        case Op::Slice:
+          offset += s.start * strides[s.dim];
+          sizes[s.dim] = (s.stop - s.start + s.step - 1) / s.step;
+          strides[s.dim] *= s.step;
+          break;
+        case Op::Unsqueeze: {
+          const auto d = static_cast<std::size_t>(s.dim);
+          const int64_t stride = d >= sizes.size() ? 1 : sizes[d] * strides[d];
+          sizes.insert(sizes.begin() + s.dim, 1);
+          strides.insert(strides.begin() + s.dim, stride);
+          break;
+        }
+      }
+    }
+    return direct_view(leaf, sizes, strides, offset);
+  }
   at::Tensor t = leaf;
   for (const auto& s : steps_) {
     switch (s.op) {
@@ -261,3 +330,22 @@ void BatchIndex::put(const at::Tensor& leaf, const at::Tensor& value) const {
 }
 
 }  // namespace tensordict
+
+namespace tensordict::detail {
+
+at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t batch_dims) {
+  c10::SmallVector<int64_t, 8> sizes(batch.begin(), batch.end());
+  const auto feature = leaf.sizes().slice(static_cast<std::size_t>(batch_dims));
+  sizes.append(feature.begin(), feature.end());
+  if (!direct_view_ok(leaf) || !leaf.is_contiguous()) return leaf.reshape(sizes);
+  // Contiguous strides, as at::reshape gives a contiguous leaf's view.
+  c10::SmallVector<int64_t, 8> strides(sizes.size());
+  int64_t stride = 1;
+  for (std::size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(sizes[d], 1);
+  }
+  return direct_view(leaf, sizes, strides, leaf.storage_offset());
+}
+
+}  // namespace tensordict::detail

@@ -21,8 +21,25 @@ std::set<std::string> key_set(const TensorDictImpl& td) {
   return keys;
 }
 
+// The members' dense storage when every member is dense with the first
+// member's keys in the same order (then entry i of each member has the same
+// key, and the result can share the first member's key table); else empty.
+std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDictBase>& tds) {
+  std::vector<const detail::DenseImpl*> out;
+  out.reserve(tds.size());
+  for (const auto& td : tds) {
+    const auto* dense = dynamic_cast<const detail::DenseImpl*>(td.impl().get());
+    if (!dense) return {};
+    const auto& first = out.empty() ? dense->key_table() : out.front()->key_table();
+    if (dense->key_table() != first && dense->key_table()->keys != first->keys) return {};
+    out.push_back(dense);
+  }
+  return out;
+}
+
 // Every member must have the first member's keys at this level.
 void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, const std::vector<std::string>& prefix) {
+  if (!aligned_dense(tds).empty()) return;  // same keys in the same order
   const auto* first = dynamic_cast<const detail::DenseImpl*>(tds.front().impl().get());
   std::optional<std::set<std::string>> reference;
   for (std::size_t i = 1; i < tds.size(); ++i) {
@@ -92,39 +109,72 @@ struct Combiner {
 
   TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
     check_same_keys(tds, op, prefix);
+    const auto dense = aligned_dense(tds);
+    if (!dense.empty()) return run_aligned(tds, dense, prefix);
     auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds, op)));
-    std::vector<at::Tensor> tensors(tds.size());
     std::vector<Value> members;
     members.reserve(tds.size());
-    tds.front().impl()->for_each([&](const std::string& key, const Value& first) {
-      prefix.push_back(key);
-      const NestedKey path(prefix);
+    tds.front().impl()->for_each([&](const std::string& key, const Value&) {
       members.clear();
-      for (std::size_t i = 0; i < tds.size(); ++i) {
-        members.push_back(*tds[i].impl()->find(key));
-        if (kind_of(members[i]) != kind_of(first)) {
-          throw std::runtime_error(fmt::format("{}: key {} is {} in tensordict 0 but {} in tensordict {}", op, path.repr(),
-                                               kind_of(first), kind_of(members[i]), i));
-        }
-      }
-      if (first.is_tensor()) {
-        for (std::size_t i = 0; i < tds.size(); ++i) tensors[i] = members[i].tensor();
-        try {
-          out->insert(key, leaves(tensors));
-        } catch (...) {
-          detail::rethrow_for_key(op, path);
-        }
-      } else if (first.is_non_tensor()) {
-        out->insert(key, combine_non_tensor(tds, members, path));
-      } else {
-        std::vector<TensorDictBase> nested;
-        for (const auto& m : members) nested.push_back(m.tensordict());
-        out->insert(key, Value(run(nested, prefix)));
-      }
+      for (const auto& td : tds) members.push_back(*td.impl()->find(key));
+      prefix.push_back(key);
+      out->insert(key, combine_entry(tds, members, prefix));
       prefix.pop_back();
     });
     return TensorDict(TensorDictBase(out));
   }
+
+  // The common case: dense members with the same keys in the same order.
+  // Entries are taken by position (no lookup) and the result shares the
+  // first member's key table (no key is copied).
+  TensorDict run_aligned(const std::vector<TensorDictBase>& tds, const std::vector<const detail::DenseImpl*>& dense,
+                         std::vector<std::string>& prefix) {
+    // This level's checks come before its nested levels' (as in run()).
+    std::vector<int64_t> level_batch = batch(tds);
+    Names level_names = detail::checked_names(names(common_names(tds, op)), level_batch.size());
+    const auto& table = dense.front()->key_table();
+    std::vector<Value> values;
+    values.reserve(table->keys.size());
+    std::vector<Value> members;
+    members.reserve(tds.size());
+    for (std::size_t k = 0; k < table->keys.size(); ++k) {
+      members.clear();
+      for (const auto* d : dense) members.push_back(d->values()[k]);
+      prefix.push_back(table->keys[k]);
+      values.push_back(combine_entry(tds, members, prefix));
+      prefix.pop_back();
+    }
+    return TensorDict(TensorDictBase(std::make_shared<detail::DenseImpl>(table, std::move(values), std::move(level_batch),
+                                                                         common_device(tds), std::move(level_names))));
+  }
+
+  // The combined value of one key (`prefix` ends with it) from the members' values.
+  Value combine_entry(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members,
+                      std::vector<std::string>& prefix) {
+    const Value& first = members.front();
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      if (kind_of(members[i]) != kind_of(first)) {
+        throw std::runtime_error(fmt::format("{}: key {} is {} in tensordict 0 but {} in tensordict {}", op,
+                                             NestedKey(prefix).repr(), kind_of(first), kind_of(members[i]), i));
+      }
+    }
+    if (first.is_tensor()) {
+      tensors_.resize(members.size());
+      for (std::size_t i = 0; i < members.size(); ++i) tensors_[i] = members[i].tensor();
+      try {
+        return leaves(tensors_);
+      } catch (...) {
+        detail::rethrow_for_key(op, NestedKey(prefix));
+      }
+    }
+    if (first.is_non_tensor()) return combine_non_tensor(tds, members, NestedKey(prefix));
+    std::vector<TensorDictBase> nested;
+    nested.reserve(members.size());
+    for (const auto& m : members) nested.push_back(m.tensordict());
+    return Value(run(nested, prefix));
+  }
+
+  std::vector<at::Tensor> tensors_;  // scratch for one key's tensors
 };
 
 void check_nonempty(const std::vector<TensorDictBase>& tds, const char* op) {
@@ -176,7 +226,7 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
     return out;
   };
   std::vector<std::string> prefix;
-  Combiner combiner{"stack", leaves, batch, names};
+  Combiner combiner{"stack", leaves, batch, names, {}};
   return combiner.run(tds, prefix);
 }
 
@@ -202,7 +252,7 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   };
   auto names = [](const Names& common) { return common; };
   std::vector<std::string> prefix;
-  Combiner combiner{"cat", leaves, batch, names};
+  Combiner combiner{"cat", leaves, batch, names, {}};
   return combiner.run(tds, prefix);
 }
 

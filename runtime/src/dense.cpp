@@ -11,6 +11,8 @@ TensorDict::TensorDict() : TensorDict(std::make_shared<detail::DenseImpl>(std::v
 TensorDict::TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size, std::optional<at::Device> device,
                        Names names)
     : TensorDict(std::make_shared<detail::DenseImpl>(batch_size.vec(), device, std::move(names))) {
+  // At most one entry per key at this level: no regrowth while setting them.
+  static_cast<detail::DenseImpl&>(*impl_).reserve(entries.size());
   for (auto& [key, value] : entries) set(key, value);
 }
 

@@ -57,6 +57,13 @@ KeyTable& DenseImpl::own_keys() {
   return const_cast<KeyTable&>(*keys_);
 }
 
+void DenseImpl::reserve(std::size_t n) {
+  values_.reserve(values_.size() + n);
+  KeyTable& table = own_keys();
+  table.keys.reserve(table.keys.size() + n);
+  table.slots.reserve(table.slots.size() + n);
+}
+
 void DenseImpl::insert(const std::string& key, Value value) {
   auto it = keys_->slots.find(key);
   if (it != keys_->slots.end()) {

@@ -44,6 +44,9 @@ class DenseImpl final : public TensorDictImpl {
   bool erase(const std::string& key) override;
   void rename(const std::string& from, const std::string& to) override;
 
+  // Room for `n` more entries (construction knows how many it adds).
+  void reserve(std::size_t n);
+
   const std::shared_ptr<const KeyTable>& key_table() const { return keys_; }
   const std::vector<Value>& values() const { return values_; }
 

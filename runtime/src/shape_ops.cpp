@@ -62,7 +62,7 @@ std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntAr
 TensorDict TensorDictBase::reshape(at::IntArrayRef shape) const {
   const auto batch = infer_shape(shape, numel(), batch_size(), "reshape");
   const int64_t nb = batch_dims();
-  return mapped(*this, batch, {}, [&](const at::Tensor& t) { return t.reshape(with_features(batch, t, nb)); }, "reshape");
+  return mapped(*this, batch, {}, [&](const at::Tensor& t) { return detail::reshape_leaf(t, batch, nb); }, "reshape");
 }
 
 TensorDict TensorDictBase::view(at::IntArrayRef shape) const {

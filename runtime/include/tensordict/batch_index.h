@@ -84,4 +84,11 @@ class BatchIndex {
 // accepts batch_dims as a position). Throws naming `op` and the valid range.
 int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra = 0);
 
+namespace detail {
+// leaf.reshape(batch followed by the leaf's dims past `batch_dims`). A
+// contiguous leaf that needs no grad gets its view built directly, as
+// BatchIndex does; anything else goes through at::reshape.
+at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t batch_dims);
+}  // namespace detail
+
 }  // namespace tensordict

@@ -150,7 +150,7 @@ class TensorClass {
   // obj[index] over the batch dims; basic indices give views.
   Derived index(at::ArrayRef<TensorIndex> index) const {
     const BatchIndex bi(index, tc_batch_size_);
-    Derived out = derived();
+    Derived out = shell_();
     out.tc_batch_size_ = bi.result_batch_size().vec();
     out.tc_names_.clear();
     out.tc_locked_ = false;
@@ -249,7 +249,7 @@ class TensorClass {
   Derived reshape(at::IntArrayRef shape) const {
     const auto b = at::infer_size(shape, numel());
     const int64_t nb = batch_dims();
-    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); });
+    return mapped_(b, [&](const at::Tensor& t) { return detail::reshape_leaf(t, b, nb); });
   }
   Derived view(at::IntArrayRef shape) const {
     const auto b = at::infer_size(shape, numel());
@@ -404,7 +404,7 @@ class TensorClass {
   // fn(ours, theirs) -> tensor, pairing the tensor members of two instances.
   template <class Fn>
   Derived apply(const Derived& other, Fn&& fn) const {
-    Derived out = derived();
+    Derived out = shell_();
     out.tc_locked_ = false;
     map2_into_(out, other, fn);
     return out;
@@ -606,10 +606,34 @@ class TensorClass {
     });
   }
 
+  // A copy of everything but the tensors (metadata and non-tensor fields, at
+  // every level): what an op that sets every tensor starts from. Copying the
+  // whole struct would touch every tensor's refcount twice for nothing.
+  Derived shell_() const {
+    Derived out;
+    out.copy_shell_(derived());
+    return out;
+  }
+  void copy_shell_(const Derived& src) {
+    tc_batch_size_ = src.tc_batch_size_;
+    tc_device_ = src.tc_device_;
+    tc_names_ = src.tc_names_;
+    tc_locked_ = src.tc_locked_;
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      if constexpr (is_tensorclass_v<M>) {
+        (derived().*p).copy_shell_(src.*p);
+      } else if constexpr (!std::is_same_v<M, at::Tensor>) {
+        derived().*p = src.*p;
+      }
+    });
+  }
+
   // A copy with a new batch size (names dropped), every tensor mapped.
   template <class Fn>
   Derived mapped_(std::vector<int64_t> batch, Fn&& fn) const {
-    Derived out = derived();
+    Derived out = shell_();
     out.tc_batch_size_ = std::move(batch);
     out.tc_names_.clear();
     out.tc_locked_ = false;
@@ -619,7 +643,7 @@ class TensorClass {
   // Same batch size and names.
   template <class Fn>
   Derived same_batch_(Fn&& fn) const {
-    Derived out = derived();
+    Derived out = shell_();
     out.tc_locked_ = false;
     map_into_(out, fn, batch_dims());
     return out;
@@ -687,7 +711,7 @@ class TensorClass {
   // Pieces: fn(tensor) -> vector of tensors (unbind, split).
   template <class Fn>
   std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn) const {
-    std::vector<Derived> out(batches.size(), derived());
+    std::vector<Derived> out(batches.size(), shell_());
     std::vector<Derived*> ptrs;
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i].tc_batch_size_ = batches[i];
@@ -730,7 +754,7 @@ class TensorClass {
                           NamesFn&& names_fn) {
     std::vector<const Derived*> srcs;
     for (const auto& x : list) srcs.push_back(&x);
-    Derived out = list.front();
+    Derived out = list.front().shell_();
     out.tc_batch_size_ = std::move(batch);
     out.tc_locked_ = false;
     bool same_names = true;

@@ -1,0 +1,150 @@
+// Shared data and baselines of the benchmarks (see README.md).
+//
+// Every op is registered as a group: `BM_<op>/loop`, the same work written by
+// hand as a loop over the ten at::Tensors, then our variants
+// (`/tensordict`, `/tensordict_nested`, `/tensorclass`, ...). The loop runs in
+// the same process as what it is compared with, so report.py's ratios are
+// taken within one run.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+using namespace at::indexing;
+
+inline constexpr int64_t kBatch = 64;
+inline constexpr int64_t kFeature = 8;
+inline constexpr int kLeaves = 10;
+
+using Leaves = std::vector<at::Tensor>;
+
+// Ten fresh [batch, 8] float32 leaves.
+inline Leaves make_leaves(int64_t batch = kBatch) {
+  Leaves out;
+  for (int i = 0; i < kLeaves; ++i) out.push_back(at::randn({batch, kFeature}));
+  return out;
+}
+
+// The index operands, built once (their cost is not part of any op).
+struct Indices {
+  at::Tensor long_index = at::randperm(kBatch).slice(0, 0, kBatch / 2);
+  at::Tensor mask = at::rand({kBatch}) > 0.5;
+};
+inline const Indices& indices() {
+  static const Indices idx;
+  return idx;
+}
+
+// The cases, kept until register_all(): a group's loop and variants then
+// run next to each other, so allocator and cache state drift between far-apart
+// cases does not enter their ratio.
+struct Case {
+  std::string op, variant;
+  std::function<void(benchmark::State&)> body;
+};
+inline std::vector<Case>& cases() {
+  static std::vector<Case> all;
+  return all;
+}
+
+// Adds `fn` as a benchmark body; `fn` returns what DoNotOptimize keeps.
+template <class Fn>
+void add(const std::string& op, const std::string& variant, Fn fn) {
+  cases().push_back({op, variant, [fn](benchmark::State& state) mutable {
+                       for (auto _ : state) {
+                         auto result = fn();
+                         benchmark::DoNotOptimize(result);
+                       }
+                     }});
+}
+
+// Registers every case, grouped by op in the order ops were first added.
+inline void register_all() {
+  std::vector<std::string> ops;
+  for (const auto& c : cases()) {
+    if (std::find(ops.begin(), ops.end(), c.op) == ops.end()) ops.push_back(c.op);
+  }
+  for (const auto& op : ops) {
+    for (const auto& c : cases()) {
+      if (c.op == op) benchmark::RegisterBenchmark(("BM_" + c.op + "/" + c.variant).c_str(), c.body);
+    }
+  }
+}
+
+// The hand-written loops: fn per leaf, results collected in a vector.
+template <class Fn>
+Leaves each(const Leaves& leaves, Fn&& fn) {
+  Leaves out;
+  out.reserve(leaves.size());
+  for (const auto& t : leaves) out.push_back(fn(t));
+  return out;
+}
+
+// Registers the loop baselines of every leaf-wise op; `add_ours(op)` is then
+// called by the program for its variants. Kept here so that the tensordict and
+// tensorclass programs time the same loops.
+// The operands must outlive the run (the benchmarks keep pointers to them).
+inline void add_loops(const Leaves& a_, const Leaves& b_, const std::vector<Leaves>& many_) {
+  const Leaves* pa = &a_;
+  const Leaves* pb = &b_;
+  const std::vector<Leaves>* pm = &many_;
+  const Indices* idx = &indices();
+  // The source of index_put_slice, sliced once (as tensordict's is).
+  const auto* half = new Leaves(each(b_, [](const at::Tensor& t) { return t.slice(0, 0, kBatch / 2); }));  // never freed
+  add("index_int", "loop", [=] { return each(*pa, [](const at::Tensor& t) { return t.select(0, 3); }); });
+  add("index_slice", "loop", [=] { return each(*pa, [](const at::Tensor& t) { return t.slice(0, 8, 40); }); });
+  add("index_long", "loop", [=] { return each(*pa, [=](const at::Tensor& t) { return t.index({idx->long_index}); }); });
+  // tensordict computes a mask's nonzero once; the naive loop does it per leaf.
+  add("index_mask", "loop", [=] { return each(*pa, [=](const at::Tensor& t) { return t.index({idx->mask}); }); });
+  add("index_put_slice", "loop", [=] {
+    for (std::size_t i = 0; i < pa->size(); ++i) (*pa)[i].slice(0, 0, kBatch / 2).copy_((*half)[i]);
+    return 0;
+  });
+  add("stack2", "loop", [=] {
+    Leaves out;
+    for (std::size_t i = 0; i < pa->size(); ++i) out.push_back(at::stack({(*pa)[i], (*pb)[i]}, 0));
+    return out;
+  });
+  add("stack64", "loop", [=] {
+    Leaves out;
+    std::vector<at::Tensor> parts(pm->size());
+    for (std::size_t i = 0; i < pa->size(); ++i) {
+      for (std::size_t j = 0; j < pm->size(); ++j) parts[j] = (*pm)[j][i];
+      out.push_back(at::stack(parts, 0));
+    }
+    return out;
+  });
+  add("cat2", "loop", [=] {
+    Leaves out;
+    for (std::size_t i = 0; i < pa->size(); ++i) out.push_back(at::cat({(*pa)[i], (*pb)[i]}, 0));
+    return out;
+  });
+  add("to_float64", "loop", [=] { return each(*pa, [](const at::Tensor& t) { return t.to(at::kDouble); }); });
+  add("clone", "loop", [=] { return each(*pa, [](const at::Tensor& t) { return t.clone(); }); });
+  add("apply_mul2", "loop", [=] { return each(*pa, [](const at::Tensor& t) { return t * 2; }); });
+  add("reshape", "loop", [=] { return each(*pa, [](const at::Tensor& t) { return t.reshape({8, 8, kFeature}); }); });
+  add("unbind0", "loop", [=] {
+    std::vector<std::vector<at::Tensor>> out;
+    for (const auto& t : *pa) out.push_back(t.unbind(0));
+    return out;
+  });
+  // Construction: allocating the ten leaves, then (ours) wrapping them.
+  add("construct", "loop", [] { return each(Leaves(kLeaves), [](const at::Tensor&) { return at::empty({kBatch, kFeature}); }); });
+}
+
+// A `stack64` operand: 64 slices of batch [64].
+inline std::vector<Leaves> make_many() {
+  std::vector<Leaves> out;
+  for (int i = 0; i < 64; ++i) out.push_back(make_leaves());
+  return out;
+}
+
+}  // namespace bench

@@ -1,0 +1,74 @@
+// The dynamic TensorDict against the hand-written loop (bench_common.h), flat
+// (ten leaves at one level) and nested (4 + 3 + 3 leaves over three levels).
+#include <tensordict/tensordict.h>
+
+#include "bench_common.h"
+
+using tensordict::TensorDict;
+using tensordict::TensorDictBase;
+using namespace bench;
+
+namespace {
+
+TensorDict flat_td(const Leaves& l) {
+  std::vector<TensorDict::Entry> entries;
+  for (int i = 0; i < kLeaves; ++i) entries.emplace_back(std::string{'f', static_cast<char>('0' + i)}, l[i]);
+  return TensorDict(std::move(entries), {l[0].size(0)});
+}
+
+TensorDict nested_td(const Leaves& l) {
+  const int64_t b = l[0].size(0);
+  TensorDict inner({{"c0", l[7]}, {"c1", l[8]}, {"c2", l[9]}}, {b});
+  TensorDict mid({{"b0", l[4]}, {"b1", l[5]}, {"b2", l[6]}, {"inner", inner}}, {b});
+  return TensorDict({{"a0", l[0]}, {"a1", l[1]}, {"a2", l[2]}, {"a3", l[3]}, {"mid", mid}}, {b});
+}
+
+// The operands of one variant, built once and alive for the whole run.
+struct Data {
+  TensorDict x, y, half;
+  std::vector<TensorDictBase> pair, all;
+};
+
+void add_variant(const std::string& name, TensorDict (*make)(const Leaves&), const Leaves& a, const Leaves& b,
+                 const std::vector<Leaves>& many) {
+  auto* d = new Data{make(a), make(b), make(b).index({Slice(0, kBatch / 2)}), {}, {}};  // never freed
+  d->pair = {d->x, d->y};
+  for (const auto& m : many) d->all.push_back(make(m));
+  const Indices* idx = &indices();
+
+  add("index_int", name, [=] { return d->x.index({3}); });
+  add("index_slice", name, [=] { return d->x.index({Slice(8, 40)}); });
+  add("index_long", name, [=] { return d->x.index({idx->long_index}); });
+  add("index_mask", name, [=] { return d->x.index({idx->mask}); });
+  add("index_put_slice", name, [=] {
+    d->x.index_put_({Slice(0, kBatch / 2)}, d->half);
+    return 0;
+  });
+  add("stack2", name, [=] { return tensordict::stack(d->pair, 0); });
+  add("stack64", name, [=] { return tensordict::stack(d->all, 0); });
+  add("cat2", name, [=] { return tensordict::cat(d->pair, 0); });
+  add("to_float64", name, [=] { return d->x.to(at::kDouble); });
+  add("clone", name, [=] { return d->x.clone(); });
+  add("apply_mul2", name, [=] { return d->x.apply([](const at::Tensor& t) { return t * 2; }); });
+  add("reshape", name, [=] { return d->x.reshape({8, 8}); });
+  add("unbind0", name, [=] { return d->x.unbind(0); });
+  add("construct", name, [make] {
+    Leaves l;
+    for (int i = 0; i < kLeaves; ++i) l.push_back(at::empty({kBatch, kFeature}));
+    return make(l);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  static const Leaves a = make_leaves(), b = make_leaves();
+  static const std::vector<Leaves> many = make_many();
+  add_loops(a, b, many);
+  add_variant("tensordict", flat_td, a, b, many);
+  add_variant("tensordict_nested", nested_td, a, b, many);
+  bench::register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

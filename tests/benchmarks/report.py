@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Turns Google Benchmark JSON output into README.md's table.
+
+    report.py README.md RESULT.json...
+
+Each JSON file is one program's run (--benchmark_format=json, with
+--benchmark_repetitions: medians are used). Cases are named BM_<op>/<variant>;
+`loop` is the hand-written baseline of the same run, and ratios are
+variant / loop. The table replaces what README.md holds between the
+`results:begin` and `results:end` markers, headed by the machine and date.
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+# (program variant, op) -> ratio target; "*" matches every op.
+RATIO_TARGETS = {
+    ("tensordict", "*"): 1.30,
+    ("tensorclass", "*"): 1.10,
+    ("*", "index_mask"): 0.70,  # against the naive t.index({mask}) loop
+}
+# Absolute targets (ns) and ratio targets between two cases of one program.
+ABS_TARGETS_NS = {
+    "get_nested5": 150, "set_existing": 250, "keys_nested_100": 5000,
+    "generator_yaml20": 200e6, "generator_header": 2e9,
+}
+PAIR_TARGETS = {("build", "generated_header", "aten"): 1.30}
+UNIT_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def medians(path):
+    with open(path) as f:
+        data = json.load(f)
+    out, plain = {}, {}
+    for b in data["benchmarks"]:
+        # CPU time: on a shared machine wall time mostly measures the neighbours;
+        # timings.py (wall-clock by nature) writes both as the same value.
+        t = b.get("cpu_time", b["real_time"]) * UNIT_NS[b.get("time_unit", "ns")]
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                out[b["run_name"] if "run_name" in b else b["name"].rsplit("_median", 1)[0]] = t
+        else:
+            plain.setdefault(b["name"], []).append(t)
+    for name, ts in plain.items():
+        out.setdefault(name, sorted(ts)[len(ts) // 2])
+    return out
+
+
+def fmt(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def ratio_target(variant, op):
+    base = variant.split("_")[0]
+    for key in ((base, op), ("*", op), (base, "*")):
+        if key in RATIO_TARGETS:
+            return RATIO_TARGETS[key]
+    return None
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.*)", f.read())
+            model = m.group(1).strip() if m else model
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores (nproc {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()}), {platform.system()} {platform.release()}"
+
+
+def table(path):
+    times = medians(path)
+    groups = {}
+    for name, t in times.items():
+        name = name[3:] if name.startswith("BM_") else name
+        op, _, variant = name.partition("/")
+        groups.setdefault(op, {})[variant] = t
+    prog = os.path.splitext(os.path.basename(path))[0]
+    rows, missed = [], []
+    ratio_rows = any("loop" in g for g in groups.values())
+    if ratio_rows:
+        variants = sorted({v for g in groups.values() for v in g if v != "loop"})
+        head = ["op", "loop"] + [x for v in variants for x in (v, "ratio")] + ["target", "met?"]
+        rows.append(head)
+        for op, g in groups.items():
+            loop = g.get("loop")
+            row, ok, target = [op, fmt(loop) if loop else "—"], True, None
+            for v in variants:
+                t = g.get(v)
+                r = t / loop if t and loop else None
+                row += [fmt(t) if t else "—", f"{r:.2f}×" if r else "—"]
+                tgt = ratio_target(v, op)
+                if tgt and r:
+                    target = tgt
+                    if r > tgt:
+                        ok = False
+                        missed.append(f"{prog}: {op}/{v} {r:.2f}× > {tgt:.2f}×")
+            row += [f"≤ {target:.2f}×" if target else "—", ("yes" if ok else "**no**") if target else "—"]
+            rows.append(row)
+    else:
+        rows.append(["case", "time", "target", "met?"])
+        for op, g in groups.items():
+            for v, t in g.items():
+                case = f"{op}/{v}" if v else op
+                tgt = ABS_TARGETS_NS.get(op)
+                pair = next(((k, r) for k, r in PAIR_TARGETS.items() if k[0] == op and k[1] == v), None)
+                if pair and pair[0][2] in g:
+                    r = t / g[pair[0][2]]
+                    ok = r <= pair[1]
+                    rows.append([case, f"{fmt(t)} ({r:.2f}× {op}/{pair[0][2]})", f"≤ {pair[1]:.2f}×", "yes" if ok else "**no**"])
+                    if not ok:
+                        missed.append(f"{prog}: {case} {r:.2f}× > {pair[1]:.2f}×")
+                elif tgt:
+                    ok = t <= tgt
+                    rows.append([case, fmt(t), f"≤ {fmt(tgt)}", "yes" if ok else "**no**"])
+                    if not ok:
+                        missed.append(f"{prog}: {case} {fmt(t)} > {fmt(tgt)}")
+                else:
+                    rows.append([case, fmt(t), "—", "—"])
+    lines = [f"### {prog}", ""]
+    lines.append("| " + " | ".join(rows[0]) + " |")
+    lines.append("|" + "---|" * len(rows[0]))
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return lines, missed
+
+
+def main():
+    readme, paths = sys.argv[1], sys.argv[2:]
+    out = [f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. "
+           "Medians of the repetitions of CPU time (wall-clock for generator and build timings); ratios are against `loop` in the same run.", ""]
+    missed = []
+    for p in paths:
+        lines, m = table(p)
+        out += lines + [""]
+        missed += m
+    out.append("Missed targets: " + ("none." if not missed else "; ".join(missed) + "."))
+    with open(readme) as f:
+        text = f.read()
+    begin, end = "<!-- results:begin -->", "<!-- results:end -->"
+    if begin not in text:
+        text += f"\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    with open(readme, "w") as f:
+        f.write(head + begin + "\n" + "\n".join(out) + "\n" + end + tail)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Generator and build-cost timings, written as Google Benchmark JSON.
+
+    timings.py BUILD_DIR OUT.json [--repetitions N]
+
+- BM_generator_yaml20: tensorclass-gen on a YAML file of 20 tensorclasses.
+- BM_generator_header: tensorclass-gen on an annotated header
+  (tests/generator/schemas/agent_header.h).
+- BM_build/aten, BM_build/generated_header, BM_build/generated_header_used:
+  compiling (no precompiled header) a unit that includes only <ATen/ATen.h>,
+  one that includes one generated header (bench.tc.h), and one that also
+  instantiates a few ops of it; the flags are bench_tensorclass's own, from
+  compile_commands.json.
+Times are wall-clock medians of N runs (stdlib only).
+"""
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def timed(cmd, cwd=None):
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def yaml20(path):
+    lines = ["namespace: gen20", "tensorclasses:"]
+    for i in range(20):
+        lines += [f"  C{i}:", f"    doc: Class {i}.", "    fields:"]
+        for j in range(6):
+            lines.append(f"      t{j}: {{dtype: float32, shape: [..., {j + 1}, H]}}")
+        lines.append("      name: {type: string, default: x}")
+        if i:
+            lines.append(f"      prev: {{type: C{i - 1}}}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def compile_command(build_dir):
+    with open(os.path.join(build_dir, "compile_commands.json")) as f:
+        for entry in json.load(f):
+            if entry["file"].endswith("bench_tensorclass.cpp"):
+                args = shlex.split(entry["command"])
+                out, skip = [], False
+                for a in args:
+                    if skip:
+                        skip = False
+                        continue
+                    if a in ("-include", "-o", "-c"):  # PCH, output, source: ours instead
+                        skip = True
+                        continue
+                    if a == "-Winvalid-pch" or a.endswith("ccache"):
+                        continue
+                    out.append(a)
+                return out, entry["directory"]
+    sys.exit("timings.py: bench_tensorclass.cpp not in compile_commands.json")
+
+
+UNITS = {
+    "aten": "#include <ATen/ATen.h>\nat::Tensor f(const at::Tensor& t) { return t.add(1); }\n",
+    "generated_header": '#include "bench.tc.h"\nat::Tensor f(const at::Tensor& t) { return t.add(1); }\n',
+    "generated_header_used": '#include "bench.tc.h"\n'
+    "bench::Flat f(const bench::Flat& x) { return bench::Flat::stack({x.index({0}), x.to(at::kDouble)}); }\n",
+}
+
+
+def result(name, seconds_list):
+    return {"name": name, "run_type": "aggregate", "aggregate_name": "median",
+            "real_time": statistics.median(seconds_list) * 1e3, "time_unit": "ms"}
+
+
+def main():
+    build_dir, out = sys.argv[1], sys.argv[2]
+    reps = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--repetitions" else 3
+    gen = os.path.join(build_dir, "generator", "tensorclass-gen")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        y = os.path.join(tmp, "gen20.yaml")
+        yaml20(y)
+        results.append(result("BM_generator_yaml20", [timed([gen, y, "-o", tmp]) for _ in range(reps)]))
+        header = os.path.join(ROOT, "tests", "generator", "schemas", "agent_header.h")
+        results.append(result("BM_generator_header", [timed([gen, header, "-o", tmp]) for _ in range(reps)]))
+        cmd, cwd = compile_command(build_dir)
+        for name, text in UNITS.items():
+            src = os.path.join(tmp, name + ".cpp")
+            with open(src, "w") as f:
+                f.write(text)
+            obj = os.path.join(tmp, name + ".o")
+            results.append(result(f"BM_build/{name}", [timed(cmd + ["-o", obj, "-c", src], cwd) for _ in range(reps)]))
+    with open(out, "w") as f:
+        json.dump({"context": {"program": "timings.py"}, "benchmarks": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
