@@ -10,6 +10,7 @@
 // Debian library); this target exercises the runtime's mapping of whatever a
 // valid file may hold.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -67,11 +68,12 @@ hid_t make_type(Bytes& in) {
       hid_t base = in.next() & 1 ? H5T_NATIVE_INT8 : (in.next() & 1 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT8);
       hid_t t = H5Tenum_create(base);
       if (in.next() & 1) {
-        signed char f = 0, tr = 1;
+        // Values in the base type's memory layout (little-endian, <= 8 bytes).
+        std::uint64_t f = 0, tr = 1;
         H5Tenum_insert(t, "FALSE", &f);
         H5Tenum_insert(t, "TRUE", &tr);
       } else {
-        signed char a = static_cast<signed char>(in.small(0, 5));
+        std::uint64_t a = static_cast<std::uint64_t>(in.small(0, 5));
         H5Tenum_insert(t, "A", &a);
       }
       return t;

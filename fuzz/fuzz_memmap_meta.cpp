@@ -11,6 +11,7 @@
 // Loading must either give a tree whose every leaf can be read in full, or
 // throw a std::exception; reading must never leave the mapped files.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <unistd.h>
 
 #include <cstdint>

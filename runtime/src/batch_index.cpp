@@ -102,9 +102,13 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       ++cur;
     } else if (item.is_boolean()) {
       add_bool_scalar(item.boolean());
-    } else if (item.is_integer()) {
+    } else if (item.is_integer() || (item.is_tensor() && item.tensor().dim() == 0 &&
+                                     at::isIntegralType(item.tensor().scalar_type(), /*includeBool=*/false) &&
+                                     item.tensor().scalar_type() != at::kByte)) {
+      // A 0-dim integer tensor indexes like an int (torch's rule): it
+      // removes the dim and is bounds-checked here.
       const int64_t size = shape[cur];
-      int64_t i = item.integer();
+      int64_t i = item.is_integer() ? item.integer() : item.tensor().item<int64_t>();
       if (i < -size || i >= size) {
         throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
                                             size, shape_string(batch_size)));

@@ -148,7 +148,7 @@ void publish_dir(const fs::path& staging, const fs::path& target) {
   sync_dir(staging);
   refuse_symlink(target);
   std::error_code ec;
-  const bool exists = fs::exists(fs::symlink_status(target), ec);
+  const bool exists = fs::exists(fs::symlink_status(target, ec));
   auto fail = [&](const char* what, int err) {
     throw std::runtime_error(fmt::format("cannot write the tensordict to {} (staged in {}): {} failed: {}",
                                          target.string(), staging.string(), what, std::strerror(err)));
