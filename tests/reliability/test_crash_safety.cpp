@@ -143,7 +143,7 @@ TEST_CASE("memmap writes killed midway leave a complete tree [crash]", "[crash]"
   const int kills = kills_per_format();
   const Outcome o = torture(
       kills, [&](int v) { vs[static_cast<std::size_t>(v)].memmap(prefix); },
-      [&] { return TensorDict::load_memmap(prefix); }, vs, 3 * one);
+      [&] { return TensorDict::load_memmap(prefix); }, vs, 5 * one);
   report("memmap", o, kills);
   CHECK(o.wrong == 0);
   CHECK(o.errors == 0);  // the atomic directory exchange never shows a missing tree
