@@ -191,3 +191,16 @@ TEST_CASE("a 0-dim integer tensor index acts as an int: bounds-checked, removes 
   REQUIRE_THROWS_AS(td.index({at::scalar_tensor(-5, at::kLong), false, false}), std::out_of_range);
   REQUIRE_THROWS_AS(td.index({at::scalar_tensor(2, at::kLong)}), std::out_of_range);
 }
+
+// Found by fuzz_h5: BatchIndex built its views directly from the steps
+// resolved for the batch size; a leaf that does not start with that batch
+// size got a view outside its storage. Now refused.
+TEST_CASE("a batch index applied to a leaf that does not fit its batch size throws") {
+  BatchIndex index({3}, {4});
+  REQUIRE_THROWS_WITH(index.apply(at::zeros({0})), Contains("does not start with the batch size"));
+  REQUIRE_THROWS_AS(index.apply(at::zeros({})), std::invalid_argument);
+  BatchIndex slice({Slice(1, 4)}, {4});
+  REQUIRE_THROWS_AS(slice.apply(at::zeros({2, 3})), std::invalid_argument);
+  REQUIRE_THROWS_AS(slice.put(at::zeros({2}), at::ones({})), std::invalid_argument);
+  REQUIRE(at::equal(slice.apply(at::arange(4)), at::arange(1, 4)));
+}

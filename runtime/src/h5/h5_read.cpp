@@ -384,6 +384,11 @@ TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
       }
       Value value = level.read(key, nullptr);
       const NonTensorData& data = value.non_tensor();
+      if (data.is_stack() && !detail::h5::starts_with(data.ids().sizes(), level.batch_size())) {
+        throw std::runtime_error(fmt::format(
+            "{}: cannot index the string dataset '{}' of shape {}: it does not start with its group's batch size {}",
+            level.file()->path, key, shape_string(data.ids().sizes()), shape_string(level.batch_size())));
+      }
       out.set(key, data.is_stack() ? Value(NonTensorData::from_ids(data.pool(), resolved.apply(data.ids()))) : value);
     }
     return out;
