@@ -234,7 +234,10 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
 }
 
 TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
-  TensorDictBase parent = parent_of(key, true);
+  // A one-part key is set here: no handle copy on the common path.
+  std::optional<TensorDictBase> nested_parent;
+  if (key.is_nested()) nested_parent = parent_of(key, true);
+  const TensorDictBase& parent = nested_parent ? *nested_parent : *this;
   TensorDictImpl& level = *parent.impl_;
   if (level.is_locked()) {
     // tensordict's rule: a locked tensordict takes writes into existing
