@@ -7,6 +7,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <map>

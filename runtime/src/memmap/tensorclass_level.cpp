@@ -10,6 +10,8 @@
 
 namespace tensordict {
 
+namespace fs = std::filesystem;
+
 TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path tensors = fs::path(dir) / "_tensordict";
   if (!fs::is_directory(tensors)) {

@@ -338,7 +338,7 @@ namespace {
 // memmap() and memmap_like() return a TensorDict; a lazy stack's copy is a
 // lazy stack, which LazyStackedTensorDict's own methods return.
 void refuse_lazy_root(const TensorDictImpl& impl, std::string_view method) {
-  if (dynamic_cast<const LazyStackedImpl*>(&impl)) {
+  if (dynamic_cast<const detail::LazyStackedImpl*>(&impl)) {
     throw std::invalid_argument(fmt::format(
         "{}() of a LazyStackedTensorDict gives a LazyStackedTensorDict, not a TensorDict: call "
         "LazyStackedTensorDict(td).{}(prefix)",
