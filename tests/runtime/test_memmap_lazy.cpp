@@ -195,3 +195,16 @@ TEST_CASE("h5 stores a homogeneous lazy stack densely and refuses a heterogeneou
   parent.set("lazy", lazy_stack({TensorDict({{"x", iota({3})}}, {}), TensorDict({{"x", iota({4})}}, {})}));
   REQUIRE_THAT(TD_MESSAGE(parent.to_h5(bad)), Contains(bad + ":/lazy") || Contains(bad + ":lazy"));
 }
+
+TEST_CASE("memmap_refresh_ on a loaded lazy stack refreshes every member") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "refresh";
+  heterogeneous(0).memmap(dir.string());
+  LazyStackedTensorDict loaded = LazyStackedTensorDict::load_memmap(dir.string());
+  // Another writer replaces member 1 with other content.
+  fs::remove_all(dir / "1");
+  TensorDict({{"x", iota({2, 5}) * 3}, {"new", iota({2})}}, {2}).memmap((dir / "1").string());
+  loaded.memmap_refresh_();
+  REQUIRE(at::equal(loaded.tensordicts()[1].get("x"), iota({2, 5}) * 3));
+  REQUIRE(loaded.tensordicts()[1].contains("new"));
+}

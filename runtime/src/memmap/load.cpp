@@ -8,6 +8,7 @@
 
 #include "../dense_impl.h"
 #include "../format.h"
+#include "../lazy_impl.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
@@ -295,6 +296,11 @@ TensorDictBase& TensorDictBase::memmap_refresh_() {
   auto path = saved_path();
   if (!path) {
     throw std::runtime_error("cannot refresh a tensordict that is not memory-mapped or has no path associated");
+  }
+  if (auto* lazy = dynamic_cast<detail::LazyStackedImpl*>(impl_.get())) {
+    // A lazy stack's entries live in its members, each saved in its own directory.
+    for (TensorDictBase member : lazy->members()) member.memmap_refresh_();
+    return *this;
   }
   TensorDictBase fresh = detail::memmap::load_level(*path, std::nullopt);
   // As tensordict: unlocked while the entries are replaced, locked again after.
