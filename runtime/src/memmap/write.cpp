@@ -163,7 +163,8 @@ class Writer {
     }
     if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
       throw std::invalid_argument(
-          fmt::format("memmap_ works in place on dense TensorDicts and lazy stacks of them only; {} is a {}: use memmap()",
+          fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
+                      "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
     }
     make_dir(dir);
