@@ -34,7 +34,10 @@
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
+#include "tensordict/memmap.h"
+#include "tensordict/persistent.h"
 #include "tensordict/schema.h"
+#include "tensordict/tensorclass_persist.h"
 #include "tensordict/tensorclass_support.h"
 
 namespace tensordict {
@@ -498,6 +501,68 @@ class TensorClass {
     return out;
   }
 
+  // ---- persistence (FORMATS.md: tensordict's tensorclass layout) -------------------------
+  // Writes a memory-mapped copy at `prefix`: meta.json = {"_type": <python_type>,
+  // <non-tensor fields>...} (unset optional tensors as null, as Python keeps
+  // None fields there), tensor fields in `prefix/_tensordict/`, each nested
+  // tensorclass in its own directory there with its own meta.json. Returns the
+  // copy, holding the mapped tensors, locked. One writer with TensorDict's:
+  // the tensordict form plus tags saying which levels are tensorclasses.
+  Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
+    MemmapClassTags tags;
+    collect_tags_(tags, {});
+    const TensorDict mapped = memmap_tensorclass(to_tensordict(), prefix, tags, options);
+    Derived out = shell_();
+    out.tc_locked_ = false;
+    out.from_td_(mapped);
+    out.tc_locked_ = true;
+    return out;
+  }
+  // memmap() in place: the tensor members become the mapped ones.
+  Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
+    derived() = memmap(prefix, options);
+    return derived();
+  }
+  // Loads what memmap() (or Python tensordict) wrote at `prefix`: tensors are
+  // memory-mapped, non-tensor fields come from meta.json (schema defaults when
+  // absent). Validated like construction; errors also name the directory.
+  static Derived load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
+    register_memmap();
+    const Json meta = read_memmap_meta(prefix);
+    detail::check_memmap_class(meta, schema(), prefix);
+    const TensorDict td = load_tensorclass_level(prefix, meta, device);
+    return from_loaded_(td, prefix, false);
+  }
+  // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
+  // this class (and of its nested tensorclasses) as TensorDicts holding the
+  // tensor fields and the non-tensor ones as NonTensorData. load_memmap calls it.
+  static void register_memmap() {
+    static const bool registered = [] {
+      MemmapLoader loader = [](const std::string& dir, const Json& meta, std::optional<at::Device> device) {
+        return Value(load_tensorclass_level(dir, meta, device));
+      };
+      register_memmap_class(std::string(schema().python_type), loader);
+      register_memmap_class(std::string(schema().name), loader);
+      for_each_index([](auto I) {
+        using M = member_t<I>;
+        if constexpr (is_tensorclass_v<M>) M::register_memmap();
+      });
+      return true;
+    }();
+    (void)registered;
+  }
+  // Writes the tensordict form (tensor fields; non-tensor fields are not
+  // stored, as h5 holds no attributes) to a new h5 file.
+  PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const {
+    return to_tensordict().to_h5(path, options);
+  }
+  // Reads an h5 file written by to_h5 (or h5py): the batch size comes from the
+  // schema's declared shapes, non-tensor fields take their defaults. Validated.
+  static Derived from_h5(const std::string& path) {
+    const TensorDict td = PersistentTensorDict::from_h5(path, "r").to_tensordict();
+    return from_loaded_(td, path, true);
+  }
+
   // ---- printing -----------------------------------------------------------------------
   // tensordict's tensorclass repr.
   std::string repr() const {
@@ -886,6 +951,80 @@ class TensorClass {
         m = td.contains(name) ? td.get(name) : at::Tensor();
       } else if constexpr (is_tensorclass_v<M>) {
         if (td.contains(name)) m.from_td_(td.get_td(name));
+      }
+    });
+  }
+
+  // The tags that make memmap_tensorclass write this level (at `path`) and
+  // every nested tensorclass in tensorclass layout.
+  void collect_tags_(MemmapClassTags& tags, std::vector<std::string> path) const {
+    MemmapClassTag tag{std::string(schema().python_type), Json::object()};
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      const auto& m = derived().*member_ptr<I>();
+      const std::string name(fields()[I].name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (!m.defined()) tag.fields[name] = nullptr;
+      } else if constexpr (is_tensorclass_v<M>) {
+        auto sub = path;
+        sub.push_back(name);
+        m.collect_tags_(tags, std::move(sub));
+      } else {
+        tag.fields[name] = m;
+      }
+    });
+    tags.emplace(std::move(path), std::move(tag));
+  }
+
+  // An instance from a loaded tensordict form (memmap: batch sizes as stored;
+  // h5: inferred from the schema), validated; errors are prefixed with `where`.
+  static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
+    Derived out;
+    try {
+      out.read_loaded_(td, where, std::string(schema().name), nullptr, infer_batch);
+      out.validate();
+    } catch (...) {
+      detail::rethrow_with_location(where);
+    }
+    return out;
+  }
+  void read_loaded_(const TensorDictBase& td, const std::string& where, const std::string& path,
+                    const std::vector<int64_t>* parent, bool infer_batch) {
+    for (const auto& key : td.keys()) {
+      bool known = false;
+      for (const auto& f : fields()) known = known || f.name == key.front();
+      if (!known) throw KeyError(path + ": stored key " + key.repr() + " is not a field of " + std::string(schema().name));
+    }
+    tc_batch_size_ = infer_batch ? detail::infer_batch_size(schema(), td, parent) : td.batch_size().vec();
+    tc_device_ = td.device();
+    tc_names_.clear();
+    tc_locked_ = false;
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      auto& m = derived().*member_ptr<I>();
+      const std::string name(fields()[I].name);
+      const std::string sub = path + "." + name;
+      const auto value = td.get_value(name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (value && !value->is_tensor()) throw std::invalid_argument(sub + ": stored entry is not a tensor");
+        m = value ? value->tensor() : at::Tensor();
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (!value || !value->is_tensordict()) throw std::invalid_argument(sub + ": nested tensorclass is not stored");
+        m.read_loaded_(value->tensordict(), where, sub, &tc_batch_size_, infer_batch);
+      } else {
+        if (!value) {
+          if (!fields()[I].has_default && !fields()[I].optional) {
+            throw std::invalid_argument(sub + ": required non-tensor field is not stored");
+          }
+          return;  // keeps the schema default
+        }
+        if (!value->is_non_tensor()) throw std::invalid_argument(sub + ": stored entry is not non-tensor data");
+        const Json json = value->non_tensor().data();
+        try {
+          m = json.template get<M>();
+        } catch (const Json::exception&) {
+          detail::throw_bad_non_tensor(sub, fields()[I], json);
+        }
       }
     });
   }

@@ -4,6 +4,12 @@
 // job per tensor leaf), run the jobs (optionally on threads), then assemble the
 // results and write each level's meta.json, children before parents, so that a
 // level's meta.json only appears once everything below it is complete.
+//
+// Besides TensorDict levels, two layouts of FORMATS.md are written here: a
+// LazyStackedTensorDict (meta.json with _type and stack_dim, one member per
+// sub-directory 0/, 1/, ...) and a tensorclass level (meta.json with _type and
+// the non-tensor fields, tensor fields in _tensordict/), chosen by the
+// MemmapClassTags a generated tensorclass passes.
 #include <ATen/ATen.h>
 
 #include <atomic>
@@ -15,9 +21,12 @@
 
 #include "../dense_impl.h"
 #include "../format.h"
+#include "../lazy_impl.h"
 #include "../map_leaves.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
+#include "tensordict/lazy.h"
+#include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -65,8 +74,6 @@ void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path&
 
 namespace {
 
-enum class Mode { InPlace, Copy, Like };
-
 struct Job {
   fs::path file;
   at::Tensor source;
@@ -86,10 +93,25 @@ struct Entry {
 };
 
 struct Level {
-  fs::path dir;
+  fs::path dir;  // where this level's meta.json goes (<class dir>/_tensordict for a tensorclass)
   std::shared_ptr<TensorDictImpl> source;
   std::vector<Entry> entries;
+  // A lazy stack: its stack dim and its members (dir/0, dir/1, ...).
+  std::optional<int64_t> stack_dim;
+  std::vector<std::unique_ptr<Level>> members;
+  // A tensorclass level: its tag and its own directory (which holds its meta.json).
+  const MemmapClassTag* tag = nullptr;
+  fs::path class_dir;
 };
+
+// What the parent's meta.json says of a nested level: the bare class name.
+std::string entry_type(const Level& level) {
+  if (!level.tag) return std::string(level.source->type_name());
+  std::string name = level.tag->type;
+  if (name.starts_with("<class '") && name.ends_with("'>")) name = name.substr(8, name.size() - 10);
+  if (auto dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
+  return name;
+}
 
 bool is_reserved(const std::string& key) { return key == "shape" || key == "device" || key == "_type"; }
 
@@ -110,19 +132,42 @@ Json non_tensor_meta(const NonTensorData& data) {
 
 class Writer {
  public:
-  Writer(Mode mode, const MemmapOptions& options) : mode_(mode), options_(options) {}
+  Writer(Mode mode, const MemmapOptions& options, const MemmapClassTags* tags)
+      : mode_(mode), options_(options), tags_(tags) {}
 
-  std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir,
+  std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& class_or_dir,
                               std::vector<std::string>& path) {
+    auto level = std::make_unique<Level>();
+    level->source = impl;
+    fs::path dir = class_or_dir;
+    if (tags_) {
+      if (auto it = tags_->find(path); it != tags_->end()) {
+        level->tag = &it->second;
+        level->class_dir = class_or_dir;
+        make_dir(class_or_dir);
+        dir = class_or_dir / "_tensordict";
+      }
+    }
+    level->dir = dir;
+    if (auto* lazy = dynamic_cast<LazyStackedImpl*>(impl.get())) {
+      // Each member is a full collection of its own (keys and shapes may differ).
+      make_dir(dir);
+      level->stack_dim = lazy->stack_dim();
+      const auto& members = lazy->members();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        path.push_back(std::to_string(i));
+        level->members.push_back(plan(members[i].impl(), dir / std::to_string(i), path));
+        path.pop_back();
+      }
+      return level;
+    }
     if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
       throw std::invalid_argument(
-          fmt::format("memmap_ works in place on dense TensorDicts only; {} is a {}: use memmap()",
+          fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
+                      "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
     }
     make_dir(dir);
-    auto level = std::make_unique<Level>();
-    level->dir = dir;
-    level->source = impl;
     impl->for_each([&](const std::string& key, const Value& value) {
       path.push_back(key);
       const NestedKey nested(path);
@@ -184,8 +229,35 @@ class Writer {
     }
   }
 
-  // Builds (or, in place, updates) the tensordict of `level` and writes its meta.json.
+  // Builds (or, in place, updates) the tensordict of `level` and writes its
+  // meta.json (and, for a tensorclass, the class's meta.json above it).
   std::shared_ptr<TensorDictImpl> finish(Level& level) {
+    auto out = level.stack_dim ? finish_lazy(level) : finish_dense(level);
+    if (level.tag) {
+      Json meta = Json::object();
+      meta["_type"] = level.tag->type;
+      for (const auto& [key, value] : level.tag->fields.items()) meta[key] = value;
+      write_file_atomic(level.class_dir / "meta.json", dump_meta(meta));
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<TensorDictImpl> finish_lazy(Level& level) {
+    std::vector<TensorDictBase> members;
+    for (auto& member : level.members) members.emplace_back(finish(*member));
+    // In place the members were updated in place: the stack already holds them.
+    std::shared_ptr<TensorDictImpl> out =
+        mode_ == Mode::InPlace ? level.source : std::make_shared<LazyStackedImpl>(std::move(members), *level.stack_dim);
+    Json meta = Json::object();
+    meta["_type"] = kLazyStackType;
+    meta["stack_dim"] = *level.stack_dim;
+    write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+    mark_memmapped(out, level.dir);
+    return out;
+  }
+
+  std::shared_ptr<TensorDictImpl> finish_dense(Level& level) {
     const TensorDictImpl& src = *level.source;
     std::shared_ptr<TensorDictImpl> out =
         mode_ == Mode::InPlace ? level.source
@@ -194,7 +266,7 @@ class Writer {
     for (Entry& entry : level.entries) {
       if (entry.child) {
         auto child = finish(*entry.child);
-        meta[entry.key] = {{"type", std::string(entry.child->source->type_name())}};
+        meta[entry.key] = {{"type", entry_type(*entry.child)}};
         if (mode_ != Mode::InPlace) out->insert(entry.key, Value(TensorDictBase(child)));
       } else if (entry.value.is_non_tensor()) {
         meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
@@ -214,7 +286,6 @@ class Writer {
     return out;
   }
 
- private:
   void plan_leaf(Entry& entry, const at::Tensor& tensor, const fs::path& file, const NestedKey& key) {
     if (mode_ != Mode::Like) {
       if (auto existing = mapped_path(tensor)) {
@@ -236,13 +307,16 @@ class Writer {
 
   Mode mode_;
   MemmapOptions options_;
+  const MemmapClassTags* tags_;
   std::vector<Job> jobs_;
 };
 
+}  // namespace
+
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
-                                           Mode mode, const MemmapOptions& options) {
+                                           Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
   if (prefix.empty()) throw std::invalid_argument("memmap needs a directory prefix, got an empty path");
-  Writer writer(mode, options);
+  Writer writer(mode, options, tags);
   std::vector<std::string> path;
   auto root = writer.plan(impl, fs::path(prefix), path);
   writer.run_jobs();
@@ -252,7 +326,6 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
   return out;
 }
 
-}  // namespace
 }  // namespace detail::memmap
 
 using namespace detail::memmap;
@@ -262,12 +335,42 @@ TensorDictBase& TensorDictBase::memmap_(const std::string& prefix, const MemmapO
   return *this;
 }
 
+namespace {
+// memmap() and memmap_like() return a TensorDict; a lazy stack's copy is a
+// lazy stack, which LazyStackedTensorDict's own methods return.
+void refuse_lazy_root(const TensorDictImpl& impl, std::string_view method) {
+  if (dynamic_cast<const detail::LazyStackedImpl*>(&impl)) {
+    throw std::invalid_argument(fmt::format(
+        "{}() of a LazyStackedTensorDict gives a LazyStackedTensorDict, not a TensorDict: call "
+        "LazyStackedTensorDict(td).{}(prefix)",
+        method, method));
+  }
+}
+}  // namespace
+
 TensorDict TensorDictBase::memmap(const std::string& prefix, const MemmapOptions& options) const {
+  refuse_lazy_root(*impl_, "memmap");
   return TensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options)));
 }
 
 TensorDict TensorDictBase::memmap_like(const std::string& prefix, const MemmapOptions& options) const {
+  refuse_lazy_root(*impl_, "memmap_like");
   return TensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Like, options)));
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::memmap(const std::string& prefix, const MemmapOptions& options) const {
+  return LazyStackedTensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options)));
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::memmap_like(const std::string& prefix,
+                                                         const MemmapOptions& options) const {
+  return LazyStackedTensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Like, options)));
+}
+
+TensorDict memmap_tensorclass(const TensorDictBase& td, const std::string& prefix, const MemmapClassTags& tags,
+                              const MemmapOptions& options) {
+  refuse_lazy_root(*td.impl(), "memmap");
+  return TensorDict(TensorDictBase(write_tree(td.impl(), prefix, Mode::Copy, options, &tags)));
 }
 
 TensorDict TensorDictBase::save(const std::string& prefix, const MemmapOptions& options) const {
