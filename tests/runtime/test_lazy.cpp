@@ -80,19 +80,18 @@ TEST_CASE("indexing along the stack dim selects members without copying") {
 TEST_CASE("indexing across other dims stays lazy and matches torch's batch sizes") {
   auto lazy = lazy_stack(members(), 1);  // batch [4, 3]
   auto dense_obs = lazy.get("obs");
-  std::vector<std::vector<TensorIndex>> cases;
-  cases.push_back({0});
-  cases.push_back({Slice(1, 3)});
-  cases.push_back({at::tensor({3, 1}, at::kLong)});
-  cases.push_back({mask({1, 0, 0, 1})});
-  cases.push_back({Slice(), 2});
-  cases.push_back({Slice(), Slice(0, 2)});
-  cases.push_back({2, 1});
-  for (const auto& idx : cases) {
+  auto check = [&](at::ArrayRef<TensorIndex> idx) {
     auto out = lazy.index(idx);
     REQUIRE(out.batch_size() == at::zeros({4, 3}).index(idx).sizes().vec());
     REQUIRE(at::equal(out.get("obs"), dense_obs.index(idx)));
-  }
+  };
+  check(0);
+  check({Slice(1, 3)});
+  check(at::tensor({3, 1}, at::kLong));
+  check(mask({1, 0, 0, 1}));
+  check({Slice(), 2});
+  check({Slice(), Slice(0, 2)});
+  check({2, 1});
   // "..." stands for batch dims only.
   REQUIRE(at::equal(lazy.index({Ellipsis, Slice(0, 2)}).get("obs"), dense_obs.index({Slice(), Slice(0, 2)})));
   REQUIRE(lazy.index({0}).type_name() == "LazyStackedTensorDict");
