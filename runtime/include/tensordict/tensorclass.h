@@ -155,7 +155,7 @@ class TensorClass {
     const BatchIndex bi(index, tc_batch_size_);
     Derived out = shell_();
     out.tc_batch_size_ = bi.result_batch_size().vec();
-    out.tc_names_.clear();
+    out.tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
     out.tc_locked_ = false;
     map_into_(out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
     return out;
@@ -209,8 +209,8 @@ class TensorClass {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "unbind");
     std::vector<int64_t> b = tc_batch_size_;
     b.erase(b.begin() + d);
-    return pieces_(std::vector<std::vector<int64_t>>(tc_batch_size_[d], b),
-                   [&](const at::Tensor& t) { return t.unbind(d); });
+    return pieces_(std::vector<std::vector<int64_t>>(tc_batch_size_[d], b), [&](const at::Tensor& t) { return t.unbind(d); },
+                   names_after_([&](Names& names) { names.erase(names.begin() + d); }));
   }
   std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
@@ -222,7 +222,7 @@ class TensorClass {
       batches.push_back(b);
       if (tc_batch_size_[d] == 0) break;
     }
-    return pieces_(batches, [&](const at::Tensor& t) { return t.split(split_size, d); });
+    return pieces_(batches, [&](const at::Tensor& t) { return t.split(split_size, d); }, tc_names_);
   }
   std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
@@ -238,7 +238,7 @@ class TensorClass {
       throw std::runtime_error("split: sizes " + detail::shape_string(split_sizes) + " do not sum to batch dim " +
                                std::to_string(d) + " of " + detail::shape_string(batch_size()));
     }
-    return pieces_(batches, [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, d); });
+    return pieces_(batches, [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, d); }, tc_names_);
   }
   std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
@@ -351,7 +351,8 @@ class TensorClass {
                                  " cannot be expanded to " + detail::shape_string(batch_size));
       }
     }
-    return mapped_(b, [&](const at::Tensor& t) { return t.expand(detail::with_features(b, t, nb)); });
+    return mapped_(b, [&](const at::Tensor& t) { return t.expand(detail::with_features(b, t, nb)); },
+                   names_after_([&](Names& names) { names.insert(names.begin(), b.size() - names.size(), std::nullopt); }));
   }
   Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const {
     if (batch_dims() == 0) return derived();
@@ -363,7 +364,10 @@ class TensorClass {
     for (int64_t d = s; d <= e; ++d) n *= tc_batch_size_[d];
     b.push_back(n);
     b.insert(b.end(), tc_batch_size_.begin() + e + 1, tc_batch_size_.end());
-    return mapped_(b, [&](const at::Tensor& t) { return t.flatten(s, e); });
+    return mapped_(b, [&](const at::Tensor& t) { return t.flatten(s, e); }, names_after_([&](Names& names) {
+                     names.erase(names.begin() + s, names.begin() + e + 1);
+                     names.insert(names.begin() + s, std::nullopt);
+                   }));
   }
   Derived unflatten(int64_t dim, at::IntArrayRef sizes) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "unflatten");
@@ -372,7 +376,11 @@ class TensorClass {
     b.insert(b.end(), inner.begin(), inner.end());
     b.insert(b.end(), tc_batch_size_.begin() + d + 1, tc_batch_size_.end());
     const int64_t nb = batch_dims();
-    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); });
+    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); },
+                   names_after_([&](Names& names) {
+                     names.erase(names.begin() + d);
+                     names.insert(names.begin() + d, inner.size(), std::nullopt);
+                   }));
   }
 
   // ---- device, dtype, copies ------------------------------------------------------------------
@@ -610,6 +618,22 @@ class TensorClass {
     }(std::make_index_sequence<num_fields()>{});
   }
 
+  // Names with no name left mean "unnamed" (an empty list).
+  static Names unnamed_if_empty_(Names names) {
+    for (const auto& n : names) {
+      if (n) return names;
+    }
+    return {};
+  }
+  // This object's names edited by `edit` (the way an op moves dims); none if unnamed.
+  template <class Edit>
+  Names names_after_(Edit&& edit) const {
+    if (!has_names()) return {};
+    Names n = tc_names_;
+    edit(n);
+    return n;
+  }
+
   void set_names_(Names names) {
     bool any = false;
     for (const auto& n : names) any = any || n.has_value();
@@ -695,12 +719,12 @@ class TensorClass {
     });
   }
 
-  // A copy with a new batch size (names dropped), every tensor mapped.
+  // A copy with a new batch size and names (empty: none), every tensor mapped.
   template <class Fn>
-  Derived mapped_(std::vector<int64_t> batch, Fn&& fn) const {
+  Derived mapped_(std::vector<int64_t> batch, Fn&& fn, Names names = {}) const {
     Derived out = shell_();
     out.tc_batch_size_ = std::move(batch);
-    out.tc_names_.clear();
+    out.tc_names_ = unnamed_if_empty_(std::move(names));
     out.tc_locked_ = false;
     map_into_(out, fn, batch_dims());
     return out;
@@ -775,12 +799,13 @@ class TensorClass {
 
   // Pieces: fn(tensor) -> vector of tensors (unbind, split).
   template <class Fn>
-  std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn) const {
+  std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn, const Names& names = {}) const {
     std::vector<Derived> out(batches.size(), shell_());
     std::vector<Derived*> ptrs;
+    const Names piece_names = unnamed_if_empty_(names);
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i].tc_batch_size_ = batches[i];
-      out[i].tc_names_.clear();
+      out[i].tc_names_ = piece_names;
       out[i].tc_locked_ = false;
       ptrs.push_back(&out[i]);
     }
