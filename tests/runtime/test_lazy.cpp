@@ -85,10 +85,10 @@ TEST_CASE("indexing across other dims stays lazy and matches torch's batch sizes
     REQUIRE(out.batch_size() == at::zeros({4, 3}).index(idx).sizes().vec());
     REQUIRE(at::equal(out.get("obs"), dense_obs.index(idx)));
   };
-  check(0);
+  check({0});
   check({Slice(1, 3)});
-  check(at::tensor({3, 1}, at::kLong));
-  check(mask({1, 0, 0, 1}));
+  check({at::tensor({3, 1}, at::kLong)});
+  check({mask({1, 0, 0, 1})});
   check({Slice(), 2});
   check({Slice(), Slice(0, 2)});
   check({2, 1});
