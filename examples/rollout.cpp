@@ -9,6 +9,7 @@
 #include "rl.tc.h"
 #endif
 
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -55,8 +56,18 @@ void typed_rollout(int64_t num_envs, int64_t steps) {
   try {
     Observation({.pixels = torch::zeros({2, 4, 8, 8}, torch::kUInt8), .state = torch::zeros({2, 4})}, {2});
   } catch (const std::exception& e) {
-    std::cout << "validation: " << e.what() << "\n\n";
+    std::cout << "validation: " << e.what() << "\n";
   }
+
+  // Saved in tensordict's memmap layout (Python loads it as tc.rl.Transition),
+  // loaded back memory-mapped and validated against the schema.
+  const std::string prefix = (std::filesystem::temp_directory_path() / "tensorclass_rollout_example").string();
+  std::filesystem::remove_all(prefix);
+  rollout.memmap(prefix);
+  Transition loaded = Transition::load_memmap(prefix);
+  std::cout << "saved to " << prefix << " and loaded back: batch size " << loaded.batch_size() << ", rewards equal: "
+            << std::boolalpha << torch::equal(loaded.reward, rollout.reward) << "\n\n";
+  std::filesystem::remove_all(prefix);
 }
 #endif
 

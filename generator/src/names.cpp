@@ -51,13 +51,22 @@ bool is_cpp_keyword(std::string_view name) {
 }
 
 bool is_reserved_field_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 26> reserved = {
-      "batch_size", "device", "names",  "get",     "set",       "index",   "to",
-      "clone",      "apply",  "keys",   "items",   "values",    "select",  "exclude",
-      "update",     "shape",  "dim",    "numel",   "stack",     "cat",     "lock_",
-      "unlock_",    "is_locked", "fields", "schema", "TensorClass"};
-  if (!name.empty() && name[0] == '_') return true;
-  return std::find(reserved.begin(), reserved.end(), name) != reserved.end();
+  // The members of tensordict::TensorClass<T> (tensordict's method names), and
+  // what persistence adds: a field with one of these names would hide it.
+  static constexpr std::string_view reserved[] = {
+      "TensorClass", "abs",        "all",        "any",       "apply",       "batch_dims",  "batch_size",   "cat",
+      "chunk",       "clone",      "contains",   "contiguous", "cpu",        "cuda",        "detach",       "device",
+      "dim",         "eq",         "exclude",    "expand",    "fields",      "flatten",     "from_h5",      "from_tensordict",
+      "ge",          "get",        "gt",         "has_names", "index",       "is_locked",   "is_shared",    "items",
+      "keys",        "le",         "load",       "load_memmap", "lt",        "masked_fill", "memmap",       "names",
+      "ne",          "neg",        "num_fields", "numel",     "permute",     "repr",        "reshape",      "save",
+      "schema",      "select",     "set",        "shape",     "sizes",       "split",       "squeeze",      "stack",
+      "to",          "to_h5",      "to_tensordict", "transpose", "unbind",   "unflatten",   "unsqueeze",    "update",
+      "values",      "view",       "where"};
+  // A leading '_' is private to tensordict; a trailing '_' marks in-place
+  // methods (lock_, zero_, index_put_...) and the base's own helpers.
+  if (!name.empty() && (name.front() == '_' || name.back() == '_')) return true;
+  return std::find(std::begin(reserved), std::end(reserved), name) != std::end(reserved);
 }
 
 static std::optional<ValueType> scalar_value_type(std::string_view t) {

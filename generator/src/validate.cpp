@@ -197,8 +197,8 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
         name_ok = false;
       } else if (is_reserved_field_name(f.name)) {
         diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: it clashes with a tensorclass "
-                                       "member (reserved: batch_size, device, names, get, set, ..., and names "
-                                       "starting with '_')",
+                                       "member (reserved: batch_size, device, names, get, set, reshape, ..., and "
+                                       "names starting or ending with '_')",
                                        f.name, c.name));
         name_ok = false;
       }

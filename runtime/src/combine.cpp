@@ -31,7 +31,7 @@ std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict
     const auto* dense = dynamic_cast<const detail::DenseImpl*>(td.impl().get());
     if (!dense) return {};
     const auto& first = out.empty() ? dense->key_table() : out.front()->key_table();
-    if (dense->key_table() != first && dense->key_table()->keys != first->keys) return {};
+    if (dense->key_table() != first && dense->key_table()->keys() != first->keys()) return {};
     out.push_back(dense);
   }
   return out;
@@ -134,13 +134,13 @@ struct Combiner {
     Names level_names = detail::checked_names(names(common_names(tds, op)), level_batch.size());
     const auto& table = dense.front()->key_table();
     std::vector<Value> values;
-    values.reserve(table->keys.size());
+    values.reserve(table->size());
     std::vector<Value> members;
     members.reserve(tds.size());
-    for (std::size_t k = 0; k < table->keys.size(); ++k) {
+    for (std::size_t k = 0; k < table->size(); ++k) {
       members.clear();
       for (const auto* d : dense) members.push_back(d->values()[k]);
-      prefix.push_back(table->keys[k]);
+      prefix.push_back(table->keys()[k]);
       values.push_back(combine_entry(tds, members, prefix));
       prefix.pop_back();
     }

@@ -42,14 +42,52 @@ void DenseImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at::Devi
   device_ = device;
 }
 
+std::size_t KeyTable::find(const std::string& key) const {
+  if (!index_.empty()) {
+    auto it = index_.find(key);
+    return it == index_.end() ? npos : it->second;
+  }
+  for (std::size_t i = 0; i < keys_.size(); ++i) {
+    if (keys_[i] == key) return i;
+  }
+  return npos;
+}
+
+void KeyTable::push_back(const std::string& key) {
+  keys_.push_back(key);
+  if (!index_.empty()) {
+    index_.emplace(key, keys_.size() - 1);
+  } else if (keys_.size() >= kIndexedFrom) {
+    rebuild_index();
+  }
+}
+
+void KeyTable::erase(std::size_t slot) {
+  keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(slot));
+  rebuild_index();
+}
+
+void KeyTable::rename(std::size_t slot, const std::string& to) {
+  keys_[slot] = to;
+  rebuild_index();
+}
+
+void KeyTable::rebuild_index() {
+  index_.clear();
+  if (keys_.size() < kIndexedFrom) return;
+  index_.reserve(keys_.size());
+  for (std::size_t i = 0; i < keys_.size(); ++i) index_.emplace(keys_[i], i);
+}
+
 void DenseImpl::for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const {
-  for (std::size_t i = 0; i < values_.size(); ++i) fn(keys_->keys[i], values_[i]);
+  const auto& keys = keys_->keys();
+  for (std::size_t i = 0; i < values_.size(); ++i) fn(keys[i], values_[i]);
 }
 
 std::optional<Value> DenseImpl::find(const std::string& key) const {
-  auto it = keys_->slots.find(key);
-  if (it == keys_->slots.end()) return std::nullopt;
-  return values_[it->second];
+  const std::size_t slot = keys_->find(key);
+  if (slot == KeyTable::npos) return std::nullopt;
+  return values_[slot];
 }
 
 KeyTable& DenseImpl::own_keys() {
@@ -69,15 +107,13 @@ KeyTable& DenseImpl::own_keys() {
 
 void DenseImpl::reserve(std::size_t n) {
   values_.reserve(values_.size() + n);
-  KeyTable& table = own_keys();
-  table.keys.reserve(table.keys.size() + n);
-  table.slots.reserve(table.slots.size() + n);
+  own_keys().reserve(keys_->size() + n);
 }
 
 void DenseImpl::insert(const std::string& key, Value value) {
-  auto it = keys_->slots.find(key);
-  if (it != keys_->slots.end()) {
-    values_[it->second] = std::move(value);
+  const std::size_t slot = keys_->find(key);
+  if (slot != KeyTable::npos) {
+    values_[slot] = std::move(value);
     return;
   }
   own_keys().push_back(key);
@@ -85,26 +121,17 @@ void DenseImpl::insert(const std::string& key, Value value) {
 }
 
 bool DenseImpl::erase(const std::string& key) {
-  auto it = keys_->slots.find(key);
-  if (it == keys_->slots.end()) return false;
-  const std::size_t slot = it->second;
-  KeyTable& table = own_keys();
-  table.slots.erase(key);
-  table.keys.erase(table.keys.begin() + static_cast<std::ptrdiff_t>(slot));
+  const std::size_t slot = keys_->find(key);
+  if (slot == KeyTable::npos) return false;
+  own_keys().erase(slot);
   values_.erase(values_.begin() + static_cast<std::ptrdiff_t>(slot));
-  for (auto& [name, index] : table.slots) {
-    if (index > slot) --index;
-  }
   return true;
 }
 
 void DenseImpl::rename(const std::string& from, const std::string& to) {
-  KeyTable& table = own_keys();
-  auto node = table.slots.extract(from);
-  if (node.empty()) throw std::logic_error("rename of a missing key");
-  table.keys[node.mapped()] = to;
-  node.key() = to;
-  table.slots.insert(std::move(node));
+  const std::size_t slot = keys_->find(from);
+  if (slot == KeyTable::npos) throw std::logic_error("rename of a missing key");
+  own_keys().rename(slot, to);
 }
 
 }  // namespace tensordict::detail

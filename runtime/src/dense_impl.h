@@ -14,14 +14,30 @@ namespace tensordict::detail {
 // another by leaf-wise ops (index, to, reshape, clone...) have the same keys,
 // so they share one table until a key is added, removed or renamed
 // (copy-on-write): deriving a tensordict copies no string.
-struct KeyTable {
-  std::vector<std::string> keys;
-  std::unordered_map<std::string, std::size_t> slots;
+//
+// Small tables (the common case) are searched linearly: comparing a few short
+// strings beats hashing, and adding a key allocates no hash node. Past
+// kIndexedFrom keys a hash index is built and kept up to date.
+class KeyTable {
+ public:
+  static constexpr std::size_t kIndexedFrom = 16;
 
-  void push_back(const std::string& key) {
-    slots.emplace(key, keys.size());
-    keys.push_back(key);
-  }
+  const std::vector<std::string>& keys() const { return keys_; }
+  std::size_t size() const { return keys_.size(); }
+  // The slot of `key`, or npos.
+  std::size_t find(const std::string& key) const;
+  void push_back(const std::string& key);
+  void erase(std::size_t slot);
+  void rename(std::size_t slot, const std::string& to);
+  void reserve(std::size_t n) { keys_.reserve(n); }
+
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+ private:
+  void rebuild_index();
+
+  std::vector<std::string> keys_;
+  std::unordered_map<std::string, std::size_t> index_;  // empty below kIndexedFrom keys
 };
 
 class DenseImpl final : public TensorDictImpl {

@@ -116,13 +116,17 @@ bool TensorDictBase::is_empty() const {
 }
 
 void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
-  impl_->for_each([&](const std::string& key, const Value& v) {
-    if (v.is_tensor()) {
-      if (!starts_with(v.tensor().sizes(), batch_size)) {
+  impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind == EntryKind::Tensor) {
+      const auto shape = impl_->tensor_meta(key).shape;
+      if (!starts_with(shape, batch_size)) {
         throw std::runtime_error(fmt::format("cannot set batch size {}: key {} has shape {}", shape_string(batch_size),
-                                             NestedKey(key).repr(), shape_string(v.tensor().sizes())));
+                                             NestedKey(key).repr(), shape_string(shape)));
       }
-    } else if (v.is_non_tensor()) {
+      return;
+    }
+    const Value v = *impl_->find(key);
+    if (v.is_non_tensor()) {
       const auto& ids = v.non_tensor().ids();
       if (ids.defined() && !starts_with(batch_size, ids.sizes())) {
         throw std::runtime_error(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_string(batch_size),
@@ -156,7 +160,8 @@ TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) cons
       level.check_unlocked();
       TensorDictBase child(std::make_shared<detail::DenseImpl>(level.batch_size().vec(), level.device(), level.names()));
       level.impl_->insert(part, Value(child));
-      level = child;
+      // Found again: a view kind stores it elsewhere (a sub-view: in its source).
+      level = level.impl_->find(part)->tensordict();
     } else if (found->is_tensordict()) {
       level = found->tensordict();
     } else {
@@ -229,7 +234,10 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
 }
 
 TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
-  TensorDictBase parent = parent_of(key, true);
+  // A one-part key is set here: no handle copy on the common path.
+  std::optional<TensorDictBase> nested_parent;
+  if (key.is_nested()) nested_parent = parent_of(key, true);
+  const TensorDictBase& parent = nested_parent ? *nested_parent : *this;
   TensorDictImpl& level = *parent.impl_;
   if (level.is_locked()) {
     // tensordict's rule: a locked tensordict takes writes into existing

@@ -53,10 +53,22 @@ TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool stric
 }
 
 TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
-  TensorDict out = clone(false);
-  for (const auto& key : keys) {
-    if (out.contains(key)) out.del_(key);
-  }
+  // Built from the kept keys only: a lazy stack never stacks what it drops.
+  TensorDict out = empty_like(*this);
+  impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+    std::vector<NestedKey> below;  // excluded keys inside this entry
+    for (const auto& k : keys) {
+      if (k.front() != key) continue;
+      if (!k.is_nested()) return;  // the entry itself is excluded
+      below.emplace_back(std::vector<std::string>(k.path().begin() + 1, k.path().end()));
+    }
+    const Value value = *impl_->find(key);
+    if (kind == EntryKind::TensorDict) {
+      out.impl()->insert(key, Value(value.tensordict().exclude(below)));
+    } else {
+      out.impl()->insert(key, value);
+    }
+  });
   return out;
 }
 

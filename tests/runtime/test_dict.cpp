@@ -198,3 +198,24 @@ TEST_CASE("NestedKey parts, joins and reprs") {
   REQUIRE_THAT(TD_MESSAGE(NestedKey("x").parent()), Contains("'x' has no parent"));
   REQUIRE_THAT(TD_MESSAGE(NestedKey(std::vector<std::string>{})), Contains("at least one part"));
 }
+
+TEST_CASE("large key tables: lookup, deletion and renaming past the indexed size") {
+  TensorDict td({}, {2});
+  for (int i = 0; i < 40; ++i) td.set("k" + std::to_string(i), at::full({2}, static_cast<double>(i)));
+  REQUIRE(td.num_keys() == 40);
+  for (int i = 0; i < 40; ++i) REQUIRE(td.get("k" + std::to_string(i)).index({0}).item<double>() == i);
+  for (int i = 0; i < 30; i += 2) td.del_("k" + std::to_string(i));
+  REQUIRE(td.num_keys() == 25);
+  REQUIRE_FALSE(td.contains("k10"));
+  REQUIRE(td.get("k11").index({1}).item<double>() == 11);
+  td.rename_key_("k39", "last");
+  REQUIRE(td.keys().back() == NestedKey("last"));
+  REQUIRE(td.get("last").index({0}).item<double>() == 39);
+  auto derived = td.to(at::kDouble);  // shares the table until one side changes
+  derived.set("only_derived", at::zeros({2}));
+  REQUIRE_FALSE(td.contains("only_derived"));
+  REQUIRE(derived.contains("k37"));
+  for (int i = 1; i < 39; i += 2) td.del_("k" + std::to_string(i));
+  REQUIRE(td.keys() == std::vector<NestedKey>{"k30", "k32", "k34", "k36", "k38", "last"});
+  REQUIRE(td.get("k34").index({0}).item<double>() == 34);
+}

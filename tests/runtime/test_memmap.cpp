@@ -250,36 +250,6 @@ TEST_CASE("raw (unencoded) file names of older writers are accepted") {
   require_same(TensorDict::load_memmap(tmp / "old"), td);
 }
 
-TEST_CASE("a LazyStackedTensorDict directory loads as the dense stack of its members") {
-  TempDir tmp;
-  const fs::path dir = tmp.path() / "lazy";
-  TensorDict a = sample({2}), b = sample({2});
-  b.get("a").add_(1);
-  a.memmap((dir / "0").string());
-  b.memmap((dir / "1").string());
-  write_text(dir / "meta.json", R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 1})");
-  TensorDict loaded = TensorDict::load_memmap(dir.string());
-  require_same(loaded, tensordict::stack({a, b}, 1));
-
-  // As a nested entry of a TensorDict level too.
-  TensorDict parent({{"x", at::zeros({2})}}, {2});
-  parent.memmap((tmp.path() / "parent").string());
-  fs::rename(dir, tmp.path() / "parent" / "lazy");
-  write_text(tmp.path() / "parent" / "meta.json",
-             R"({"x": {"device": "cpu", "shape": [2], "dtype": "torch.float32", "is_nested": false}, )"
-             R"("lazy": {"type": "LazyStackedTensorDict"}, "shape": [2], "device": "cpu", )"
-             R"("_type": "<class 'tensordict._td.TensorDict'>"})");
-  REQUIRE(TensorDict::load_memmap(tmp / "parent").get_td("lazy").batch_size() == at::IntArrayRef{2, 2});
-
-  // Members that differ are not supported until LazyStackedTensorDict exists.
-  const fs::path odd = tmp.path() / "odd";
-  sample({2}).memmap((odd / "0").string());
-  TensorDict({{"other", at::zeros({2})}}, {2}).memmap((odd / "1").string());
-  write_text(odd / "meta.json", R"({"_type":"<class 'tensordict._lazy.LazyStackedTensorDict'>","stack_dim":0})");
-  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(odd.string())),
-               Contains("lazy stacks with differing members are not supported yet") && Contains("member 1"));
-}
-
 TEST_CASE("classes the reader does not know load through register_memmap_class") {
   TempDir tmp;
   const fs::path dir = tmp.path() / "obs";

@@ -144,14 +144,14 @@ TEST_CASE("validation errors name the class, field and dim") {
   CHECK(message_of([&] {
           Observation({.pixels = px, .reward = iota({2}), .agent = Agent({.pos = iota({3, 2}), .vel = iota({3, 2})}, {3})}, {2});
         }) == "Observation.agent: batch size [3] does not start with the parent's batch size [2]");
-  CHECK(message_of([&] { Named({.x = iota({2, 2}), .any = iota({2})}, {2}); }) ==
+  CHECK(message_of([&] { Named({.x = iota({2, 2}), .free = iota({2})}, {2}); }) ==
         "Named: batch size [2] must have 2 dims (env, time)");
   CHECK_THROWS_AS(build(iota({2, 3, 4, 5}), {}, iota({2})), std::invalid_argument);
   CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), std::runtime_error);
 }
 
 TEST_CASE("names: declared batch names, rename_, shape ops") {
-  Named n({.x = iota({2, 3, 2}), .any = iota({2, 3, 7})}, {2, 3});
+  Named n({.x = iota({2, 3, 2}), .free = iota({2, 3, 7})}, {2, 3});
   CHECK((n.names() == tensordict::Names{"env", "time"}));
   auto t = n.transpose(0, 1);
   CHECK((t.names() == tensordict::Names{"time", "env"}));
@@ -163,6 +163,23 @@ TEST_CASE("names: declared batch names, rename_, shape ops") {
   auto o = make_obs({2});
   CHECK(!o.has_names());
   CHECK((o.names() == tensordict::Names{std::nullopt}));
+}
+
+TEST_CASE("names follow every shape op as on the dynamic TensorDict") {
+  Named n({.x = iota({2, 3, 2}), .free = iota({2, 3, 7})}, {2, 3});
+  const tensordict::TensorDict td = n.to_tensordict();
+  CHECK((n.index({1}).names() == td.index({1}).names()));
+  CHECK((n.index({Slice(), at::tensor({2, 0}, at::kLong)}).names() == td.index({Slice(), at::tensor({2, 0}, at::kLong)}).names()));
+  CHECK((n.index({None}).names() == tensordict::Names{std::nullopt, "env", "time"}));
+  CHECK((n.expand({4, 2, 3}).names() == td.expand({4, 2, 3}).names()));
+  CHECK((n.flatten(0, 1).names() == td.flatten(0, 1).names()));
+  CHECK((n.unflatten(1, {3, 1}).names() == td.unflatten(1, {3, 1}).names()));
+  CHECK((n.unbind(0)[1].names() == td.unbind(0)[1].names()));
+  CHECK((n.unbind(0)[1].names() == tensordict::Names{"time"}));
+  CHECK((n.split(1, 1)[2].names() == td.split(1, 1)[2].names()));
+  CHECK((n.chunk(2, 0)[0].names() == n.names()));
+  CHECK(!n.reshape({6}).has_names());
+  CHECK((n.reshape({6}).names() == td.reshape({6}).names()));
 }
 
 TEST_CASE("lock_: set refuses with tensordict's message") {

@@ -49,6 +49,14 @@ class LazyStackedTensorDict : public TensorDictBase {
   TensorDict contiguous() const;
   TensorDict to_tensordict() const { return contiguous(); }
 
+  // ---- persistence (FORMATS.md: meta.json with _type and stack_dim, members
+  // in sub-directories 0/, 1/, ...). memmap_ (in place, on TensorDictBase)
+  // maps every member where it is.
+  LazyStackedTensorDict memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
+  LazyStackedTensorDict memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
+  // Loads a lazy-stack directory: its members memory-mapped, whatever their keys and shapes.
+  static LazyStackedTensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+
  private:
   LazyStackedTensorDict map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const;
 };

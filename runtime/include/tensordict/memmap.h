@@ -1,16 +1,22 @@
-// Memmap extension point: loaders for classes the dynamic reader does not
-// know (tensorclasses). The methods themselves are on TensorDictBase
-// (memmap_, memmap, memmap_like, save, is_memmap, saved_path,
-// memmap_refresh_) and TensorDict (load_memmap, load).
+// Memmap extension points: loaders for classes the dynamic reader does not
+// know (tensorclasses) and the hooks generated tensorclasses save and load
+// through. The methods themselves are on TensorDictBase (memmap_, memmap,
+// memmap_like, save, is_memmap, saved_path, memmap_refresh_), TensorDict
+// (load_memmap, load) and LazyStackedTensorDict (memmap, memmap_like,
+// load_memmap).
 #pragma once
 
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/dense.h"
 
 namespace tensordict {
 
@@ -24,5 +30,37 @@ using MemmapLoader = std::function<Value(const std::string& dir, const Json& met
 // which is tried when no full string matches. A later registration replaces
 // an earlier one.
 void register_memmap_class(const std::string& type, MemmapLoader loader);
+
+// Loads a tree written by memmap() at any level as the class its meta.json
+// names: a TensorDict, a LazyStackedTensorDict, or what a registered loader
+// returns (TensorDict::load_memmap insists on a dense TensorDict).
+TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+
+// ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------
+// How a level is written in tensorclass layout: `type` is its meta.json
+// `_type` (str(cls) in Python), `fields` the non-tensor fields that follow it
+// there, in order.
+struct MemmapClassTag {
+  std::string type;
+  Json fields = Json::object();
+};
+// The tensorclass levels of a tree, by key path ({} is the root).
+using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
+
+// memmap() of `td` where the levels in `tags` are written as tensorclasses:
+// `<dir>/meta.json` holds the tag, the level's entries go to `<dir>/_tensordict/`.
+// Returns the memory-mapped copy (tensorclass levels as plain TensorDicts).
+TensorDict memmap_tensorclass(const TensorDictBase& td, const std::string& prefix, const MemmapClassTags& tags,
+                              const MemmapOptions& options = {});
+
+// Reads and parses `dir`/meta.json; errors name the file.
+Json read_memmap_meta(const std::string& dir);
+
+// The dynamic form of the tensorclass level at `dir` (meta.json `meta`): the
+// tensor fields of `dir/_tensordict/` (memory-mapped, nested tensorclasses
+// through their registered loaders) plus one NonTensorData entry per non-null
+// non-tensor field of meta.json (null ones, unset optional tensor fields as
+// Python writes them, are left out).
+TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std::optional<at::Device> device);
 
 }  // namespace tensordict

@@ -20,8 +20,8 @@ class SubTensorDict : public TensorDictBase {
   explicit SubTensorDict(const TensorDictBase& td);
 
   const TensorDictBase& source() const;
-  // A dense copy of the view.
-  TensorDict to_tensordict() const { return contiguous(); }
+  // A dense copy of the view (never sharing storage with the source).
+  TensorDict to_tensordict() const { return clone(); }
 };
 
 }  // namespace tensordict

@@ -34,7 +34,10 @@
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
+#include "tensordict/memmap.h"
+#include "tensordict/persistent.h"
 #include "tensordict/schema.h"
+#include "tensordict/tensorclass_persist.h"
 #include "tensordict/tensorclass_support.h"
 
 namespace tensordict {
@@ -152,7 +155,7 @@ class TensorClass {
     const BatchIndex bi(index, tc_batch_size_);
     Derived out = shell_();
     out.tc_batch_size_ = bi.result_batch_size().vec();
-    out.tc_names_.clear();
+    out.tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
     out.tc_locked_ = false;
     map_into_(out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
     return out;
@@ -206,8 +209,8 @@ class TensorClass {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "unbind");
     std::vector<int64_t> b = tc_batch_size_;
     b.erase(b.begin() + d);
-    return pieces_(std::vector<std::vector<int64_t>>(tc_batch_size_[d], b),
-                   [&](const at::Tensor& t) { return t.unbind(d); });
+    return pieces_(std::vector<std::vector<int64_t>>(tc_batch_size_[d], b), [&](const at::Tensor& t) { return t.unbind(d); },
+                   names_after_([&](Names& names) { names.erase(names.begin() + d); }));
   }
   std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
@@ -219,7 +222,7 @@ class TensorClass {
       batches.push_back(b);
       if (tc_batch_size_[d] == 0) break;
     }
-    return pieces_(batches, [&](const at::Tensor& t) { return t.split(split_size, d); });
+    return pieces_(batches, [&](const at::Tensor& t) { return t.split(split_size, d); }, tc_names_);
   }
   std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
@@ -235,7 +238,7 @@ class TensorClass {
       throw std::runtime_error("split: sizes " + detail::shape_string(split_sizes) + " do not sum to batch dim " +
                                std::to_string(d) + " of " + detail::shape_string(batch_size()));
     }
-    return pieces_(batches, [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, d); });
+    return pieces_(batches, [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, d); }, tc_names_);
   }
   std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
@@ -348,7 +351,8 @@ class TensorClass {
                                  " cannot be expanded to " + detail::shape_string(batch_size));
       }
     }
-    return mapped_(b, [&](const at::Tensor& t) { return t.expand(detail::with_features(b, t, nb)); });
+    return mapped_(b, [&](const at::Tensor& t) { return t.expand(detail::with_features(b, t, nb)); },
+                   names_after_([&](Names& names) { names.insert(names.begin(), b.size() - names.size(), std::nullopt); }));
   }
   Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const {
     if (batch_dims() == 0) return derived();
@@ -360,7 +364,10 @@ class TensorClass {
     for (int64_t d = s; d <= e; ++d) n *= tc_batch_size_[d];
     b.push_back(n);
     b.insert(b.end(), tc_batch_size_.begin() + e + 1, tc_batch_size_.end());
-    return mapped_(b, [&](const at::Tensor& t) { return t.flatten(s, e); });
+    return mapped_(b, [&](const at::Tensor& t) { return t.flatten(s, e); }, names_after_([&](Names& names) {
+                     names.erase(names.begin() + s, names.begin() + e + 1);
+                     names.insert(names.begin() + s, std::nullopt);
+                   }));
   }
   Derived unflatten(int64_t dim, at::IntArrayRef sizes) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "unflatten");
@@ -369,7 +376,11 @@ class TensorClass {
     b.insert(b.end(), inner.begin(), inner.end());
     b.insert(b.end(), tc_batch_size_.begin() + d + 1, tc_batch_size_.end());
     const int64_t nb = batch_dims();
-    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); });
+    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); },
+                   names_after_([&](Names& names) {
+                     names.erase(names.begin() + d);
+                     names.insert(names.begin() + d, inner.size(), std::nullopt);
+                   }));
   }
 
   // ---- device, dtype, copies ------------------------------------------------------------------
@@ -498,6 +509,68 @@ class TensorClass {
     return out;
   }
 
+  // ---- persistence (FORMATS.md: tensordict's tensorclass layout) -------------------------
+  // Writes a memory-mapped copy at `prefix`: meta.json = {"_type": <python_type>,
+  // <non-tensor fields>...} (unset optional tensors as null, as Python keeps
+  // None fields there), tensor fields in `prefix/_tensordict/`, each nested
+  // tensorclass in its own directory there with its own meta.json. Returns the
+  // copy, holding the mapped tensors, locked. One writer with TensorDict's:
+  // the tensordict form plus tags saying which levels are tensorclasses.
+  Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
+    MemmapClassTags tags;
+    collect_tags_(tags, {});
+    const TensorDict mapped = memmap_tensorclass(to_tensordict(), prefix, tags, options);
+    Derived out = shell_();
+    out.tc_locked_ = false;
+    out.from_td_(mapped);
+    out.tc_locked_ = true;
+    return out;
+  }
+  // memmap() in place: the tensor members become the mapped ones.
+  Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
+    derived() = memmap(prefix, options);
+    return derived();
+  }
+  // Loads what memmap() (or Python tensordict) wrote at `prefix`: tensors are
+  // memory-mapped, non-tensor fields come from meta.json (schema defaults when
+  // absent). Validated like construction; errors also name the directory.
+  static Derived load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
+    register_memmap();
+    const Json meta = read_memmap_meta(prefix);
+    detail::check_memmap_class(meta, schema(), prefix);
+    const TensorDict td = load_tensorclass_level(prefix, meta, device);
+    return from_loaded_(td, prefix, false);
+  }
+  // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
+  // this class (and of its nested tensorclasses) as TensorDicts holding the
+  // tensor fields and the non-tensor ones as NonTensorData. load_memmap calls it.
+  static void register_memmap() {
+    static const bool registered = [] {
+      MemmapLoader loader = [](const std::string& dir, const Json& meta, std::optional<at::Device> device) {
+        return Value(load_tensorclass_level(dir, meta, device));
+      };
+      register_memmap_class(std::string(schema().python_type), loader);
+      register_memmap_class(std::string(schema().name), loader);
+      for_each_index([](auto I) {
+        using M = member_t<I>;
+        if constexpr (is_tensorclass_v<M>) M::register_memmap();
+      });
+      return true;
+    }();
+    (void)registered;
+  }
+  // Writes the tensordict form (tensor fields; non-tensor fields are not
+  // stored, as h5 holds no attributes) to a new h5 file.
+  PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const {
+    return to_tensordict().to_h5(path, options);
+  }
+  // Reads an h5 file written by to_h5 (or h5py): the batch size comes from the
+  // schema's declared shapes, non-tensor fields take their defaults. Validated.
+  static Derived from_h5(const std::string& path) {
+    const TensorDict td = PersistentTensorDict::from_h5(path, "r").to_tensordict();
+    return from_loaded_(td, path, true);
+  }
+
   // ---- printing -----------------------------------------------------------------------
   // tensordict's tensorclass repr.
   std::string repr() const {
@@ -543,6 +616,22 @@ class TensorClass {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (f(std::integral_constant<std::size_t, I>{}), ...);
     }(std::make_index_sequence<num_fields()>{});
+  }
+
+  // Names with no name left mean "unnamed" (an empty list).
+  static Names unnamed_if_empty_(Names names) {
+    for (const auto& n : names) {
+      if (n) return names;
+    }
+    return {};
+  }
+  // This object's names edited by `edit` (the way an op moves dims); none if unnamed.
+  template <class Edit>
+  Names names_after_(Edit&& edit) const {
+    if (!has_names()) return {};
+    Names n = tc_names_;
+    edit(n);
+    return n;
   }
 
   void set_names_(Names names) {
@@ -630,12 +719,12 @@ class TensorClass {
     });
   }
 
-  // A copy with a new batch size (names dropped), every tensor mapped.
+  // A copy with a new batch size and names (empty: none), every tensor mapped.
   template <class Fn>
-  Derived mapped_(std::vector<int64_t> batch, Fn&& fn) const {
+  Derived mapped_(std::vector<int64_t> batch, Fn&& fn, Names names = {}) const {
     Derived out = shell_();
     out.tc_batch_size_ = std::move(batch);
-    out.tc_names_.clear();
+    out.tc_names_ = unnamed_if_empty_(std::move(names));
     out.tc_locked_ = false;
     map_into_(out, fn, batch_dims());
     return out;
@@ -710,12 +799,13 @@ class TensorClass {
 
   // Pieces: fn(tensor) -> vector of tensors (unbind, split).
   template <class Fn>
-  std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn) const {
+  std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn, const Names& names = {}) const {
     std::vector<Derived> out(batches.size(), shell_());
     std::vector<Derived*> ptrs;
+    const Names piece_names = unnamed_if_empty_(names);
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i].tc_batch_size_ = batches[i];
-      out[i].tc_names_.clear();
+      out[i].tc_names_ = piece_names;
       out[i].tc_locked_ = false;
       ptrs.push_back(&out[i]);
     }
@@ -886,6 +976,80 @@ class TensorClass {
         m = td.contains(name) ? td.get(name) : at::Tensor();
       } else if constexpr (is_tensorclass_v<M>) {
         if (td.contains(name)) m.from_td_(td.get_td(name));
+      }
+    });
+  }
+
+  // The tags that make memmap_tensorclass write this level (at `path`) and
+  // every nested tensorclass in tensorclass layout.
+  void collect_tags_(MemmapClassTags& tags, std::vector<std::string> path) const {
+    MemmapClassTag tag{std::string(schema().python_type), Json::object()};
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      const auto& m = derived().*member_ptr<I>();
+      const std::string name(fields()[I].name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (!m.defined()) tag.fields[name] = nullptr;
+      } else if constexpr (is_tensorclass_v<M>) {
+        auto sub = path;
+        sub.push_back(name);
+        m.collect_tags_(tags, std::move(sub));
+      } else {
+        tag.fields[name] = m;
+      }
+    });
+    tags.emplace(std::move(path), std::move(tag));
+  }
+
+  // An instance from a loaded tensordict form (memmap: batch sizes as stored;
+  // h5: inferred from the schema), validated; errors are prefixed with `where`.
+  static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
+    Derived out;
+    try {
+      out.read_loaded_(td, where, std::string(schema().name), nullptr, infer_batch);
+      out.validate();
+    } catch (...) {
+      detail::rethrow_with_location(where);
+    }
+    return out;
+  }
+  void read_loaded_(const TensorDictBase& td, const std::string& where, const std::string& path,
+                    const std::vector<int64_t>* parent, bool infer_batch) {
+    for (const auto& key : td.keys()) {
+      bool known = false;
+      for (const auto& f : fields()) known = known || f.name == key.front();
+      if (!known) throw KeyError(path + ": stored key " + key.repr() + " is not a field of " + std::string(schema().name));
+    }
+    tc_batch_size_ = infer_batch ? detail::infer_batch_size(schema(), td, parent) : td.batch_size().vec();
+    tc_device_ = td.device();
+    tc_names_.clear();
+    tc_locked_ = false;
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      auto& m = derived().*member_ptr<I>();
+      const std::string name(fields()[I].name);
+      const std::string sub = path + "." + name;
+      const auto value = td.get_value(name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (value && !value->is_tensor()) throw std::invalid_argument(sub + ": stored entry is not a tensor");
+        m = value ? value->tensor() : at::Tensor();
+      } else if constexpr (is_tensorclass_v<M>) {
+        if (!value || !value->is_tensordict()) throw std::invalid_argument(sub + ": nested tensorclass is not stored");
+        m.read_loaded_(value->tensordict(), where, sub, &tc_batch_size_, infer_batch);
+      } else {
+        if (!value) {
+          if (!fields()[I].has_default && !fields()[I].optional) {
+            throw std::invalid_argument(sub + ": required non-tensor field is not stored");
+          }
+          return;  // keeps the schema default
+        }
+        if (!value->is_non_tensor()) throw std::invalid_argument(sub + ": stored entry is not non-tensor data");
+        const Json json = value->non_tensor().data();
+        try {
+          m = json.template get<M>();
+        } catch (const Json::exception&) {
+          detail::throw_bad_non_tensor(sub, fields()[I], json);
+        }
       }
     });
   }

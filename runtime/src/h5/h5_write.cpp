@@ -14,6 +14,7 @@
 #include "../map_leaves.h"
 #include "../memmap/memmap_detail.h"
 #include "h5_detail.h"
+#include "tensordict/lazy.h"
 #include "tensordict/persistent.h"
 
 namespace tensordict {
@@ -49,6 +50,37 @@ Hid creation_properties(const H5Options& options, const std::vector<hsize_t>& di
     H5Pset_deflate(dcpl.get(), static_cast<unsigned>(*options.gzip_level));
   }
   return dcpl;
+}
+
+// tensordict writes a lazy stack to h5 densely (its stacked entries), which
+// only works when every member has the same keys and tensor shapes; refused
+// up front, naming the place, rather than losing keys silently.
+void check_dense_writable(const TensorDictBase& td, const std::string& where) {
+  if (td.type_name() != "LazyStackedTensorDict") return;
+  const LazyStackedTensorDict lazy(td);
+  const auto exclusive = lazy.exclusive_keys();
+  for (std::size_t i = 0; i < exclusive.size(); ++i) {
+    if (!exclusive[i].empty()) {
+      throw std::invalid_argument(fmt::format(
+          "cannot write {} to h5: a LazyStackedTensorDict is stored densely, but member {} has key '{}' that not every "
+          "member has (heterogeneous lazy stacks can be saved with memmap)",
+          where, i, exclusive[i].front()));
+    }
+  }
+  const auto& members = lazy.tensordicts();
+  td.impl()->for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind != EntryKind::Tensor) return;
+    const auto first = members.front().impl()->tensor_meta(key).shape;
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      const auto shape = members[i].impl()->tensor_meta(key).shape;
+      if (shape != first) {
+        throw std::invalid_argument(fmt::format(
+            "cannot write {} to h5: a LazyStackedTensorDict is stored densely, but key '{}' has shape {} in member 0 "
+            "and {} in member {} (heterogeneous lazy stacks can be saved with memmap)",
+            where, key, detail::shape_string(first), detail::shape_string(shape), i));
+      }
+    }
+  });
 }
 
 Hid make_space(const std::vector<hsize_t>& dims) {
@@ -109,9 +141,10 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
       throw std::runtime_error(fmt::format("cannot write string dataset {}", where));
     }
   } else {
+    const TensorDictBase td = value.tensordict();
+    check_dense_writable(td, where);
     Hid group(H5Gcreate2(f, path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
     if (!group.valid()) throw std::runtime_error(fmt::format("cannot create group {}", where));
-    const TensorDictBase td = value.tensordict();
     auto nested = child(key);
     nested->set_meta(td.batch_size().vec(), device_, td.names());
     td.impl()->for_each([&](const std::string& k, const Value& v) { nested->write_entry(k, v, opts); });
@@ -201,6 +234,7 @@ void fsync_path(const std::string& path, int flags) {
 PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, const std::string& path,
                                                      const H5Options& options) {
   namespace fs = std::filesystem;
+  detail::h5::check_dense_writable(td, path);
   const fs::path target(path);
   if (target.filename().empty()) throw std::invalid_argument(fmt::format("to_h5 needs a file name, got '{}'", path));
   // Temporaries of writers that died are removed first (their pid is gone).

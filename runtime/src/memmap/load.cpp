@@ -8,9 +8,11 @@
 
 #include "../dense_impl.h"
 #include "../format.h"
+#include "../lazy_impl.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
+#include "tensordict/lazy.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 
@@ -152,31 +154,6 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
   return TensorDictBase(impl);
 }
 
-// Same keys and shapes at every depth.
-void check_same_structure(const TensorDictBase& a, const TensorDictBase& b, const fs::path& dir, std::size_t index) {
-  auto fail = [&](const std::string& why) {
-    throw std::runtime_error(fmt::format(
-        "{}: lazy stacks with differing members are not supported yet (member {} differs from member 0: {})",
-        dir.string(), index, why));
-  };
-  if (a.batch_size() != b.batch_size()) {
-    fail(fmt::format("batch size {} vs {}", shape_string(b.batch_size()), shape_string(a.batch_size())));
-  }
-  const auto ka = a.keys(true), kb = b.keys(true);
-  if (ka != kb) fail("the keys differ");
-  for (const auto& key : ka) {
-    auto va = a.get_value(key), vb = b.get_value(key);
-    if (va->is_tensor() != vb->is_tensor() || va->is_tensordict() != vb->is_tensordict()) {
-      fail(fmt::format("key {} is of another kind", key.repr()));
-    }
-    if (va->is_tensor() &&
-        (va->tensor().sizes() != vb->tensor().sizes() || va->tensor().scalar_type() != vb->tensor().scalar_type())) {
-      fail(fmt::format("key {} has shape {} vs {}", key.repr(), shape_string(vb->tensor().sizes()),
-                       shape_string(va->tensor().sizes())));
-    }
-  }
-}
-
 TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
   if (!meta.contains("stack_dim") || !meta["stack_dim"].is_number_integer()) {
@@ -191,7 +168,6 @@ TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at
           fmt::format("{}: member {} of a LazyStackedTensorDict is not a tensordict", dir.string(), i));
     }
     members.push_back(v.tensordict());
-    if (i > 0) check_same_structure(members.front(), members.back(), dir, i);
   }
   if (members.empty()) {
     throw std::runtime_error(
@@ -203,8 +179,17 @@ TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at
     throw std::runtime_error(fmt::format("malformed {}: stack_dim {} is out of range for members with {} batch dims",
                                          file.string(), stack_dim, dims));
   }
-  // LazyStackedTensorDict does not exist yet: the members are stacked densely.
-  return stack(members, stack_dim);
+  // Members keep their own keys and feature shapes; only batch sizes must agree.
+  for (std::size_t i = 1; i < members.size(); ++i) {
+    if (members[i].batch_size() != members.front().batch_size()) {
+      throw std::runtime_error(fmt::format("{}: member {} of the LazyStackedTensorDict has batch size {}, member 0 has {}",
+                                           dir.string(), i, shape_string(members[i].batch_size()),
+                                           shape_string(members.front().batch_size())));
+    }
+  }
+  LazyStackedTensorDict lazy(std::move(members), stack_dim);
+  if (!device || device->is_cpu()) mark_memmapped(lazy.impl(), dir);
+  return lazy;
 }
 
 NonTensorData load_non_tensor_stack(const fs::path& dir, const Json& meta, std::optional<std::size_t> max_dims) {
@@ -272,13 +257,36 @@ void register_memmap_class(const std::string& type, MemmapLoader loader) {
   detail::memmap::registry()[type] = std::move(loader);
 }
 
-TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
+TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> device) {
   if (prefix.empty()) throw std::invalid_argument("load_memmap needs a directory, got an empty path");
   if (!std::filesystem::is_directory(prefix)) {
     throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
   }
-  return TensorDict(detail::memmap::load_level(prefix, device));
+  return detail::memmap::load_level(prefix, device);
 }
+
+TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
+  TensorDictBase td = tensordict::load_memmap(prefix, device);
+  if (td.type_name() == "LazyStackedTensorDict") {
+    throw std::invalid_argument(fmt::format(
+        "{} holds a LazyStackedTensorDict, not a TensorDict: load it with LazyStackedTensorDict::load_memmap or "
+        "tensordict::load_memmap",
+        prefix));
+  }
+  return TensorDict(td);
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
+  TensorDictBase td = tensordict::load_memmap(prefix, device);
+  if (td.type_name() != "LazyStackedTensorDict") {
+    throw std::invalid_argument(
+        fmt::format("{} holds a {}, not a LazyStackedTensorDict: load it with tensordict::load_memmap", prefix,
+                    td.type_name()));
+  }
+  return LazyStackedTensorDict(td);
+}
+
+Json read_memmap_meta(const std::string& dir) { return detail::memmap::read_meta(dir); }
 
 TensorDict TensorDict::load(const std::string& prefix, std::optional<at::Device> device) {
   return load_memmap(prefix, device);
@@ -288,6 +296,11 @@ TensorDictBase& TensorDictBase::memmap_refresh_() {
   auto path = saved_path();
   if (!path) {
     throw std::runtime_error("cannot refresh a tensordict that is not memory-mapped or has no path associated");
+  }
+  if (auto* lazy = dynamic_cast<detail::LazyStackedImpl*>(impl_.get())) {
+    // A lazy stack's entries live in its members, each saved in its own directory.
+    for (TensorDictBase member : lazy->members()) member.memmap_refresh_();
+    return *this;
   }
   TensorDictBase fresh = detail::memmap::load_level(*path, std::nullopt);
   // As tensordict: unlocked while the entries are replaced, locked again after.

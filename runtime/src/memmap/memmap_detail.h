@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "tensordict/base.h"
+#include "tensordict/memmap.h"
 
 namespace tensordict::detail::memmap {
 
@@ -77,9 +78,16 @@ Json leaf_entry(const at::Tensor& tensor);
 // The device string of a level ("cpu", or "None" without a device).
 std::string device_string(std::optional<at::Device> device);
 
-// ---- memmap state (write.cpp) -----------------------------------------------------
+// ---- memmap state and writing (write.cpp) -------------------------------------------
 // Records that `impl` is memory-mapped at `dir` (is_memmap, saved_path).
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir);
+
+enum class Mode { InPlace, Copy, Like };
+// Writes the tree of `impl` at `prefix`; the levels `tags` names are written in
+// tensorclass layout. Returns the written (in place: the same) tree, locked.
+std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
+                                           Mode mode, const MemmapOptions& options,
+                                           const MemmapClassTags* tags = nullptr);
 
 // ---- loading (load.cpp) --------------------------------------------------------
 TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device);

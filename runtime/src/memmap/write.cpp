@@ -4,6 +4,12 @@
 // job per tensor leaf), run the jobs (optionally on threads), then assemble the
 // results and write each level's meta.json, children before parents, so that a
 // level's meta.json only appears once everything below it is complete.
+//
+// Besides TensorDict levels, two layouts of FORMATS.md are written here: a
+// LazyStackedTensorDict (meta.json with _type and stack_dim, one member per
+// sub-directory 0/, 1/, ...) and a tensorclass level (meta.json with _type and
+// the non-tensor fields, tensor fields in _tensordict/), chosen by the
+// MemmapClassTags a generated tensorclass passes.
 #include <ATen/ATen.h>
 
 #include <atomic>
@@ -15,10 +21,13 @@
 
 #include "../dense_impl.h"
 #include "../format.h"
+#include "../lazy_impl.h"
 #include "../map_leaves.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
+#include "tensordict/lazy.h"
+#include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -66,8 +75,6 @@ void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path&
 
 namespace {
 
-enum class Mode { InPlace, Copy, Like };
-
 struct Job {
   fs::path file;    // in the staging tree
   fs::path target;  // where it ends up
@@ -88,11 +95,38 @@ struct Entry {
 };
 
 struct Level {
-  fs::path dir;     // in the staging tree
-  fs::path target;  // where it ends up
+  fs::path dir;  // where this level's meta.json goes (<class dir>/_tensordict for a tensorclass), in the staging tree
+  fs::path target;  // where `dir` ends up
+  fs::path class_target;  // where `class_dir` ends up
   std::shared_ptr<TensorDictImpl> source;
   std::vector<Entry> entries;
+  // A lazy stack: its stack dim and its members (dir/0, dir/1, ...).
+  std::optional<int64_t> stack_dim;
+  std::vector<std::unique_ptr<Level>> members;
+  // A tensorclass level: its tag and its own directory (which holds its meta.json).
+  const MemmapClassTag* tag = nullptr;
+  fs::path class_dir;
 };
+
+// What the parent's meta.json says of a nested level: the bare class name.
+std::string entry_type(const Level& level) {
+  if (!level.tag) return std::string(level.source->type_name());
+  std::string name = level.tag->type;
+  if (name.starts_with("<class '") && name.ends_with("'>")) name = name.substr(8, name.size() - 10);
+  if (auto dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
+  return name;
+}
+
+Json leaf_meta(const at::Tensor& t) {
+  Json entry = Json::object();
+  entry["device"] = "cpu";
+  entry["shape"] = t.sizes().vec();
+  entry["dtype"] = "torch." + std::string(dtype_name(t.scalar_type()));
+  entry["is_nested"] = false;
+  return entry;
+}
+
+std::size_t nbytes(const at::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
 bool is_reserved(const std::string& key) { return key == "shape" || key == "device" || key == "_type"; }
 
@@ -111,17 +145,6 @@ Json non_tensor_meta(const NonTensorData& data) {
   return meta;
 }
 
-Json leaf_meta(const at::Tensor& t) {
-  Json entry = Json::object();
-  entry["device"] = "cpu";
-  entry["shape"] = t.sizes().vec();
-  entry["dtype"] = "torch." + std::string(dtype_name(t.scalar_type()));
-  entry["is_nested"] = false;
-  return entry;
-}
-
-std::size_t nbytes(const at::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
-
 // Crash safety: the whole tree is written into a staging directory beside
 // the target (data files, then each level's meta.json, children before
 // parents), synced, then published in one atomic directory exchange. A
@@ -129,20 +152,46 @@ std::size_t nbytes(const at::Tensor& t) { return static_cast<std::size_t>(t.nume
 // a staging directory that the next write removes).
 class Writer {
  public:
-  Writer(Mode mode, const MemmapOptions& options) : mode_(mode), options_(options) {}
+  Writer(Mode mode, const MemmapOptions& options, const MemmapClassTags* tags)
+      : mode_(mode), options_(options), tags_(tags) {}
 
-  std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir, const fs::path& target,
-                              std::vector<std::string>& path) {
+  std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& class_or_dir,
+                              const fs::path& class_or_target, std::vector<std::string>& path) {
+    auto level = std::make_unique<Level>();
+    level->source = impl;
+    fs::path dir = class_or_dir;
+    fs::path target = class_or_target;
+    if (tags_) {
+      if (auto it = tags_->find(path); it != tags_->end()) {
+        level->tag = &it->second;
+        level->class_dir = class_or_dir;
+        level->class_target = class_or_target;
+        make_dir(class_or_dir);
+        dir = class_or_dir / "_tensordict";
+        target = class_or_target / "_tensordict";
+      }
+    }
+    level->dir = dir;
+    level->target = target;
+    if (auto* lazy = dynamic_cast<LazyStackedImpl*>(impl.get())) {
+      // Each member is a full collection of its own (keys and shapes may differ).
+      make_dir(dir);
+      level->stack_dim = lazy->stack_dim();
+      const auto& members = lazy->members();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        path.push_back(std::to_string(i));
+        level->members.push_back(plan(members[i].impl(), dir / std::to_string(i), target / std::to_string(i), path));
+        path.pop_back();
+      }
+      return level;
+    }
     if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
       throw std::invalid_argument(
-          fmt::format("memmap_ works in place on dense TensorDicts only; {} is a {}: use memmap()",
+          fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
+                      "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
     }
     make_dir(dir);
-    auto level = std::make_unique<Level>();
-    level->dir = dir;
-    level->target = target;
-    level->source = impl;
     impl->for_each([&](const std::string& key, const Value& value) {
       path.push_back(key);
       const NestedKey nested(path);
@@ -210,51 +259,45 @@ class Writer {
     }
   }
 
-  // Writes the meta.json of `level` (children first) into the staging tree.
+  // Writes the meta.json files of `level` (children first; for a tensorclass
+  // also the class's meta.json above it) into the staging tree.
   void write_meta(Level& level) {
-    const TensorDictImpl& src = *level.source;
-    Json meta = Json::object();
-    for (Entry& entry : level.entries) {
-      if (entry.child) {
-        write_meta(*entry.child);
-        meta[entry.key] = {{"type", std::string(entry.child->source->type_name())}};
-      } else if (entry.value.is_non_tensor()) {
-        meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
-      } else {
-        meta[entry.key] = leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept);
+    if (level.stack_dim) {
+      for (auto& member : level.members) write_meta(*member);
+      Json meta = Json::object();
+      meta["_type"] = kLazyStackType;
+      meta["stack_dim"] = *level.stack_dim;
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+    } else {
+      const TensorDictImpl& src = *level.source;
+      Json meta = Json::object();
+      for (Entry& entry : level.entries) {
+        if (entry.child) {
+          write_meta(*entry.child);
+          meta[entry.key] = {{"type", entry_type(*entry.child)}};
+        } else if (entry.value.is_non_tensor()) {
+          meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
+        } else {
+          meta[entry.key] = leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept);
+        }
       }
+      meta["shape"] = src.batch_size().vec();
+      meta["device"] = "cpu";
+      meta["_type"] = kTensorDictType;
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta));
     }
-    meta["shape"] = src.batch_size().vec();
-    meta["device"] = "cpu";
-    meta["_type"] = kTensorDictType;
-    write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+    if (level.tag) {
+      Json meta = Json::object();
+      meta["_type"] = level.tag->type;
+      for (const auto& [key, value] : level.tag->fields.items()) meta[key] = value;
+      write_file_atomic(level.class_dir / "meta.json", dump_meta(meta));
+    }
   }
 
   // After publishing: builds (or, in place, updates) the tensordict of
   // `level` over the files at their final place.
   std::shared_ptr<TensorDictImpl> finish(Level& level) {
-    const TensorDictImpl& src = *level.source;
-    std::shared_ptr<TensorDictImpl> out =
-        mode_ == Mode::InPlace ? level.source
-                               : std::make_shared<DenseImpl>(src.batch_size().vec(), at::Device(at::kCPU), src.names());
-    for (Entry& entry : level.entries) {
-      if (entry.child) {
-        auto child = finish(*entry.child);
-        if (mode_ != Mode::InPlace) out->insert(entry.key, Value(TensorDictBase(child)));
-      } else if (entry.value.is_non_tensor()) {
-        if (mode_ != Mode::InPlace) out->insert(entry.key, entry.value);
-      } else {
-        at::Tensor t = entry.kept;
-        if (entry.job != SIZE_MAX) {
-          const Job& job = jobs_[entry.job];
-          t = map_existing(job.target, job.source.scalar_type(), job.source.sizes(), entry.key);
-        }
-        out->insert(entry.key, Value(std::move(t)));
-      }
-    }
-    if (mode_ == Mode::InPlace) out->set_meta(src.batch_size().vec(), at::Device(at::kCPU), src.names());
-    mark_memmapped(out, level.target);
-    return out;
+    return level.stack_dim ? finish_lazy(level) : finish_dense(level);
   }
 
   // Entries of the tree being replaced that the new tree does not write
@@ -286,6 +329,41 @@ class Writer {
   }
 
  private:
+  std::shared_ptr<TensorDictImpl> finish_lazy(Level& level) {
+    std::vector<TensorDictBase> members;
+    for (auto& member : level.members) members.emplace_back(finish(*member));
+    // In place the members were updated in place: the stack already holds them.
+    std::shared_ptr<TensorDictImpl> out =
+        mode_ == Mode::InPlace ? level.source : std::make_shared<LazyStackedImpl>(std::move(members), *level.stack_dim);
+    mark_memmapped(out, level.target);
+    return out;
+  }
+
+  std::shared_ptr<TensorDictImpl> finish_dense(Level& level) {
+    const TensorDictImpl& src = *level.source;
+    std::shared_ptr<TensorDictImpl> out =
+        mode_ == Mode::InPlace ? level.source
+                               : std::make_shared<DenseImpl>(src.batch_size().vec(), at::Device(at::kCPU), src.names());
+    for (Entry& entry : level.entries) {
+      if (entry.child) {
+        auto child = finish(*entry.child);
+        if (mode_ != Mode::InPlace) out->insert(entry.key, Value(TensorDictBase(child)));
+      } else if (entry.value.is_non_tensor()) {
+        if (mode_ != Mode::InPlace) out->insert(entry.key, entry.value);
+      } else {
+        at::Tensor t = entry.kept;
+        if (entry.job != SIZE_MAX) {
+          const Job& job = jobs_[entry.job];
+          t = map_existing(job.target, job.source.scalar_type(), job.source.sizes(), entry.key);
+        }
+        out->insert(entry.key, Value(std::move(t)));
+      }
+    }
+    if (mode_ == Mode::InPlace) out->set_meta(src.batch_size().vec(), at::Device(at::kCPU), src.names());
+    mark_memmapped(out, level.target);
+    return out;
+  }
+
   void plan_leaf(Entry& entry, const at::Tensor& tensor, const fs::path& file, const fs::path& target,
                  const NestedKey& key) {
     Job job{file, target, tensor.detach(), key, {}, nullptr};
@@ -315,8 +393,11 @@ class Writer {
 
   Mode mode_;
   MemmapOptions options_;
+  const MemmapClassTags* tags_;
   std::vector<Job> jobs_;
 };
+
+}  // namespace
 
 // The directory a prefix names, absolute, without a trailing separator.
 fs::path target_dir(const std::string& prefix) {
@@ -329,7 +410,7 @@ fs::path target_dir(const std::string& prefix) {
 }
 
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
-                                           Mode mode, const MemmapOptions& options) {
+                                           Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
   if (prefix.empty()) throw std::invalid_argument("memmap needs a directory prefix, got an empty path");
   const fs::path target = target_dir(prefix);
   refuse_symlink(target);
@@ -344,7 +425,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
   make_dir(target.parent_path());
   remove_stale_staging(target);
   const fs::path staging = staging_path(target);
-  Writer writer(mode, options);
+  Writer writer(mode, options, tags);
   try {
     std::vector<std::string> path;
     auto root = writer.plan(impl, staging, target, path);
@@ -363,7 +444,6 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
   }
 }
 
-}  // namespace
 }  // namespace detail::memmap
 
 using namespace detail::memmap;
@@ -373,12 +453,42 @@ TensorDictBase& TensorDictBase::memmap_(const std::string& prefix, const MemmapO
   return *this;
 }
 
+namespace {
+// memmap() and memmap_like() return a TensorDict; a lazy stack's copy is a
+// lazy stack, which LazyStackedTensorDict's own methods return.
+void refuse_lazy_root(const TensorDictImpl& impl, std::string_view method) {
+  if (dynamic_cast<const detail::LazyStackedImpl*>(&impl)) {
+    throw std::invalid_argument(fmt::format(
+        "{}() of a LazyStackedTensorDict gives a LazyStackedTensorDict, not a TensorDict: call "
+        "LazyStackedTensorDict(td).{}(prefix)",
+        method, method));
+  }
+}
+}  // namespace
+
 TensorDict TensorDictBase::memmap(const std::string& prefix, const MemmapOptions& options) const {
+  refuse_lazy_root(*impl_, "memmap");
   return TensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options)));
 }
 
 TensorDict TensorDictBase::memmap_like(const std::string& prefix, const MemmapOptions& options) const {
+  refuse_lazy_root(*impl_, "memmap_like");
   return TensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Like, options)));
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::memmap(const std::string& prefix, const MemmapOptions& options) const {
+  return LazyStackedTensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options)));
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::memmap_like(const std::string& prefix,
+                                                         const MemmapOptions& options) const {
+  return LazyStackedTensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Like, options)));
+}
+
+TensorDict memmap_tensorclass(const TensorDictBase& td, const std::string& prefix, const MemmapClassTags& tags,
+                              const MemmapOptions& options) {
+  refuse_lazy_root(*td.impl(), "memmap");
+  return TensorDict(TensorDictBase(write_tree(td.impl(), prefix, Mode::Copy, options, &tags)));
 }
 
 TensorDict TensorDictBase::save(const std::string& prefix, const MemmapOptions& options) const {

@@ -7,4 +7,4 @@ struct TC_TENSORCLASS() Obs {
   torch::Tensor device;
 };
 }  // namespace rl
-// expect: 7:17: error: field name 'device' in class 'Obs' is reserved: it clashes with a tensorclass member (reserved: batch_size, device, names, get, set, ..., and names starting with '_')
+// expect: 7:17: error: field name 'device' in class 'Obs' is reserved: it clashes with a tensorclass member (reserved: batch_size, device, names, get, set, reshape, ..., and names starting or ending with '_')

@@ -1,0 +1,112 @@
+// The op families on a dense TensorDict, a lazy stack and a sub-view holding
+// the same values: identical results.
+#include "helpers.h"
+
+using namespace tensordict;
+using namespace td_test;
+using at::indexing::Slice;
+
+namespace {
+
+// The same values three ways. `dense` is batch [3, 4].
+struct Kinds {
+  TensorDict dense;
+  TensorDictBase lazy;
+  TensorDictBase sub;
+};
+
+Kinds make_kinds() {
+  TensorDict dense({{"a", iota({3, 4, 2}) / 10.0 + 0.1}, {"b", iota({3, 4}) / 7.0 + 0.2},
+                    {"n", TensorDict({{"c", iota({3, 4, 5}) / 30.0 + 0.3}}, {3, 4})}},
+                   {3, 4});
+  std::vector<TensorDictBase> rows;
+  for (auto& r : dense.clone().unbind(0)) rows.push_back(r);
+  TensorDict big = TensorDict(pad(dense.clone(), {1, 2}, 0.5));  // rows 1..3 hold dense
+  return {dense, lazy_stack(rows, 0), big.get_sub_tensordict({Slice(1, 4)})};
+}
+
+void require_same(const TensorDictBase& got, const TensorDictBase& expected) {
+  REQUIRE(got.batch_size() == expected.batch_size());
+  REQUIRE(got.keys(true, true) == expected.keys(true, true));
+  for (const auto& key : expected.keys(true, true)) {
+    INFO("key " << key);
+    REQUIRE(at::allclose(got.get(key), expected.get(key), 1e-5, 1e-6, true));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("out-of-place op families agree across kinds") {
+  const std::vector<std::pair<std::string, std::function<TensorDict(const TensorDictBase&)>>> ops = {
+      {"exp", [](const TensorDictBase& t) { return t.exp(); }},
+      {"sqrt", [](const TensorDictBase& t) { return t.sqrt(); }},
+      {"isfinite", [](const TensorDictBase& t) { return t.isfinite(); }},
+      {"add scalar", [](const TensorDictBase& t) { return t.add(2, 3); }},
+      {"mul tensor", [](const TensorDictBase& t) { return t.mul(at::tensor(1.5)); }},
+      {"pow td", [](const TensorDictBase& t) { return t.pow(t.clone()); }},
+      {"clamp", [](const TensorDictBase& t) { return t.clamp(0.3, 0.9); }},
+      {"lerp", [](const TensorDictBase& t) { return t.lerp(t * 2, 0.25); }},
+      {"gt", [](const TensorDictBase& t) { return t > 0.5; }},
+      {"where", [](const TensorDictBase& t) { return t.where(mask({1, 0, 1, 0, 0, 1, 1, 0, 1, 1, 0, 0}).reshape({3, 4}), -1); }},
+      {"masked_fill", [](const TensorDictBase& t) { return t.masked_fill(mask({1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0}).reshape({3, 4}), 0); }},
+      {"sum dim", [](const TensorDictBase& t) { return t.sum({1}); }},
+      {"mean all", [](const TensorDictBase& t) { return t.mean(); }},
+      {"std keepdim", [](const TensorDictBase& t) { return t.std({0}, true); }},
+      {"amax", [](const TensorDictBase& t) { return t.amax({0, 1}); }},
+      {"apply", [](const TensorDictBase& t) { return t.apply([](const at::Tensor& x) { return x * x; }); }},
+      {"index int", [](const TensorDictBase& t) { return TensorDict(t.index({1})); }},
+      {"index mask", [](const TensorDictBase& t) { return TensorDict(t.index({mask({1, 0, 1})})); }},
+      {"index long", [](const TensorDictBase& t) { return TensorDict(t.index({Slice(), at::tensor({3, 0}, at::kLong)})); }},
+      {"permute", [](const TensorDictBase& t) { return t.permute({1, 0}); }},
+      {"reshape", [](const TensorDictBase& t) { return t.reshape({12}); }},
+      {"unsqueeze", [](const TensorDictBase& t) { return t.unsqueeze(1); }},
+      {"expand", [](const TensorDictBase& t) { return t.expand({2, 3, 4}); }},
+      {"gather", [](const TensorDictBase& t) { return t.gather(1, at::zeros({3, 2}, at::kLong)); }},
+      {"to double", [](const TensorDictBase& t) { return t.to(at::kDouble); }},
+      {"clone", [](const TensorDictBase& t) { return t.clone(); }},
+      {"split", [](const TensorDictBase& t) { return t.split(2, 1)[1]; }},
+      {"stack", [](const TensorDictBase& t) { return stack({t, t}, 1); }},
+      {"cat", [](const TensorDictBase& t) { return cat({t, t}, 0); }},
+  };
+  auto kinds = make_kinds();
+  for (const auto& [name, op] : ops) {
+    DYNAMIC_SECTION(name) {
+      const TensorDict expected = op(kinds.dense);
+      require_same(op(kinds.lazy), expected);
+      require_same(op(kinds.sub), expected);
+    }
+  }
+  REQUIRE(kinds.lazy.allclose(kinds.dense.clone()));
+  REQUIRE(kinds.sub.reduce(Reduction::sum).item<double>() == Approx(kinds.dense.reduce(Reduction::sum).item<double>()));
+}
+
+TEST_CASE("in-place op families write through every kind") {
+  const std::vector<std::pair<std::string, std::function<void(TensorDictBase&)>>> ops = {
+      {"exp_", [](TensorDictBase& t) { t.exp_(); }},
+      {"add_ scalar", [](TensorDictBase& t) { t.add_(1.5); }},
+      {"mul_ td", [](TensorDictBase& t) { t.mul_(t.clone()); }},
+      {"clamp_", [](TensorDictBase& t) { t.clamp_(0.4, 0.8); }},
+      {"maximum_", [](TensorDictBase& t) { t.maximum_(0.6); }},
+      {"zero_", [](TensorDictBase& t) { t.zero_(); }},
+      {"fill_", [](TensorDictBase& t) { t.fill_(3); }},
+      {"apply_", [](TensorDictBase& t) { t.apply_([](const at::Tensor& x) { return x + 1; }); }},
+      {"masked_fill_", [](TensorDictBase& t) { t.masked_fill_(mask({0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1}).reshape({3, 4}), -2); }},
+      {"index_put_", [](TensorDictBase& t) { t.index_put_({Slice(), 2}, 9); }},
+      {"set_", [](TensorDictBase& t) { t.set_("b", at::full({3, 4}, 4.0)); }},
+      {"update_", [](TensorDictBase& t) { t.update_(t.apply([](const at::Tensor& x) { return -x; })); }},
+  };
+  for (const auto& [name, op] : ops) {
+    DYNAMIC_SECTION(name) {
+      auto kinds = make_kinds();
+      TensorDictBase dense = kinds.dense;
+      op(dense);
+      op(kinds.lazy);
+      op(kinds.sub);
+      require_same(kinds.lazy, kinds.dense);
+      require_same(kinds.sub, kinds.dense);
+      // The writes reached the storage behind the views.
+      require_same(stack(LazyStackedTensorDict(kinds.lazy).tensordicts(), 0), kinds.dense);
+      require_same(TensorDict(SubTensorDict(kinds.sub).source().index({Slice(1, 4)})), kinds.dense);
+    }
+  }
+}

@@ -1,0 +1,236 @@
+// Saving and loading generated tensorclasses: tensordict's tensorclass memmap
+// layout (meta.json with _type and the non-tensor fields, tensors under
+// _tensordict/, nested tensorclasses in their own directories there) and h5.
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+#include <tensordict/tensordict.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "tc_obs.tc.h"
+
+using Catch::Matchers::Contains;
+using tct::Observation;
+using tct::common::Agent;
+namespace fs = std::filesystem;
+
+namespace {
+
+at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
+}
+
+// A fresh directory per test (ctest runs cases in parallel processes).
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("tensorclass_persist_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  fs::path operator/(const std::string& sub) const { return path_ / sub; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_text(const fs::path& file, const std::string& text) { std::ofstream(file, std::ios::binary) << text; }
+
+// Replaces the one occurrence of `from` in `file` (a test that edits a written file).
+void edit(const fs::path& file, const std::string& from, const std::string& to) {
+  std::string text = read_text(file);
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  write_text(file, text);
+}
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+// Batch {2}, H=1, W=2, non-default non-tensor fields.
+Observation make_obs(bool with_depth) {
+  Observation::Fields f;
+  f.pixels = iota({2, 3, 1, 2}, at::kByte);
+  if (with_depth) f.depth = iota({2, 1, 2}) - 1;
+  f.reward = iota({2}) + 0.5;
+  f.agent = Agent({.pos = iota({2, 2}), .vel = -iota({2, 2})}, {2});
+  f.task = "run";
+  f.tags = {"x", "y", "z"};
+  f.scale = 2.5;
+  return Observation(std::move(f), {2});
+}
+
+bool same(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() == b.defined() &&
+         (!a.defined() || (a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.cpu().equal(b.cpu())));
+}
+
+void require_same(const Observation& a, const Observation& b) {
+  REQUIRE(a.batch_size() == b.batch_size());
+  REQUIRE(same(a.pixels, b.pixels));
+  REQUIRE(same(a.depth, b.depth));
+  REQUIRE(same(a.reward, b.reward));
+  REQUIRE(a.agent.batch_size() == b.agent.batch_size());
+  REQUIRE(same(a.agent.pos, b.agent.pos));
+  REQUIRE(same(a.agent.vel, b.agent.vel));
+  REQUIRE(a.task == b.task);
+  REQUIRE(a.tags == b.tags);
+  REQUIRE(a.scale == b.scale);
+}
+
+}  // namespace
+
+TEST_CASE("memmap writes tensordict's tensorclass layout and load_memmap reads it back") {
+  TempDir tmp;
+  const fs::path dir = tmp / "obs";
+  const Observation obs = make_obs(false);
+  const Observation mm = obs.memmap(dir.string());
+  REQUIRE(mm.is_locked());
+  require_same(mm, obs);
+
+  // Python keeps None fields (the unset optional `depth`) among the non-tensor ones.
+  REQUIRE(read_text(dir / "meta.json") ==
+          R"({"_type":"<class 'tct.Observation'>","depth":null,"task":"run","tags":["x","y","z"],"scale":2.5})");
+  REQUIRE(read_text(dir / "_tensordict" / "meta.json") ==
+          R"({"pixels":{"device":"cpu","shape":[2,3,1,2],"dtype":"torch.uint8","is_nested":false},)"
+          R"("reward":{"device":"cpu","shape":[2],"dtype":"torch.float32","is_nested":false},)"
+          R"("agent":{"type":"Agent"},"shape":[2],"device":"cpu","_type":"<class 'tensordict._td.TensorDict'>"})");
+  REQUIRE(read_text(dir / "_tensordict" / "agent" / "meta.json") == R"({"_type":"<class 'tct.common.Agent'>"})");
+  REQUIRE(fs::exists(dir / "_tensordict" / "agent" / "_tensordict" / "pos.memmap"));
+  REQUIRE(fs::file_size(dir / "_tensordict" / "pixels.memmap") == 12);
+
+  const Observation back = Observation::load_memmap(dir.string());
+  require_same(back, obs);
+  REQUIRE_FALSE(back.depth.defined());
+
+  // With the optional field set, and non-tensor fields left at their defaults.
+  Observation full = make_obs(true);
+  full.task = "walk";
+  full.tags = {"a", "b"};
+  full.scale = 1.0;
+  full.memmap((tmp / "full").string());
+  REQUIRE(read_text(tmp / "full" / "meta.json") ==
+          R"({"_type":"<class 'tct.Observation'>","task":"walk","tags":["a","b"],"scale":1.0})");
+  require_same(Observation::load_memmap((tmp / "full").string()), full);
+}
+
+TEST_CASE("memmap_ maps the members in place; loaded tensors are views of the files") {
+  TempDir tmp;
+  const fs::path dir = tmp / "obs";
+  Observation obs = make_obs(true);
+  obs.memmap_(dir.string());
+  REQUIRE(obs.is_locked());
+  REQUIRE(obs.task == "run");
+  obs.reward.fill_(9);
+  obs.agent.vel.fill_(-1);
+  const Observation back = Observation::load_memmap(dir.string());
+  REQUIRE(same(back.reward, at::full({2}, 9.0)));
+  REQUIRE(same(back.agent.vel, at::full({2, 2}, -1.0)));
+  back.pixels.fill_(4);  // zero-copy: reaches the file
+  REQUIRE(same(Observation::load_memmap(dir.string()).pixels, at::full({2, 3, 1, 2}, 4, at::kByte)));
+}
+
+TEST_CASE("the dynamic loader knows registered tensorclasses") {
+  TempDir tmp;
+  const fs::path dir = tmp / "obs";
+  make_obs(false).memmap(dir.string());
+  Observation::register_memmap();  // (load_memmap does this too)
+  tensordict::TensorDict td = tensordict::TensorDict::load_memmap(dir.string());
+  REQUIRE(td.batch_size() == at::IntArrayRef{2});
+  REQUIRE(same(td.get("reward"), iota({2}) + 0.5));
+  REQUIRE(same(td.get({"agent", "pos"}), iota({2, 2})));
+  REQUIRE(td.get_non_tensor("task") == "run");
+  REQUIRE_FALSE(td.contains("depth"));
+  // The tensordict form converts back to the class.
+  REQUIRE(same(Observation::from_tensordict(td.exclude({"task", "tags", "scale"})).pixels, make_obs(false).pixels));
+}
+
+TEST_CASE("load_memmap validates against the schema and names the directory") {
+  TempDir tmp;
+  const fs::path dir = tmp / "obs";
+  const fs::path td_meta = dir / "_tensordict" / "meta.json";
+  auto fresh = [&] {
+    fs::remove_all(dir);
+    make_obs(true).memmap(dir.string());
+  };
+  auto load = [&] { return message_of([&] { Observation::load_memmap(dir.string()); }); };
+
+  fresh();  // wrong dtype (same item size, so the file still fits)
+  edit(td_meta, R"("shape":[2],"dtype":"torch.float32")", R"("shape":[2],"dtype":"torch.int32")");
+  CHECK(load() == dir.string() + ": Observation.reward: dtype must be float32 (got int32)");
+
+  fresh();  // wrong feature shape in a nested tensorclass
+  edit(dir / "_tensordict" / "agent" / "_tensordict" / "meta.json", R"("pos":{"device":"cpu","shape":[2,2])",
+       R"("pos":{"device":"cpu","shape":[2,1])");
+  CHECK(load() == dir.string() + ": Observation.agent.pos: dim 1 must be 2 (got 1)");
+
+  fresh();  // a required field missing
+  edit(td_meta, R"("reward":{"device":"cpu","shape":[2],"dtype":"torch.float32","is_nested":false},)", "");
+  CHECK(load() == dir.string() + ": Observation.reward: required field is not set");
+
+  fresh();  // a non-tensor field of the wrong type
+  edit(dir / "meta.json", R"("task":"run")", R"("task":3)");
+  CHECK(load() == dir.string() + ": Observation.task: non-tensor field must be a string, got 3");
+
+  fresh();  // a key the class does not have
+  edit(dir / "meta.json", R"("task":"run")", R"("task":"run","speed":1)");
+  CHECK_THAT(load(), Contains(dir.string()) && Contains("speed") && Contains("is not a field of Observation"));
+
+  fresh();  // another class
+  edit(dir / "meta.json", "<class 'tct.Observation'>", "<class 'tct.Named'>");
+  CHECK(load() == (dir / "meta.json").string() + " holds a <class 'tct.Named'>, not a tct::Observation " +
+                      "(<class 'tct.Observation'>)");
+
+  // Python modules elsewhere: the bare class name is enough.
+  fresh();
+  edit(dir / "meta.json", "<class 'tct.Observation'>", "<class '__main__.Observation'>");
+  require_same(Observation::load_memmap(dir.string()), make_obs(true));
+}
+
+TEST_CASE("to_h5 / from_h5 round-trip the tensor fields, validated on load") {
+  TempDir tmp;
+  const std::string path = (tmp / "obs.h5").string();
+  Observation obs = make_obs(true);
+  obs.task = "walk";
+  obs.tags = {"a", "b"};
+  obs.scale = 1.0;
+  obs.to_h5(path).close();
+  // Every field has the same leading dims but h5 keeps no batch size: the
+  // schema's shapes say it is [2].
+  require_same(Observation::from_h5(path), obs);
+
+  Observation unset = make_obs(false);
+  unset.to_h5(path).close();
+  REQUIRE_FALSE(Observation::from_h5(path).depth.defined());
+
+  tensordict::TensorDict wrong = unset.to_tensordict();
+  wrong.set("reward", iota({2}, at::kLong));
+  wrong.to_h5(path).close();
+  CHECK(message_of([&] { Observation::from_h5(path); }) ==
+        path + ": Observation.reward: dtype must be float32 (got int64)");
+}
