@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "rl.tc.h"
 #include "tensordict/tensordict.h"
+// After the runtime's headers: since the merge of main, tensorclass.h uses
+// NonTensorData without including non_tensor.h itself.
+#include "rl.tc.h"
 
 using namespace at::indexing;
 using tensordict::TensorDict;

@@ -244,6 +244,7 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
     {
       PersistentTensorDict out = from_h5(tmp.string(), "w");
       auto& impl = impl_of(out);
+      impl.file()->path = path;  // messages name the file being written, not its temporary
       impl.options = options;
       impl.set_meta(td.batch_size().vec(), std::nullopt, td.names());
       td.impl()->for_each([&](const std::string& key, const Value& value) { impl.write_entry(key, value, options); });

@@ -173,6 +173,7 @@ class Writer {
     }
     level->dir = dir;
     level->target = target;
+    refuse_symlink(target);
     if (auto* lazy = dynamic_cast<LazyStackedImpl*>(impl.get())) {
       // Each member is a full collection of its own (keys and shapes may differ).
       make_dir(dir);
@@ -366,6 +367,9 @@ class Writer {
 
   void plan_leaf(Entry& entry, const at::Tensor& tensor, const fs::path& file, const fs::path& target,
                  const NestedKey& key) {
+    // Never replace a symbolic link of the existing tree (a leaf file linked
+    // elsewhere): refuse, as writing through it would have been refused.
+    refuse_symlink(target);
     Job job{file, target, tensor.detach(), key, {}, nullptr};
     if (mode_ != Mode::Like) {
       if (auto existing = mapped_path(tensor)) {
