@@ -102,9 +102,13 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       ++cur;
     } else if (item.is_boolean()) {
       add_bool_scalar(item.boolean());
-    } else if (item.is_integer()) {
+    } else if (item.is_integer() || (item.is_tensor() && item.tensor().dim() == 0 &&
+                                     at::isIntegralType(item.tensor().scalar_type(), /*includeBool=*/false) &&
+                                     item.tensor().scalar_type() != at::kByte)) {
+      // A 0-dim integer tensor indexes like an int (torch's rule): it
+      // removes the dim and is bounds-checked here.
       const int64_t size = shape[cur];
-      int64_t i = item.integer();
+      int64_t i = item.is_integer() ? item.integer() : item.tensor().item<int64_t>();
       if (i < -size || i >= size) {
         throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
                                             size, shape_string(batch_size)));
@@ -268,6 +272,24 @@ at::Tensor direct_view(const at::Tensor& t, at::IntArrayRef sizes, at::IntArrayR
 
 at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
   if (steps_.empty()) return leaf;
+  // The steps were resolved against a batch size; a leaf that does not start
+  // with it (a caller's bug, or a file whose datasets disagree) must not be
+  // viewed out of its storage: refuse it clearly.
+  auto check_step = [&leaf](const Step& s, at::IntArrayRef sizes, const at::Tensor&) {
+    const auto ndim = static_cast<int64_t>(sizes.size());
+    bool fits = true;
+    switch (s.op) {
+      case Op::Select: fits = s.dim < ndim && s.start >= 0 && s.start < sizes[static_cast<std::size_t>(s.dim)]; break;
+      case Op::Slice: fits = s.dim < ndim && s.start >= 0 && s.stop <= sizes[static_cast<std::size_t>(s.dim)]; break;
+      case Op::Unsqueeze: fits = s.dim <= ndim; break;
+    }
+    if (!fits) {
+      throw std::invalid_argument(fmt::format(
+          "cannot apply a batch index to a leaf of shape {}: it does not start with the batch size the index was "
+          "resolved for",
+          shape_string(leaf.sizes())));
+    }
+  };
   if (direct_view_ok(leaf)) {
     // The steps applied to the geometry, as at::select / at::slice /
     // at::unsqueeze compute it.
@@ -275,6 +297,7 @@ at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
     c10::SmallVector<int64_t, 8> strides(leaf.strides().begin(), leaf.strides().end());
     int64_t offset = leaf.storage_offset();
     for (const auto& s : steps_) {
+      check_step(s, sizes, leaf);
       switch (s.op) {
         case Op::Select:
           offset += s.start * strides[s.dim];
@@ -299,6 +322,7 @@ at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
   }
   at::Tensor t = leaf;
   for (const auto& s : steps_) {
+    check_step(s, t.sizes(), leaf);
     switch (s.op) {
       case Op::Select: t = t.select(s.dim, s.start); break;
       case Op::Slice: t = t.slice(s.dim, s.start, s.stop, s.step); break;

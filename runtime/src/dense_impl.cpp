@@ -1,6 +1,7 @@
 #include "dense_impl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "format.h"
@@ -90,7 +91,16 @@ std::optional<Value> DenseImpl::find(const std::string& key) const {
 }
 
 KeyTable& DenseImpl::own_keys() {
-  if (keys_.use_count() > 1) keys_ = std::make_shared<KeyTable>(*keys_);
+  // Copy-on-write: tables are shared between a tensordict and the results of
+  // its reads (index, clone, to, ...), which other threads may own. A count
+  // of 1 means the last other owner is gone; use_count() is a relaxed load,
+  // so an acquire fence orders that owner's reads of the table before our
+  // writes (it released its reference with acq_rel).
+  if (keys_.use_count() > 1) {
+    keys_ = std::make_shared<KeyTable>(*keys_);
+  } else {
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
   // The table is only shared const; once owned alone it may change.
   return const_cast<KeyTable&>(*keys_);
 }

@@ -106,13 +106,18 @@ TEST_CASE("corrupt memmap: a nested directory listed but missing") {
 TEST_CASE("a failed write leaves no half-written meta.json behind") {
   TempDir tmp;
   const fs::path dir = tmp.path() / "t";
-  // meta.json cannot replace a non-empty directory of that name: the rename fails.
-  fs::create_directories(dir / "meta.json" / "blocker");
-  REQUIRE_THAT(TD_MESSAGE(TensorDict({{"x", iota({4})}}, {4}).memmap(dir.string())),
-               Contains((dir / "meta.json").string()) && Contains("rename failed"));
-  for (const auto& e : fs::directory_iterator(dir)) {
+  TensorDict({{"x", iota({4})}}, {4}).memmap(dir.string());
+  // Writes go to a staging tree beside `dir`, published at the end: a write
+  // that fails midway (here a reserved key, found after the first level's
+  // files are planned) leaves the previous tree untouched and no temporaries.
+  TensorDict bad({{"y", iota({4}) + 1}, {"sub", TensorDict({{"shape", iota({4})}}, {4})}}, {4});
+  REQUIRE_THAT(TD_MESSAGE(bad.memmap(dir.string())), Contains("reserved") && Contains("'shape'"));
+  REQUIRE(at::equal(TensorDict::load_memmap(dir.string()).get("x"), iota({4})));
+  REQUIRE_FALSE(TensorDict::load_memmap(dir.string()).contains("y"));
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path())) {
     INFO(e.path().string());
     REQUIRE(e.path().filename().string().find(".tmp.") == std::string::npos);
+    REQUIRE(e.path().filename().string().find(".tc-staging.") == std::string::npos);
   }
 }
 

@@ -104,3 +104,28 @@ TEST_CASE("h5 refuses a dataset type it cannot map, naming the dataset") {
   PersistentTensorDict td = PersistentTensorDict::from_h5(path);  // shapes only: opening works
   REQUIRE_THAT(TD_MESSAGE(td.get("bits")), Contains("bits.h5:/bits") && Contains("no tensor dtype"));
 }
+
+// Found by fuzz_h5: a string array whose shape does not start with its
+// group's batch size (string datasets take no part in batch inference) was
+// indexed with the batch index, viewing memory outside its ids tensor.
+TEST_CASE("indexing an h5 file whose string array disagrees with the batch size is refused clearly") {
+  TempDir tmp;
+  const std::string path = tmp / "strings.h5";
+  {
+    hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const int32_t x[4] = {1, 2, 3, 4};
+    put(f, "x", H5T_STD_I32LE, H5T_NATIVE_INT32, {4}, x);
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, H5T_VARIABLE);
+    H5Tset_cset(str, H5T_CSET_UTF8);
+    const char* words[2] = {"a", "b"};
+    put(f, "s", str, str, {2}, words);
+    put(f, "empty", str, str, {0}, words);
+    H5Tclose(str);
+    H5Fclose(f);
+  }
+  PersistentTensorDict td = PersistentTensorDict::from_h5(path);
+  REQUIRE(td.batch_size() == std::vector<int64_t>{4});
+  REQUIRE_THAT(TD_MESSAGE(td.index({3})), Contains("strings.h5") && Contains("string dataset") &&
+                                               Contains("does not start with its group's batch size [4]"));
+}

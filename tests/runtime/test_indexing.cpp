@@ -177,3 +177,30 @@ TEST_CASE("get_at and set_at_") {
   REQUIRE_THAT(TD_MESSAGE(td.set_at_("b", at::ones({5}), {0})), Contains("set_at_ failed for key 'b'"));
   REQUIRE_THROWS_AS(td.get_at("zzz", {0}), KeyError);
 }
+
+// Found by fuzz_batch_index: a 0-dim integer tensor was taken as an advanced
+// index, so with an empty companion index (a False) an out-of-range value
+// was not refused, and the result dims differed from torch's.
+TEST_CASE("a 0-dim integer tensor index acts as an int: bounds-checked, removes the dim") {
+  TensorDict td({{"a", at::arange(6).reshape({2, 3})}}, {2, 3});
+  auto one = td.index({at::scalar_tensor(1, at::kLong)});
+  REQUIRE(one.batch_size() == std::vector<int64_t>{3});
+  REQUIRE(at::equal(one.get("a"), at::arange(3, 6)));
+  auto neg = td.index({Slice(), at::scalar_tensor(-1, at::kInt)});
+  REQUIRE(at::equal(neg.get("a"), at::arange(6).reshape({2, 3}).select(1, 2)));
+  REQUIRE_THROWS_AS(td.index({at::scalar_tensor(-5, at::kLong), false, false}), std::out_of_range);
+  REQUIRE_THROWS_AS(td.index({at::scalar_tensor(2, at::kLong)}), std::out_of_range);
+}
+
+// Found by fuzz_h5: BatchIndex built its views directly from the steps
+// resolved for the batch size; a leaf that does not start with that batch
+// size got a view outside its storage. Now refused.
+TEST_CASE("a batch index applied to a leaf that does not fit its batch size throws") {
+  BatchIndex index({3}, {4});
+  REQUIRE_THROWS_WITH(index.apply(at::zeros({0})), Contains("does not start with the batch size"));
+  REQUIRE_THROWS_AS(index.apply(at::zeros({})), std::invalid_argument);
+  BatchIndex slice({Slice(1, 4)}, {4});
+  REQUIRE_THROWS_AS(slice.apply(at::zeros({2, 3})), std::invalid_argument);
+  REQUIRE_THROWS_AS(slice.put(at::zeros({2}), at::ones({})), std::invalid_argument);
+  REQUIRE(at::equal(slice.apply(at::arange(4)), at::arange(1, 4)));
+}

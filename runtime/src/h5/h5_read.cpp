@@ -38,7 +38,10 @@ std::vector<std::string> read_strings(hid_t dset, hid_t ftype, hid_t space, hid_
       throw std::runtime_error(fmt::format("cannot read the strings of {}", where));
     }
     for (std::size_t i = 0; i < count; ++i) out[i] = ptrs[i] ? ptrs[i] : "";
-    H5Dvlen_reclaim(mem.get(), memspace, H5P_DEFAULT, ptrs.data());
+    // Each string was allocated by HDF5 for us. (H5Dvlen_reclaim needs a
+    // real dataspace: with H5S_ALL it failed and every string leaked; found
+    // by the ASan/LSan suite.)
+    for (char* p : ptrs) H5free_memory(p);
   } else {
     const std::size_t n = H5Tget_size(ftype);
     Hid mem(H5Tcopy(H5T_C_S1), H5Tclose);
@@ -384,6 +387,11 @@ TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
       }
       Value value = level.read(key, nullptr);
       const NonTensorData& data = value.non_tensor();
+      if (data.is_stack() && !detail::h5::starts_with(data.ids().sizes(), level.batch_size())) {
+        throw std::runtime_error(fmt::format(
+            "{}: cannot index the string dataset '{}' of shape {}: it does not start with its group's batch size {}",
+            level.file()->path, key, shape_string(data.ids().sizes()), shape_string(level.batch_size())));
+      }
       out.set(key, data.is_stack() ? Value(NonTensorData::from_ids(data.pool(), resolved.apply(data.ids()))) : value);
     }
     return out;

@@ -1,10 +1,18 @@
 // Writing to h5: datasets, groups, strings; to_h5 / from_dict; in-place writes.
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "../format.h"
 #include "../map_leaves.h"
+#include "../memmap/memmap_detail.h"
 #include "h5_detail.h"
 #include "tensordict/lazy.h"
 #include "tensordict/persistent.h"
@@ -211,16 +219,51 @@ PersistentImpl& impl_of(const TensorDictBase& td) {
 }
 }  // namespace
 
+namespace {
+void fsync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+}  // namespace
+
+// Crash safety: the file is written under a temporary name beside `path`,
+// synced, closed and renamed over `path`. A writer killed midway leaves the
+// previous file (or none) at `path`, never a half-written one.
 PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, const std::string& path,
                                                      const H5Options& options) {
+  namespace fs = std::filesystem;
   detail::h5::check_dense_writable(td, path);
-  PersistentTensorDict out = from_h5(path, "w");
-  auto& impl = impl_of(out);
-  impl.options = options;
-  impl.set_meta(td.batch_size().vec(), std::nullopt, td.names());
-  td.impl()->for_each([&](const std::string& key, const Value& value) { impl.write_entry(key, value, options); });
-  H5Fflush(impl.file()->file.get(), H5F_SCOPE_GLOBAL);
-  return out;
+  const fs::path target(path);
+  if (target.filename().empty()) throw std::invalid_argument(fmt::format("to_h5 needs a file name, got '{}'", path));
+  // Temporaries of writers that died are removed first (their pid is gone).
+  detail::memmap::remove_stale_staging(target);
+  const fs::path tmp = detail::memmap::staging_path(target);
+  try {
+    {
+      PersistentTensorDict out = from_h5(tmp.string(), "w");
+      auto& impl = impl_of(out);
+      impl.file()->path = path;  // messages name the file being written, not its temporary
+      impl.options = options;
+      impl.set_meta(td.batch_size().vec(), std::nullopt, td.names());
+      td.impl()->for_each([&](const std::string& key, const Value& value) { impl.write_entry(key, value, options); });
+      if (H5Fflush(impl.file()->file.get(), H5F_SCOPE_GLOBAL) < 0) {
+        throw std::runtime_error(fmt::format("cannot write h5 file {}: flushing {} failed", path, tmp.string()));
+      }
+      out.close();
+    }
+    fsync_path(tmp.string(), O_RDONLY);
+    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+      throw std::runtime_error(fmt::format("cannot write h5 file {}: renaming {} over it failed: {}", path,
+                                           tmp.string(), std::strerror(errno)));
+    }
+    fsync_path(target.parent_path().empty() ? std::string(".") : target.parent_path().string(), O_RDONLY | O_DIRECTORY);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  return from_h5(path, "r+");
 }
 
 PersistentTensorDict TensorDictBase::to_h5(const std::string& path, const H5Options& options) const {

@@ -1,10 +1,14 @@
 // Directory creation, symlink refusal and atomic file writes.
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -67,6 +71,112 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
     ::unlink(tmp.c_str());
     throw std::runtime_error(fmt::format("cannot write {}: rename failed: {}", path.string(), std::strerror(err)));
   }
+}
+
+void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    throw std::runtime_error(fmt::format("cannot write {} ({} bytes): {} failed: {}", path.string(), bytes, what,
+                                         std::strerror(err)));
+  };
+  if (data.defined()) {
+    const char* p = static_cast<const char*>(data.data_ptr());
+    std::size_t done = 0;
+    while (done < bytes) {
+      const std::size_t chunk = std::min<std::size_t>(bytes - done, std::size_t{1} << 30);
+      const ssize_t n = ::write(fd, p + done, chunk);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("write");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  } else if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    fail("ftruncate");
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL) fail("fsync");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
+  }
+}
+
+bool link_file(const fs::path& from, const fs::path& to) { return ::link(from.c_str(), to.c_str()) == 0; }
+
+void sync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+namespace {
+constexpr std::string_view kStagingTag = ".tc-staging.";
+}
+
+fs::path staging_path(const fs::path& target) {
+  static std::atomic<unsigned> counter{0};
+  return target.parent_path() /
+         fmt::format(".{}{}{}.{}", target.filename().string(), kStagingTag, ::getpid(), counter.fetch_add(1));
+}
+
+void remove_stale_staging(const fs::path& target) {
+  const fs::path parent = target.parent_path();
+  const std::string prefix = "." + target.filename().string() + std::string(kStagingTag);
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos) continue;
+    char* end_ptr = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end_ptr, 10);
+    if (end_ptr != rest.c_str() + dot || pid <= 0) continue;
+    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignore;
+    fs::remove_all(it->path(), ignore);
+  }
+}
+
+void publish_dir(const fs::path& staging, const fs::path& target) {
+  sync_dir(staging);
+  refuse_symlink(target);
+  std::error_code ec;
+  const bool exists = fs::exists(fs::symlink_status(target, ec));
+  auto fail = [&](const char* what, int err) {
+    throw std::runtime_error(fmt::format("cannot write the tensordict to {} (staged in {}): {} failed: {}",
+                                         target.string(), staging.string(), what, std::strerror(err)));
+  };
+  if (!exists) {
+    if (::rename(staging.c_str(), target.c_str()) != 0) fail("rename", errno);
+    sync_dir(target.parent_path());
+    return;
+  }
+#ifdef SYS_renameat2
+  constexpr unsigned kRenameExchange = 2;  // RENAME_EXCHANGE
+  if (::syscall(SYS_renameat2, AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) {
+    sync_dir(target.parent_path());
+    fs::remove_all(staging, ec);  // the old tree
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) fail("renameat2(RENAME_EXCHANGE)", errno);
+#endif
+  // No atomic exchange here: move the old tree aside, then the new one in.
+  const fs::path old = staging_path(target);
+  if (::rename(target.c_str(), old.c_str()) != 0) fail("rename", errno);
+  if (::rename(staging.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    (void)::rename(old.c_str(), target.c_str());
+    fail("rename", err);
+  }
+  sync_dir(target.parent_path());
+  fs::remove_all(old, ec);
 }
 
 }  // namespace tensordict::detail::memmap

@@ -31,6 +31,26 @@ void make_dir(const fs::path& dir);
 // Writes `content` to `path` atomically: a temporary file in the same
 // directory, then rename. On failure no partial file is left behind.
 void write_file_atomic(const fs::path& path, std::string_view content);
+// Creates `path` (which must not exist) holding `bytes` bytes: the data of
+// `data` (contiguous, CPU, exactly `bytes` bytes) or zeros when `data` is
+// undefined; then fsyncs it.
+void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes);
+// Hard-links `from` to `to` (same inode: live mappings of `from` stay valid).
+// Returns false when the file system refuses hard links.
+bool link_file(const fs::path& from, const fs::path& to);
+// fsync of a directory (its entries), ignoring file systems that refuse it.
+void sync_dir(const fs::path& dir);
+// Makes the complete tree `staging` appear at `target` in one step: an atomic
+// exchange of the two directories (renameat2 RENAME_EXCHANGE) when `target`
+// exists, then the old tree (now at `staging`) is removed. Readers see either
+// the old or the new tree, never a mix. File systems without RENAME_EXCHANGE
+// get two renames (a moment where `target` is missing: loads fail clearly).
+void publish_dir(const fs::path& staging, const fs::path& target);
+// A fresh, unique sibling name for staging a write of `target`.
+fs::path staging_path(const fs::path& target);
+// Removes leftover staging directories of `target` from writers that died
+// (their pid is gone).
+void remove_stale_staging(const fs::path& target);
 
 // ---- memory-mapped storage (mapped_file.cpp) --------------------------------------
 // A tensor over the first numel*itemsize bytes of `path`, mapped shared (writes

@@ -25,6 +25,7 @@
 #include "../map_leaves.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
+#include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
@@ -75,10 +76,11 @@ void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path&
 namespace {
 
 struct Job {
-  fs::path file;
+  fs::path file;    // in the staging tree
+  fs::path target;  // where it ends up
   at::Tensor source;
-  at::Tensor result;
   NestedKey key;
+  fs::path link_from;  // an existing file to hard-link instead of writing
   std::exception_ptr error;
 };
 
@@ -93,7 +95,9 @@ struct Entry {
 };
 
 struct Level {
-  fs::path dir;  // where this level's meta.json goes (<class dir>/_tensordict for a tensorclass)
+  fs::path dir;  // where this level's meta.json goes (<class dir>/_tensordict for a tensorclass), in the staging tree
+  fs::path target;  // where `dir` ends up
+  fs::path class_target;  // where `class_dir` ends up
   std::shared_ptr<TensorDictImpl> source;
   std::vector<Entry> entries;
   // A lazy stack: its stack dim and its members (dir/0, dir/1, ...).
@@ -113,6 +117,17 @@ std::string entry_type(const Level& level) {
   return name;
 }
 
+Json leaf_meta(const at::Tensor& t) {
+  Json entry = Json::object();
+  entry["device"] = "cpu";
+  entry["shape"] = t.sizes().vec();
+  entry["dtype"] = "torch." + std::string(dtype_name(t.scalar_type()));
+  entry["is_nested"] = false;
+  return entry;
+}
+
+std::size_t nbytes(const at::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
+
 bool is_reserved(const std::string& key) { return key == "shape" || key == "device" || key == "_type"; }
 
 Json non_tensor_meta(const NonTensorData& data) {
@@ -130,25 +145,35 @@ Json non_tensor_meta(const NonTensorData& data) {
   return meta;
 }
 
+// Crash safety: the whole tree is written into a staging directory beside
+// the target (data files, then each level's meta.json, children before
+// parents), synced, then published in one atomic directory exchange. A
+// writer killed at any point leaves the previous complete tree in place (and
+// a staging directory that the next write removes).
 class Writer {
  public:
   Writer(Mode mode, const MemmapOptions& options, const MemmapClassTags* tags)
       : mode_(mode), options_(options), tags_(tags) {}
 
   std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& class_or_dir,
-                              std::vector<std::string>& path) {
+                              const fs::path& class_or_target, std::vector<std::string>& path) {
     auto level = std::make_unique<Level>();
     level->source = impl;
     fs::path dir = class_or_dir;
+    fs::path target = class_or_target;
     if (tags_) {
       if (auto it = tags_->find(path); it != tags_->end()) {
         level->tag = &it->second;
         level->class_dir = class_or_dir;
+        level->class_target = class_or_target;
         make_dir(class_or_dir);
         dir = class_or_dir / "_tensordict";
+        target = class_or_target / "_tensordict";
       }
     }
     level->dir = dir;
+    level->target = target;
+    refuse_symlink(target);
     if (auto* lazy = dynamic_cast<LazyStackedImpl*>(impl.get())) {
       // Each member is a full collection of its own (keys and shapes may differ).
       make_dir(dir);
@@ -156,7 +181,7 @@ class Writer {
       const auto& members = lazy->members();
       for (std::size_t i = 0; i < members.size(); ++i) {
         path.push_back(std::to_string(i));
-        level->members.push_back(plan(members[i].impl(), dir / std::to_string(i), path));
+        level->members.push_back(plan(members[i].impl(), dir / std::to_string(i), target / std::to_string(i), path));
         path.pop_back();
       }
       return level;
@@ -175,18 +200,18 @@ class Writer {
         throw std::invalid_argument(fmt::format(
             "cannot memmap key {} to {}: '{}' is reserved in meta.json (shape, device and _type describe the level); "
             "rename the key",
-            nested.repr(), dir.string(), key));
+            nested.repr(), target.string(), key));
       }
       Entry entry{key, value, SIZE_MAX, {}, nullptr};
       const std::string name = encode_key(key);
       if (value.is_tensor()) {
-        plan_leaf(entry, value.tensor(), dir / (name + ".memmap"), nested);
+        plan_leaf(entry, value.tensor(), dir / (name + ".memmap"), target / (name + ".memmap"), nested);
       } else if (value.is_non_tensor()) {
         const fs::path sub = dir / name;
         make_dir(sub);
         write_file_atomic(sub / "meta.json", dump_meta(non_tensor_meta(value.non_tensor())));
       } else {
-        entry.child = plan(value.impl(), dir / name, path);
+        entry.child = plan(value.impl(), dir / name, target / name, path);
       }
       level->entries.push_back(std::move(entry));
       path.pop_back();
@@ -199,8 +224,14 @@ class Writer {
     auto work = [&](std::size_t i) {
       Job& job = jobs_[i];
       try {
-        job.result = map_new(job.file, job.source.scalar_type(), job.source.sizes(), options_.existsok);
-        if (mode_ != Mode::Like && job.result.numel() > 0) job.result.copy_(job.source);
+        const std::size_t bytes = nbytes(job.source);
+        if (bytes == 0) return;  // tensordict writes no file for an empty tensor
+        if (!job.link_from.empty() && link_file(job.link_from, job.file)) return;
+        at::Tensor data;
+        if (mode_ != Mode::Like || !job.link_from.empty()) {
+          data = job.source.cpu().resolve_conj().resolve_neg().contiguous();
+        }
+        write_data_file(job.file, data, bytes);
       } catch (...) {
         job.error = std::current_exception();
       }
@@ -229,17 +260,73 @@ class Writer {
     }
   }
 
-  // Builds (or, in place, updates) the tensordict of `level` and writes its
-  // meta.json (and, for a tensorclass, the class's meta.json above it).
-  std::shared_ptr<TensorDictImpl> finish(Level& level) {
-    auto out = level.stack_dim ? finish_lazy(level) : finish_dense(level);
+  // Writes the meta.json files of `level` (children first; for a tensorclass
+  // also the class's meta.json above it) into the staging tree.
+  void write_meta(Level& level) {
+    if (level.stack_dim) {
+      for (auto& member : level.members) write_meta(*member);
+      Json meta = Json::object();
+      meta["_type"] = kLazyStackType;
+      meta["stack_dim"] = *level.stack_dim;
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+    } else {
+      const TensorDictImpl& src = *level.source;
+      Json meta = Json::object();
+      for (Entry& entry : level.entries) {
+        if (entry.child) {
+          write_meta(*entry.child);
+          meta[entry.key] = {{"type", entry_type(*entry.child)}};
+        } else if (entry.value.is_non_tensor()) {
+          meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
+        } else {
+          meta[entry.key] = leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept);
+        }
+      }
+      meta["shape"] = src.batch_size().vec();
+      meta["device"] = "cpu";
+      meta["_type"] = kTensorDictType;
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+    }
     if (level.tag) {
       Json meta = Json::object();
       meta["_type"] = level.tag->type;
       for (const auto& [key, value] : level.tag->fields.items()) meta[key] = value;
       write_file_atomic(level.class_dir / "meta.json", dump_meta(meta));
     }
-    return out;
+  }
+
+  // After publishing: builds (or, in place, updates) the tensordict of
+  // `level` over the files at their final place.
+  std::shared_ptr<TensorDictImpl> finish(Level& level) {
+    return level.stack_dim ? finish_lazy(level) : finish_dense(level);
+  }
+
+  // Entries of the tree being replaced that the new tree does not write
+  // (files of other programs, keys tensordict would also leave behind) are
+  // carried into the new tree as hard links, so publishing loses nothing.
+  static void carry_over(const fs::path& old_dir, const fs::path& new_dir) {
+    std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(old_dir, ec))) return;
+    for (fs::directory_iterator it(old_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path name = it->path().filename();
+      const std::string s = name.string();
+      if (s.rfind(".meta.json.tmp", 0) == 0) continue;  // a dead writer's temporary
+      const fs::path dest = new_dir / name;
+      std::error_code e2;
+      const auto st = it->symlink_status(e2);
+      if (fs::exists(fs::symlink_status(dest, e2))) {
+        if (fs::is_directory(st) && fs::is_directory(fs::symlink_status(dest, e2))) carry_over(it->path(), dest);
+        continue;
+      }
+      if (fs::is_directory(st)) {
+        fs::create_directory(dest, e2);
+        carry_over(it->path(), dest);
+      } else if (fs::is_regular_file(st)) {
+        if (!link_file(it->path(), dest)) fs::copy_file(it->path(), dest, e2);
+      } else if (fs::is_symlink(st)) {
+        fs::copy_symlink(it->path(), dest, e2);
+      }
+    }
   }
 
  private:
@@ -249,11 +336,7 @@ class Writer {
     // In place the members were updated in place: the stack already holds them.
     std::shared_ptr<TensorDictImpl> out =
         mode_ == Mode::InPlace ? level.source : std::make_shared<LazyStackedImpl>(std::move(members), *level.stack_dim);
-    Json meta = Json::object();
-    meta["_type"] = kLazyStackType;
-    meta["stack_dim"] = *level.stack_dim;
-    write_file_atomic(level.dir / "meta.json", dump_meta(meta));
-    mark_memmapped(out, level.dir);
+    mark_memmapped(out, level.target);
     return out;
   }
 
@@ -262,47 +345,54 @@ class Writer {
     std::shared_ptr<TensorDictImpl> out =
         mode_ == Mode::InPlace ? level.source
                                : std::make_shared<DenseImpl>(src.batch_size().vec(), at::Device(at::kCPU), src.names());
-    Json meta = Json::object();
     for (Entry& entry : level.entries) {
       if (entry.child) {
         auto child = finish(*entry.child);
-        meta[entry.key] = {{"type", entry_type(*entry.child)}};
         if (mode_ != Mode::InPlace) out->insert(entry.key, Value(TensorDictBase(child)));
       } else if (entry.value.is_non_tensor()) {
-        meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
         if (mode_ != Mode::InPlace) out->insert(entry.key, entry.value);
       } else {
-        at::Tensor t = entry.job != SIZE_MAX ? jobs_[entry.job].result : entry.kept;
-        meta[entry.key] = leaf_entry(t);
+        at::Tensor t = entry.kept;
+        if (entry.job != SIZE_MAX) {
+          const Job& job = jobs_[entry.job];
+          t = map_existing(job.target, job.source.scalar_type(), job.source.sizes(), entry.key);
+        }
         out->insert(entry.key, Value(std::move(t)));
       }
     }
-    meta["shape"] = src.batch_size().vec();
-    meta["device"] = "cpu";
-    meta["_type"] = kTensorDictType;
     if (mode_ == Mode::InPlace) out->set_meta(src.batch_size().vec(), at::Device(at::kCPU), src.names());
-    write_file_atomic(level.dir / "meta.json", dump_meta(meta));
-    mark_memmapped(out, level.dir);
+    mark_memmapped(out, level.target);
     return out;
   }
 
-  void plan_leaf(Entry& entry, const at::Tensor& tensor, const fs::path& file, const NestedKey& key) {
+  void plan_leaf(Entry& entry, const at::Tensor& tensor, const fs::path& file, const fs::path& target,
+                 const NestedKey& key) {
+    // Never replace a symbolic link of the existing tree (a leaf file linked
+    // elsewhere): refuse, as writing through it would have been refused.
+    refuse_symlink(target);
+    Job job{file, target, tensor.detach(), key, {}, nullptr};
     if (mode_ != Mode::Like) {
       if (auto existing = mapped_path(tensor)) {
-        if (*existing == fs::absolute(file)) {
-          // Already memory-mapped at its place: nothing to write.
+        if (*existing == fs::absolute(target)) {
+          // Already memory-mapped at its place: the new tree gets the same
+          // file (a hard link), and the tensor keeps its mapping.
           entry.kept = tensor;
+          job.link_from = target;
+          jobs_.push_back(std::move(job));
           return;
         }
         if (!options_.copy_existing) {
           throw std::runtime_error(
               fmt::format("key {} is already memory-mapped to {}, not to {}; pass copy_existing=true to copy it there",
-                          key.repr(), existing->string(), file.string()));
+                          key.repr(), existing->string(), target.string()));
         }
       }
     }
+    if (!options_.existsok && fs::exists(fs::symlink_status(target))) {
+      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", target.string()));
+    }
     entry.job = jobs_.size();
-    jobs_.push_back(Job{file, tensor.detach(), {}, key, nullptr});
+    jobs_.push_back(std::move(job));
   }
 
   Mode mode_;
@@ -313,17 +403,49 @@ class Writer {
 
 }  // namespace
 
+// The directory a prefix names, absolute, without a trailing separator.
+fs::path target_dir(const std::string& prefix) {
+  fs::path p = fs::absolute(fs::path(prefix)).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  if (p == p.root_path() || p.filename() == "..") {
+    throw std::invalid_argument(fmt::format("memmap cannot write a tensordict to {}: name a directory", prefix));
+  }
+  return p;
+}
+
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
                                            Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
   if (prefix.empty()) throw std::invalid_argument("memmap needs a directory prefix, got an empty path");
+  const fs::path target = target_dir(prefix);
+  refuse_symlink(target);
+  {
+    std::error_code ec;
+    const auto st = fs::symlink_status(target, ec);
+    if (fs::exists(st) && !fs::is_directory(st)) {
+      throw std::runtime_error(
+          fmt::format("cannot write a tensordict level to {}: it exists and is not a directory", target.string()));
+    }
+  }
+  make_dir(target.parent_path());
+  remove_stale_staging(target);
+  const fs::path staging = staging_path(target);
   Writer writer(mode, options, tags);
-  std::vector<std::string> path;
-  auto root = writer.plan(impl, fs::path(prefix), path);
-  writer.run_jobs();
-  auto out = writer.finish(*root);
-  // tensordict locks a memory-mapped tensordict (every level).
-  TensorDictBase(out).lock_();
-  return out;
+  try {
+    std::vector<std::string> path;
+    auto root = writer.plan(impl, staging, target, path);
+    writer.run_jobs();
+    writer.write_meta(*root);
+    Writer::carry_over(target, staging);
+    publish_dir(staging, target);
+    auto out = writer.finish(*root);
+    // tensordict locks a memory-mapped tensordict (every level).
+    TensorDictBase(out).lock_();
+    return out;
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
 }
 
 }  // namespace detail::memmap

@@ -282,7 +282,10 @@ TensorDictSequential TensorDictSequentialImpl::select_subsequence(std::optional<
   std::vector<ModulePtr> modules = modules_;
   std::vector<bool> keep(modules.size(), true);
   // A plain TensorDictSequential (not a subclass) is pruned recursively.
-  auto is_plain_sequence = [](const ModulePtr& m) { return typeid(*m) == typeid(TensorDictSequentialImpl); };
+  auto is_plain_sequence = [](const ModulePtr& m) {
+    const auto& module = *m;  // not inside typeid: clang warns of the call's side effects there
+    return typeid(module) == typeid(TensorDictSequentialImpl);
+  };
 
   for (std::size_t i = 0; i < modules.size(); ++i) {
     if (is_plain_sequence(modules[i])) {
