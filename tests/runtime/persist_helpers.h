@@ -9,35 +9,13 @@
 #include <sstream>
 #include <string>
 
+#include "../temp_dir.h"
 #include "helpers.h"
 
 namespace td_test {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the build tree, unique per process and per call
-// (ctest runs test cases in parallel processes); removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::path(TENSORCLASS_TEST_TMP) / ("p" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  std::string operator/(const std::string& sub) const { return (path_ / sub).string(); }
-
- private:
-  fs::path path_;
-};
 
 // The shared fixtures (../shared/fixtures beside the repository). Fails the
 // test, never skips it, when they are missing.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "../temp_dir.h"
 #include "tc_obs.tc.h"
 
 using Catch::Matchers::Contains;
@@ -25,27 +26,7 @@ at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
   return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
 }
 
-// A fresh directory per test (ctest runs cases in parallel processes).
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("tensorclass_persist_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  fs::path operator/(const std::string& sub) const { return path_ / sub; }
-
- private:
-  fs::path path_;
-};
+using td_test::TempDir;
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

@@ -441,7 +441,7 @@ at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& di
       }
     case InteractionType::RANDOM: return dist.has_rsample() ? dist.rsample() : dist.sample();
   }
-  throw NotImplementedError("unknown interaction type");
+  throw std::logic_error("dist_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
 }
 
 TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
