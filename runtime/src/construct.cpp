@@ -25,17 +25,17 @@ TensorDictBase& TensorDictBase::auto_batch_size_(std::optional<int64_t> batch_di
   // Nested levels first: their batch sizes bound ours.
   std::optional<std::vector<int64_t>> shared;
   impl_->for_each([&](const std::string&, const Value& value) {
-    at::IntArrayRef shape;
+    std::vector<int64_t> shape;
     if (value.is_tensor()) {
-      shape = value.tensor().sizes();
+      shape = detail::leaf_shape(value.tensor());
     } else if (value.is_tensordict()) {
       TensorDictBase nested = value.tensordict();
       nested.auto_batch_size_();
-      shape = nested.batch_size();
+      shape = nested.batch_size().vec();
     } else {
       return;  // non-tensor data spans whatever batch it is given
     }
-    shared = shared ? common_prefix(*shared, shape) : shape.vec();
+    shared = shared ? common_prefix(*shared, shape) : std::move(shape);
   });
   std::vector<int64_t> batch = shared.value_or(std::vector<int64_t>{});
   if (batch_dims && static_cast<int64_t>(batch.size()) > *batch_dims) batch.resize(static_cast<std::size_t>(*batch_dims));

@@ -66,10 +66,9 @@ std::vector<std::string> level_keys(const TensorDictImpl& impl) {
 void check_leaf(const TensorDictImpl& level, const NestedKey& key, const at::Tensor& tensor) {
   if (!tensor.defined()) throw std::invalid_argument(fmt::format("cannot set key {}: the tensor is undefined", key.repr()));
   const auto batch = level.batch_size();
-  const auto sizes = tensor.sizes();
-  if (sizes.size() < batch.size() || sizes.slice(0, batch.size()) != batch) {
+  if (!detail::leaf_starts_with(tensor, batch)) {
     throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensor's shape {} does not start with the batch size {}",
-                                         key.repr(), shape_string(sizes), shape_string(batch)));
+                                         key.repr(), shape_string(detail::leaf_shape(tensor)), shape_string(batch)));
   }
 }
 
@@ -228,7 +227,7 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
   if (found.is_non_tensor()) throw std::invalid_argument(fmt::format("key {} holds non-tensor data, not a tensordict", key.repr()));
   if (!found.is_tensordict()) {
     throw std::invalid_argument(fmt::format("key {} holds a tensor of shape {}, not a tensordict; use get()", key.repr(),
-                                            shape_string(found.tensor().sizes())));
+                                            shape_string(detail::leaf_shape(found.tensor()))));
   }
   return found.tensordict();
 }

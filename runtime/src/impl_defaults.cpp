@@ -2,6 +2,7 @@
 // its required ones.
 #include "tensordict/base.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/tensorclass_support.h"
 
 namespace tensordict {
 
@@ -17,7 +18,7 @@ void TensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, Ent
 
 TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
   const at::Tensor t = find(key)->tensor();
-  return {t.sizes().vec(), t.scalar_type(), t.device(), t.is_cuda()};
+  return {detail::leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()};
 }
 
 void TensorDictImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {

@@ -92,10 +92,9 @@ TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<i
   if (batch_size) {
     for (const auto& [key, value] : out.items(true, true)) {
       if (!value.is_tensor()) continue;
-      const auto sizes = value.tensor().sizes();
-      if (sizes.size() < batch_size->size() || sizes.slice(0, batch_size->size()) != at::IntArrayRef(*batch_size)) {
+      if (!detail::leaf_starts_with(value.tensor(), *batch_size)) {
         throw std::runtime_error(fmt::format("apply: the result for key {} has shape {}, which does not start with batch_size {}",
-                                             key.repr(), shape_string(sizes), shape_string(*batch_size)));
+                                             key.repr(), shape_string(detail::leaf_shape(value.tensor())), shape_string(*batch_size)));
       }
     }
   }

@@ -40,7 +40,7 @@ std::string meta_repr(const TensorMeta& m) {
                      dtype_name(m.dtype), python_bool(m.is_shared));
 }
 
-std::string tensor_repr(const at::Tensor& t) { return meta_repr({t.sizes().vec(), t.scalar_type(), t.device(), t.is_cuda()}); }
+std::string tensor_repr(const at::Tensor& t) { return meta_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}); }
 
 std::string shape_string(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
 

@@ -328,6 +328,12 @@ class TensorDictBase {
   TensorDict named_apply(const NamedTensorFn& fn) const;
   // In place: every leaf becomes fn(leaf) (written into the existing tensor).
   TensorDictBase& apply_(const TensorFn& fn);
+  // Every nested (jagged) tensor leaf becomes a dense tensor padded with
+  // `padding`; other leaves are carried. When the batch size has a ragged
+  // (-1) dim, the result's batch size is inferred again over as many dims,
+  // and `mask_key`, if given, receives where the first nested leaf holds
+  // data rather than padding (over the batch dims).
+  TensorDict to_padded_tensor(double padding = 0.0, const std::optional<NestedKey>& mask_key = std::nullopt) const;
 
 #define TENSORDICT_DECLARE_UNARY(name) \
   TensorDict name() const;             \

@@ -56,6 +56,11 @@ std::string meta_repr(const TensorMeta& m);
 std::string torch_size(at::IntArrayRef sizes);
 std::string indent(const std::string& text, int width);
 std::string shape_string(at::IntArrayRef sizes);
+// A leaf's shape as tensordict reports it: the ragged dims of a nested
+// (jagged) tensor read -1.
+std::vector<int64_t> leaf_shape(const at::Tensor& t);
+// Whether a leaf's shape begins with `prefix`, a ragged dim matching -1 only.
+bool leaf_starts_with(const at::Tensor& t, at::IntArrayRef prefix);
 std::string python_bool(bool b);
 // Python's repr of a non-tensor value.
 std::string python_repr(const std::string& v);
