@@ -2,6 +2,8 @@
 // (ten leaves at one level) and nested (4 + 3 + 3 leaves over three levels).
 #include <tensordict/tensordict.h>
 
+#include <filesystem>
+
 #include "bench_common.h"
 
 using tensordict::TensorDict;
@@ -59,6 +61,21 @@ void add_variant(const std::string& name, TensorDict (*make)(const Leaves&), con
   });
 }
 
+// The flat tensordict written with memmap() and loaded back (its leaves map
+// the files): indexing it costs what indexing the in-memory one costs.
+void add_memmap_variant(const Leaves& a) {
+  const std::string dir = std::string(TENSORCLASS_BENCH_TMP) + "/index_memmap";
+  std::filesystem::remove_all(dir);
+  flat_td(a).memmap(dir);
+  const auto* x = new TensorDict(TensorDict::load_memmap(dir));  // never freed
+  const Indices* idx = &indices();
+  const std::string name = "tensordict_memmap";
+  add("index_int", name, [=] { return x->index({3}); });
+  add("index_slice", name, [=] { return x->index({Slice(8, 40)}); });
+  add("index_long", name, [=] { return x->index({idx->long_index}); });
+  add("index_mask", name, [=] { return x->index({idx->mask}); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,6 +84,7 @@ int main(int argc, char** argv) {
   add_loops(a, b, many);
   add_variant("tensordict", flat_td, a, b, many);
   add_variant("tensordict_nested", nested_td, a, b, many);
+  add_memmap_variant(a);
   bench::register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

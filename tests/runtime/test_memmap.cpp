@@ -205,6 +205,24 @@ TEST_CASE("copy_existing, existsok and num_threads follow tensordict") {
   require_same(TensorDict::load_memmap(tmp / "many"), many);
 }
 
+TEST_CASE("memmap without sync writes the same tree, byte for byte") {
+  TempDir tmp;
+  TensorDict td = sample({3});
+  td.set_non_tensor("label", Json("run"));
+  td.memmap(tmp / "synced");
+  MemmapOptions unsynced;
+  unsynced.sync = false;
+  require_same(td.memmap(tmp / "unsynced", unsynced), td);
+  const auto files = tree_of(tmp / "synced");
+  REQUIRE(tree_of(tmp / "unsynced") == files);
+  REQUIRE_THAT(fmt::format("{}", fmt::join(files, " ")), Contains("a.memmap") && Contains("label/meta.json"));
+  for (const auto& file : files) {
+    if (fs::is_directory(tmp / "synced" / file)) continue;
+    INFO(file);
+    REQUIRE(read_text(tmp / "synced" / file) == read_text(tmp / "unsynced" / file));
+  }
+}
+
 TEST_CASE("save/load are memmap/load_memmap; memmap_refresh_ reloads what was written") {
   TempDir tmp;
   TensorDict td = sample({2});

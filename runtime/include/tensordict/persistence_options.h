@@ -16,6 +16,12 @@ struct MemmapOptions {
   bool existsok = true;
   // Threads writing leaves in parallel; 0 writes on the calling thread.
   int num_threads = 0;
+  // true: every file and directory is fsynced before the tree is published,
+  // so even a power loss leaves the old tree or the new one. false (as
+  // Python tensordict writes): a killed process still never leaves half a
+  // tree, but after a power loss the files may be incomplete; writing is then
+  // bounded by memory bandwidth rather than the disk.
+  bool sync = true;
 };
 
 // Dataset creation options for to_h5 (h5py's create_dataset kwargs), applied to

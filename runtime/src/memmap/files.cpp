@@ -35,7 +35,7 @@ void make_dir(const fs::path& dir) {
   }
 }
 
-void write_file_atomic(const fs::path& path, std::string_view content) {
+void write_file_atomic(const fs::path& path, std::string_view content, bool sync) {
   refuse_symlink(path);
   static std::atomic<unsigned> counter{0};
   const fs::path tmp =
@@ -60,7 +60,7 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) fail("fsync");
+  if (sync && ::fsync(fd) != 0) fail("fsync");
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
@@ -73,7 +73,7 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
   }
 }
 
-void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes) {
+void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   auto fail = [&](const char* what) {
@@ -98,7 +98,7 @@ void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t b
   } else if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     fail("ftruncate");
   }
-  if (::fsync(fd) != 0 && errno != EINVAL) fail("fsync");
+  if (sync && ::fsync(fd) != 0 && errno != EINVAL) fail("fsync");
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(path.c_str());
@@ -127,7 +127,7 @@ fs::path staging_path(const fs::path& target) {
 
 void remove_stale_staging(const fs::path& target) {
   const fs::path parent = target.parent_path();
-  const std::string prefix = "." + target.filename().string() + std::string(kStagingTag);
+  const std::string prefix = fmt::format(".{}{}", target.filename().string(), kStagingTag);
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -144,7 +144,10 @@ void remove_stale_staging(const fs::path& target) {
   }
 }
 
-void publish_dir(const fs::path& staging, const fs::path& target) {
+void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
+  const auto sync_dir = [sync](const fs::path& dir) {
+    if (sync) memmap::sync_dir(dir);
+  };
   sync_dir(staging);
   refuse_symlink(target);
   std::error_code ec;

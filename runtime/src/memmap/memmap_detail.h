@@ -30,11 +30,12 @@ void refuse_symlink(const fs::path& path);
 void make_dir(const fs::path& dir);
 // Writes `content` to `path` atomically: a temporary file in the same
 // directory, then rename. On failure no partial file is left behind.
-void write_file_atomic(const fs::path& path, std::string_view content);
+// `sync`: fsync the file before the rename.
+void write_file_atomic(const fs::path& path, std::string_view content, bool sync);
 // Creates `path` (which must not exist) holding `bytes` bytes: the data of
 // `data` (contiguous, CPU, exactly `bytes` bytes) or zeros when `data` is
-// undefined; then fsyncs it.
-void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes);
+// undefined; then, with `sync`, fsyncs it.
+void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync);
 // Hard-links `from` to `to` (same inode: live mappings of `from` stay valid).
 // Returns false when the file system refuses hard links.
 bool link_file(const fs::path& from, const fs::path& to);
@@ -45,7 +46,8 @@ void sync_dir(const fs::path& dir);
 // exists, then the old tree (now at `staging`) is removed. Readers see either
 // the old or the new tree, never a mix. File systems without RENAME_EXCHANGE
 // get two renames (a moment where `target` is missing: loads fail clearly).
-void publish_dir(const fs::path& staging, const fs::path& target);
+// `sync`: fsync the directories involved.
+void publish_dir(const fs::path& staging, const fs::path& target, bool sync);
 // A fresh, unique sibling name for staging a write of `target`.
 fs::path staging_path(const fs::path& target);
 // Removes leftover staging directories of `target` from writers that died

@@ -209,7 +209,7 @@ class Writer {
       } else if (value.is_non_tensor()) {
         const fs::path sub = dir / name;
         make_dir(sub);
-        write_file_atomic(sub / "meta.json", dump_meta(non_tensor_meta(value.non_tensor())));
+        write_file_atomic(sub / "meta.json", dump_meta(non_tensor_meta(value.non_tensor())), options_.sync);
       } else {
         entry.child = plan(value.impl(), dir / name, target / name, path);
       }
@@ -231,7 +231,7 @@ class Writer {
         if (mode_ != Mode::Like || !job.link_from.empty()) {
           data = job.source.cpu().resolve_conj().resolve_neg().contiguous();
         }
-        write_data_file(job.file, data, bytes);
+        write_data_file(job.file, data, bytes, options_.sync);
       } catch (...) {
         job.error = std::current_exception();
       }
@@ -268,7 +268,7 @@ class Writer {
       Json meta = Json::object();
       meta["_type"] = kLazyStackType;
       meta["stack_dim"] = *level.stack_dim;
-      write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta), options_.sync);
     } else {
       const TensorDictImpl& src = *level.source;
       Json meta = Json::object();
@@ -285,13 +285,13 @@ class Writer {
       meta["shape"] = src.batch_size().vec();
       meta["device"] = "cpu";
       meta["_type"] = kTensorDictType;
-      write_file_atomic(level.dir / "meta.json", dump_meta(meta));
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta), options_.sync);
     }
     if (level.tag) {
       Json meta = Json::object();
       meta["_type"] = level.tag->type;
       for (const auto& [key, value] : level.tag->fields.items()) meta[key] = value;
-      write_file_atomic(level.class_dir / "meta.json", dump_meta(meta));
+      write_file_atomic(level.class_dir / "meta.json", dump_meta(meta), options_.sync);
     }
   }
 
@@ -436,7 +436,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     writer.run_jobs();
     writer.write_meta(*root);
     Writer::carry_over(target, staging);
-    publish_dir(staging, target);
+    publish_dir(staging, target, options.sync);
     auto out = writer.finish(*root);
     // tensordict locks a memory-mapped tensordict (every level).
     TensorDictBase(out).lock_();
