@@ -13,7 +13,7 @@ TensorDict::TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size, s
     : TensorDict(std::make_shared<detail::DenseImpl>(batch_size.vec(), device, std::move(names))) {
   // At most one entry per key at this level: no regrowth while setting them.
   static_cast<detail::DenseImpl&>(*impl_).reserve(entries.size());
-  for (auto& [key, value] : entries) set(key, value);
+  for (auto& [key, value] : entries) set(key, std::move(value));
 }
 
 TensorDict::TensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {

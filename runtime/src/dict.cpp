@@ -25,9 +25,14 @@ const char* kind_of(const Value& v) {
 }
 }  // namespace
 
-const at::Tensor& Value::tensor() const {
+const at::Tensor& Value::tensor() const& {
   if (!is_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not a tensor", kind_of(*this)));
   return std::get<0>(value_);
+}
+
+at::Tensor Value::tensor() && {
+  if (!is_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not a tensor", kind_of(*this)));
+  return std::move(std::get<0>(value_));
 }
 
 const NonTensorData& Value::non_tensor() const {
@@ -232,7 +237,7 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
   return found.tensordict();
 }
 
-TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
+TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   // A one-part key is set here: no handle copy on the common path.
   std::optional<TensorDictBase> nested_parent;
   if (key.is_nested()) nested_parent = parent_of(key, true);
@@ -247,7 +252,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, const Value& value) {
     return set_(key, value.tensor());
   }
   if (value.is_tensor()) {
-    at::Tensor tensor = value.tensor();
+    at::Tensor tensor = std::move(value).tensor();
     check_leaf(level, key, tensor);
     if (auto device = level.device(); device && tensor.device() != *device) tensor = tensor.to(*device);
     level.insert(key.back(), std::move(tensor));
@@ -364,14 +369,14 @@ void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
 std::vector<std::pair<NestedKey, Value>> TensorDictBase::items(bool include_nested, bool leaves_only) const {
   std::vector<std::pair<NestedKey, Value>> out;
   walk_keys(*impl_, include_nested, leaves_only, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
-                                                     const std::string& key) { out.emplace_back(NestedKey(path), *level.find(key)); });
+                                                     const std::string& key) { out.emplace_back(NestedKey(std::span<const std::string>(path)), *level.find(key)); });
   return out;
 }
 
 std::vector<NestedKey> TensorDictBase::keys(bool include_nested, bool leaves_only) const {
   std::vector<NestedKey> out;
   walk_keys(*impl_, include_nested, leaves_only,
-            [&](const std::vector<std::string>& path, const TensorDictImpl&, const std::string&) { out.emplace_back(path); });
+            [&](const std::vector<std::string>& path, const TensorDictImpl&, const std::string&) { out.emplace_back(std::span<const std::string>(path)); });
   return out;
 }
 

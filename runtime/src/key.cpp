@@ -4,21 +4,30 @@
 
 namespace tensordict {
 
-NestedKey::NestedKey(std::vector<std::string> path) : path_(std::move(path)) {
-  if (path_.empty()) {
-    throw std::invalid_argument("a NestedKey needs at least one part; got an empty path");
-  }
+namespace {
+void require_parts(std::size_t n) {
+  if (n == 0) throw std::invalid_argument("a NestedKey needs at least one part; got an empty path");
+}
+}  // namespace
+
+NestedKey::NestedKey(std::initializer_list<std::string> path) : path_(path.begin(), path.end()) { require_parts(path_.size()); }
+
+NestedKey::NestedKey(std::span<const std::string> path) : path_(path.begin(), path.end()) { require_parts(path_.size()); }
+
+NestedKey::NestedKey(std::vector<std::string> path)
+    : path_(std::make_move_iterator(path.begin()), std::make_move_iterator(path.end())) {
+  require_parts(path_.size());
 }
 
 NestedKey NestedKey::parent() const {
   if (!is_nested()) {
     throw std::logic_error("key " + repr() + " has no parent: it has a single part");
   }
-  return NestedKey(std::vector<std::string>(path_.begin(), path_.end() - 1));
+  return NestedKey(path().first(path_.size() - 1));
 }
 
 NestedKey NestedKey::operator+(const NestedKey& other) const {
-  std::vector<std::string> joined = path_;
+  std::vector<std::string> joined(path_.begin(), path_.end());
   joined.insert(joined.end(), other.path_.begin(), other.path_.end());
   return NestedKey(std::move(joined));
 }

@@ -14,27 +14,29 @@
 
 namespace tensordict::detail {
 
-void validate_tensor_field(const std::string& path, const schema::FieldInfo& field, const at::Tensor& tensor,
-                           at::IntArrayRef batch_size, SymbolTable& symbols, std::string_view class_name) {
+std::string FieldPath::str() const { return parent ? fmt::format("{}.{}", parent->str(), name) : std::string(name); }
+
+void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field, const at::Tensor& tensor,
+                           at::IntArrayRef batch_size, SymbolTable& symbols) {
   if (!tensor.defined()) {
     if (field.optional) return;
-    throw std::invalid_argument(fmt::format("{}: required field is not set", path));
+    throw std::invalid_argument(fmt::format("{}: required field is not set", path.str()));
   }
   if (!field.dtype.empty()) {
     const std::string_view got = dtype_name(tensor.scalar_type());
-    if (got != field.dtype) throw std::invalid_argument(fmt::format("{}: dtype must be {} (got {})", path, field.dtype, got));
+    if (got != field.dtype) throw std::invalid_argument(fmt::format("{}: dtype must be {} (got {})", path.str(), field.dtype, got));
   }
   const auto sizes = tensor.sizes();
   const int64_t nb = static_cast<int64_t>(batch_size.size());
   if (static_cast<int64_t>(sizes.size()) < nb || sizes.slice(0, nb) != batch_size) {
-    throw std::runtime_error(fmt::format("{}: shape {} does not start with the batch size {}", path, shape_string(sizes),
+    throw std::runtime_error(fmt::format("{}: shape {} does not start with the batch size {}", path.str(), shape_string(sizes),
                                          shape_string(batch_size)));
   }
   if (!field.has_shape) return;
   std::size_t event = 0;
   for (const auto& d : field.shape) event += d.kind == schema::DimKind::Batch ? 0 : 1;
   if (sizes.size() != nb + event) {
-    throw std::runtime_error(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path, nb + event,
+    throw std::runtime_error(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path.str(), nb + event,
                                          nb, event, shape_string(sizes)));
   }
   int64_t dim = nb;
@@ -42,32 +44,31 @@ void validate_tensor_field(const std::string& path, const schema::FieldInfo& fie
     if (d.kind == schema::DimKind::Batch) continue;
     const int64_t got = sizes[dim];
     if (d.kind == schema::DimKind::Fixed && got != d.size) {
-      throw std::runtime_error(fmt::format("{}: dim {} must be {} (got {})", path, dim, d.size, got));
+      throw std::runtime_error(fmt::format("{}: dim {} must be {} (got {})", path.str(), dim, d.size, got));
     }
     if (d.kind == schema::DimKind::Symbol) {
       auto it = std::find_if(symbols.begin(), symbols.end(), [&](const SymbolBinding& b) { return b.symbol == d.symbol; });
       if (it == symbols.end()) {
         symbols.push_back({d.symbol, got, std::string(field.name)});
       } else if (it->size != got) {
-        throw std::runtime_error(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path, d.symbol,
+        throw std::runtime_error(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path.str(), d.symbol,
                                              it->size, it->field, got, field.name, dim));
       }
     }
     ++dim;
   }
-  (void)class_name;
 }
 
-void validate_batch_dims(const schema::ClassInfo& info, const std::string& path, at::IntArrayRef batch_size) {
+void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, at::IntArrayRef batch_size) {
   if (info.fixed_batch_dims && batch_size.size() != info.batch_names.size()) {
-    throw std::runtime_error(fmt::format("{}: batch size {} must have {} dims ({})", path, shape_string(batch_size),
+    throw std::runtime_error(fmt::format("{}: batch size {} must have {} dims ({})", path.str(), shape_string(batch_size),
                                          info.batch_names.size(), fmt::join(info.batch_names, ", ")));
   }
 }
 
-void validate_nested_batch(const std::string& path, at::IntArrayRef nested, at::IntArrayRef parent) {
+void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::IntArrayRef parent) {
   if (nested.size() < parent.size() || nested.slice(0, parent.size()) != parent) {
-    throw std::runtime_error(fmt::format("{}: batch size {} does not start with the parent's batch size {}", path,
+    throw std::runtime_error(fmt::format("{}: batch size {} does not start with the parent's batch size {}", path.str(),
                                          shape_string(nested), shape_string(parent)));
   }
 }

@@ -10,21 +10,30 @@ using namespace bench;
 
 namespace {
 
-bench::Flat make_flat(const Leaves& l) {
-  return bench::Flat({.f0 = l[0], .f1 = l[1], .f2 = l[2], .f3 = l[3], .f4 = l[4], .f5 = l[5], .f6 = l[6], .f7 = l[7],
-                      .f8 = l[8], .f9 = l[9]},
-                     {l[0].size(0)});
+bench::Flat make_flat(Leaves l) {
+  const int64_t b = l[0].size(0);
+  return bench::Flat({.f0 = std::move(l[0]),
+                      .f1 = std::move(l[1]),
+                      .f2 = std::move(l[2]),
+                      .f3 = std::move(l[3]),
+                      .f4 = std::move(l[4]),
+                      .f5 = std::move(l[5]),
+                      .f6 = std::move(l[6]),
+                      .f7 = std::move(l[7]),
+                      .f8 = std::move(l[8]),
+                      .f9 = std::move(l[9])},
+                     {b});
 }
 
-bench::Nested make_nested(const Leaves& l) {
+bench::Nested make_nested(Leaves l) {
   const std::vector<int64_t> b{l[0].size(0)};
-  bench::Inner inner({.c0 = l[7], .c1 = l[8], .c2 = l[9]}, b);
-  bench::Mid mid({.b0 = l[4], .b1 = l[5], .b2 = l[6], .inner = std::move(inner)}, b);
-  return bench::Nested({.a0 = l[0], .a1 = l[1], .a2 = l[2], .a3 = l[3], .mid = std::move(mid)}, b);
+  bench::Inner inner({.c0 = std::move(l[7]), .c1 = std::move(l[8]), .c2 = std::move(l[9])}, b);
+  bench::Mid mid({.b0 = std::move(l[4]), .b1 = std::move(l[5]), .b2 = std::move(l[6]), .inner = std::move(inner)}, b);
+  return bench::Nested({.a0 = std::move(l[0]), .a1 = std::move(l[1]), .a2 = std::move(l[2]), .a3 = std::move(l[3]), .mid = std::move(mid)}, b);
 }
 
 template <class T>
-void add_variant(const std::string& name, T (*make)(const Leaves&), const Leaves& a, const Leaves& b,
+void add_variant(const std::string& name, T (*make)(Leaves), const Leaves& a, const Leaves& b,
                  const std::vector<Leaves>& many) {
   static const Indices& idx = indices();
   // Built once and kept alive for the whole run (benchmarks capture by reference).
@@ -52,8 +61,9 @@ void add_variant(const std::string& name, T (*make)(const Leaves&), const Leaves
   add("unbind0", name, [&] { return x.unbind(0); });
   add("construct", name, [make] {
     Leaves l;
+    l.reserve(kLeaves);
     for (int i = 0; i < kLeaves; ++i) l.push_back(at::empty({kBatch, kFeature}));
-    return make(l);
+    return make(std::move(l));  // the fresh leaves move in, as the loop's do
   });
 }
 

@@ -197,6 +197,25 @@ TEST_CASE("NestedKey parts, joins and reprs") {
   REQUIRE(NestedKey("x") + NestedKey({"y", "z"}) == NestedKey({"x", "y", "z"}));
   REQUIRE_THAT(TD_MESSAGE(NestedKey("x").parent()), Contains("'x' has no parent"));
   REQUIRE_THAT(TD_MESSAGE(NestedKey(std::vector<std::string>{})), Contains("at least one part"));
+  const std::vector<std::string> none;
+  REQUIRE_THAT(TD_MESSAGE(NestedKey(std::span<const std::string>(none))), Contains("at least one part"));
+}
+
+TEST_CASE("NestedKey orders part by part, as tuples of strings do") {
+  // std::vector<std::string> compares the same way: the reference ordering.
+  const std::vector<std::vector<std::string>> paths = {{"a"}, {"a", "b"}, {"a", "c"}, {"b"}, {"ab"}, {"a", "b", "c"}};
+  for (const auto& p : paths) {
+    for (const auto& q : paths) {
+      INFO(NestedKey(p).repr() << " vs " << NestedKey(q).repr());
+      REQUIRE((NestedKey(p) == NestedKey(q)) == (p == q));
+      REQUIRE((NestedKey(p) < NestedKey(q)) == (p < q));
+    }
+  }
+  // Moves cannot throw, so containers of keys move them when they grow.
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<NestedKey>);
+  std::vector<NestedKey> keys;
+  for (int i = 0; i < 100; ++i) keys.emplace_back(std::vector<std::string>{"level", "k" + std::to_string(i)});
+  REQUIRE(keys[99] == NestedKey({"level", "k99"}));
 }
 
 TEST_CASE("large key tables: lookup, deletion and renaming past the indexed size") {

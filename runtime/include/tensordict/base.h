@@ -61,7 +61,9 @@ class Value {
   bool is_tensordict() const { return value_.index() == 1; }
   bool is_non_tensor() const { return value_.index() == 2; }
   // Throw std::invalid_argument when the value is of another kind.
-  const at::Tensor& tensor() const;
+  const at::Tensor& tensor() const&;
+  // From a temporary: the tensor moves out (no reference count traffic).
+  at::Tensor tensor() &&;
   TensorDictBase tensordict() const;
   const NonTensorData& non_tensor() const;
 
@@ -239,7 +241,7 @@ class TensorDictBase {
   // batch size and is moved to the tensordict's device; a nested tensordict
   // whose batch size does not start with ours is given ours when its entries
   // allow it.
-  TensorDictBase& set(const NestedKey& key, const Value& value);
+  TensorDictBase& set(const NestedKey& key, Value value);
   // Writes into the existing tensor at `key` (shapes must match).
   TensorDictBase& set_(const NestedKey& key, const at::Tensor& value);
   // The existing value at `key`, else sets and returns `default_value`.

@@ -1,8 +1,13 @@
 // NestedKey: the path of an entry in a tree of tensordicts.
 #pragma once
 
+#include <c10/util/SmallVector.h>
+
+#include <algorithm>
+#include <compare>
 #include <initializer_list>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,11 +21,17 @@ class NestedKey {
  public:
   NestedKey(const char* key) : NestedKey(std::string(key)) {}
   NestedKey(std::string_view key) : NestedKey(std::string(key)) {}
-  NestedKey(std::string key) : path_{std::move(key)} {}
-  NestedKey(std::initializer_list<std::string> path) : NestedKey(std::vector<std::string>(path)) {}
+  NestedKey(std::string key) { path_.push_back(std::move(key)); }
+  NestedKey(std::initializer_list<std::string> path);
   explicit NestedKey(std::vector<std::string> path);
+  explicit NestedKey(std::span<const std::string> path);
+  // Moves never throw (containers of keys move rather than copy them).
+  NestedKey(const NestedKey&) = default;
+  NestedKey(NestedKey&&) noexcept = default;
+  NestedKey& operator=(const NestedKey&) = default;
+  NestedKey& operator=(NestedKey&&) noexcept = default;
 
-  const std::vector<std::string>& path() const { return path_; }
+  std::span<const std::string> path() const { return {path_.data(), path_.size()}; }
   std::size_t size() const { return path_.size(); }
   bool is_nested() const { return path_.size() > 1; }
   const std::string& front() const { return path_.front(); }
@@ -37,11 +48,15 @@ class NestedKey {
   // How tensordict prints a key in messages: 'a' or ('a', 'b').
   std::string repr() const;
 
-  friend bool operator==(const NestedKey&, const NestedKey&) = default;
-  friend auto operator<=>(const NestedKey&, const NestedKey&) = default;
+  friend bool operator==(const NestedKey& a, const NestedKey& b) { return std::ranges::equal(a.path(), b.path()); }
+  friend std::strong_ordering operator<=>(const NestedKey& a, const NestedKey& b) {
+    return std::lexicographical_compare_three_way(a.path_.begin(), a.path_.end(), b.path_.begin(), b.path_.end());
+  }
 
  private:
-  std::vector<std::string> path_;
+  // Most keys have one part: it is held inline, so building a key from a
+  // string (every td.get("a")) allocates nothing beyond the string itself.
+  c10::SmallVector<std::string, 1> path_;
 };
 
 // Prints the repr: 'a' or ('a', 'b').

@@ -137,7 +137,7 @@ class TensorClass {
   // Checks every field against the schema: required fields, dtypes, fixed and
   // symbolic dims, the batch prefix, nested batch sizes. Throws naming the
   // class, field and dim.
-  void validate() const { validate_(std::string(schema().name)); }
+  void validate() const { validate_(detail::FieldPath{nullptr, schema().name}); }
 
   // ---- fields by name ---------------------------------------------------------------
   bool contains(const NestedKey& key) const { return find_tensor_(key.path(), 0, false) != nullptr; }
@@ -652,20 +652,19 @@ class TensorClass {
     });
   }
 
-  void validate_(const std::string& path) const {
+  void validate_(const detail::FieldPath& path) const {
     detail::validate_batch_dims(schema(), path, tc_batch_size_);
     detail::SymbolTable symbols;
     for_each_index([&](auto I) {
       constexpr auto p = member_ptr<I>();
       using M = member_t<I>;
       const auto& m = derived().*p;
+      const detail::FieldPath field{&path, fields()[I].name};
       if constexpr (std::is_same_v<M, at::Tensor>) {
-        detail::validate_tensor_field(path + "." + std::string(fields()[I].name), fields()[I], m, tc_batch_size_, symbols,
-                                      schema().name);
+        detail::validate_tensor_field(field, fields()[I], m, tc_batch_size_, symbols);
       } else if constexpr (is_tensorclass_v<M>) {
-        const std::string sub = path + "." + std::string(fields()[I].name);
-        detail::validate_nested_batch(sub, m.tc_batch_size_, tc_batch_size_);
-        m.validate_(sub);
+        detail::validate_nested_batch(field, m.tc_batch_size_, tc_batch_size_);
+        m.validate_(field);
       }
     });
   }
@@ -895,7 +894,7 @@ class TensorClass {
     });
   }
 
-  const at::Tensor* find_tensor_(const std::vector<std::string>& path, std::size_t at, bool required) const {
+  const at::Tensor* find_tensor_(std::span<const std::string> path, std::size_t at, bool required) const {
     const at::Tensor* found = nullptr;
     bool matched = false;
     for_each_index([&](auto I) {
@@ -925,7 +924,7 @@ class TensorClass {
     return found;
   }
 
-  void set_path_(const std::vector<std::string>& path, std::size_t at, const at::Tensor& value) {
+  void set_path_(std::span<const std::string> path, std::size_t at, const at::Tensor& value) {
     if (tc_locked_) detail::throw_locked(schema().name, path[at]);
     bool matched = false;
     for_each_index([&](auto I) {

@@ -22,18 +22,26 @@ struct SymbolBinding {
 };
 using SymbolTable = std::vector<SymbolBinding>;
 
-// Validates one tensor field against its FieldInfo and the batch size. `path`
-// is "Observation.pixels" (the class, then the field path). Throws
+// A field's path in messages, "Observation.pixels" (the class, then the
+// fields), as a chain of names on the validating stack: validation builds no
+// string unless it throws.
+struct FieldPath {
+  const FieldPath* parent;
+  std::string_view name;
+  std::string str() const;
+};
+
+// Validates one tensor field against its FieldInfo and the batch size. Throws
 // std::invalid_argument (missing field, dtype) or std::runtime_error (shape),
-// naming the field and dim.
-void validate_tensor_field(const std::string& path, const schema::FieldInfo& field, const at::Tensor& tensor,
-                           at::IntArrayRef batch_size, SymbolTable& symbols, std::string_view class_name);
+// naming the field path and dim.
+void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field, const at::Tensor& tensor,
+                           at::IntArrayRef batch_size, SymbolTable& symbols);
 
 // Checks the number of batch dims against a class's declared `batch:` names.
-void validate_batch_dims(const schema::ClassInfo& info, const std::string& path, at::IntArrayRef batch_size);
+void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, at::IntArrayRef batch_size);
 
 // A nested tensorclass's batch size must start with its parent's.
-void validate_nested_batch(const std::string& path, at::IntArrayRef nested, at::IntArrayRef parent);
+void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::IntArrayRef parent);
 
 // "Cannot modify locked TensorDict. ..." (tensordict's message), as std::runtime_error.
 [[noreturn]] void throw_locked(std::string_view class_name, std::string_view key);
