@@ -162,7 +162,10 @@ static std::string escape_make(const std::string& path) {
 
 std::string make_depfile(const std::vector<std::string>& targets, const std::vector<std::string>& dependencies) {
   std::string out;
-  for (std::size_t i = 0; i < targets.size(); ++i) out += (i ? " " : "") + escape_make(targets[i]);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (i) out += ' ';
+    out += escape_make(targets[i]);
+  }
   out += ":";
   for (const auto& d : dependencies) out += " \\\n  " + escape_make(d);
   out += "\n";

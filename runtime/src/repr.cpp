@@ -118,7 +118,7 @@ std::vector<std::string> field_lines(const TensorDictBase& td, const std::vector
 // "\n" + the sorted lines, indented, as tensordict's _td_fields.
 std::string fields_block(std::vector<std::string> lines) {
   std::sort(lines.begin(), lines.end());
-  return indent("\n" + fmt::format("{}", fmt::join(lines, ",\n")), 4);
+  return indent(fmt::format("\n{}", fmt::join(lines, ",\n")), 4);
 }
 
 // A lazy stack's members' keys that not all members have: "0 ->\n    b: ...".
@@ -129,7 +129,7 @@ std::string exclusive_fields(const LazyStackedTensorDict& lazy) {
     if (exclusive[i].empty()) continue;
     entries.push_back(indent(fmt::format("{} ->{}", i, fields_block(field_lines(lazy.tensordicts()[i], &exclusive[i]))), 4));
   }
-  return "\n" + fmt::format("{}", fmt::join(entries, ",\n"));
+  return fmt::format("\n{}", fmt::join(entries, ",\n"));
 }
 }  // namespace
 

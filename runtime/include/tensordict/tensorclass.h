@@ -35,6 +35,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/memmap.h"
+#include "tensordict/non_tensor.h"
 #include "tensordict/persistent.h"
 #include "tensordict/schema.h"
 #include "tensordict/tensorclass_persist.h"

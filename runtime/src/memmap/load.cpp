@@ -46,7 +46,7 @@ MemmapLoader registered_loader(const std::string& type) {
 
 bool type_is(const std::string& type, std::string_view cls) {
   // "<class 'module.Class'>": match the class name, whatever module wrote it.
-  const std::string tail = "." + std::string(cls) + "'>";
+  const std::string tail = fmt::format(".{}'>", cls);
   return type.size() > tail.size() && type.starts_with("<class '") && type.ends_with(tail);
 }
 
