@@ -150,6 +150,22 @@ TEST_CASE("validation errors name the class, field and dim") {
   CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), std::runtime_error);
 }
 
+TEST_CASE("a nested member is validated once: when built, or by the parent if it never was") {
+  const auto px = iota({2, 3, 4, 5}, at::kByte);
+  // Never validated (default-constructed, then given a bad field): the parent
+  // checks it in full, naming its path.
+  Agent unchecked;
+  unchecked.pos = iota({2, 3});
+  unchecked.vel = iota({2, 2});
+  CHECK(message_of([&] { Observation({.pixels = px, .reward = iota({2}), .agent = unchecked}, {2}); }) ==
+        "Agent.pos: dim 1 must be 2 (got 3)");
+  // Built by its constructor: the parent accepts it; a later write to its
+  // public members is caught by validate(), with the full path.
+  Observation obs({.pixels = px, .reward = iota({2}), .agent = Agent({.pos = iota({2, 2}), .vel = iota({2, 2})}, {2})}, {2});
+  obs.agent.vel = iota({2, 5});
+  CHECK(message_of([&] { obs.validate(); }) == "Observation.agent.vel: dim 1 must be 2 (got 5)");
+}
+
 TEST_CASE("names: declared batch names, rename_, shape ops") {
   Named n({.x = iota({2, 3, 2}), .free = iota({2, 3, 7})}, {2, 3});
   CHECK((n.names() == tensordict::Names{"env", "time"}));

@@ -131,14 +131,16 @@ class TensorClass {
         }
       }
     });
-    validate();
+    // Nested members built by their own constructors were checked then.
+    validate_(detail::FieldPath{nullptr, schema().name}, /*trust_built=*/true);
+    tc_validated_ = true;
     return derived();
   }
 
   // Checks every field against the schema: required fields, dtypes, fixed and
   // symbolic dims, the batch prefix, nested batch sizes. Throws naming the
   // class, field and dim.
-  void validate() const { validate_(detail::FieldPath{nullptr, schema().name}); }
+  void validate() const { validate_(detail::FieldPath{nullptr, schema().name}, /*trust_built=*/false); }
 
   // ---- fields by name ---------------------------------------------------------------
   bool contains(const NestedKey& key) const { return find_tensor_(key.path(), 0, false) != nullptr; }
@@ -653,7 +655,9 @@ class TensorClass {
     });
   }
 
-  void validate_(const detail::FieldPath& path) const {
+  // `trust_built`: skip the fields of nested members that a constructor
+  // validated (their batch prefix is still checked).
+  void validate_(const detail::FieldPath& path, bool trust_built) const {
     detail::validate_batch_dims(schema(), path, tc_batch_size_);
     detail::SymbolTable symbols;
     for_each_index([&](auto I) {
@@ -665,7 +669,7 @@ class TensorClass {
         detail::validate_tensor_field(field, fields()[I], m, tc_batch_size_, symbols);
       } else if constexpr (is_tensorclass_v<M>) {
         detail::validate_nested_batch(field, m.tc_batch_size_, tc_batch_size_);
-        m.validate_(field);
+        if (!(trust_built && m.tc_validated_)) m.validate_(field, trust_built);
       }
     });
   }
@@ -1058,6 +1062,11 @@ class TensorClass {
   DeviceArg tc_device_;
   Names tc_names_;  // empty: unnamed
   bool tc_locked_ = false;
+  // Built by a validating constructor (init_). A parent's constructor then
+  // checks only this member's batch prefix: its fields were checked when it
+  // was built, and later writes to public members are unchecked until
+  // validate(), as they are for the parent's own members.
+  bool tc_validated_ = false;
 };
 
 }  // namespace tensordict
