@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <functional>
@@ -64,6 +65,15 @@ void add(const std::string& op, const std::string& variant, Fn fn) {
                          benchmark::DoNotOptimize(result);
                        }
                      }});
+}
+
+// Fixes glibc malloc's thresholds. By default they adapt to what was freed
+// before: a 128 KiB result (a stack64 leaf) is then mmapped in one run and
+// taken from the heap in the next, and the loop and ours swing by 30% from
+// run to run. Fixed, every case allocates from the heap the same way.
+inline void steady_malloc() {
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 // Registers every case, grouped by op in the order ops were first added.

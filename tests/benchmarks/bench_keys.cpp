@@ -27,6 +27,7 @@ TensorDict hundred() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::steady_malloc();
   static TensorDict d = deep();
   static TensorDict h = hundred();
   static TensorDict flat({{"a", at::zeros({bench::kBatch})}, {"b", at::zeros({bench::kBatch})}}, {bench::kBatch});

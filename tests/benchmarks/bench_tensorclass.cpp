@@ -70,6 +70,7 @@ void add_variant(const std::string& name, T (*make)(Leaves), const Leaves& a, co
 }  // namespace
 
 int main(int argc, char** argv) {
+  steady_malloc();
   static const Leaves a = make_leaves(), b = make_leaves();
   static const std::vector<Leaves> many = make_many();
   add_loops(a, b, many);

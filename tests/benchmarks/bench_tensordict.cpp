@@ -82,6 +82,7 @@ void add_memmap_variant(const Leaves& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  steady_malloc();
   static const Leaves a = make_leaves(), b = make_leaves();
   static const std::vector<Leaves> many = make_many();
   add_loops(a, b, many);
