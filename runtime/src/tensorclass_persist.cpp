@@ -62,7 +62,7 @@ void rethrow_with_location(const std::string& where) {
 }
 
 std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDictBase& td,
-                                      const std::vector<int64_t>* parent) {
+                                      std::optional<at::IntArrayRef> parent) {
   std::optional<std::size_t> dims;
   if (info.fixed_batch_dims) dims = info.batch_names.size();
   std::optional<at::Tensor> witness;
@@ -85,7 +85,7 @@ std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const Tenso
   if (dims && witness && static_cast<std::size_t>(witness->dim()) >= *dims) {
     return witness->sizes().slice(0, *dims).vec();
   }
-  return parent ? *parent : td.batch_size().vec();
+  return parent ? parent->vec() : td.batch_size().vec();
 }
 
 void throw_bad_non_tensor(const std::string& path, const schema::FieldInfo& field, const Json& got) {

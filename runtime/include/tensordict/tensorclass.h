@@ -51,7 +51,16 @@ template <class T>
 inline constexpr bool is_tensorclass_v = std::is_base_of_v<TensorClass<T>, T>;
 
 // Argument types of the generated constructors.
-using BatchSizeArg = std::vector<int64_t>;
+// A batch size held inline up to 6 dims, so that building a tensorclass (and
+// every op that makes one) allocates nothing for it. Built from a braced
+// list, a std::vector or an IntArrayRef.
+class BatchSizeArg : public c10::SmallVector<int64_t, 6> {
+ public:
+  BatchSizeArg() = default;
+  BatchSizeArg(std::initializer_list<int64_t> dims) : SmallVector(dims) {}
+  BatchSizeArg(const std::vector<int64_t>& dims) : SmallVector(dims.begin(), dims.end()) {}
+  BatchSizeArg(at::IntArrayRef dims) : SmallVector(dims.begin(), dims.end()) {}
+};
 using DeviceArg = std::optional<at::Device>;
 
 template <class Derived>
@@ -183,7 +192,7 @@ class TensorClass {
     if (list.empty()) detail::throw_empty_list("stack", schema().name);
     const Derived& first = list.front();
     const int64_t d = wrap_batch_dim(dim, first.batch_dims(), "stack", 1);
-    std::vector<int64_t> batch = first.tc_batch_size_;
+    BatchSizeArg batch = first.tc_batch_size_;
     batch.insert(batch.begin() + d, static_cast<int64_t>(list.size()));
     return combine_(list, batch, [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack",
                     [&](Names n) {
@@ -195,7 +204,7 @@ class TensorClass {
     if (list.empty()) detail::throw_empty_list("cat", schema().name);
     const Derived& first = list.front();
     const int64_t d = wrap_batch_dim(dim, first.batch_dims(), "cat");
-    std::vector<int64_t> batch = first.tc_batch_size_;
+    BatchSizeArg batch = first.tc_batch_size_;
     batch[d] = 0;
     for (const auto& x : list) {
       if (x.batch_dims() != first.batch_dims()) {
@@ -210,15 +219,15 @@ class TensorClass {
   }
   std::vector<Derived> unbind(int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "unbind");
-    std::vector<int64_t> b = tc_batch_size_;
+    BatchSizeArg b = tc_batch_size_;
     b.erase(b.begin() + d);
-    return pieces_(std::vector<std::vector<int64_t>>(tc_batch_size_[d], b), [&](const at::Tensor& t) { return t.unbind(d); },
+    return pieces_(std::vector<BatchSizeArg>(tc_batch_size_[d], b), [&](const at::Tensor& t) { return t.unbind(d); },
                    names_after_([&](Names& names) { names.erase(names.begin() + d); }));
   }
   std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
     if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive");
-    std::vector<std::vector<int64_t>> batches;
+    std::vector<BatchSizeArg> batches;
     for (int64_t start = 0; start < tc_batch_size_[d] || (start == 0 && tc_batch_size_[d] == 0); start += split_size) {
       auto b = tc_batch_size_;
       b[d] = std::min(split_size, tc_batch_size_[d] - start);
@@ -230,7 +239,7 @@ class TensorClass {
   std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
     int64_t total = 0;
-    std::vector<std::vector<int64_t>> batches;
+    std::vector<BatchSizeArg> batches;
     for (int64_t s : split_sizes) {
       auto b = tc_batch_size_;
       b[d] = s;
@@ -688,7 +697,7 @@ class TensorClass {
         if (src.defined()) dst = fn(src);
       } else if constexpr (is_tensorclass_v<M>) {
         if (&dst != &src) {
-          std::vector<int64_t> b = out.tc_batch_size_;
+          BatchSizeArg b = out.tc_batch_size_;
           b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
           dst.tc_batch_size_ = std::move(b);
           if (dst.tc_names_.size() != dst.tc_batch_size_.size()) dst.tc_names_.clear();
@@ -725,7 +734,7 @@ class TensorClass {
 
   // A copy with a new batch size and names (empty: none), every tensor mapped.
   template <class Fn>
-  Derived mapped_(std::vector<int64_t> batch, Fn&& fn, Names names = {}) const {
+  Derived mapped_(BatchSizeArg batch, Fn&& fn, Names names = {}) const {
     Derived out = shell_();
     out.tc_batch_size_ = std::move(batch);
     out.tc_names_ = unnamed_if_empty_(std::move(names));
@@ -803,7 +812,7 @@ class TensorClass {
 
   // Pieces: fn(tensor) -> vector of tensors (unbind, split).
   template <class Fn>
-  std::vector<Derived> pieces_(const std::vector<std::vector<int64_t>>& batches, Fn&& fn, const Names& names = {}) const {
+  std::vector<Derived> pieces_(const std::vector<BatchSizeArg>& batches, Fn&& fn, const Names& names = {}) const {
     std::vector<Derived> out(batches.size(), shell_());
     std::vector<Derived*> ptrs;
     const Names piece_names = unnamed_if_empty_(names);
@@ -831,7 +840,7 @@ class TensorClass {
         std::vector<M*> sub;
         for (Derived* o : outs) {
           M& dst = o->*p;
-          std::vector<int64_t> b = o->tc_batch_size_;
+          BatchSizeArg b = o->tc_batch_size_;
           b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
           dst.tc_batch_size_ = std::move(b);
           dst.tc_names_.clear();
@@ -844,7 +853,7 @@ class TensorClass {
 
   // stack / cat.
   template <class Fn, class NamesFn>
-  static Derived combine_(const std::vector<Derived>& list, std::vector<int64_t> batch, Fn&& fn, const char* op,
+  static Derived combine_(const std::vector<Derived>& list, BatchSizeArg batch, Fn&& fn, const char* op,
                           NamesFn&& names_fn) {
     std::vector<const Derived*> srcs;
     for (const auto& x : list) srcs.push_back(&x);
@@ -881,7 +890,7 @@ class TensorClass {
         std::vector<const M*> sub_srcs;
         for (const auto* s : srcs) sub_srcs.push_back(&(s->*p));
         M& dst = out.*p;
-        std::vector<int64_t> b = out.tc_batch_size_;
+        BatchSizeArg b = out.tc_batch_size_;
         const M& first = *sub_srcs.front();
         b.insert(b.end(), first.tc_batch_size_.begin() + std::min<int64_t>(nb, first.batch_dims()), first.tc_batch_size_.end());
         dst.tc_batch_size_ = std::move(b);
@@ -1010,7 +1019,7 @@ class TensorClass {
   static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
     Derived out;
     try {
-      out.read_loaded_(td, where, std::string(schema().name), nullptr, infer_batch);
+      out.read_loaded_(td, where, std::string(schema().name), std::nullopt, infer_batch);
       out.validate();
     } catch (...) {
       detail::rethrow_with_location(where);
@@ -1018,7 +1027,7 @@ class TensorClass {
     return out;
   }
   void read_loaded_(const TensorDictBase& td, const std::string& where, const std::string& path,
-                    const std::vector<int64_t>* parent, bool infer_batch) {
+                    std::optional<at::IntArrayRef> parent, bool infer_batch) {
     for (const auto& key : td.keys()) {
       bool known = false;
       for (const auto& f : fields()) known = known || f.name == key.front();
@@ -1039,7 +1048,7 @@ class TensorClass {
         m = value ? value->tensor() : at::Tensor();
       } else if constexpr (is_tensorclass_v<M>) {
         if (!value || !value->is_tensordict()) throw std::invalid_argument(sub + ": nested tensorclass is not stored");
-        m.read_loaded_(value->tensordict(), where, sub, &tc_batch_size_, infer_batch);
+        m.read_loaded_(value->tensordict(), where, sub, at::IntArrayRef(tc_batch_size_), infer_batch);
       } else {
         if (!value) {
           if (!fields()[I].has_default && !fields()[I].optional) {
@@ -1058,7 +1067,7 @@ class TensorClass {
     });
   }
 
-  std::vector<int64_t> tc_batch_size_;
+  BatchSizeArg tc_batch_size_;
   DeviceArg tc_device_;
   Names tc_names_;  // empty: unnamed
   bool tc_locked_ = false;

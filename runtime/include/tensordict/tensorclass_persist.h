@@ -26,7 +26,7 @@ void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const s
 // feature dims) or the class's declared batch names; without either, the
 // parent's batch size (`parent`, when nested) or the batch size `td` was read with.
 std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDictBase& td,
-                                      const std::vector<int64_t>* parent);
+                                      std::optional<at::IntArrayRef> parent);
 
 // std::invalid_argument "Class.name: non-tensor field must be a string, got 3".
 [[noreturn]] void throw_bad_non_tensor(const std::string& path, const schema::FieldInfo& field, const Json& got);
