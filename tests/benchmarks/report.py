@@ -65,7 +65,7 @@ def medians(path):
 
 def fmt(ns):
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
+        if ns >= scale * 0.9995:  # what rounds to 1000 of the unit below
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.3g} ns"
 
