@@ -15,22 +15,14 @@
 #include <vector>
 
 #include "tensordict/batch_index.h"
+#include "fuzz_bytes.h"
 #include "tensordict/tensordict.h"
 
 using at::indexing::TensorIndex;
 
 namespace {
 
-struct Bytes {
-  const std::uint8_t* p;
-  std::size_t n;
-  std::uint8_t next() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  int64_t small(int64_t lo, int64_t hi) { return lo + next() % (hi - lo + 1); }
-};
+using fuzz::Bytes;
 
 std::string describe(const std::vector<TensorIndex>& idx, const std::vector<int64_t>& batch) {
   std::string s = "batch [";

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tensordict/persistent.h"
+#include "fuzz_bytes.h"
 #include "tensordict/tensordict.h"
 
 namespace fs = std::filesystem;
@@ -32,16 +33,7 @@ hid_t H5T_IEEE_F16LE_fallback();
 
 namespace {
 
-struct Bytes {
-  const std::uint8_t* p;
-  std::size_t n;
-  std::uint8_t next() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  int small(int lo, int hi) { return lo + next() % (hi - lo + 1); }
-};
+using fuzz::Bytes;
 
 const fs::path& file_path() {
   static const fs::path p = [] {

@@ -22,6 +22,13 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
     if (field.optional) return;
     throw std::invalid_argument(fmt::format("{}: required field is not set", path.str()));
   }
+  if (tensor.is_nested()) {
+    // Declared dims need a size per dim, which a ragged dim does not have.
+    throw std::invalid_argument(fmt::format(
+        "{}: a nested (jagged) tensor cannot be a tensorclass field; pad it (at::nested_to_padded_tensor) or keep it "
+        "in a TensorDict",
+        path.str()));
+  }
   if (!field.dtype.empty()) {
     const std::string_view got = dtype_name(tensor.scalar_type());
     if (got != field.dtype) throw std::invalid_argument(fmt::format("{}: dtype must be {} (got {})", path.str(), field.dtype, got));

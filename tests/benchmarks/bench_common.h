@@ -157,4 +157,26 @@ inline std::vector<Leaves> make_many() {
   return out;
 }
 
+// The operands every leaf-wise program uses, built once after
+// steady_malloc(), with the loop baselines registered first.
+struct Operands {
+  Leaves a, b;
+  std::vector<Leaves> many;
+};
+inline const Operands& setup() {
+  steady_malloc();
+  static const Operands ops{make_leaves(), make_leaves(), make_many()};
+  add_loops(ops.a, ops.b, ops.many);
+  return ops;
+}
+
+// Registers every case and runs what the command line selects.
+inline int run(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 }  // namespace bench

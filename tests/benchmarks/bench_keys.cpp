@@ -43,8 +43,5 @@ int main(int argc, char** argv) {
     return 0;
   });
   bench::add("keys_nested_100", "tensordict", [] { return h.keys(/*include_nested=*/true); });
-  bench::register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  return bench::run(argc, argv);
 }

@@ -70,14 +70,8 @@ void add_variant(const std::string& name, T (*make)(Leaves), const Leaves& a, co
 }  // namespace
 
 int main(int argc, char** argv) {
-  steady_malloc();
-  static const Leaves a = make_leaves(), b = make_leaves();
-  static const std::vector<Leaves> many = make_many();
-  add_loops(a, b, many);
-  add_variant<bench::Flat>("tensorclass", make_flat, a, b, many);
-  add_variant<bench::Nested>("tensorclass_nested", make_nested, a, b, many);
-  bench::register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  const Operands& ops = setup();
+  add_variant<bench::Flat>("tensorclass", make_flat, ops.a, ops.b, ops.many);
+  add_variant<bench::Nested>("tensorclass_nested", make_nested, ops.a, ops.b, ops.many);
+  return run(argc, argv);
 }

@@ -82,15 +82,9 @@ void add_memmap_variant(const Leaves& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  steady_malloc();
-  static const Leaves a = make_leaves(), b = make_leaves();
-  static const std::vector<Leaves> many = make_many();
-  add_loops(a, b, many);
-  add_variant("tensordict", flat_td, a, b, many);
-  add_variant("tensordict_nested", nested_td, a, b, many);
-  add_memmap_variant(a);
-  bench::register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  const Operands& ops = setup();
+  add_variant("tensordict", flat_td, ops.a, ops.b, ops.many);
+  add_variant("tensordict_nested", nested_td, ops.a, ops.b, ops.many);
+  add_memmap_variant(ops.a);
+  return run(argc, argv);
 }

@@ -6,25 +6,19 @@
 #include <filesystem>
 #include <tensordict/nn.h>
 
+#include "../message_of.h"
+
 using tensordict::KeyError;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
 using tensordict::TensorDictBase;
 namespace tnn = tensordict::nn;
 using Catch::Matchers::Contains;
+using td_test::message_of;
 
 namespace {
 at::Tensor identity(const at::Tensor& x) { return x; }
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
 }  // namespace
 
 TEST_CASE("TensorDictModule wraps a torch module and writes out_keys", "[module]") {

@@ -81,6 +81,12 @@ TEST_CASE("Categorical and OneHotCategorical: log_softmax log_prob, entropy, sam
   CHECK(torch::allclose(s.sum(-1), torch::ones({5, 2}, torch::kDouble)));
   CHECK(torch::allclose(oh.log_prob(torch::one_hot(v, 3)), lp));
   CHECK(torch::equal(oh.mode().argmax(-1), c.mode()));
+  CHECK(torch::allclose(oh.mean(), p));
+  // Each one-hot component is a Bernoulli(p): variance p (1 - p).
+  CHECK(torch::allclose(oh.stddev(), (p - p * p).sqrt()));
+  CHECK(torch::allclose(oh.entropy(), c.entropy()));
+  // Categorical samples indices: its mean and stddev are not defined.
+  CHECK_THROWS_WITH(c.stddev(), "Categorical.stddev is not implemented");
 
   // sampling frequencies: N = 20000, standard error sqrt(p(1-p)/N) <= 0.0036; 5 SE
   torch::manual_seed(1);

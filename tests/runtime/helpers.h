@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../message_of.h"
+
 namespace td_test {
 
 // A tensor whose values are all different, so misplaced elements show.
@@ -35,15 +37,7 @@ inline tensordict::TensorDict sample(at::IntArrayRef batch) {
                     batch);
 }
 
-// The message of the exception `expr` throws, or "" if it throws none.
-#define TD_MESSAGE(expr)                  \
-  [&]() -> std::string {                  \
-    try {                                 \
-      (void)(expr);                       \
-    } catch (const std::exception& e) {   \
-      return e.what();                    \
-    }                                     \
-    return "";                            \
-  }()
+// The message of the exception `expr` throws, or "<no exception>".
+#define TD_MESSAGE(expr) ::td_test::message_of([&] { (void)(expr); })
 
 }  // namespace td_test

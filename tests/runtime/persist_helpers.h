@@ -17,6 +17,23 @@ namespace td_test {
 namespace fs = std::filesystem;
 
 
+// Two entries at the same key hold the same thing: tensors of one dtype,
+// shape and values; equal non-tensor data; nested tensordicts of one batch
+// size (their entries are compared by the caller's walk).
+inline void require_same_entry(const tensordict::Value& a, const tensordict::Value& b) {
+  REQUIRE(a.is_tensor() == b.is_tensor());
+  REQUIRE(a.is_non_tensor() == b.is_non_tensor());
+  if (a.is_tensor()) {
+    REQUIRE(a.tensor().scalar_type() == b.tensor().scalar_type());
+    REQUIRE(a.tensor().sizes() == b.tensor().sizes());
+    REQUIRE(at::equal(a.tensor().cpu(), b.tensor().cpu()));
+  } else if (a.is_non_tensor()) {
+    REQUIRE(a.non_tensor() == b.non_tensor());
+  } else {
+    REQUIRE(a.tensordict().batch_size() == b.tensordict().batch_size());
+  }
+}
+
 // The shared fixtures (../shared/fixtures beside the repository). Fails the
 // test, never skips it, when they are missing.
 inline fs::path fixtures_dir() {

@@ -81,15 +81,7 @@ void require_same_leaves(const TensorDictBase& a, const TensorDictBase& b) {
   REQUIRE(a.keys(true, true).size() == b.keys(true, true).size());
   for (const auto& key : a.keys(true, true)) {
     INFO("key " << key.repr());
-    auto va = *a.get_value(key), vb = *b.get_value(key);
-    REQUIRE(va.is_tensor() == vb.is_tensor());
-    if (va.is_tensor()) {
-      REQUIRE(va.tensor().scalar_type() == vb.tensor().scalar_type());
-      REQUIRE(va.tensor().sizes() == vb.tensor().sizes());
-      REQUIRE(at::equal(va.tensor(), vb.tensor()));
-    } else {
-      REQUIRE(va.non_tensor() == vb.non_tensor());
-    }
+    require_same_entry(*a.get_value(key), *b.get_value(key));
   }
 }
 

@@ -13,18 +13,7 @@ void require_same(const TensorDictBase& a, const TensorDictBase& b) {
   REQUIRE(a.keys(true) == b.keys(true));
   for (const auto& key : a.keys(true)) {
     INFO("key " << key.repr());
-    auto va = *a.get_value(key), vb = *b.get_value(key);
-    REQUIRE(va.is_tensor() == vb.is_tensor());
-    REQUIRE(va.is_non_tensor() == vb.is_non_tensor());
-    if (va.is_tensor()) {
-      REQUIRE(va.tensor().scalar_type() == vb.tensor().scalar_type());
-      REQUIRE(va.tensor().sizes() == vb.tensor().sizes());
-      REQUIRE(at::equal(va.tensor().cpu(), vb.tensor().cpu()));
-    } else if (va.is_non_tensor()) {
-      REQUIRE(va.non_tensor() == vb.non_tensor());
-    } else {
-      REQUIRE(va.tensordict().batch_size() == vb.tensordict().batch_size());
-    }
+    require_same_entry(*a.get_value(key), *b.get_value(key));
   }
 }
 

@@ -31,14 +31,8 @@ void require_same_tree(const TensorDictBase& a, const TensorDictBase& b) {
   for (const auto& key : a.keys()) {
     INFO("key " << key.repr());
     auto va = *a.get_value(key), vb = *b.get_value(key);
-    REQUIRE(va.is_tensor() == vb.is_tensor());
-    if (va.is_tensor()) {
-      REQUIRE(va.tensor().scalar_type() == vb.tensor().scalar_type());
-      REQUIRE(va.tensor().sizes() == vb.tensor().sizes());
-      REQUIRE(at::equal(va.tensor(), vb.tensor()));
-    } else if (va.is_tensordict()) {
-      require_same_tree(va.tensordict(), vb.tensordict());
-    }
+    require_same_entry(va, vb);
+    if (va.is_tensordict()) require_same_tree(va.tensordict(), vb.tensordict());
   }
 }
 

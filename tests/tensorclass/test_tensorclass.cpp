@@ -8,6 +8,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "../message_of.h"
 #include "rl.tc.h"
 #include "sequence.tc.h"
 #include "tc_obs.tc.h"
@@ -17,6 +18,7 @@ using namespace at::indexing;
 using tct::Named;
 using tct::Observation;
 using tct::common::Agent;
+using td_test::message_of;
 
 namespace {
 
@@ -56,15 +58,6 @@ void check_members(const Observation& got, const Observation& src, Fn fn) {
   CHECK(same(got.agent.vel, fn(src.agent.vel)));
   CHECK(got.task == src.task);
   CHECK(got.tags == src.tags);
-}
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
 }
 
 }  // namespace
@@ -146,6 +139,9 @@ TEST_CASE("validation errors name the class, field and dim") {
         }) == "Observation.agent: batch size [3] does not start with the parent's batch size [2]");
   CHECK(message_of([&] { Named({.x = iota({2, 2}), .free = iota({2})}, {2}); }) ==
         "Named: batch size [2] must have 2 dims (env, time)");
+  CHECK(message_of([&] { build(px, {}, at::_nested_tensor_from_tensor_list({iota({1}), iota({2})})); }) ==
+        "Observation.reward: a nested (jagged) tensor cannot be a tensorclass field; pad it "
+        "(at::nested_to_padded_tensor) or keep it in a TensorDict");
   CHECK_THROWS_AS(build(iota({2, 3, 4, 5}), {}, iota({2})), std::invalid_argument);
   CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), std::runtime_error);
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "../message_of.h"
 #include "../temp_dir.h"
 #include "tc_obs.tc.h"
 
@@ -26,6 +27,7 @@ at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
   return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
 }
 
+using td_test::message_of;
 using td_test::TempDir;
 
 std::string read_text(const fs::path& file) {
@@ -42,15 +44,6 @@ void edit(const fs::path& file, const std::string& from, const std::string& to) 
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
   write_text(file, text);
-}
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
 }
 
 // Batch {2}, H=1, W=2, non-default non-tensor fields.

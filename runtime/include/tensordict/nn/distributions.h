@@ -195,6 +195,8 @@ class OneHotCategorical : public Categorical {
   at::Tensor log_prob(const at::Tensor& value) const override;
   at::Tensor mode() const override;
   at::Tensor mean() const override { return probs_; }
+  // sqrt(p (1 - p)) per category, as torch's OneHotCategorical.
+  at::Tensor stddev() const override { return (probs_ * (1 - probs_)).sqrt(); }
   static DistributionClass cls();
 };
 
