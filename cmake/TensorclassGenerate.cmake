@@ -10,6 +10,9 @@
 #
 # Works in a build tree (add_subdirectory) and from an installed package
 # (find_package(tensorclass)). A schema importing another needs both listed.
+# With TENSORCLASS_GEN_EXECUTABLE set (like protobuf's
+# Protobuf_PROTOC_EXECUTABLE), that generator runs instead of the built or
+# installed one: the host's, in a cross build.
 function(tensorclass_generate)
   cmake_parse_arguments(PARSE_ARGV 0 TCG "" "TARGET;OUT_DIR" "SCHEMAS;INCLUDE_DIRS")
   if(NOT TCG_TARGET)
@@ -26,14 +29,16 @@ function(tensorclass_generate)
   endif()
   get_filename_component(TCG_OUT_DIR "${TCG_OUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
 
-  if(TARGET tensorclass-gen)
+  if(TENSORCLASS_GEN_EXECUTABLE)
+    set(_gen "${TENSORCLASS_GEN_EXECUTABLE}")
+  elseif(TARGET tensorclass-gen)
     set(_gen tensorclass-gen)
   elseif(TARGET tensorclass::gen)
     set(_gen tensorclass::gen)
   elseif(TARGET tensorclass::tensorclass-gen)  # the installed package's name for it
     set(_gen tensorclass::tensorclass-gen)
   else()
-    message(FATAL_ERROR "tensorclass_generate: no tensorclass-gen target (build with TENSORCLASS_BUILD_GENERATOR=ON)")
+    message(FATAL_ERROR "tensorclass_generate: no tensorclass-gen target (build with TENSORCLASS_BUILD_GENERATOR=ON, or name a prebuilt one with -DTENSORCLASS_GEN_EXECUTABLE=<path>)")
   endif()
 
   set(_include_args)

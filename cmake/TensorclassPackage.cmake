@@ -21,3 +21,9 @@ install(FILES
   ${PROJECT_BINARY_DIR}/tensorclassConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/TensorclassGenerate.cmake
   DESTINATION ${TENSORCLASS_CMAKE_DIR})
+
+# The documentation a user of the installed package needs: the tour, the
+# schema language and the on-disk formats.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/generator/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME schema-language.md)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/formats.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -62,12 +62,12 @@ void typed_rollout(int64_t num_envs, int64_t steps) {
   // Saved in tensordict's memmap layout (Python loads it as tc.rl.Transition),
   // loaded back memory-mapped and validated against the schema.
   const std::string prefix = (std::filesystem::temp_directory_path() / "tensorclass_rollout_example").string();
-  std::filesystem::remove_all(prefix);
+  tensordict::remove_tree(prefix);
   rollout.memmap(prefix);
   Transition loaded = Transition::load_memmap(prefix);
   std::cout << "saved to " << prefix << " and loaded back: batch size " << loaded.batch_size() << ", rewards equal: "
             << std::boolalpha << torch::equal(loaded.reward, rollout.reward) << "\n\n";
-  std::filesystem::remove_all(prefix);
+  tensordict::remove_tree(prefix);
 }
 #endif
 

@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     at::set_num_threads(1);
     std::atexit([] {
       std::error_code ec;
-      fs::remove_all(root(), ec);
+      tensordict::remove_tree(root(), ec);
     });
     return true;
   }();
@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const fs::path dir = root() / "t";
   std::error_code ec;
-  fs::remove_all(root(), ec);
+  tensordict::remove_tree(root(), ec);
   fs::create_directories(dir);
 
   constexpr std::string_view sep = "\n--- ";

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "tensordict/remove_tree.h"
+
 namespace td_test {
 
 // Unique per process and per call (ctest runs test cases in parallel
@@ -21,12 +23,12 @@ class TempDir {
     const std::filesystem::path root = std::filesystem::temp_directory_path() / "tensorclass_tests";
 #endif
     path_ = root / ("p" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
+    tensordict::remove_tree(path_);
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    tensordict::remove_tree(path_, ec);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

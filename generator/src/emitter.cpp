@@ -1,6 +1,7 @@
 #include "tcgen/emitter.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mstch/mstch.hpp>
 
 #include <filesystem>

@@ -2,6 +2,7 @@
 
 #include <clang-c/Index.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>

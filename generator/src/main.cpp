@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   bool dump_ir = false;
   bool dump_locations = false;
   std::string templates_dir;
+  app.set_version_flag("--version", std::string("tensorclass-gen ") + TCGEN_VERSION);
 
   app.add_option("schemas", options.inputs, "Schema files (YAML or annotated C++ headers)")
       ->required()

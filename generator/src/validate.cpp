@@ -1,6 +1,7 @@
 #include "tcgen/validate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,7 @@
 #include "tcgen/yaml_frontend.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

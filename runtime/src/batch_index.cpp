@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "format.h"
+#include "libtorch_compat.h"
 
 namespace tensordict {
 
@@ -36,16 +37,6 @@ int64_t consumed_by(const TensorIndex& item) {
     return mask ? t.dim() : 1;
   }
   return 0;  // None, Ellipsis, bool
-}
-
-// Slice bounds are int64_t in libtorch 1.x and SymInt in 2.x.
-template <class T>
-int64_t as_int(const T& value) {
-  if constexpr (std::is_integral_v<T>) {
-    return value;
-  } else {
-    return value.expect_int();
-  }
 }
 
 // Python slice semantics with clamping, as at::slice applies them.
@@ -108,7 +99,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       // A 0-dim integer tensor indexes like an int (torch's rule): it
       // removes the dim and is bounds-checked here.
       const int64_t size = shape[cur];
-      int64_t i = item.is_integer() ? item.integer() : item.tensor().item<int64_t>();
+      int64_t i = item.is_integer() ? detail::index_integer(item) : item.tensor().item<int64_t>();
       if (i < -size || i >= size) {
         throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
                                             size, shape_string(batch_size)));
@@ -119,14 +110,14 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       origin.erase(origin.begin() + cur);
       ++src;
     } else if (item.is_slice()) {
-      const auto& s = item.slice();
-      const int64_t step = as_int(s.step());
+      const auto s = detail::slice_bounds(item.slice());
+      const int64_t step = s.step;
       if (step <= 0) {
         throw std::invalid_argument(fmt::format("slice step must be positive, got {} (batch dim {})", step, src));
       }
       const int64_t size = shape[cur];
-      const int64_t start = clamp_bound(as_int(s.start()), size);
-      const int64_t stop = std::max(start, clamp_bound(as_int(s.stop()), size));
+      const int64_t start = clamp_bound(s.start, size);
+      const int64_t stop = std::max(start, clamp_bound(s.stop, size));
       const int64_t length = (stop - start + step - 1) / step;
       if (start != 0 || stop != size || step != 1) {
         steps_.push_back({Op::Slice, cur, start, stop, step});
@@ -248,7 +239,7 @@ bool direct_view_ok(const at::Tensor& t) {
                                                      c10::DispatchKey::AutogradCUDA, c10::DispatchKey::ADInplaceOrView,
                                                      c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA})
                                     .raw_repr();
-  return t.defined() && !t.requires_grad() && !t.is_inference() && !c10::InferenceMode::is_enabled() && t.layout() == at::kStrided && !t.has_names() &&
+  return t.defined() && !t.requires_grad() && !t.is_inference() && !c10::InferenceMode::is_enabled() && t.layout() == at::kStrided && !detail::tensor_has_names(t) &&
          t.has_storage() && (t.key_set().raw_repr() & ~plain) == 0;
 }
 

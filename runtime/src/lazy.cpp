@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "libtorch_compat.h"
 #include "lazy_impl.h"
 
 namespace tensordict {
@@ -19,16 +20,8 @@ const detail::LazyStackedImpl& lazy_of(const TensorDictBase& td) {
 
 bool is_full_slice(const TensorIndex& item, int64_t size) {
   if (!item.is_slice()) return false;
-  const auto& s = item.slice();
-  // Slice bounds are int64_t in libtorch 1.x and SymInt in 2.x: compare through a tensor-free helper.
-  auto as_int = [](const auto& v) -> int64_t {
-    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>) {
-      return v;
-    } else {
-      return v.expect_int();
-    }
-  };
-  return as_int(s.start()) == 0 && as_int(s.stop()) >= size && as_int(s.step()) == 1;
+  const auto s = detail::slice_bounds(item.slice());
+  return s.start == 0 && s.stop >= size && s.step == 1;
 }
 
 // The index as one item per batch dim (Ellipsis expanded, trailing dims full
@@ -143,7 +136,7 @@ TensorDictBase LazyStackedTensorDict::index(at::ArrayRef<TensorIndex> index) con
   std::vector<int64_t> chosen;
   bool single = false;
   if (along.is_integer()) {
-    int64_t i = along.integer();
+    int64_t i = detail::index_integer(along);
     chosen.push_back(i < 0 ? i + n : i);
     single = true;
   } else if (along.is_slice()) {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tensordict/tensorclass_support.h"
 

@@ -1,6 +1,7 @@
 #include "tensordict/repr.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>

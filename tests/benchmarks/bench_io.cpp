@@ -52,7 +52,7 @@ TensorDict data() {
 fs::path fresh_dir(benchmark::State& state) {
   const fs::path dir = bench_dir() / "written";
   state.PauseTiming();
-  fs::remove_all(dir);
+  tensordict::remove_tree(dir);
   fs::create_directories(bench_dir());
   state.ResumeTiming();
   return dir;

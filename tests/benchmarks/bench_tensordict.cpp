@@ -68,7 +68,7 @@ void add_variant(const std::string& name, TensorDict (*make)(Leaves), const Leav
 // the files): indexing it costs what indexing the in-memory one costs.
 void add_memmap_variant(const Leaves& a) {
   const std::string dir = std::string(TENSORCLASS_BENCH_TMP) + "/index_memmap";
-  std::filesystem::remove_all(dir);
+  tensordict::remove_tree(dir);
   flat_td(a).memmap(dir);
   const auto* x = new TensorDict(TensorDict::load_memmap(dir));  // never freed
   const Indices* idx = &indices();

@@ -42,6 +42,12 @@ std::string schema(const std::string& name) {
 
 }  // namespace
 
+TEST_CASE("--version prints the project's version and exits 0", "[cli]") {
+  const Result r = run("--version");
+  CHECK(r.rc == 0);
+  CHECK(r.out == std::string("tensorclass-gen ") + TCGEN_VERSION + "\n");
+}
+
 TEST_CASE("help option documents every option", "[cli]") {
   const Result r = run("--help");
   CHECK(r.rc == 0);

@@ -1,4 +1,11 @@
-# cmake -DBUILD_DIR=... -DCONSUMER_SOURCE=... -DWORK_DIR=... -DGENERATOR=... -P run_consumer.cmake
+# cmake -DBUILD_DIR=... -DCONSUMER_SOURCE=... -DWORK_DIR=... -DGENERATOR=... [-DTORCH_DIR=...]
+#       [-DTORCH_CUDA_ARCH_LIST=...] -P run_consumer.cmake
+#
+# Installs the build into one prefix, moves the installed tree to another
+# (the package must be relocatable), then configures, builds and runs a
+# consumer project against it. The consumer's generator is named through
+# TENSORCLASS_GEN_EXECUTABLE (a wrapper that logs its calls and runs the
+# installed tensorclass-gen), as a cross build names the host's.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -6,19 +13,52 @@ function(run)
   endif()
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
+function(require_in text needle what)
+  string(FIND "${text}" "${needle}" found)
+  if(found EQUAL -1)
+    message(FATAL_ERROR "${what}:\n${text}")
+  endif()
+endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
-set(prefix ${WORK_DIR}/prefix)
-run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix})
+set(installed ${WORK_DIR}/installed)
+set(prefix ${WORK_DIR}/moved)
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${installed})
+file(RENAME ${installed} ${prefix})
+
+# Nothing installed may name this machine's library paths or the first prefix.
+file(GLOB_RECURSE package_files ${prefix}/*.cmake)
+foreach(f IN LISTS package_files)
+  file(READ ${f} text)
+  foreach(needle "${installed}" "${BUILD_DIR}" "libhdf5" "libcurl" "libpthread")
+    string(FIND "${text}" "${needle}" found)
+    if(NOT found EQUAL -1)
+      message(FATAL_ERROR "the installed ${f} names ${needle}: the package is not relocatable")
+    endif()
+  endforeach()
+endforeach()
+
+run(${prefix}/bin/tensorclass-gen --version)
+require_in("${last_output}" "tensorclass-gen " "tensorclass-gen --version printed something unexpected")
+
+set(gen_log ${WORK_DIR}/generator-calls.log)
+set(wrapper ${WORK_DIR}/host-tensorclass-gen)
+file(WRITE ${wrapper} "#!/bin/sh\necho \"$*\" >> '${gen_log}'\nexec '${prefix}/bin/tensorclass-gen' \"$@\"\n")
+file(CHMOD ${wrapper} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+
+set(configure_args -DCMAKE_PREFIX_PATH=${prefix} -DTENSORCLASS_GEN_EXECUTABLE=${wrapper})
+if(TORCH_DIR)
+  list(APPEND configure_args -DTorch_DIR=${TORCH_DIR})
+endif()
+if(TORCH_CUDA_ARCH_LIST)
+  list(APPEND configure_args "-DTORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST}")
+endif()
+run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build -G ${GENERATOR} ${configure_args})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+if(NOT EXISTS ${gen_log})
+  message(FATAL_ERROR "the consumer's build did not run TENSORCLASS_GEN_EXECUTABLE (${wrapper})")
+endif()
 run(${WORK_DIR}/build/consumer)
-string(FIND "${last_output}" "batch_size=torch.Size([2])" found)
-if(found EQUAL -1)
-  message(FATAL_ERROR "the consumer ran but printed something unexpected:\n${last_output}")
-endif()
-string(FIND "${last_output}" "Step(" found)
-if(found EQUAL -1)
-  message(FATAL_ERROR "the consumer did not print its generated Step:\n${last_output}")
-endif()
+require_in("${last_output}" "batch_size=torch.Size([2])" "the consumer ran but printed something unexpected")
+require_in("${last_output}" "Step(" "the consumer did not print its generated Step")
 message(STATUS "consumer output:\n${last_output}")

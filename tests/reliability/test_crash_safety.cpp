@@ -36,7 +36,7 @@ int kills_per_format() {
 
 fs::path scratch(const std::string& name) {
   fs::path p = fs::path(TENSORCLASS_TEST_TMP) / (name + "." + std::to_string(::getpid()));
-  fs::remove_all(p);
+  tensordict::remove_tree(p);
   fs::create_directories(p);
   return p;
 }
@@ -154,7 +154,7 @@ TEST_CASE("memmap writes killed midway leave a complete tree [crash]", "[crash]"
     if (e.path().filename().string().find(".tc-staging.") != std::string::npos) ++leftovers;
   CHECK(leftovers == 0);
   CHECK(same(TensorDict::load_memmap(prefix), vs[1]));
-  fs::remove_all(dir);
+  tensordict::remove_tree(dir);
 }
 
 TEST_CASE("h5 writes killed midway leave a complete file [crash]", "[crash]") {
@@ -175,7 +175,7 @@ TEST_CASE("h5 writes killed midway leave a complete file [crash]", "[crash]") {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().filename().string().find(".tc-staging.") != std::string::npos) ++leftovers;
   CHECK(leftovers == 0);
-  fs::remove_all(dir);
+  tensordict::remove_tree(dir);
 }
 
 TEST_CASE("a half-written memmap tree gives a clear error naming the file", "[crash]") {
@@ -201,5 +201,5 @@ TEST_CASE("a half-written memmap tree gives a clear error naming the file", "[cr
   } catch (const std::exception& e) {
     CHECK(std::string(e.what()).find("meta.json") != std::string::npos);
   }
-  fs::remove_all(dir);
+  tensordict::remove_tree(dir);
 }

@@ -1,4 +1,6 @@
 // Memmap persistence: tensordict's on-disk layout, both ways.
+#include <fmt/ranges.h>
+
 #include "persist_helpers.h"
 
 using namespace tensordict;

@@ -149,7 +149,7 @@ TEST_CASE("load_memmap validates against the schema and names the directory") {
   const fs::path dir = tmp / "obs";
   const fs::path td_meta = dir / "_tensordict" / "meta.json";
   auto fresh = [&] {
-    fs::remove_all(dir);
+    tensordict::remove_tree(dir);
     make_obs(true).memmap(dir.string());
   };
   auto load = [&] { return message_of([&] { Observation::load_memmap(dir.string()); }); };

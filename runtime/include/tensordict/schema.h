@@ -7,9 +7,12 @@
 // includes no libtorch header.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
 namespace tensordict::schema {
 
@@ -77,5 +80,19 @@ struct ClassInfo {
 // `members` lists the member pointers in the same order as `info.fields`.
 template <class T>
 struct FieldTable;
+
+// The member type a member pointer points to: `M` for `M C::*`.
+template <class MemberPointer>
+struct pointee;
+template <class C, class M>
+struct pointee<M C::*> {
+  using type = M;
+};
+
+// The type of field I of tensorclass T, read off the field table's member
+// pointer type (no `.*` inside decltype: GCC 13 fails to compile that form).
+template <class T, std::size_t I>
+using field_type_t =
+    typename pointee<std::remove_cv_t<std::tuple_element_t<I, std::remove_cv_t<decltype(FieldTable<T>::members)>>>>::type;
 
 }  // namespace tensordict::schema

@@ -620,7 +620,7 @@ class TensorClass {
     return std::get<I>(schema::FieldTable<Derived>::members);
   }
   template <std::size_t I>
-  using member_t = std::remove_cvref_t<decltype(std::declval<Derived&>().*member_ptr<I>())>;
+  using member_t = schema::field_type_t<Derived, I>;
 
   // f(std::integral_constant<size_t, I>) for every field, in order.
   template <class F>

@@ -12,6 +12,7 @@
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/persistent.h"
+#include "tensordict/remove_tree.h"
 #include "tensordict/repr.h"
 #include "tensordict/schema.h"
 #include "tensordict/state_dict.h"

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "../format.h"
+#include "../libtorch_compat.h"
 #include "h5_detail.h"
 #include "tensordict/persistent.h"
 
@@ -66,31 +67,31 @@ std::vector<std::string> read_strings(hid_t dset, hid_t ftype, hid_t space, hid_
 std::optional<Slab> hyperslab(const std::vector<TensorIndex>& index, at::IntArrayRef dims) {
   Slab slab;
   for (const auto& idx : index) {
-    if (!idx.is_integer() && !(idx.is_slice() && idx.slice().step() > 0)) return std::nullopt;
+    if (!idx.is_integer() && !(idx.is_slice() && detail::slice_bounds(idx.slice()).step > 0)) return std::nullopt;
   }
   std::size_t d = 0;
   for (const auto& idx : index) {
     if (d >= dims.size()) return std::nullopt;
     const int64_t n = dims[d];
     if (idx.is_integer()) {
-      int64_t i = idx.integer();
+      int64_t i = detail::index_integer(idx);
       if (i < 0) i += n;
       if (i < 0 || i >= n) {
-        throw std::out_of_range(fmt::format("index {} is out of bounds for dim {} of size {}", idx.integer(), d, n));
+        throw std::out_of_range(fmt::format("index {} is out of bounds for dim {} of size {}", detail::index_integer(idx), d, n));
       }
       slab.start.push_back(static_cast<hsize_t>(i));
       slab.count.push_back(1);
       slab.stride.push_back(1);
     } else if (idx.is_slice()) {
-      const auto& s = idx.slice();
-      const int64_t step = s.step();
+      const auto s = detail::slice_bounds(idx.slice());
+      const int64_t step = s.step;
       if (step <= 0) return std::nullopt;
       auto clamp = [&](int64_t v) {
         if (v < 0) v += n;
         return std::clamp<int64_t>(v, 0, n);
       };
-      const int64_t start = clamp(s.start());
-      const int64_t stop = clamp(s.stop());
+      const int64_t start = clamp(s.start);
+      const int64_t stop = clamp(s.stop);
       const int64_t len = stop > start ? (stop - start + step - 1) / step : 0;
       slab.start.push_back(static_cast<hsize_t>(start));
       slab.count.push_back(static_cast<hsize_t>(len));
@@ -120,7 +121,7 @@ Slab hyperslab_of(const std::vector<TensorIndex>& index, at::IntArrayRef dims) {
 
 bool is_slab_index(const std::vector<TensorIndex>& index) {
   for (const auto& idx : index) {
-    if (!idx.is_integer() && !(idx.is_slice() && idx.slice().step() > 0)) return false;
+    if (!idx.is_integer() && !(idx.is_slice() && detail::slice_bounds(idx.slice()).step > 0)) return false;
   }
   return true;
 }

@@ -14,6 +14,7 @@
 
 #include "../format.h"
 #include "memmap_detail.h"
+#include "tensordict/remove_tree.h"
 
 namespace tensordict::detail::memmap {
 
@@ -140,7 +141,7 @@ void remove_stale_staging(const fs::path& target) {
     if (end_ptr != rest.c_str() + dot || pid <= 0) continue;
     if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
     std::error_code ignore;
-    fs::remove_all(it->path(), ignore);
+    remove_tree(it->path(), ignore);
   }
 }
 
@@ -165,7 +166,7 @@ void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
   constexpr unsigned kRenameExchange = 2;  // RENAME_EXCHANGE
   if (::syscall(SYS_renameat2, AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) {
     sync_dir(target.parent_path());
-    fs::remove_all(staging, ec);  // the old tree
+    remove_tree(staging, ec);  // the old tree
     return;
   }
   if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) fail("renameat2(RENAME_EXCHANGE)", errno);
@@ -179,7 +180,7 @@ void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
     fail("rename", err);
   }
   sync_dir(target.parent_path());
-  fs::remove_all(old, ec);
+  remove_tree(old, ec);
 }
 
 }  // namespace tensordict::detail::memmap

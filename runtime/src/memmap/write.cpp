@@ -29,6 +29,7 @@
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/remove_tree.h"
 
 namespace tensordict {
 
@@ -443,7 +444,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     return out;
   } catch (...) {
     std::error_code ec;
-    fs::remove_all(staging, ec);
+    remove_tree(staging, ec);
     throw;
   }
 }

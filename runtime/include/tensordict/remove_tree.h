@@ -1,0 +1,23 @@
+// Removing a directory tree without std::filesystem::remove_all.
+//
+// PyTorch 2.x's libtorch_cpu.so (the pip wheel and pytorch.org's zip) exports
+// its own copy of std::filesystem, and a program linked against it resolves
+// std::filesystem::remove_all to that copy, which crashes (a call through a
+// null pointer). The runtime, tests and examples remove trees with this
+// function instead, built on POSIX calls alone.
+#pragma once
+
+#include <filesystem>
+#include <system_error>
+
+namespace tensordict {
+
+// Removes `path` and everything below it, never following symbolic links (a
+// link is removed, not what it points to). A missing path is not an error.
+// Returns false and sets `ec` on the first failure.
+bool remove_tree(const std::filesystem::path& path, std::error_code& ec) noexcept;
+
+// As above; throws std::filesystem::filesystem_error naming the path.
+void remove_tree(const std::filesystem::path& path);
+
+}  // namespace tensordict
