@@ -20,6 +20,7 @@ install(FILES
   ${PROJECT_BINARY_DIR}/tensorclassConfig.cmake
   ${PROJECT_BINARY_DIR}/tensorclassConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/TensorclassGenerate.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/TensorclassTorch.cmake
   DESTINATION ${TENSORCLASS_CMAKE_DIR})
 
 # The documentation a user of the installed package needs: the tour, the

@@ -1,0 +1,33 @@
+# Finding libtorch: for the project, and (installed beside the package
+# config) for the installed package's consumers, who need the same two fixes.
+#
+# 1. A CUDA build of libtorch (PyTorch 2.x's wheel, pytorch.org's CUDA zip)
+#    probes the machine's GPUs by compiling and running a CUDA program at
+#    configure time unless it is given the architectures. Nothing here
+#    compiles CUDA code: name common ones unless the user did.
+# 2. PyPI's torch wheel keeps the CUDA libraries it was built with beside it
+#    (site-packages/nvidia/*/lib) and finds them through its RPATH, while
+#    torch's CMake config links the local CUDA toolkit's libcudart, whose
+#    directory then comes first for the linker and the loader; an older
+#    toolkit there (or its NCCL) lacks symbols the wheel needs. Those
+#    directories go first on every link and run path that links torch.
+macro(tensorclass_find_torch)
+  if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "8.0 9.0")
+  endif()
+  find_package(Torch ${ARGN})
+  if(Torch_FOUND AND TORCH_INSTALL_PREFIX)
+    _tensorclass_torch_wheel_libraries()
+  endif()
+endmacro()
+
+function(_tensorclass_torch_wheel_libraries)
+  file(GLOB wheel_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  if(NOT wheel_lib_dirs OR NOT TARGET torch)
+    return()
+  endif()
+  foreach(dir IN LISTS wheel_lib_dirs)
+    get_filename_component(dir "${dir}" ABSOLUTE)
+    set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS "LINKER:-rpath-link,${dir}" "LINKER:-rpath,${dir}")
+  endforeach()
+endfunction()
