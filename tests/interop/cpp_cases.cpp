@@ -179,6 +179,14 @@ std::vector<WrittenCase> write_cases(const fs::path& dir) {
   memmap_tensorclass(fields, obs_path.string(), {{{}, MemmapClassTag{kObsType, obs_non_tensor_fields()}}});
   out.push_back({"tensorclass", "memmap", obs_path, obs_expected(fields)});
 
+  // An Obs inside a tensordict.
+  const TensorDict outer({{"x", values({3, 2}, at::kDouble)}, {"obs", fields}}, {3});
+  const fs::path outer_path = dir / "nested_tensorclass";
+  memmap_tensorclass(outer, outer_path.string(), {{{"obs"}, MemmapClassTag{kObsType, obs_non_tensor_fields()}}});
+  Json outer_expected = canonical(outer);
+  outer_expected["entries"]["obs"] = obs_expected(fields);
+  out.push_back({"nested_tensorclass", "memmap", outer_path, std::move(outer_expected)});
+
   h5_case("h5_dtypes", dtypes_td(false));
   TensorDict h5_nested = longer_nested_batch();
   h5_nested.update(encoded_keys(false));

@@ -330,7 +330,7 @@ PY_CASES = [
 # The C++ cases run_interop expects interop_tool to write; a missing one fails.
 CPP_CASES = [
     "dtypes", "nested_names", "longer_nested_batch", "zero_element", "encoded_keys", "non_tensor",
-    "lazy_hetero", "dense_stack", "tensorclass", "h5_dtypes", "h5_nested",
+    "lazy_hetero", "dense_stack", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
 ]
 
 # Cases not written by C++ yet, listed so that they are not forgotten.
@@ -397,9 +397,13 @@ def main() -> int:
     parser.add_argument("--work", required=True, type=Path, help="a scratch directory (emptied first)")
     args = parser.parse_args()
 
+    try:
+        libtorch = run_tool(args.tool, "version").strip()
+    except Failure as e:  # every case then fails, each saying why
+        libtorch = f"unknown ({e})"
     print(
         f"python {sys.version.split()[0]}, tensordict {tensordict.__version__}, torch {torch.__version__}, "
-        f"h5py {h5py.__version__}, libtorch (C++) {run_tool(args.tool, 'version').strip()}"
+        f"h5py {h5py.__version__}, libtorch (C++) {libtorch}"
     )
     shutil.rmtree(args.work, ignore_errors=True)
     (args.work / "py").mkdir(parents=True)
