@@ -90,8 +90,14 @@ TEST_CASE("corrupt memmap: a _type that cannot be mapped") {
   std::string meta = kLeafMeta;
   meta.replace(meta.find("tensordict._td.TensorDict"), 25, "mypackage.Unknown");
   write_text(dir / "meta.json", meta);
-  REQUIRE_THAT(load_error(dir),
-               Contains((dir / "meta.json").string()) && Contains("mypackage.Unknown") && Contains("cannot map _type"));
+  // An unregistered class loads as a tensorclass, whose fields need _tensordict/.
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("mypackage.Unknown") &&
+                                    Contains("neither a tensordict class nor a registered one") &&
+                                    Contains((dir / "_tensordict").string() + " is missing"));
+  meta.replace(meta.find("<class 'mypackage.Unknown'>"), 27, "mypackage.Unknown");
+  write_text(dir / "meta.json", meta);
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) &&
+                                    Contains("cannot map _type \"mypackage.Unknown\" to a C++ class"));
   write_text(dir / "meta.json", R"({"shape": [4], "device": "cpu"})");
   REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("_type"));
 }

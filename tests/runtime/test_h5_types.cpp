@@ -129,3 +129,47 @@ TEST_CASE("indexing an h5 file whose string array disagrees with the batch size 
   REQUIRE_THAT(TD_MESSAGE(td.index({3})), Contains("strings.h5") && Contains("string dataset") &&
                                                Contains("does not start with its group's batch size [4]"));
 }
+
+TEST_CASE("h5 strings carry tensordict's marks: __tensordict_str__ on one string, __tensordict_stack__ on a stack") {
+  // Python tensordict reads an unmarked array of strings as one NonTensorData
+  // holding a list, not as a NonTensorStack.
+  TempDir tmp;
+  TensorDict td({{"x", at::zeros({2, 3})}}, {2, 3});
+  td.set_non_tensor("text", "hello");
+  td.set("stack", Value(NonTensorData::stack({"a", "b", "c", "d", "e", "f"}, {2, 3})));
+  const std::string path = (tmp.path() / "marked.h5").string();
+  td.to_h5(path).close();
+
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(file >= 0);
+  // One string: a scalar attribute of h5py's bool (an int8 enum), TRUE.
+  hid_t attr = H5Aopen_by_name(file, "text", "__tensordict_str__", H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(attr >= 0);
+  hid_t type = H5Aget_type(attr);
+  REQUIRE(H5Tget_class(type) == H5T_ENUM);
+  int8_t flag = 0;
+  REQUIRE(H5Aread(attr, H5T_NATIVE_INT8, &flag) >= 0);
+  REQUIRE(flag == 1);
+  H5Tclose(type);
+  H5Aclose(attr);
+  REQUIRE(H5Aexists_by_name(file, "text", "__tensordict_stack__", H5P_DEFAULT) == 0);
+  // A stack: its shape, as int64.
+  attr = H5Aopen_by_name(file, "stack", "__tensordict_stack__", H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(attr >= 0);
+  hid_t space = H5Aget_space(attr);
+  REQUIRE(H5Sget_simple_extent_npoints(space) == 2);
+  int64_t shape[2] = {0, 0};
+  REQUIRE(H5Aread(attr, H5T_NATIVE_INT64, shape) >= 0);
+  REQUIRE(shape[0] == 2);
+  REQUIRE(shape[1] == 3);
+  H5Sclose(space);
+  H5Aclose(attr);
+  REQUIRE(H5Aexists_by_name(file, "stack", "__tensordict_str__", H5P_DEFAULT) == 0);
+  REQUIRE(H5Aexists_by_name(file, "x", "__tensordict_str__", H5P_DEFAULT) == 0);
+  H5Fclose(file);
+
+  // Our reader takes the marked file as before.
+  TensorDict back = PersistentTensorDict::from_h5(path).to_tensordict();
+  REQUIRE(back.get_non_tensor("text") == "hello");
+  REQUIRE(back.get_non_tensor("stack") == Json::array({Json::array({"a", "b", "c"}), Json::array({"d", "e", "f"})}));
+}

@@ -266,8 +266,9 @@ TEST_CASE("classes the reader does not know load through register_memmap_class")
   // tensor fields in _tensordict/.
   TensorDict({{"pixels", iota({2, 3})}}, {2}).memmap((dir / "_tensordict").string());
   write_text(dir / "meta.json", R"({"_type": "<class 'my_module.Obs'>", "task": "walk"})");
-  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(dir.string())),
-               Contains("cannot map _type") && Contains("my_module.Obs"));
+  // Unregistered: a TensorDict of the fields, and the class name.
+  TensorDict dynamic = TensorDict::load_memmap(dir.string());
+  REQUIRE(dynamic.get_non_tensor("__class__") == "<class 'my_module.Obs'>");
   register_memmap_class("Obs", [](const std::string& d, const Json& meta, std::optional<at::Device> device) {
     TensorDict fields = TensorDict::load_memmap(d + "/_tensordict", device);
     fields.unlock_();
@@ -277,4 +278,118 @@ TEST_CASE("classes the reader does not know load through register_memmap_class")
   TensorDict obs = TensorDict::load_memmap(dir.string());  // found by the bare class name
   REQUIRE(obs.get_non_tensor("task") == "walk");
   REQUIRE(at::equal(obs.get("pixels"), iota({2, 3})));
+}
+
+TEST_CASE("a tensorclass of a class nobody registered loads as a TensorDict of its fields and its class name") {
+  TempDir tmp;
+  // As Python tensordict 0.15 writes an @tensorclass Point (x: Tensor,
+  // label: str, scale: float): tensor and non-tensor fields in _tensordict/,
+  // and here also a non-tensor field in meta.json, as older versions wrote.
+  const fs::path dir = tmp.path() / "point";
+  TensorDict fields({{"x", iota({3, 2})}}, {3});
+  fields.set_non_tensor("label", "origin");
+  fields.memmap((dir / "_tensordict").string());
+  write_text(dir / "meta.json", R"({"_type": "<class '__main__.Point'>", "scale": 0.5, "unset": null})");
+
+  TensorDictBase any = load_memmap(dir.string());
+  REQUIRE(any.type_name() == "TensorDict");
+  TensorDict point = TensorDict::load_memmap(dir.string());
+  REQUIRE(std::string(kLoadedClassKey) == "__class__");
+  REQUIRE(point.keys() == std::vector<NestedKey>{"x", "label", "scale", "__class__"});
+  REQUIRE(point.batch_size() == at::IntArrayRef{3});
+  REQUIRE(at::equal(point.get("x"), iota({3, 2})));
+  REQUIRE(point.get_non_tensor("label") == "origin");
+  REQUIRE(point.get_non_tensor("scale") == 0.5);
+  REQUIRE(point.get_non_tensor("__class__") == "<class '__main__.Point'>");
+  // The class name follows the fields through batch ops.
+  REQUIRE(point.index({1}).get_non_tensor("__class__") == "<class '__main__.Point'>");
+
+  // Nested in a tensordict, found through the parent's {"type": "Point"}.
+  const fs::path parent = tmp.path() / "parent";
+  TensorDict({{"y", iota({3})}}, {3}).memmap(parent.string());
+  fs::rename(dir, parent / "point");
+  write_text(parent / "meta.json",
+             R"({"y": {"device": "cpu", "shape": [3], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("point": {"type": "Point"}, "shape": [3], "device": "cpu", )"
+             R"("_type": "<class 'tensordict._td.TensorDict'>"})");
+  TensorDict loaded = TensorDict::load_memmap(parent.string());
+  REQUIRE(loaded.get_non_tensor({"point", "__class__"}) == "<class '__main__.Point'>");
+  REQUIRE(at::equal(loaded.get({"point", "x"}), iota({3, 2})));
+}
+
+TEST_CASE("a tensorclass of an unregistered class with a field named __class__ is refused") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "odd";
+  TensorDict({{"x", iota({2})}}, {2}).memmap((dir / "_tensordict").string());
+  write_text(dir / "meta.json", R"({"_type": "<class 'lib.Odd'>", "__class__": "mine"})");
+  REQUIRE_THAT(TD_MESSAGE(TensorDict::load_memmap(dir.string())),
+               Contains((dir / "meta.json").string()) && Contains("the tensorclass <class 'lib.Odd'>") &&
+                   Contains("has a field named '__class__'"));
+}
+
+TEST_CASE("dim names are written and read as tensordict's \"_names\"") {
+  TempDir tmp;
+  TensorDict td({{"x", iota({2, 3})}, {"child", TensorDict({{"y", iota({2, 3, 4})}}, {2, 3})}}, {2}, std::nullopt,
+                {"env"});
+  td.get_td("child").rename_(Names{"env", "time"});
+  td.memmap(tmp / "named");
+  const fs::path out = tmp.path() / "named";
+  REQUIRE_THAT(read_text(out / "meta.json"), Contains(R"("_type":"<class 'tensordict._td.TensorDict'>","_names":["env"]})"));
+  REQUIRE_THAT(read_text(out / "child" / "meta.json"), Contains(R"("_names":["env","time"]})"));
+  TensorDict back = TensorDict::load_memmap(out.string());
+  REQUIRE((back.names() == Names{"env"}));
+  REQUIRE((back.get_td("child").names() == Names{"env", "time"}));
+  // Without names, no "_names" is written.
+  TensorDict({{"x", iota({2})}}, {2}).memmap(tmp / "plain");
+  REQUIRE_THAT(read_text(tmp.path() / "plain" / "meta.json"), !Contains("_names"));
+
+  // As Python tensordict 0.15 writes them: one per dim, null where unnamed.
+  write_text(out / "child" / "meta.json",
+             R"({"y": {"device": "cpu", "shape": [2, 3, 4], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [2, 3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>", )"
+             R"("_format_version": 1, "_class": "tensordict:TensorDict", "_names": ["env", null]})");
+  REQUIRE((TensorDict::load_memmap(out.string()).get_td("child").names() == Names{"env", std::nullopt}));
+}
+
+TEST_CASE("a key named _names keeps its entry, and the names are then not written (as tensordict)") {
+  TempDir tmp;
+  TensorDict td({{"_names", iota({2})}}, {2}, std::nullopt, {"env"});
+  td.memmap(tmp / "t");
+  TensorDict back = TensorDict::load_memmap(tmp / "t");
+  REQUIRE(at::equal(back.get("_names"), iota({2})));
+  REQUIRE_FALSE(back.has_names());
+}
+
+TEST_CASE("malformed dim names and newer format versions are clear errors") {
+  TempDir tmp;
+  TensorDict({{"x", iota({2, 3})}, {"child", TensorDict({{"y", iota({2, 3})}}, {2, 3})}}, {2}).memmap(tmp / "t");
+  const fs::path dir = tmp.path() / "t";
+  const std::string leaf = R"({"x": {"device": "cpu", "shape": [2, 3], "dtype": "torch.float32", "is_nested": false}, )"
+                           R"("child": {"type": "TensorDict"}, "shape": [2], "device": "cpu", )"
+                           R"("_type": "<class 'tensordict._td.TensorDict'>")";
+  const std::string file = (dir / "meta.json").string();
+  auto load_with = [&](const std::string& tail) {
+    write_text(dir / "meta.json", leaf + tail + "}");
+    return TD_MESSAGE(TensorDict::load_memmap(dir.string()));
+  };
+  REQUIRE_THAT(load_with(R"(, "_names": ["a", "b"])"),
+               Contains("malformed " + file) && Contains("\"_names\" must list one name (a string or null) per batch "
+                                                         "dim (1), got [\"a\",\"b\"]"));
+  REQUIRE_THAT(load_with(R"(, "_names": [3])"), Contains("malformed " + file) && Contains("got [3]"));
+  REQUIRE_THAT(load_with(R"(, "_names": "env")"), Contains("malformed " + file) && Contains("got \"env\""));
+  // The child's names must start with the parent's.
+  write_text(dir / "child" / "meta.json",
+             R"({"y": {"device": "cpu", "shape": [2, 3], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [2, 3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>", )"
+             R"("_names": ["a", "a"]})");
+  REQUIRE_THAT(load_with(""), Contains("malformed " + (dir / "child" / "meta.json").string()) &&
+                                  Contains("duplicate dim name 'a'"));
+  write_text(dir / "child" / "meta.json",
+             R"({"y": {"device": "cpu", "shape": [2, 3], "dtype": "torch.float32", "is_nested": false}, )"
+             R"("shape": [2, 3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>", )"
+             R"("_names": ["other", null]})");
+  REQUIRE_THAT(load_with(R"(, "_names": ["env"])"),
+               Contains(file) && Contains("the dim names of key 'child' do not start with the level's names"));
+  REQUIRE_THAT(load_with(R"(, "_format_version": 2)"),
+               Contains(file + " was saved in the tensordict format version 2; this reader reads versions up to 1"));
 }

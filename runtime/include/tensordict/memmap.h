@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensordict/base.h"
@@ -31,9 +32,16 @@ using MemmapLoader = std::function<Value(const std::string& dir, const Json& met
 // an earlier one.
 void register_memmap_class(const std::string& type, MemmapLoader loader);
 
+// The non-tensor entry that names the class of a tensorclass directory loaded
+// without a registered loader: such a directory (a Python @tensorclass, whose
+// meta.json `_type` is e.g. "<class '__main__.Obs'>") loads as a TensorDict of
+// its fields (load_tensorclass_level) plus this entry holding `_type`.
+inline constexpr std::string_view kLoadedClassKey = "__class__";
+
 // Loads a tree written by memmap() at any level as the class its meta.json
-// names: a TensorDict, a LazyStackedTensorDict, or what a registered loader
-// returns (TensorDict::load_memmap insists on a dense TensorDict).
+// names: a TensorDict, a LazyStackedTensorDict, what a registered loader
+// returns, or for any other class a TensorDict of its fields (see
+// kLoadedClassKey). TensorDict::load_memmap insists on a dense TensorDict.
 TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
 
 // ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------

@@ -88,6 +88,28 @@ Hid make_space(const std::vector<hsize_t>& dims) {
   return Hid(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
 }
 
+// tensordict (0.15) marks the string datasets it writes: one string with
+// __tensordict_str__ = True (h5py's bool), a NonTensorStack with
+// __tensordict_stack__ = its shape. Python reads an unmarked array of strings
+// as one NonTensorData holding a list, not as a stack.
+void mark_strings(hid_t dset, const NonTensorData& data, const std::string& where) {
+  auto write_attribute = [&](const char* name, hid_t type, const std::vector<hsize_t>& dims, const void* value) {
+    Hid space = make_space(dims);
+    Hid attr(H5Acreate2(dset, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    if (!attr.valid() || H5Awrite(attr.get(), type, value) < 0) {
+      throw std::runtime_error(fmt::format("cannot write the attribute {} of {}", name, where));
+    }
+  };
+  if (data.is_stack()) {
+    const std::vector<int64_t> shape = data.ids().sizes().vec();
+    write_attribute("__tensordict_stack__", H5T_NATIVE_INT64, {shape.size()}, shape.data());
+  } else {
+    const Hid bool_type = write_type(at::kBool, where);
+    const int8_t yes = 1;
+    write_attribute("__tensordict_str__", bool_type.get(), {}, &yes);
+  }
+}
+
 }  // namespace
 
 void PersistentImpl::write_entry(const std::string& key, const Value& value, const H5Options& opts) {
@@ -140,6 +162,7 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
         (!ptrs.empty() && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)) {
       throw std::runtime_error(fmt::format("cannot write string dataset {}", where));
     }
+    mark_strings(dset.get(), data, where);
   } else {
     const TensorDictBase td = value.tensordict();
     check_dense_writable(td, where);

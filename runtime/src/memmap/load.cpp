@@ -2,6 +2,7 @@
 // Leaves map their files (nothing is read); every input is validated first.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -96,6 +97,42 @@ std::string known_dtypes() {
 
 Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optional<std::size_t> max_dims);
 
+// The dim names tensordict (since its format version 1) writes as "_names":
+// one string or null per batch dim. A user key named "_names" is an object
+// (an entry), and then the level has no names, as tensordict reads it.
+Names read_names(const Json& meta, const fs::path& file, std::size_t batch_dims) {
+  if (!meta.contains("_names") || meta["_names"].is_object() || meta["_names"].is_null()) return {};
+  const Json& value = meta["_names"];
+  const auto malformed = [&] {
+    return std::runtime_error(
+        fmt::format("malformed {}: \"_names\" must list one name (a string or null) per batch dim ({}), got {}",
+                    file.string(), batch_dims, value.dump()));
+  };
+  if (!value.is_array() || value.size() != batch_dims) throw malformed();
+  Names names;
+  for (const auto& name : value) {
+    if (!name.is_string() && !name.is_null()) throw malformed();
+    names.push_back(name.is_string() ? std::optional<std::string>(name.get<std::string>()) : std::nullopt);
+  }
+  try {
+    return checked_names(std::move(names), batch_dims);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(fmt::format("malformed {}: {}", file.string(), e.what()));
+  }
+}
+
+// Nested levels share the dims names of their parent (the first ones of their own).
+void check_child_names(const TensorDictBase& child, const Names& parent, const fs::path& file, const std::string& key) {
+  bool parent_named = false;
+  for (const auto& name : parent) parent_named = parent_named || name.has_value();
+  if (!parent_named || child.type_name() != "TensorDict") return;
+  const Names& names = child.names();
+  if (!std::equal(parent.begin(), parent.end(), names.begin())) {
+    throw std::runtime_error(fmt::format("{}: the dim names of key '{}' do not start with the level's names",
+                                         file.string(), key));
+  }
+}
+
 TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
   const auto batch = read_shape(meta.contains("shape") ? meta["shape"] : Json::array(), file, "\"shape\"");
@@ -107,7 +144,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
       throw std::runtime_error(fmt::format("malformed {}: unknown device {}", file.string(), meta["device"].dump()));
     }
   }
-  auto impl = std::make_shared<DenseImpl>(batch, level_device, Names{});
+  auto impl = std::make_shared<DenseImpl>(batch, level_device, read_names(meta, file, batch.size()));
   const bool mapped = !level_device || level_device->is_cpu();
   for (const auto& [key, entry] : meta.items()) {
     if (!entry.is_object()) continue;  // shape, device, _type and other metadata
@@ -118,6 +155,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
                                              file.string(), shape_string(value.tensordict().batch_size()), key,
                                              shape_string(batch)));
       }
+      if (value.is_tensordict()) check_child_names(value.tensordict(), impl->names(), file, key);
       if (value.is_non_tensor() && value.non_tensor().is_stack() &&
           !starts_with(batch, value.non_tensor().ids().sizes())) {
         throw std::runtime_error(fmt::format("{}: the NonTensorStack of key '{}' has shape {}, not the level's batch {}",
@@ -215,11 +253,44 @@ NonTensorData load_non_tensor_stack(const fs::path& dir, const Json& meta, std::
   return NonTensorData::stack(std::move(level), shape);
 }
 
+// Python's str(cls): "<class 'module.Name'>".
+bool is_class_string(const std::string& type) {
+  return type.size() > 10 && type.starts_with("<class '") && type.ends_with("'>");
+}
+
+// A tensorclass no loader is registered for (a Python @tensorclass): its
+// fields as a TensorDict, its class name in the kLoadedClassKey entry.
+TensorDict load_unknown_class(const fs::path& dir, const Json& meta, const std::string& type,
+                              std::optional<at::Device> device) {
+  const fs::path file = dir / "meta.json";
+  if (!fs::is_directory(dir / "_tensordict")) {
+    throw std::runtime_error(fmt::format(
+        "{}: _type {} is neither a tensordict class nor a registered one, and the directory is no tensorclass "
+        "either: its tensor fields directory {} is missing",
+        file.string(), type, (dir / "_tensordict").string()));
+  }
+  TensorDict td = load_tensorclass_level(dir.string(), meta, device);
+  if (td.contains(std::string(kLoadedClassKey))) {
+    throw std::runtime_error(fmt::format("{}: the tensorclass {} has a field named '{}', which holds the class name "
+                                         "of a class loaded without a registered loader",
+                                         file.string(), type, kLoadedClassKey));
+  }
+  td.set_non_tensor(std::string(kLoadedClassKey), type);
+  return td;
+}
+
 Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optional<std::size_t> max_dims) {
   const Json meta = read_meta(dir);
   const fs::path file = dir / "meta.json";
   if (!meta.contains("_type") || !meta["_type"].is_string()) {
     throw std::runtime_error(fmt::format("malformed {}: no \"_type\" string naming the class", file.string()));
+  }
+  // tensordict refuses a newer layout than it knows; so do we.
+  if (meta.contains("_format_version") && meta["_format_version"].is_number_integer() &&
+      meta["_format_version"].get<int64_t>() > kFormatVersion) {
+    throw std::runtime_error(fmt::format("{} was saved in the tensordict format version {}; this reader reads versions "
+                                         "up to {}",
+                                         file.string(), meta["_format_version"].get<int64_t>(), kFormatVersion));
   }
   const auto type = meta["_type"].get<std::string>();
   if (type_is(type, "TensorDict")) return Value(load_td(dir, meta, device));
@@ -232,9 +303,10 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
   }
   if (type_is(type, "NonTensorStack")) return Value(load_non_tensor_stack(dir, meta, max_dims));
   if (auto loader = registered_loader(type)) return loader(dir.string(), meta, device);
+  if (is_class_string(type)) return Value(load_unknown_class(dir, meta, type, device));
   throw std::runtime_error(fmt::format(
-      "{}: cannot map _type {} to a C++ class (known: TensorDict, LazyStackedTensorDict, NonTensorData, NonTensorStack "
-      "and classes given to register_memmap_class)",
+      "{}: cannot map _type {} to a C++ class (known: TensorDict, LazyStackedTensorDict, NonTensorData, NonTensorStack, "
+      "classes given to register_memmap_class, and any other \"<class 'module.Name'>\" as a tensorclass)",
       file.string(), meta["_type"].dump()));
 }
 

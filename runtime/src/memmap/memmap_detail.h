@@ -71,6 +71,10 @@ inline constexpr std::string_view kLazyStackType = "<class 'tensordict._lazy.Laz
 inline constexpr std::string_view kNonTensorDataType = "<class 'tensordict.tensorclass.NonTensorData'>";
 inline constexpr std::string_view kNonTensorStackType = "<class 'tensordict.tensorclass.NonTensorStack'>";
 
+// The newest layout version this reader knows (tensordict's "_format_version";
+// a meta.json without one is version 0).
+inline constexpr int64_t kFormatVersion = 1;
+
 // Reads and parses dir/meta.json; errors name the file.
 Json read_meta(const fs::path& dir);
 // The JSON text written to meta.json (compact, as tensordict with orjson).

@@ -131,6 +131,17 @@ std::size_t nbytes(const at::Tensor& t) { return static_cast<std::size_t>(t.nume
 
 bool is_reserved(const std::string& key) { return key == "shape" || key == "device" || key == "_type"; }
 
+// tensordict's "_names": one string or null per batch dim; null when no dim is named.
+Json names_json(const Names& names) {
+  Json out = Json::array();
+  bool named = false;
+  for (const auto& name : names) {
+    named = named || name.has_value();
+    out.push_back(name ? Json(*name) : Json(nullptr));
+  }
+  return named ? out : Json(nullptr);
+}
+
 Json non_tensor_meta(const NonTensorData& data) {
   Json meta = Json::object();
   if (data.is_stack()) {
@@ -286,6 +297,10 @@ class Writer {
       meta["shape"] = src.batch_size().vec();
       meta["device"] = "cpu";
       meta["_type"] = kTensorDictType;
+      // As tensordict: a key named "_names" keeps its entry, and the names are not written.
+      if (!meta.contains("_names")) {
+        if (Json names = names_json(src.names()); !names.is_null()) meta["_names"] = std::move(names);
+      }
       write_file_atomic(level.dir / "meta.json", dump_meta(meta), options_.sync);
     }
     if (level.tag) {

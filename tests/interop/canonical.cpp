@@ -1,0 +1,82 @@
+#include "canonical.h"
+
+#include <tensordict/dtype.h>
+#include <tensordict/lazy.h>
+#include <tensordict/memmap.h>
+#include <tensordict/non_tensor.h>
+
+#include <string>
+
+namespace interop {
+
+using tensordict::Json;
+using tensordict::TensorDictBase;
+using tensordict::Value;
+
+namespace {
+
+std::string hex_bytes(const at::Tensor& tensor) {
+  // resolve_conj/resolve_neg: the bytes of the values, not of a lazy view.
+  const at::Tensor t = tensor.cpu().resolve_conj().resolve_neg().contiguous();
+  const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+  const auto n = static_cast<std::size_t>(t.numel()) * t.element_size();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+Json canonical_tensor(const at::Tensor& t) {
+  return {{"kind", "tensor"},
+          {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))},
+          {"shape", t.sizes().vec()},
+          {"data", hex_bytes(t)}};
+}
+
+Json canonical_value(const Value& value) {
+  if (value.is_tensor()) return canonical_tensor(value.tensor());
+  if (value.is_tensordict()) return canonical(value.tensordict());
+  const auto& data = value.non_tensor();
+  return {{"kind", data.is_stack() ? "non_tensor_stack" : "non_tensor"}, {"value", data.data()}};
+}
+
+Json names_of(const TensorDictBase& td) {
+  if (!td.has_names()) return nullptr;
+  Json names = Json::array();
+  for (const auto& name : td.names()) names.push_back(name ? Json(*name) : Json(nullptr));
+  return names;
+}
+
+}  // namespace
+
+Json canonical(const TensorDictBase& td) {
+  if (td.type_name() == "LazyStackedTensorDict") {
+    const tensordict::LazyStackedTensorDict lazy(td);
+    Json members = Json::array();
+    for (const auto& member : lazy.tensordicts()) members.push_back(canonical(member));
+    return {{"kind", "LazyStackedTensorDict"},
+            {"batch_size", td.batch_size().vec()},
+            {"stack_dim", lazy.stack_dim()},
+            {"members", std::move(members)}};
+  }
+  Json entries = Json::object();
+  Json cls = nullptr;
+  td.impl()->for_each([&](const std::string& key, const Value& value) {
+    if (key == tensordict::kLoadedClassKey && value.is_non_tensor() && !value.non_tensor().is_stack()) {
+      cls = value.non_tensor().data();
+      return;
+    }
+    entries[key] = canonical_value(value);
+  });
+  return {{"kind", "TensorDict"},
+          {"batch_size", td.batch_size().vec()},
+          {"names", names_of(td)},
+          {"class", std::move(cls)},
+          {"entries", std::move(entries)}};
+}
+
+}  // namespace interop

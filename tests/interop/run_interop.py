@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""Interop suite between this project's runtime and the real Python tensordict.
+
+Both directions, exact values:
+
+- py->cpp: Python tensordict writes each case (memmap trees, h5 files);
+  ``interop_tool dump`` loads it with the C++ runtime and prints its canonical
+  JSON, which must equal the canonical JSON computed here from the object
+  Python wrote (for h5, which keeps no batch sizes or names: from what Python
+  itself reads back).
+- cpp->py: ``interop_tool write`` writes the C++ cases and a manifest with
+  their canonical JSON; Python loads each one (``TensorDict.load_memmap``,
+  ``PersistentTensorDict.from_h5``) and its canonical JSON must equal the
+  manifest's.
+
+The canonical form (also in canonical.h) holds, for every entry, its kind,
+dtype, shape and the exact bytes of its C-contiguous data as hex; batch sizes,
+dim names, non-tensor values, lazy-stack members and tensorclass names.
+
+Plain Python: ``python run_interop.py --tool <interop_tool> --work <dir>``.
+Prints one PASS/FAIL/XFAIL line per case, and ends with ``N passed, M failed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+import h5py
+import tensordict
+import torch
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    PersistentTensorDict,
+    TensorDict,
+    TensorDictBase,
+    is_tensorclass,
+    lazy_stack,
+    tensorclass,
+)
+
+# h5 strings are read as bytes, with a FutureWarning; canonical() decodes them.
+warnings.filterwarnings("ignore", category=FutureWarning)
+warnings.filterwarnings("ignore", category=UserWarning)
+
+# The C++ key that names a tensorclass loaded without a registered loader
+# (tensordict::kLoadedClassKey).
+LOADED_CLASS_KEY = "__class__"
+
+
+@tensorclass
+class Obs:
+    """The tensorclass of the "tensorclass" cases (interop_tool writes it as __main__.Obs)."""
+
+    pixels: torch.Tensor
+    reward: torch.Tensor
+    label: str
+    step: int
+
+
+# ---- canonical JSON -------------------------------------------------------------
+
+
+def _hex(t: torch.Tensor) -> str:
+    t = t.detach().cpu().resolve_conj().resolve_neg().contiguous().reshape(-1)
+    return t.view(torch.uint8).numpy().tobytes().hex()
+
+
+def _plain(value):
+    """A non-tensor value as JSON holds it (h5 strings come back as bytes)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "tolist"):  # numpy scalars and arrays (h5 reads)
+        return _plain(value.tolist())
+    return value
+
+
+def _names(td) -> list | None:
+    return list(td.names) if td._has_names() else None
+
+
+def canonical(obj) -> dict:
+    """The canonical JSON form of a tensor, non-tensor value or tensordict."""
+    if isinstance(obj, torch.Tensor):
+        return {
+            "kind": "tensor",
+            "dtype": str(obj.dtype).removeprefix("torch."),
+            "shape": [int(s) for s in obj.shape],
+            "data": _hex(obj),
+        }
+    if isinstance(obj, NonTensorStack):
+        return {"kind": "non_tensor_stack", "value": _plain(obj.tolist())}
+    if isinstance(obj, NonTensorData):
+        return {"kind": "non_tensor", "value": _plain(obj.data)}
+    if is_tensorclass(obj):
+        entries = {}
+        for field in dataclasses.fields(obj):
+            value = getattr(obj, field.name)
+            if value is None:
+                continue
+            if isinstance(value, (torch.Tensor, TensorDictBase)) or is_tensorclass(value):
+                entries[field.name] = canonical(value)
+            else:
+                entries[field.name] = {"kind": "non_tensor", "value": _plain(value)}
+        return {
+            "kind": "TensorDict",
+            "batch_size": [int(s) for s in obj.batch_size],
+            "names": _names(obj),
+            "class": str(type(obj)),
+            "entries": entries,
+        }
+    if isinstance(obj, LazyStackedTensorDict):
+        return {
+            "kind": "LazyStackedTensorDict",
+            "batch_size": [int(s) for s in obj.batch_size],
+            "stack_dim": obj.stack_dim,
+            "members": [canonical(m) for m in obj.tensordicts],
+        }
+    if isinstance(obj, TensorDictBase):
+        # _get_str: the entries themselves (get() unwraps non-tensor data).
+        entries = {key: canonical(obj._get_str(key, None)) for key in obj.keys()}
+        return {
+            "kind": "TensorDict",
+            "batch_size": [int(s) for s in obj.batch_size],
+            "names": _names(obj),
+            "class": None,
+            "entries": entries,
+        }
+    return {"kind": "non_tensor", "value": _plain(obj)}
+
+
+# ---- comparison ------------------------------------------------------------------
+
+
+def diff(expected, got, path="", out=None, limit=20) -> list[str]:
+    """Human-readable differences between two canonical forms, at most `limit`."""
+    out = [] if out is None else out
+    if len(out) >= limit:
+        return out
+    where = path or "<root>"
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in expected:
+            if key not in got:
+                out.append(f"{where}: missing {key!r}")
+            else:
+                diff(expected[key], got[key], f"{path}/{key}", out, limit)
+        for key in got:
+            if key not in expected:
+                out.append(f"{where}: unexpected {key!r}: {json.dumps(got[key], default=repr)[:200]}")
+    elif isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        for i, (e, g) in enumerate(zip(expected, got)):
+            diff(e, g, f"{path}[{i}]", out, limit)
+    elif path.endswith("/data") and isinstance(expected, str) and isinstance(got, str) and expected != got:
+        first = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
+        out.append(
+            f"{where}: {len(expected) // 2} vs {len(got) // 2} bytes, first difference at byte {first // 2}: "
+            f"expected ...{expected[first:first + 32]}, got ...{got[first:first + 32]}"
+        )
+    elif expected != got or type(expected) is not type(got):
+        out.append(f"{where}: expected {json.dumps(expected, default=repr)[:200]}, got {json.dumps(got, default=repr)[:200]}")
+    return out[:limit]
+
+
+# ---- the cases Python writes -------------------------------------------------------
+
+ALL_DTYPES = [
+    torch.bfloat16, torch.float16, torch.float32, torch.float64, torch.complex64, torch.complex128,
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+]
+
+
+def values(shape, dtype, seed=0) -> torch.Tensor:
+    """Seeded values of `dtype`, with -0.0, inf and nan in floating ones."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype is torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_complex or dtype.is_floating_point:
+        t = (torch.randn(shape, generator=g, dtype=torch.float64) * 10).to(dtype)
+        if t.numel() >= 4 and not dtype.is_complex:
+            t.view(-1)[:3] = torch.tensor([-0.0, float("inf"), float("nan")], dtype=dtype)
+        return t
+    info = torch.iinfo(dtype)
+    return torch.randint(info.min, info.max, shape, generator=g, dtype=torch.int64).to(dtype)
+
+
+def py_dtypes(with_bfloat16=True) -> TensorDict:
+    dtypes = [d for d in ALL_DTYPES if with_bfloat16 or d is not torch.bfloat16]
+    return TensorDict({str(d).removeprefix("torch."): values((3, 4), d, i) for i, d in enumerate(dtypes)}, [3])
+
+
+def py_nested_names() -> TensorDict:
+    inner = TensorDict({"deep": values((2, 3, 5), torch.float32)}, [2, 3])
+    child = TensorDict({"x": values((2, 3), torch.int64), "inner": inner}, [2, 3])
+    td = TensorDict({"obs": values((2, 4), torch.float32), "child": child}, [2])
+    td.names = ["env"]
+    td["child"].names = ["env", "time"]
+    return td
+
+
+def py_longer_nested_batch() -> TensorDict:
+    child = TensorDict({"y": values((2, 3, 4, 2), torch.float64)}, [2, 3, 4])
+    return TensorDict({"x": values((2, 5), torch.int32), "child": child}, [2])
+
+
+def py_zero_element() -> TensorDict:
+    return TensorDict(
+        {
+            "no_features": values((3, 0), torch.int64),
+            "no_rows": values((3, 0, 2), torch.float64),
+            "empty_batch": TensorDict({"w": values((3, 0), torch.bool)}, [3, 0]),
+            "regular": values((3,), torch.int16),
+        },
+        [3],
+    )
+
+
+def py_encoded_keys(with_slash=True) -> TensorDict:
+    td = TensorDict(
+        {
+            "with space": values((2,), torch.float32),
+            "dot.ted": values((2,), torch.int32),
+            "..": values((2,), torch.int64),
+            "per%cent": values((2,), torch.uint8),
+            "café 日本": values((2,), torch.float64),
+            "sub level": TensorDict({"a:b": values((2, 2), torch.int16)}, [2]),
+        },
+        [2],
+    )
+    if with_slash:
+        td["sl/ash"] = values((2, 1), torch.float32)
+    return td
+
+
+def py_non_tensor() -> TensorDict:
+    td = TensorDict({"x": values((3,), torch.float32)}, [3])
+    td["text"] = "hello ✓"
+    # Scalars would become tensors: NonTensorData keeps them as values.
+    td["number"] = NonTensorData(42, batch_size=[3])
+    td["real"] = NonTensorData(2.5, batch_size=[3])
+    td["flag"] = NonTensorData(True, batch_size=[3])
+    td["list"] = NonTensorData([1, "two", 3.0], batch_size=[3])
+    td["dict"] = NonTensorData({"a": 1, "b": [True, False]}, batch_size=[3])
+    td["stack"] = NonTensorStack("a", "b", "c")
+    td["nested"] = TensorDict({"y": values((3, 2), torch.int32)}, [3])
+    td["nested", "inner"] = "deep"
+    return td
+
+
+def py_lazy_hetero() -> LazyStackedTensorDict:
+    a = TensorDict({"shared": values((2, 3), torch.float32), "only_a": values((2,), torch.int64)}, [2])
+    b = TensorDict(
+        {"shared": values((2, 5), torch.float32, 1), "only_b": TensorDict({"z": values((2, 4), torch.int32)}, [2])},
+        [2],
+    )
+    return lazy_stack([a, b], 0)
+
+
+def py_dense_stack() -> TensorDict:
+    a = TensorDict({"x": values((3, 2), torch.float32), "n": TensorDict({"y": values((3,), torch.int64)}, [3])}, [3])
+    return torch.stack([a, a * 2 + 1], 1)
+
+
+def py_consolidated() -> TensorDict:
+    td = TensorDict(
+        {"x": values((4, 2), torch.float32), "n": TensorDict({"y": values((4,), torch.int16)}, [4])}, [4]
+    )
+    td["text"] = "consolidated"
+    return td.consolidate()
+
+
+def py_tensorclass() -> Obs:
+    return Obs(
+        pixels=values((3, 2, 2), torch.uint8),
+        reward=values((3,), torch.float32),
+        label="walk",
+        step=7,
+        batch_size=[3],
+    )
+
+
+def py_nested_tensorclass() -> TensorDict:
+    """An Obs inside a tensordict: C++ finds it through the parent's {"type": "Obs"}."""
+    return TensorDict({"x": values((3, 2), torch.float64), "obs": py_tensorclass()}, [3])
+
+
+def py_h5_nested() -> TensorDict:
+    td = py_longer_nested_batch()
+    td.update(py_encoded_keys(with_slash=False))
+    td["zero"] = TensorDict({"w": values((2, 0), torch.bool)}, [2, 0])
+    td["text"] = "hello"
+    return td
+
+
+def py_h5_non_tensor_stack() -> TensorDict:
+    return TensorDict({"x": values((3,), torch.float32), "stack": NonTensorStack("a", "b", "c")}, [3])
+
+
+# (name, format, builder). h5 has no bfloat16 (h5py cannot write it) and reads
+# a "/" in a key as a group path.
+PY_CASES = [
+    ("dtypes", "memmap", py_dtypes),
+    ("nested_names", "memmap", py_nested_names),
+    ("longer_nested_batch", "memmap", py_longer_nested_batch),
+    ("zero_element", "memmap", py_zero_element),
+    ("encoded_keys", "memmap", py_encoded_keys),
+    ("non_tensor", "memmap", py_non_tensor),
+    ("lazy_hetero", "memmap", py_lazy_hetero),
+    ("dense_stack", "memmap", py_dense_stack),
+    ("consolidated", "memmap", py_consolidated),
+    ("tensorclass", "memmap", py_tensorclass),
+    ("nested_tensorclass", "memmap", py_nested_tensorclass),
+    ("h5_dtypes", "h5", lambda: py_dtypes(with_bfloat16=False)),
+    ("h5_nested", "h5", py_h5_nested),
+    ("h5_non_tensor_stack", "h5", py_h5_non_tensor_stack),
+]
+
+# The C++ cases run_interop expects interop_tool to write; a missing one fails.
+CPP_CASES = [
+    "dtypes", "nested_names", "longer_nested_batch", "zero_element", "encoded_keys", "non_tensor",
+    "lazy_hetero", "dense_stack", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
+]
+
+# Cases not written by C++ yet, listed so that they are not forgotten.
+CPP_TODO = {
+    "consolidated": "the C++ runtime has no consolidate() yet",
+}
+
+# Known disagreements, by case ("py->cpp/name" or "cpp->py/name") -> reason.
+# A listed case that passes is reported as XPASS and counts as a failure, so
+# that the list is kept up to date.
+EXPECTED_FAILURES: dict[str, str] = {}
+
+
+# ---- running ---------------------------------------------------------------------
+
+
+class Failure(Exception):
+    pass
+
+
+def run_tool(tool: Path, *args: str) -> str:
+    done = subprocess.run([str(tool), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise Failure(f"interop_tool {' '.join(args)} exited with {done.returncode}:\n{done.stderr.strip()}")
+    return done.stdout
+
+
+def compare(expected: dict, got: dict) -> None:
+    differences = diff(expected, got)
+    if differences:
+        raise Failure("\n".join(differences))
+
+
+def check_py_to_cpp(tool: Path, work: Path, name: str, fmt: str, build) -> None:
+    obj = build()
+    if fmt == "memmap":
+        path = work / name
+        obj.memmap(path)
+        expected = canonical(obj)
+    else:
+        path = work / f"{name}.h5"
+        PersistentTensorDict.from_dict(obj, path).close()
+        # h5 keeps no batch sizes or names: compare with what Python reads back.
+        back = PersistentTensorDict.from_h5(path)
+        expected = canonical(back)
+        back.close()
+    compare(expected, json.loads(run_tool(tool, "dump", str(path))))
+
+
+def check_cpp_to_py(case: dict) -> None:
+    path = case["path"]
+    if case["format"] == "memmap":
+        got = canonical(TensorDict.load_memmap(path))
+    else:
+        loaded = PersistentTensorDict.from_h5(path)
+        got = canonical(loaded)
+        loaded.close()
+    compare(case["expected"], got)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tool", required=True, type=Path, help="the interop_tool executable")
+    parser.add_argument("--work", required=True, type=Path, help="a scratch directory (emptied first)")
+    args = parser.parse_args()
+
+    try:
+        libtorch = run_tool(args.tool, "version").strip()
+    except Failure as e:  # every case then fails, each saying why
+        libtorch = f"unknown ({e})"
+    print(
+        f"python {sys.version.split()[0]}, tensordict {tensordict.__version__}, torch {torch.__version__}, "
+        f"h5py {h5py.__version__}, libtorch (C++) {libtorch}"
+    )
+    shutil.rmtree(args.work, ignore_errors=True)
+    (args.work / "py").mkdir(parents=True)
+
+    checks = []
+    for name, fmt, build in PY_CASES:
+        checks.append((f"py->cpp/{name}", lambda n=name, f=fmt, b=build: check_py_to_cpp(args.tool, args.work / "py", n, f, b)))
+    written: dict[str, dict] = {}
+    write_error = None
+    try:
+        run_tool(args.tool, "write", str(args.work / "cpp"))
+        written = {c["name"]: c for c in json.loads((args.work / "cpp" / "manifest.json").read_text())}
+    except Exception as e:  # every cpp->py case then fails with this
+        write_error = e
+    for name in CPP_CASES:
+        def check(n=name):
+            if write_error is not None:
+                raise Failure(f"interop_tool write failed: {write_error}")
+            if n not in written:
+                raise Failure(f"interop_tool write did not write the case {n!r}")
+            check_cpp_to_py(written[n])
+        checks.append((f"cpp->py/{name}", check))
+    for name in written:
+        if name not in CPP_CASES:
+            checks.append((f"cpp->py/{name}", lambda n=name: (_ for _ in ()).throw(
+                Failure(f"interop_tool wrote {n!r}, which run_interop.py does not list in CPP_CASES"))))
+
+    passed = failed = xfailed = 0
+    for label, check in checks:
+        reason = EXPECTED_FAILURES.get(label)
+        try:
+            check()
+            error = None
+        except Failure as e:
+            error = str(e)
+        except Exception:
+            error = traceback.format_exc(limit=4).strip()
+        if error is None and reason is None:
+            passed += 1
+            print(f"PASS  {label}")
+        elif error is None:
+            failed += 1
+            print(f"XPASS {label}: passes but is listed as an expected failure ({reason}); remove it from the list")
+        elif reason is not None:
+            xfailed += 1
+            print(f"XFAIL {label}: {reason}")
+            print("      " + error.replace("\n", "\n      "))
+        else:
+            failed += 1
+            print(f"FAIL  {label}")
+            print("      " + error.replace("\n", "\n      "))
+    for name, why in CPP_TODO.items():
+        print(f"TODO  cpp->py/{name}: {why}")
+    if xfailed:
+        print(f"{xfailed} expected failures (listed above, with their reasons)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
