@@ -42,7 +42,7 @@ std::string schema(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("--version prints the project's version and exits 0", "[cli]") {
+TEST_CASE("tensorclass-gen --version prints the project's version and exits 0", "[cli]") {
   const Result r = run("--version");
   CHECK(r.rc == 0);
   CHECK(r.out == std::string("tensorclass-gen ") + TCGEN_VERSION + "\n");

@@ -1,4 +1,4 @@
-# cmake -DBUILD_DIR=... -DCONSUMER_SOURCE=... -DWORK_DIR=... -DGENERATOR=... [-DTORCH_DIR=...]
+# cmake -DBUILD_DIR=... -DCONSUMER_SOURCE=... -DWORK_DIR=... -DGENERATOR=... [-DTORCH_DIR=<Torch_DIR>]
 #       [-DTORCH_CUDA_ARCH_LIST=...] -P run_consumer.cmake
 #
 # Installs the build into one prefix, moves the installed tree to another
@@ -46,10 +46,14 @@ set(wrapper ${WORK_DIR}/host-tensorclass-gen)
 file(WRITE ${wrapper} "#!/bin/sh\necho \"$*\" >> '${gen_log}'\nexec '${prefix}/bin/tensorclass-gen' \"$@\"\n")
 file(CHMOD ${wrapper} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
 
-set(configure_args -DCMAKE_PREFIX_PATH=${prefix} -DTENSORCLASS_GEN_EXECUTABLE=${wrapper})
+# As a user points CMake at a libtorch: its CMake prefix (Torch_DIR alone
+# would let torch's own dependencies, Caffe2, resolve to another libtorch).
+set(ENV{CMAKE_PREFIX_PATH} "${prefix}")
 if(TORCH_DIR)
-  list(APPEND configure_args -DTorch_DIR=${TORCH_DIR})
+  get_filename_component(torch_prefix "${TORCH_DIR}/.." ABSOLUTE)
+  set(ENV{CMAKE_PREFIX_PATH} "${prefix}:${torch_prefix}")
 endif()
+set(configure_args -DTENSORCLASS_GEN_EXECUTABLE=${wrapper})
 if(TORCH_CUDA_ARCH_LIST)
   list(APPEND configure_args "-DTORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST}")
 endif()
