@@ -1,4 +1,4 @@
-// to(device, non_blocking), pin_memory(), synchronize(), record_event():
+// to(device, non_blocking) and pin_memory():
 // moving a tensordict between host and accelerator with as few copies and
 // synchronisations as its leaves allow. Device-generic: c10 streams and
 // events, ATen's pinned allocator; nothing here names CUDA's API.
@@ -31,24 +31,6 @@
 #include "tensordict/device_sync.h"
 
 namespace tensordict {
-
-void synchronize(at::Device device) {
-  if (device.is_cpu()) return;
-  c10::impl::VirtualGuardImpl guard(device.type());
-  guard.getStream(device).synchronize();
-}
-
-c10::Event record_event(at::Device device) {
-  if (device.is_cpu()) {
-    throw std::invalid_argument(
-        "record_event: the CPU has no stream to record on; copies between host and accelerator run on the accelerator's "
-        "stream, so record the event there (e.g. record_event(at::Device(at::kCUDA, 0)))");
-  }
-  c10::impl::VirtualGuardImpl guard(device.type());
-  c10::Event event(device.type());
-  event.record(guard.getStream(device));
-  return event;
-}
 
 namespace {
 

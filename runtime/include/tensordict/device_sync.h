@@ -5,6 +5,7 @@
 
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
+#include <c10/core/Stream.h>
 
 namespace tensordict {
 
@@ -12,10 +13,27 @@ namespace tensordict {
 // included) is done. Nothing is queued on the CPU: a no-op there.
 void synchronize(at::Device device);
 
-// An event recorded on `device`'s current stream after the work queued so
-// far: event.synchronize() waits for it, event.query() says whether it is
-// done, and other streams can wait on it. std::invalid_argument for the CPU,
-// which has no streams to record on.
-c10::Event record_event(at::Device device);
+// A point in an accelerator stream's work (a c10::Event recorded there), to
+// wait for the copies queued before it without waiting for later work.
+class DeviceEvent {
+ public:
+  // Recorded on `device`'s current stream; std::invalid_argument for the CPU,
+  // which has no streams to record on.
+  explicit DeviceEvent(at::Device device);
+
+  // Blocks the calling thread until the work before the event is done.
+  void synchronize() const;
+  // Whether it is done, without waiting.
+  bool query() const;
+  // Makes `stream` wait for it (the host does not wait).
+  void block(const c10::Stream& stream) const;
+  const c10::Event& event() const { return event_; }
+
+ private:
+  c10::Event event_;
+};
+
+// DeviceEvent(device): an event after the work queued so far on `device`.
+inline DeviceEvent record_event(at::Device device) { return DeviceEvent(device); }
 
 }  // namespace tensordict
