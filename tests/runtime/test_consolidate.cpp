@@ -203,13 +203,16 @@ TEST_CASE("consolidate refuses leaves that cannot be views of one storage, namin
   }
 }
 
-TEST_CASE("without an accelerator, pinning says so", "[consolidate]") {
+TEST_CASE("without an accelerator, pinning and moving say so", "[consolidate]") {
   if (at::hasCUDA()) {
     SUCCEED("an accelerator is present: pinning works (see the [cuda] cases)");
     return;
   }
   REQUIRE_THAT(TD_MESSAGE(sample({2}).consolidate({.device = std::nullopt, .pin_memory = true, .non_blocking = false})), Contains("pin_memory=true needs an accelerator"));
   REQUIRE_THAT(TD_MESSAGE(sample({2}).pin_memory()), Contains("pin_memory failed for key 'a'"));
+  // A consolidated tensordict moves its storage: the error names it.
+  REQUIRE_THAT(TD_MESSAGE(sample({2}).consolidate().to(at::Device(at::kCUDA, 0))),
+               Contains("to failed for the storage its leaves share"));
 }
 
 TEST_CASE("synchronize and record_event on the CPU", "[consolidate]") {
