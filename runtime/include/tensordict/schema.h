@@ -91,8 +91,14 @@ struct pointee<M C::*> {
 
 // The type of field I of tensorclass T, read off the field table's member
 // pointer type (no `.*` inside decltype: GCC 13 fails to compile that form).
+// A class template, so that FieldTable<T> is looked at only once I is known:
+// TensorClass<T> names it while T (and so its FieldTable) is incomplete.
 template <class T, std::size_t I>
-using field_type_t =
-    typename pointee<std::remove_cv_t<std::tuple_element_t<I, std::remove_cv_t<decltype(FieldTable<T>::members)>>>>::type;
+struct field_type {
+  using type =
+      typename pointee<std::remove_cv_t<std::tuple_element_t<I, std::remove_cv_t<decltype(FieldTable<T>::members)>>>>::type;
+};
+template <class T, std::size_t I>
+using field_type_t = typename field_type<T, I>::type;
 
 }  // namespace tensordict::schema

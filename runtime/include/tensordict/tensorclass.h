@@ -885,16 +885,7 @@ class TensorClass {
           for (std::size_t i = 0; i < outs.size(); ++i) outs[i]->*p = std::move(parts[i]);
         }
       } else if constexpr (is_tensorclass_v<M>) {
-        std::vector<M*> sub;
-        for (Derived* o : outs) {
-          M& dst = o->*p;
-          BatchSizeArg b = o->tc_batch_size_;
-          b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
-          dst.tc_batch_size_ = std::move(b);
-          dst.tc_names_.clear();
-          sub.push_back(&dst);
-        }
-        src.pieces_into_(sub, fn, nb);
+        pieces_nested_(outs, p, fn, nb);
       }
     });
   }
@@ -935,16 +926,7 @@ class TensorClass {
         }
         out.*p = tensors.empty() ? at::Tensor() : fn(tensors);
       } else if constexpr (is_tensorclass_v<M>) {
-        std::vector<const M*> sub_srcs;
-        for (const auto* s : srcs) sub_srcs.push_back(&(s->*p));
-        M& dst = out.*p;
-        BatchSizeArg b = out.tc_batch_size_;
-        const M& first = *sub_srcs.front();
-        b.insert(b.end(), first.tc_batch_size_.begin() + std::min<int64_t>(nb, first.batch_dims()), first.tc_batch_size_.end());
-        dst.tc_batch_size_ = std::move(b);
-        dst.tc_names_.clear();
-        dst.tc_device_ = out.tc_device_;
-        M::combine_into_(dst, sub_srcs, fn, nb, op, sub());
+        combine_nested_(out, srcs, p, fn, nb, op, sub());
       } else {
         const auto& first = srcs[0]->*p;
         for (std::size_t i = 1; i < srcs.size(); ++i) {
@@ -954,6 +936,39 @@ class TensorClass {
         }
       }
     });
+  }
+
+  // pieces_into_ and combine_into_ for a nested tensorclass field. Functions
+  // of their own, with the field's type deduced from the member pointer: GCC
+  // 13 crashes (tsubst_copy) on a type built from the visitor lambda's local
+  // alias of the field type (std::vector<M*> and the like).
+  template <class M, class Fn>
+  void pieces_nested_(const std::vector<Derived*>& outs, M Derived::*p, Fn& fn, int64_t nb) const {
+    const M& src = derived().*p;
+    std::vector<M*> sub;
+    for (Derived* o : outs) {
+      M& dst = o->*p;
+      BatchSizeArg b = o->tc_batch_size_;
+      b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
+      dst.tc_batch_size_ = std::move(b);
+      dst.tc_names_.clear();
+      sub.push_back(&dst);
+    }
+    src.pieces_into_(sub, fn, nb);
+  }
+  template <class M, class Fn>
+  static void combine_nested_(Derived& out, const std::vector<const Derived*>& srcs, M Derived::*p, Fn& fn, int64_t nb,
+                              const char* op, const std::string& path) {
+    std::vector<const M*> sub_srcs;
+    for (const auto* s : srcs) sub_srcs.push_back(&(s->*p));
+    M& dst = out.*p;
+    BatchSizeArg b = out.tc_batch_size_;
+    const M& first = *sub_srcs.front();
+    b.insert(b.end(), first.tc_batch_size_.begin() + std::min<int64_t>(nb, first.batch_dims()), first.tc_batch_size_.end());
+    dst.tc_batch_size_ = std::move(b);
+    dst.tc_names_.clear();
+    dst.tc_device_ = out.tc_device_;
+    M::combine_into_(dst, sub_srcs, fn, nb, op, path);
   }
 
   const at::Tensor* find_tensor_(std::span<const std::string> path, std::size_t at, bool required) const {
@@ -1107,7 +1122,7 @@ class TensorClass {
         if (!value->is_non_tensor()) throw std::invalid_argument(sub + ": stored entry is not non-tensor data");
         const Json json = value->non_tensor().data();
         try {
-          m = json.template get<M>();
+          m = json.template get<std::remove_cvref_t<decltype(m)>>();
         } catch (const Json::exception&) {
           detail::throw_bad_non_tensor(sub, fields()[I], json);
         }
