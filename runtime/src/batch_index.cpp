@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "direct_view.h"
 #include "format.h"
 #include "libtorch_compat.h"
 
@@ -227,40 +228,6 @@ std::vector<std::optional<std::string>> BatchIndex::result_names(const std::vect
   return names;
 }
 
-namespace {
-
-// Whether a view of `t` may be built directly (see direct_view): a plain
-// strided CPU or CUDA tensor, no autograd involved, outside inference mode
-// (where libtorch's views follow their own rules), no names, no wrapper
-// (functionalization, vmap, Python, conj/neg bits, quantized, sparse...):
-// everything outside these dispatch keys falls back to libtorch's view ops.
-bool direct_view_ok(const at::Tensor& t) {
-  static const uint64_t plain = c10::DispatchKeySet({c10::DispatchKey::CPU, c10::DispatchKey::CUDA, c10::DispatchKey::AutogradCPU,
-                                                     c10::DispatchKey::AutogradCUDA, c10::DispatchKey::ADInplaceOrView,
-                                                     c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA})
-                                    .raw_repr();
-  return t.defined() && !t.requires_grad() && !t.is_inference() && !c10::InferenceMode::is_enabled() && t.layout() == at::kStrided && !detail::tensor_has_names(t) &&
-         t.has_storage() && (t.key_set().raw_repr() & ~plain) == 0;
-}
-
-// A view of `t` with the given geometry: what libtorch's select/slice/
-// unsqueeze build below the dispatcher (a TensorImpl over the same storage,
-// sharing the version counter, so in-place writes through either are seen by
-// autograd's checks), minus the per-op dispatch and autograd view tracking,
-// which a tensor that needs no grad does not use. ~0.1 µs instead of ~0.4 µs
-// per op.
-at::Tensor direct_view(const at::Tensor& t, at::IntArrayRef sizes, at::IntArrayRef strides, int64_t offset) {
-  at::Tensor out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(t.storage()), t.key_set(),
-                                                            t.dtype());
-  c10::TensorImpl* impl = out.unsafeGetTensorImpl();
-  impl->set_sizes_and_strides(sizes, strides);
-  impl->set_storage_offset(offset);
-  impl->set_version_counter(t.unsafeGetTensorImpl()->version_counter());
-  return out;
-}
-
-}  // namespace
-
 at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
   if (steps_.empty()) return leaf;
   // The steps were resolved against a batch size; a leaf that does not start
@@ -281,7 +248,7 @@ at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
           shape_string(leaf.sizes())));
     }
   };
-  if (direct_view_ok(leaf)) {
+  if (detail::direct_view_ok(leaf)) {
     // The steps applied to the geometry, as at::select / at::slice /
     // at::unsqueeze compute it.
     c10::SmallVector<int64_t, 8> sizes(leaf.sizes().begin(), leaf.sizes().end());
@@ -309,7 +276,7 @@ at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
         }
       }
     }
-    return direct_view(leaf, sizes, strides, offset);
+    return detail::direct_view(leaf, sizes, strides, offset);
   }
   at::Tensor t = leaf;
   for (const auto& s : steps_) {
@@ -352,7 +319,7 @@ at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t b
   c10::SmallVector<int64_t, 8> sizes(batch.begin(), batch.end());
   const auto feature = leaf.sizes().slice(static_cast<std::size_t>(batch_dims));
   sizes.append(feature.begin(), feature.end());
-  if (!direct_view_ok(leaf) || !leaf.is_contiguous()) return leaf.reshape(sizes);
+  if (!detail::direct_view_ok(leaf) || !leaf.is_contiguous()) return leaf.reshape(sizes);
   // Contiguous strides, as at::reshape gives a contiguous leaf's view.
   c10::SmallVector<int64_t, 8> strides(sizes.size());
   int64_t stride = 1;
@@ -360,7 +327,7 @@ at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t b
     strides[d] = stride;
     stride *= std::max<int64_t>(sizes[d], 1);
   }
-  return direct_view(leaf, sizes, strides, leaf.storage_offset());
+  return detail::direct_view(leaf, sizes, strides, leaf.storage_offset());
 }
 
 }  // namespace tensordict::detail

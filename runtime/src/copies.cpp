@@ -1,4 +1,5 @@
-// Device and dtype moves and copies: leaf-wise maps that keep the batch size.
+// dtype casts and copies: leaf-wise maps that keep the batch size (device
+// moves and pinning: device_moves.cpp).
 #include <stdexcept>
 
 #include "map_leaves.h"
@@ -14,10 +15,6 @@ TensorDict same_batch(const TensorDictBase& td, std::optional<at::Device> device
 }
 
 }  // namespace
-
-TensorDict TensorDictBase::to(at::Device device, bool non_blocking) const {
-  return same_batch(*this, device, [&](const at::Tensor& t) { return t.to(device, /*non_blocking=*/non_blocking); }, "to");
-}
 
 TensorDict TensorDictBase::to(at::ScalarType dtype) const {
   return same_batch(*this, device(), [&](const at::Tensor& t) { return t.to(dtype); }, "to");
@@ -45,10 +42,6 @@ TensorDict TensorDictBase::detach() const {
 
 TensorDict TensorDictBase::contiguous() const {
   return same_batch(*this, device(), [](const at::Tensor& t) { return t.contiguous(); }, "contiguous");
-}
-
-TensorDict TensorDictBase::pin_memory() const {
-  return same_batch(*this, device(), [](const at::Tensor& t) { return t.pin_memory(); }, "pin_memory");
 }
 
 bool TensorDictBase::is_shared() const {

@@ -35,6 +35,9 @@ TensorDictBase& TensorDictBase::unlock_() {
     }
   }
   impl_->locked_ = false;
+  // tensordict's rule: an unlocked tensordict may gain, lose or replace
+  // entries, which its consolidated storage would no longer describe.
+  impl_->consolidated_storage_ = at::Tensor();
   impl_->for_each_child([&](const TensorDictBase& child_handle) {
     TensorDictBase child = child_handle;
     auto& parents = child.impl_->lock_parents_;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tensordict/batch_index.h"
+#include "tensordict/consolidate_options.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/persistence_options.h"
@@ -126,9 +127,16 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // Lock state, the same for every kind (see TensorDictBase::lock_).
   bool is_locked() const { return locked_; }
 
+  // The flat uint8 storage that consolidate() copied every tensor leaf into
+  // (the leaves are views of it); undefined when not consolidated. Only a
+  // claim: TensorDictBase::is_consolidated() checks it against the leaves.
+  const at::Tensor& consolidated_storage() const { return consolidated_storage_; }
+  void set_consolidated_storage(at::Tensor storage) { consolidated_storage_ = std::move(storage); }
+
  private:
   friend class TensorDictBase;
   bool locked_ = false;
+  at::Tensor consolidated_storage_;
   // The locked tensordicts that locked this one as their child: it stays
   // locked while any of them is (a tensordict may sit in two parents).
   std::vector<std::weak_ptr<const TensorDictImpl>> lock_parents_;
@@ -429,7 +437,18 @@ class TensorDictBase {
   TensorDictBase& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict, bool strict = true,
                                   bool assign = false, bool from_flatten = false);
 
-  // ---- device, dtype, copies ----------------------------------------------------
+  // ---- device, dtype, copies (runtime/src/device_moves.cpp) ------------------------
+  // Every leaf on `device`, with as few copies and synchronisations as the
+  // leaves allow: a consolidated tensordict (or one whose leaves share one
+  // storage) moves as one copy of that storage, the result's leaves being
+  // views of the copy (a consolidated source gives a consolidated, locked
+  // result); otherwise leaves in pageable host memory go to an accelerator
+  // through one pinned staging buffer and one device allocation, and leaves
+  // coming back to the CPU land in one pinned buffer. Without non_blocking
+  // the data is there when to() returns (one synchronisation at the end);
+  // with it, the copies may still run: wait with tensordict::synchronize(d)
+  // or an event from tensordict::record_event(d) (<tensordict/device_sync.h>),
+  // d being the accelerator involved, before reading or freeing the source.
   TensorDict to(at::Device device, bool non_blocking = false) const;
   TensorDict to(at::ScalarType dtype) const;
 #define TENSORDICT_DECLARE_CAST(name, dtype) TensorDict name() const;
@@ -441,7 +460,27 @@ class TensorDictBase {
   TensorDict clone(bool recurse = true) const;
   TensorDict detach() const;
   TensorDict contiguous() const;
+  // Every CPU leaf in page-locked memory, copied into one pinned allocation
+  // (leaves already pinned are kept; a consolidated tensordict pins its
+  // storage and stays consolidated). Needs an accelerator in libtorch.
   TensorDict pin_memory() const;
+
+  // ---- one storage (runtime/src/consolidate.cpp) -------------------------------------
+  // tensordict's consolidate(): a copy whose tensor leaves are views of one
+  // flat uint8 storage (each leaf contiguous, starting at a multiple of 8
+  // bytes), so that to(), pin_memory() and transfers move one block. Nested
+  // tensordicts, non-tensor data, batch sizes and names are kept. The result
+  // is locked: in-place writes into its leaves keep it consolidated; unlock_()
+  // (and memmap_(), which moves the leaves into files) ends it, as in
+  // tensordict. Already consolidated, with a storage that matches `options`:
+  // returns this tensordict. Refuses (std::invalid_argument naming the key)
+  // nested (jagged) tensors, sparse and other non-strided or quantized
+  // leaves, and leaves that require grad.
+  TensorDict consolidate(const ConsolidateOptions& options = {}) const;
+  // Whether every tensor leaf is still a view of the storage consolidate() made.
+  bool is_consolidated() const;
+  // That storage (a flat uint8 tensor), or nullopt when not consolidated.
+  std::optional<at::Tensor> consolidated_storage() const;
   // tensordict's rule: shared when on a CUDA device (C++ tensors carry no
   // shared-memory flag; the CPU case is always false).
   bool is_shared() const;

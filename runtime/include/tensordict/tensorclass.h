@@ -105,6 +105,9 @@ class TensorClass {
   }
   Derived& unlock_() {
     tc_locked_ = false;
+    // tensordict's rule: unlocked, its fields may be replaced, which the
+    // consolidated storage would no longer describe.
+    tc_consolidated_storage_ = at::Tensor();
     return derived();
   }
   bool is_locked() const { return tc_locked_; }
@@ -396,10 +399,37 @@ class TensorClass {
   }
 
   // ---- device, dtype, copies ------------------------------------------------------------------
+  // TensorDictBase::to's moves (one block for a consolidated instance, pinned
+  // staging, one synchronisation; non_blocking: wait with
+  // tensordict::synchronize), through the tensordict form.
   Derived to(at::Device device, bool non_blocking = false) const {
-    Derived out = same_batch_([&](const at::Tensor& t) { return t.to(device, non_blocking); });
+    bool there = true;
+    visit_const_([&](const at::Tensor& t) { there = there && t.device() == device; });
+    if (!there) return from_form_(td_form_().to(device, non_blocking));
+    if (is_consolidated()) return derived();  // tensordict: where it is, it stays consolidated
+    Derived out = same_batch_([](const at::Tensor& t) { return t; });
     out.set_device_(device);
     return out;
+  }
+  // TensorDictBase::pin_memory: the host tensors in one pinned allocation.
+  Derived pin_memory() const { return from_form_(td_form_().pin_memory()); }
+
+  // ---- one storage (TensorDictBase::consolidate) ---------------------------------------------
+  // tensordict's consolidate(): a copy whose tensor fields are views of one
+  // flat storage; non-tensor fields and nested tensorclasses are kept. The
+  // copy is locked; unlock_() ends the consolidation.
+  Derived consolidate(const ConsolidateOptions& options = {}) const { return from_form_(td_form_().consolidate(options)); }
+  // Whether every tensor field is still a view of that storage.
+  bool is_consolidated() const {
+    if (!tc_consolidated_storage_.defined()) return false;
+    const c10::StorageImpl* one = tc_consolidated_storage_.storage().unsafeGetStorageImpl();
+    bool all = true;
+    visit_const_([&](const at::Tensor& t) { all = all && t.has_storage() && t.storage().unsafeGetStorageImpl() == one; });
+    return all;
+  }
+  // That storage (a flat uint8 tensor), or nullopt when not consolidated.
+  std::optional<at::Tensor> consolidated_storage() const {
+    return is_consolidated() ? std::optional<at::Tensor>(tc_consolidated_storage_) : std::nullopt;
   }
   // Casts every tensor field (tensordict's to(dtype)).
   Derived to(at::ScalarType dtype) const {
@@ -516,6 +546,7 @@ class TensorClass {
   static Derived from_tensordict(const TensorDictBase& td, const Derived& non_tensor = Derived{}) {
     Derived out = non_tensor;
     out.tc_locked_ = false;
+    out.tc_consolidated_storage_ = at::Tensor();
     out.from_td_(td);
     out.validate();
     return out;
@@ -706,6 +737,23 @@ class TensorClass {
         src.map_into_(dst, fn, nb);
       }
     });
+  }
+
+  // The tensordict form with our consolidated storage (if any), so that the
+  // dynamic core's moves treat it as one block.
+  TensorDict td_form_() const {
+    TensorDict td = to_tensordict();
+    if (tc_consolidated_storage_.defined()) td.impl()->set_consolidated_storage(tc_consolidated_storage_);
+    return td;
+  }
+  // This instance's non-tensor fields over the tensors of `td`, a tensordict
+  // the core derived from td_form_(); consolidated and locked when `td` is.
+  Derived from_form_(const TensorDictBase& td) const {
+    Derived out = shell_();
+    out.from_td_(td);
+    out.tc_consolidated_storage_ = td.impl()->consolidated_storage();
+    out.tc_locked_ = out.tc_consolidated_storage_.defined();
+    return out;
   }
 
   // A copy of everything but the tensors (metadata and non-tensor fields, at
@@ -1086,6 +1134,9 @@ class TensorClass {
   DeviceArg tc_device_;
   Names tc_names_;  // empty: unnamed
   bool tc_locked_ = false;
+  // The storage consolidate() made, which the tensor fields view (a claim
+  // that is_consolidated() checks); not copied by ops that make new tensors.
+  at::Tensor tc_consolidated_storage_;
   // Built by a validating constructor (init_). A parent's constructor then
   // checks only this member's batch prefix: its fields were checked when it
   // was built, and later writes to public members are unchecked until

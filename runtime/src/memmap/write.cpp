@@ -470,6 +470,9 @@ using namespace detail::memmap;
 
 TensorDictBase& TensorDictBase::memmap_(const std::string& prefix, const MemmapOptions& options) {
   write_tree(impl_, prefix, Mode::InPlace, options);
+  // The leaves now map their files: no longer views of a consolidated storage
+  // (tensordict's rule).
+  impl_->set_consolidated_storage(at::Tensor());
   return *this;
 }
 
