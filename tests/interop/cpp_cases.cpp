@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 
 #include "canonical.h"
 
@@ -148,6 +149,15 @@ Json obs_expected(const TensorDict& fields) {
 
 }  // namespace
 
+// Every leaf a view of one storage: memmap writes the ordinary tree.
+TensorDict consolidated() {
+  TensorDict td({{"x", values({4, 2}, at::kFloat)}, {"n", TensorDict({{"y", values({4}, at::kShort)}}, {4})}}, {4});
+  td.set_non_tensor("text", "consolidated");
+  TensorDict out = td.consolidate();
+  if (!out.is_consolidated()) throw std::logic_error("consolidate() gave a tensordict that is not consolidated");
+  return out;
+}
+
 std::vector<WrittenCase> write_cases(const fs::path& dir) {
   std::vector<WrittenCase> out;
   auto memmap_case = [&](const std::string& name, const TensorDictBase& td) {
@@ -173,6 +183,7 @@ std::vector<WrittenCase> write_cases(const fs::path& dir) {
   memmap_case("non_tensor", non_tensor());
   memmap_case("lazy_hetero", lazy_hetero());
   memmap_case("dense_stack", dense_stack());
+  memmap_case("consolidated", consolidated());
 
   const TensorDict fields = obs_fields();
   const fs::path obs_path = dir / "tensorclass";

@@ -330,13 +330,8 @@ PY_CASES = [
 # The C++ cases run_interop expects interop_tool to write; a missing one fails.
 CPP_CASES = [
     "dtypes", "nested_names", "longer_nested_batch", "zero_element", "encoded_keys", "non_tensor",
-    "lazy_hetero", "dense_stack", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
+    "lazy_hetero", "dense_stack", "consolidated", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
 ]
-
-# Cases not written by C++ yet, listed so that they are not forgotten.
-CPP_TODO = {
-    "consolidated": "the C++ runtime has no consolidate() yet",
-}
 
 # Known disagreements, by case ("py->cpp/name" or "cpp->py/name") -> reason.
 # A listed case that passes is reported as XPASS and counts as a failure, so
@@ -455,8 +450,6 @@ def main() -> int:
             failed += 1
             print(f"FAIL  {label}")
             print("      " + error.replace("\n", "\n      "))
-    for name, why in CPP_TODO.items():
-        print(f"TODO  cpp->py/{name}: {why}")
     if xfailed:
         print(f"{xfailed} expected failures (listed above, with their reasons)")
     print(f"{passed} passed, {failed} failed")
