@@ -1,9 +1,9 @@
-// Removing a directory tree without std::filesystem::remove_all.
+// Removing a directory tree without the standard library's remove_all.
 //
 // PyTorch 2.x's libtorch_cpu.so (the pip wheel and pytorch.org's zip) exports
 // its own copy of std::filesystem, and a program linked against it resolves
-// std::filesystem::remove_all to that copy, which crashes (a call through a
-// null pointer). The runtime, tests and examples remove trees with this
+// the standard remove_all to that copy, which crashes (a call through a null
+// pointer). The runtime, tests and examples remove trees with this
 // function instead, built on POSIX calls alone.
 #pragma once
 
