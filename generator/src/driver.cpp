@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "tcgen/python_emitter.h"
 #include "tcgen/validate.h"
 #include "tcgen/yaml_frontend.h"
 
@@ -73,7 +77,7 @@ class YamlLoader {
       ExternalClasses nested;  // classes of the import's imports are not re-exported
       Schema imported = load(path, imp.loc, nested, deps);
       ExternalClasses mine;
-      for (const Class& c : imported.classes) mine.emplace(c.name, ExternalClass{c.name, c.cpp_name, c.loc});
+      for (const Class& c : imported.classes) mine.emplace(c.name, ExternalClass{c.name, c.cpp_name, c.loc, python_module_of(imported)});
       loaded_[ican] = mine;
       for (const auto& [n, e] : mine) externals.emplace(n, e);
     }
@@ -128,14 +132,16 @@ std::vector<GeneratedFile> generate(const RunOptions& options, std::vector<std::
   for (const std::string& input : options.inputs) {
     try {
       LoadedSchema loaded = load_schema(input, options.header);
+      const bool python = options.language == Language::Python;
       GeneratedFile gf;
-      gf.path = (fs::path(options.out_dir) / output_name(input)).string();
+      gf.path = (fs::path(options.out_dir) /
+                 (python ? python_output_name(loaded.schema) : output_name(input))).string();
       if (!outputs.insert(gf.path).second) {
         all.push_back({SourceLoc{input, 0, 0}, Severity::Error,
                        fmt::format("two inputs would both generate '{}'", gf.path)});
         continue;
       }
-      gf.content = emit_header(loaded.schema, options.emit);
+      gf.content = python ? emit_python(loaded.schema, options.emit) : emit_header(loaded.schema, options.emit);
       files.push_back(std::move(gf));
       if (dependencies)
         for (auto& d : loaded.dependencies)
@@ -177,23 +183,45 @@ bool write_file_atomically(const std::string& path, const std::string& content) 
   if (read_text(path, existing) && existing == content) return false;
   const fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(SourceLoc{path, 0, 0}, "cannot write output file");
-    out << content;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(SourceLoc{path, 0, 0}, "cannot write output file");
+  const auto fail = [&](const std::string& why) {
+    return Error(SourceLoc{path, 0, 0}, fmt::format("cannot write output file: {}", why));
+  };
+  // mkstemp: a new file of our own (O_EXCL), mode 0600 until fchmod below.
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw fail(std::strerror(errno));
+  struct stat old {};
+  mode_t mode = 0;
+  if (::stat(path.c_str(), &old) == 0) {
+    mode = old.st_mode & 07777;
+  } else {
+    mode = ::umask(0);
+    ::umask(mode);
+    mode = 0666 & ~mode;
+  }
+  const char* data = content.data();
+  std::size_t left = content.size();
+  bool ok = ::fchmod(fd, mode) == 0;
+  while (ok && left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) {
+      data += n;
+      left -= static_cast<std::size_t>(n);
     }
+  }
+  const std::string why = ok ? std::string() : std::strerror(errno);
+  if (::close(fd) != 0 && ok) ok = false;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw fail(why.empty() ? std::string(std::strerror(errno)) : why);
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(SourceLoc{path, 0, 0}, "cannot write output file: " + ec.message());
+    ::unlink(tmp.c_str());
+    throw fail(ec.message());
   }
   return true;
 }

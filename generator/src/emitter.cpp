@@ -10,39 +10,30 @@
 
 #include "tcgen/diagnostics.h"
 #include "tcgen/embedded.h"
+#include "tcgen/text.h"
 
 namespace tcgen {
 namespace {
 
-constexpr std::string_view kTemplateName = "tensorclass.h.mustache";
-
-std::string load_template(const EmitOptions& options) {
-  if (options.templates_dir) {
-    const std::string path = (std::filesystem::path(*options.templates_dir) / kTemplateName).string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(SourceLoc{path, 0, 0}, "cannot read template");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+// An #include spelling goes between quotes as it is: nothing in it may end
+// the quotes or the directive.
+std::string include_spelling(const std::string& path, const SourceLoc& loc) {
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+      throw Error(loc, fmt::format("cannot #include {}: a quote, backslash or control character in a file name",
+                                   cpp_string_literal(path)));
   }
-  for (const auto& f : embedded::templates())
-    if (f.path == kTemplateName) return std::string(f.text);
-  throw Error(SourceLoc{}, fmt::format("internal error: template '{}' is not embedded", kTemplateName));
+  return path;
 }
 
-mstch::array doc_lines(const std::string& doc) {
+// Lines for `///` comments.
+mstch::array doc_comment_lines(const std::string& doc) {
   mstch::array lines;
-  if (doc.empty()) return lines;
-  std::istringstream in(doc);
-  std::string line;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+  for (std::string line : doc_lines(doc)) {
     // A trailing backslash would splice the next line into the comment.
     if (!line.empty() && line.back() == '\\') line += '.';
     lines.push_back(mstch::map{{"line", line.empty() ? std::string() : " " + line}});
   }
-  while (!lines.empty() && boost::get<std::string>(boost::get<mstch::map>(lines.back()).at("line")).empty())
-    lines.pop_back();
   return lines;
 }
 
@@ -98,11 +89,11 @@ mstch::map struct_context(const Schema& s, const Class& c) {
   mstch::array members;
   for (const Field& f : c.fields) {
     members.push_back(mstch::map{{"name", f.name},
-                                 {"doc_lines", doc_lines(f.doc)},
+                                 {"doc_lines", doc_comment_lines(f.doc)},
                                  {"cpp_type", member_type(s, f)},
                                  {"init", member_init(f)}});
   }
-  return mstch::map{{"name", c.name}, {"doc_lines", doc_lines(c.doc)}, {"members", members}};
+  return mstch::map{{"name", c.name}, {"doc_lines", doc_comment_lines(c.doc)}, {"members", members}};
 }
 
 mstch::map table_context(const Class& c) {
@@ -162,33 +153,37 @@ mstch::map table_context(const Class& c) {
 
 }  // namespace
 
+std::string load_template(std::string_view name, const EmitOptions& options) {
+  if (options.templates_dir) {
+    const std::string path = (std::filesystem::path(*options.templates_dir) / name).string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(SourceLoc{path, 0, 0}, "cannot read template");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  for (const auto& f : embedded::templates())
+    if (f.path == name) return std::string(f.text);
+  throw Error(SourceLoc{}, fmt::format("internal error: template '{}' is not embedded", name));
+}
+
+std::string render_template(const std::string& text, const mstch::map& context) {
+  mstch::config::escape = [](const std::string& str) { return str; };
+  return mstch::render(text, context);
+}
+
 std::string output_name(const std::string& schema_file) {
   return std::filesystem::path(schema_file).stem().string() + ".tc.h";
 }
 
-std::string cpp_string_literal(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\{:03o}", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string emit_header(const Schema& s, const EmitOptions& options) {
-  const std::string tmpl = load_template(options);
+  const std::string tmpl = load_template("tensorclass.h.mustache", options);
 
   mstch::array includes;
-  for (const auto& inc : s.extra_includes) includes.push_back(mstch::map{{"path", inc}});
-  for (const auto& imp : s.imports) includes.push_back(mstch::map{{"path", output_name(imp.path)}});
+  for (const auto& inc : s.extra_includes)
+    includes.push_back(mstch::map{{"path", include_spelling(inc, SourceLoc{s.file, 0, 0})}});
+  for (const auto& imp : s.imports)
+    includes.push_back(mstch::map{{"path", include_spelling(output_name(imp.path), imp.loc)}});
 
   mstch::array structs, tables;
   for (std::size_t ci : s.emit_order) {
@@ -196,7 +191,7 @@ std::string emit_header(const Schema& s, const EmitOptions& options) {
     tables.push_back(table_context(s.classes[ci]));
   }
   mstch::map root{
-      {"source_name", std::filesystem::path(s.file).filename().string()},
+      {"source_name", printable(std::filesystem::path(s.file).filename().string())},
       {"includes", includes},
       {"emit_structs", s.frontend == Frontend::Yaml},
       {"has_namespace", !s.ns.empty()},
@@ -204,9 +199,7 @@ std::string emit_header(const Schema& s, const EmitOptions& options) {
       {"structs", structs},
       {"tables", tables},
   };
-  // Every value is prepared as C++ text already: no HTML escaping.
-  mstch::config::escape = [](const std::string& str) { return str; };
-  return mstch::render(tmpl, root);
+  return render_template(tmpl, root);
 }
 
 }  // namespace tcgen

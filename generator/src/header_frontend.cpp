@@ -137,6 +137,22 @@ std::optional<std::string> enclosing_namespace(CXCursor c) {
   return out;
 }
 
+// The Python module of a tensorclass declared in another header: its own
+// TC_TENSORCLASS(python_module = ...) if it says one, else its namespace with
+// "::" -> "." (python_module_of). That header's other classes are not read, so
+// a python_module must be repeated on every class that others nest.
+std::string external_python_module(CXCursor decl) {
+  if (auto args = annotation(decl, kClassPrefix)) {
+    const AnnotationParseResult parsed = parse_annotation_args(*args);
+    if (const auto* list = std::get_if<std::vector<AnnotationArg>>(&parsed))
+      for (const auto& a : *list)
+        if (a.key == "python_module" && a.kind == AnnotationArg::Kind::String) return a.string_value;
+  }
+  Schema ns_only;
+  ns_only.ns = enclosing_namespace(decl).value_or("");
+  return python_module_of(ns_only);
+}
+
 std::string trim(std::string_view s) {
   std::size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
@@ -405,7 +421,7 @@ class HeaderReader {
         f.kind = FieldKind::TensorClass;
         f.type_name = take(clang_getCursorSpelling(decl));
         if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
-          externals_.emplace(f.type_name, ExternalClass{f.type_name, q, location_of(decl)});
+          externals_.emplace(f.type_name, ExternalClass{f.type_name, q, location_of(decl), external_python_module(decl)});
           const std::string inc = fs::path(location_of(decl).file).stem().string() + ".tc.h";
           if (std::find(schema_.extra_includes.begin(), schema_.extra_includes.end(), inc) ==
               schema_.extra_includes.end())

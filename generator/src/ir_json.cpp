@@ -29,6 +29,7 @@ json field_json(const Field& f, bool with_locations) {
   if (f.kind == FieldKind::TensorClass) {
     j["type"] = f.type_name;
     j["cpp_type"] = f.type_cpp;
+    j["python_module"] = f.type_python;
   }
   if (f.kind == FieldKind::NonTensor) {
     j["value_type"] = to_string(f.value_type);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "tcgen/driver.h"
 #include "tcgen/ir_json.h"
@@ -20,15 +21,17 @@ void print_diagnostics(const tcgen::Error& e) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "tensorclass-gen: compiles tensorclass schemas into C++ headers.\n"
+      "tensorclass-gen: compiles tensorclass schemas into C++ headers or Python modules.\n"
       "Each <schema> is a YAML schema (.yaml/.yml) or an annotated C++ header\n"
-      "(.h/.hpp/.hh/.hxx); <schema>.yaml produces <out-dir>/<schema>.tc.h.\n"
+      "(.h/.hpp/.hh/.hxx); <schema>.yaml produces <out-dir>/<schema>.tc.h, or with\n"
+      "--lang python the package <out-dir>/<python module as a path>/__init__.py.\n"
       "Nothing is written when any schema has an error.",
       "tensorclass-gen"};
   tcgen::RunOptions options;
   bool dump_ir = false;
   bool dump_locations = false;
   std::string templates_dir;
+  std::string stamp;
   app.set_version_flag("--version", std::string("tensorclass-gen ") + TCGEN_VERSION);
 
   app.add_option("schemas", options.inputs, "Schema files (YAML or annotated C++ headers)")
@@ -51,8 +54,16 @@ int main(int argc, char** argv) {
   app.add_option("--depfile", options.depfile,
                  "Write a Makefile-style depfile (the generated headers depend on the schemas and all their imports)")
       ->type_name("FILE");
+  app.add_option("--lang", options.language, "What to generate: cpp (headers, the default) or python (@tensorclass modules)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, tcgen::Language>{{"cpp", tcgen::Language::Cpp}, {"python", tcgen::Language::Python}}))
+      ->type_name("cpp|python");
+  app.add_option("--stamp", stamp,
+                 "After a successful run write FILE, listing the files generated; the depfile then names FILE as the "
+                 "target (a build rule's output when the outputs' names come from the schemas, as Python modules' do)")
+      ->type_name("FILE");
   app.add_option("--templates", templates_dir,
-                 "Render with tensorclass.h.mustache from DIR instead of the template built into the generator")
+                 "Render with tensorclass.h.mustache (tensorclass.py.mustache) from DIR instead of the template built into the generator")
       ->type_name("DIR");
 
   CLI11_PARSE(app, argc, argv);
@@ -68,9 +79,17 @@ int main(int argc, char** argv) {
       std::cout << (all.size() == 1 ? all[0] : all).dump(2) << '\n';
     }
     std::vector<std::string> targets;
+    std::string listing;
     for (const auto& f : files) {
       tcgen::write_file_atomically(f.path, f.content);
       targets.push_back(f.path);
+      listing += f.path + "\n";
+    }
+    if (!stamp.empty()) {
+      // Rewritten every run: a build system compares its time with the inputs'.
+      std::filesystem::remove(stamp);
+      tcgen::write_file_atomically(stamp, listing);
+      targets = {stamp};
     }
     if (!options.depfile.empty())
       tcgen::write_file_atomically(options.depfile, tcgen::make_depfile(targets, deps));

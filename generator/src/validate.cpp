@@ -221,8 +221,10 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
           const SourceLoc tl = f.type_loc.file.empty() ? f.loc : f.type_loc;
           if (auto it = local.find(f.type_name); it != local.end()) {
             f.type_cpp = s.classes[it->second].cpp_name;
+            f.type_python = module;
           } else if (auto ext = externals.find(f.type_name); ext != externals.end()) {
             f.type_cpp = ext->second.cpp_name;
+            f.type_python = ext->second.python_module;
           } else {
             diags.error(tl, fmt::format("unknown type '{}' for field '{}'; expected a tensorclass of this schema or "
                                         "its imports, tensor, string, int, float, bool or list<...>",

@@ -26,8 +26,12 @@ struct GeneratedFile {
   std::string content;
 };
 
+// What the generator writes: C++ headers, or Python modules.
+enum class Language { Cpp, Python };
+
 struct RunOptions {
   std::vector<std::string> inputs;
+  Language language = Language::Cpp;
   std::string out_dir;
   HeaderOptions header;
   EmitOptions emit;
@@ -46,7 +50,9 @@ std::string make_depfile(const std::vector<std::string>& targets,
                          const std::vector<std::string>& dependencies);
 
 // Writes `content` to `path` via a temp file + rename unless the file already
-// has exactly this content. Returns true when the file was (re)written.
+// has exactly this content. Returns true when the file was (re)written. The
+// temp file is created exclusively (O_EXCL: a planted file or link there is
+// never written through); the result keeps an existing file's permissions.
 bool write_file_atomically(const std::string& path, const std::string& content);
 
 }  // namespace tcgen

@@ -3,8 +3,12 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include <mstch/mstch.hpp>
 
 #include "tcgen/ir.h"
+#include "tcgen/text.h"
 
 namespace tcgen {
 
@@ -20,7 +24,11 @@ std::string output_name(const std::string& schema_file);
 // the "#include" spellings of the headers generated for imported schemas.
 std::string emit_header(const Schema& schema, const EmitOptions& options);
 
-// C++ string literal for `s` ("\"a\\\"b\"").
-std::string cpp_string_literal(const std::string& s);
+// The text of template `name` ("tensorclass.h.mustache"): from
+// options.templates_dir when set, else the embedded one.
+std::string load_template(std::string_view name, const EmitOptions& options);
+// Renders a mustache template whose values are already spelled for the target
+// language (no HTML escaping).
+std::string render_template(const std::string& text, const mstch::map& context);
 
 }  // namespace tcgen

@@ -47,7 +47,8 @@ struct Field {
   // TensorClass fields: the type as written, and its resolved C++ name.
   std::string type_name;
   SourceLoc type_loc;
-  std::string type_cpp;  // "rl::Agent"
+  std::string type_cpp;     // "rl::Agent"
+  std::string type_python;  // the Python module that defines it: "rl" (see python_module_of)
 
   // NonTensor fields.
   ValueType value_type = ValueType::None;
@@ -105,6 +106,7 @@ struct ExternalClass {
   std::string name;
   std::string cpp_name;
   SourceLoc loc;
+  std::string python_module;  // the Python module the class is emitted into
 };
 using ExternalClasses = std::map<std::string, ExternalClass>;
 

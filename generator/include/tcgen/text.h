@@ -1,0 +1,23 @@
+// Spelling schema text (docs, names, defaults) safely into generated source:
+// whatever a schema holds, it ends up inside a literal or a comment and never
+// as code (no raw control character leaves the generator).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tcgen {
+
+// C++ string literal for `s` ("\"a\\\"b\"").
+std::string cpp_string_literal(std::string_view s);
+// Python string literal for `s` ('"a\\"b"'); UTF-8 text is kept as it is.
+std::string python_string_literal(std::string_view s);
+// `s` with every control character (tab excepted) written as `\xNN`: text for
+// a comment line that cannot end it or start a new line.
+std::string printable(std::string_view s);
+// A doc string as comment lines: split at '\n', each line printable() with its
+// trailing blanks removed, trailing empty lines dropped.
+std::vector<std::string> doc_lines(std::string_view doc);
+
+}  // namespace tcgen
