@@ -1,4 +1,5 @@
-# tensorclass_generate(TARGET <target> SCHEMAS <files...> [OUT_DIR <dir>] [INCLUDE_DIRS <dirs...>])
+# tensorclass_generate(TARGET <target> SCHEMAS <files...> [OUT_DIR <dir>] [INCLUDE_DIRS <dirs...>]
+#                      [PYTHON_OUT <dir>])
 #
 # Runs tensorclass-gen at build time on each schema (YAML, or an annotated C++
 # header), writing <OUT_DIR>/<name>.tc.h. The generator's --depfile makes every
@@ -8,13 +9,18 @@
 # directories of header schemas) to its include path, and tensorclass::runtime
 # to its link libraries.
 #
+# With PYTHON_OUT, building <target> also writes each schema's Python module
+# (tensorclass-gen --lang python) under <dir>: the package of its python_module,
+# e.g. <dir>/tc/rl/__init__.py; put <dir> on sys.path. Since those paths come
+# from the schemas, the build rule's output is a stamp file listing them.
+#
 # Works in a build tree (add_subdirectory) and from an installed package
 # (find_package(tensorclass)). A schema importing another needs both listed.
 # With TENSORCLASS_GEN_EXECUTABLE set (like protobuf's
 # Protobuf_PROTOC_EXECUTABLE), that generator runs instead of the built or
 # installed one: the host's, in a cross build.
 function(tensorclass_generate)
-  cmake_parse_arguments(PARSE_ARGV 0 TCG "" "TARGET;OUT_DIR" "SCHEMAS;INCLUDE_DIRS")
+  cmake_parse_arguments(PARSE_ARGV 0 TCG "" "TARGET;OUT_DIR;PYTHON_OUT" "SCHEMAS;INCLUDE_DIRS")
   if(NOT TCG_TARGET)
     message(FATAL_ERROR "tensorclass_generate: TARGET is required")
   endif()
@@ -28,6 +34,9 @@ function(tensorclass_generate)
     set(TCG_OUT_DIR "${CMAKE_CURRENT_BINARY_DIR}/tensorclass_generated/${TCG_TARGET}")
   endif()
   get_filename_component(TCG_OUT_DIR "${TCG_OUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  if(TCG_PYTHON_OUT)
+    get_filename_component(TCG_PYTHON_OUT "${TCG_PYTHON_OUT}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  endif()
 
   if(TENSORCLASS_GEN_EXECUTABLE)
     set(_gen "${TENSORCLASS_GEN_EXECUTABLE}")
@@ -67,6 +76,18 @@ function(tensorclass_generate)
       COMMENT "tensorclass-gen ${_name}${_ext}"
       VERBATIM)
     list(APPEND _outputs "${_out}")
+    if(TCG_PYTHON_OUT)
+      set(_stamp "${TCG_OUT_DIR}/${_name}.py.stamp")
+      add_custom_command(
+        OUTPUT "${_stamp}"
+        COMMAND ${_gen} --lang python "${_abs}" -o "${TCG_PYTHON_OUT}" --stamp "${_stamp}" --depfile "${_stamp}.d"
+                ${_include_args}
+        DEPENDS "${_abs}" ${_gen}
+        DEPFILE "${_stamp}.d"
+        COMMENT "tensorclass-gen --lang python ${_name}${_ext}"
+        VERBATIM)
+      list(APPEND _outputs "${_stamp}")
+    endif()
   endforeach()
 
   target_sources(${TCG_TARGET} PRIVATE ${_outputs})

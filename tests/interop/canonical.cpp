@@ -30,12 +30,6 @@ std::string hex_bytes(const at::Tensor& tensor) {
   return out;
 }
 
-Json canonical_tensor(const at::Tensor& t) {
-  return {{"kind", "tensor"},
-          {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))},
-          {"shape", t.sizes().vec()},
-          {"data", hex_bytes(t)}};
-}
 
 Json canonical_value(const Value& value) {
   if (value.is_tensor()) return canonical_tensor(value.tensor());
@@ -52,6 +46,13 @@ Json names_of(const TensorDictBase& td) {
 }
 
 }  // namespace
+
+Json canonical_tensor(const at::Tensor& t) {
+  return {{"kind", "tensor"},
+          {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))},
+          {"shape", t.sizes().vec()},
+          {"data", hex_bytes(t)}};
+}
 
 Json canonical(const TensorDictBase& td) {
   if (td.type_name() == "LazyStackedTensorDict") {

@@ -21,5 +21,6 @@
 namespace interop {
 
 tensordict::Json canonical(const tensordict::TensorDictBase& td);
+tensordict::Json canonical_tensor(const at::Tensor& t);
 
 }  // namespace interop

@@ -17,10 +17,6 @@ namespace interop {
 using namespace tensordict;
 namespace fs = std::filesystem;
 
-namespace {
-
-// Distinct, deterministic values of `dtype` in `shape`, with the special
-// floating-point values (-0.0, inf, nan) that exact byte comparison must keep.
 at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype) {
   int64_t numel = 1;
   for (auto s : shape) numel *= s;
@@ -42,6 +38,8 @@ at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype) {
   // Signed integers: negative values too, within int8's range.
   return (base * 7).remainder(200).sub(100).to(dtype).reshape(shape);
 }
+
+namespace {
 
 const std::vector<at::ScalarType>& all_dtypes() {
   static const std::vector<at::ScalarType> dtypes{at::kBFloat16, at::kHalf,  at::kFloat, at::kDouble,

@@ -19,6 +19,10 @@ struct WrittenCase {
   tensordict::Json expected;
 };
 
+// Distinct, deterministic values of `dtype` in `shape`, with the special
+// floating-point values (-0.0, inf, nan) that exact byte comparison must keep.
+at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype);
+
 // Writes every case under `dir` (which must exist).
 std::vector<WrittenCase> write_cases(const std::filesystem::path& dir);
 

@@ -1,0 +1,158 @@
+// The C++ half of the two-language schema suite (run_schemas.py drives it):
+// the structs tensorclass-gen made from the schemas, whose Python modules the
+// same generator made.
+//   schema_tool classes                      the classes, one per line
+//   schema_tool write <dir>                  writes an instance of each class (and one with the optional
+//                                            fields unset), and <dir>/manifest.json with their canonical JSON
+//   schema_tool load <class> <dir>           loads <dir> as <class> (validated), prints its canonical JSON
+//   schema_tool contract <case>              prints the error of a broken contract (run_schemas.py
+//                                            breaks the same one in Python)
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "common.tc.h"
+#include "misc.tc.h"
+#include "rl.tc.h"
+#include "rollout.tc.h"
+#include "sequence.tc.h"
+#include "tc_common.tc.h"
+#include "tc_obs.tc.h"
+#include "typed_cases.h"
+#include "vision.tc.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tensordict::Json;
+
+struct TypedClass {
+  std::function<Json(const fs::path&, bool with_optional)> write;  // returns what it wrote, canonical
+  std::function<Json(const fs::path&)> load;
+};
+
+// "<class 'tc.rl.Observation'>" -> "tc.rl.Observation": the name Python imports.
+std::string python_name(std::string_view type) { return std::string(type.substr(8, type.size() - 10)); }
+
+template <class T>
+void add(std::map<std::string, TypedClass>& classes) {
+  const auto& info = tensordict::schema::FieldTable<T>::info;
+  // Batch dims: as many as the schema fixes, else two.
+  std::vector<int64_t> batch{2, 3};
+  if (info.fixed_batch_dims) batch.resize(info.batch_names.size());
+  classes[python_name(info.python_type)] = TypedClass{
+      [batch](const fs::path& dir, bool with_optional) {
+        const T obj = interop::make_instance<T>(batch, with_optional);
+        obj.memmap(dir.string());
+        return interop::typed_canonical(obj);
+      },
+      [](const fs::path& dir) { return interop::typed_canonical(T::load_memmap(dir.string())); }};
+}
+
+const std::map<std::string, TypedClass>& typed_classes() {
+  static const auto classes = [] {
+    std::map<std::string, TypedClass> c;
+    add<tc::rl::Observation>(c);
+    add<tc::rl::Transition>(c);
+    add<tc::seq::SequenceBatch>(c);
+    add<tc::vision::VisionBatch>(c);
+    add<tct::common::Agent>(c);
+    add<tct::Observation>(c);
+    add<tct::Named>(c);
+    add<rl::common::Agent>(c);
+    add<rl::Goal>(c);
+    add<rl::Observation>(c);
+    add<tc::test::misc::Empty>(c);
+    add<tc::test::misc::Scalars>(c);
+    add<tc::test::misc::Edges>(c);
+    return c;
+  }();
+  return classes;
+}
+
+at::Tensor zeros(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) { return at::zeros(shape, dtype); }
+
+tc::rl::Observation observation(at::Tensor pixels, at::Tensor state) {
+  return tc::rl::Observation({.pixels = std::move(pixels), .state = std::move(state)}, {2});
+}
+
+// Each case breaks one contract; run_schemas.py breaks the same one.
+const std::map<std::string, std::function<void()>>& contract_cases() {
+  static const std::map<std::string, std::function<void()>> cases{
+      {"dtype", [] { observation(zeros({2, 3, 4, 4}), zeros({2, 5})); }},
+      {"fixed_dim", [] { observation(zeros({2, 2, 4, 4}, at::kByte), zeros({2, 5})); }},
+      {"dim_count", [] { observation(zeros({2, 3, 4}, at::kByte), zeros({2, 5})); }},
+      {"required", [] { observation(at::Tensor(), zeros({2, 5})); }},
+      {"batch_prefix", [] { observation(zeros({3, 3, 4, 4}, at::kByte), zeros({2, 5})); }},
+      {"symbol",
+       [] {
+         tc::seq::SequenceBatch(
+             {.tokens = zeros({2, 4}, at::kLong), .mask = zeros({2, 5}, at::kBool), .lengths = zeros({2}, at::kLong)},
+             {2});
+       }},
+      {"batch_dims",
+       [] {
+         tc::seq::SequenceBatch(
+             {.tokens = zeros({2, 4}, at::kLong), .mask = zeros({2, 4}, at::kBool), .lengths = zeros({2}, at::kLong)},
+             {});
+       }},
+  };
+  return cases;
+}
+
+int write(const fs::path& dir) {
+  fs::create_directories(dir);
+  Json manifest = Json::array();
+  for (const auto& [name, c] : typed_classes()) {
+    for (const bool with_optional : {true, false}) {
+      const fs::path path = dir / (name + (with_optional ? "" : "-sparse"));
+      manifest.push_back({{"class", name}, {"path", path.string()}, {"expected", c.write(path, with_optional)}});
+    }
+  }
+  std::ofstream(dir / "manifest.json") << manifest.dump(1) << "\n";
+  return 0;
+}
+
+int usage() {
+  std::cerr << "usage: schema_tool classes | write <dir> | load <class> <dir> | contract <case>\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string command = argv[1];
+  try {
+    if (command == "classes" && argc == 2) {
+      for (const auto& [name, c] : typed_classes()) std::cout << name << "\n";
+      return 0;
+    }
+    if (command == "write" && argc == 3) return write(argv[2]);
+    if (command == "load" && argc == 4) {
+      const auto it = typed_classes().find(argv[2]);
+      if (it == typed_classes().end()) throw std::invalid_argument(std::string("no class ") + argv[2]);
+      std::cout << it->second.load(argv[3]).dump() << "\n";
+      return 0;
+    }
+    if (command == "contract" && argc == 3) {
+      const auto it = contract_cases().find(argv[2]);
+      if (it == contract_cases().end()) throw std::invalid_argument(std::string("no contract case ") + argv[2]);
+      try {
+        it->second();
+      } catch (const std::exception& e) {
+        std::cout << e.what() << "\n";
+        return 0;
+      }
+      std::cerr << "schema_tool contract " << argv[2] << ": no error\n";
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "schema_tool " << command << ": " << e.what() << "\n";
+    return 1;
+  }
+  return usage();
+}
