@@ -86,7 +86,6 @@ const std::map<std::string, std::function<void()>>& contract_cases() {
       {"fixed_dim", [] { observation(zeros({2, 2, 4, 4}, at::kByte), zeros({2, 5})); }},
       {"dim_count", [] { observation(zeros({2, 3, 4}, at::kByte), zeros({2, 5})); }},
       {"required", [] { observation(at::Tensor(), zeros({2, 5})); }},
-      {"batch_prefix", [] { observation(zeros({3, 3, 4, 4}, at::kByte), zeros({2, 5})); }},
       {"symbol",
        [] {
          tc::seq::SequenceBatch(

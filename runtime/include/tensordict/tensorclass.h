@@ -123,10 +123,6 @@ class TensorClass {
     tc_batch_size_ = std::move(batch_size);
     tc_device_ = device;
     set_names_(std::move(names));
-    if (tc_names_.empty() && !schema().batch_names.empty() &&
-        schema().batch_names.size() == tc_batch_size_.size()) {
-      for (auto n : schema().batch_names) tc_names_.emplace_back(std::string(n));
-    }
     for_each_index([&](auto I) {
       constexpr auto p = member_ptr<I>();
       using M = member_t<I>;
@@ -143,6 +139,7 @@ class TensorClass {
         }
       }
     });
+    name_from_schema_();
     // Nested members built by their own constructors were checked then.
     validate_(detail::FieldPath{nullptr, schema().name}, /*trust_built=*/true);
     tc_validated_ = true;
@@ -687,6 +684,28 @@ class TensorClass {
     tc_names_ = any ? std::move(names) : Names{};
   }
 
+  // An unnamed instance of a class whose schema names its batch dims takes
+  // those names, as Python's generated class does. Unnamed nested members
+  // then take ours for their leading dims, as tensordict names nested
+  // tensordicts.
+  void name_from_schema_() {
+    if (tc_names_.empty() && !schema().batch_names.empty() && schema().batch_names.size() == tc_batch_size_.size()) {
+      for (auto n : schema().batch_names) tc_names_.emplace_back(std::string(n));
+    }
+    if (tc_names_.empty()) return;
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      if constexpr (is_tensorclass_v<M>) {
+        auto& m = derived().*member_ptr<I>();
+        if (m.tc_names_.empty() && m.tc_batch_size_.size() >= tc_names_.size()) {
+          m.tc_names_ = tc_names_;
+          m.tc_names_.resize(m.tc_batch_size_.size());
+          m.name_from_schema_();
+        }
+      }
+    });
+  }
+
   void set_device_(DeviceArg device) {
     tc_device_ = device;
     for_each_index([&](auto I) {
@@ -1099,6 +1118,8 @@ class TensorClass {
     tc_batch_size_ = infer_batch ? detail::infer_batch_size(schema(), td, parent) : td.batch_size().vec();
     tc_device_ = td.device();
     tc_names_.clear();
+    // The stored names (memmap keeps them; h5 does not), else the schema's.
+    if (td.has_names() && td.batch_size().size() == tc_batch_size_.size()) set_names_(td.names());
     tc_locked_ = false;
     for_each_index([&](auto I) {
       using M = member_t<I>;
@@ -1128,6 +1149,7 @@ class TensorClass {
         }
       }
     });
+    name_from_schema_();
   }
 
   BatchSizeArg tc_batch_size_;
