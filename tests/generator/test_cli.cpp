@@ -155,3 +155,93 @@ TEST_CASE("unchanged outputs are not rewritten", "[cli]") {
   for (const auto& e : fs::directory_iterator(out)) count += e.is_regular_file() ? 1 : 0;
   CHECK(count == 1);
 }
+
+TEST_CASE("--lang python writes each schema's package module; --stamp lists them and is the depfile's target",
+          "[cli][python]") {
+  const auto out = tcgen_test::scratch_dir("cli_python");
+  const std::string stamp = (out / "gen.stamp").string();
+  const Result r = run("--lang python " + schema("rollout.yaml") + " " + schema("common.yaml") + " -o \"" +
+                       out.string() + "\" --stamp \"" + stamp + "\" --depfile \"" + (out / "gen.d").string() + "\"");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(fs::is_regular_file(out / "rl" / "types" / "__init__.py"));
+  CHECK(fs::is_regular_file(out / "rl" / "common" / "__init__.py"));
+  CHECK(!fs::exists(out / "rollout.tc.h"));
+  CHECK(tcgen_test::read_file(stamp) == (out / "rl" / "types" / "__init__.py").string() + "\n" +
+                                            (out / "rl" / "common" / "__init__.py").string() + "\n");
+  const std::string dep = tcgen_test::read_file(out / "gen.d");
+  CHECK(dep.rfind(stamp + ":", 0) == 0);
+  CHECK(dep.find("rollout.yaml") != std::string::npos);
+  CHECK(run("--lang rust " + schema("rollout.yaml") + " -o \"" + out.string() + "\"").rc != 0);
+}
+
+TEST_CASE("--lang python: names Python cannot take are errors at their location; nothing is written",
+          "[cli][python]") {
+  const auto out = tcgen_test::scratch_dir("cli_python_err");
+  const auto keyword = out / "keyword.yaml";
+  tcgen_test::write_file(keyword, "namespace: k\ntensorclasses:\n  A:\n    fields:\n      from: {dtype: float32}\n");
+  Result r = run("--lang python \"" + keyword.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err == keyword.string() + ":5:7: error: field name 'from' in class 'A' is a Python keyword\n");
+  CHECK(!fs::exists(out / "gen"));
+  // The same schema is fine for C++.
+  CHECK(run("\"" + keyword.string() + "\" -o \"" + (out / "cpp").string() + "\"").rc == 0);
+
+  // YAML requires a namespace; a header may use the global one.
+  const auto nameless = out / "nameless.h";
+  tcgen_test::write_file(nameless,
+                         "#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n"
+                         "struct TC_TENSORCLASS() A : tensordict::TensorClass<A> { torch::Tensor x; };\n");
+  r = run("--lang python \"" + nameless.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("a Python module needs a name: give the schema a python_module or a namespace") !=
+        std::string::npos);
+
+  const auto bad_module = out / "bad_module.yaml";
+  tcgen_test::write_file(bad_module, "namespace: a\npython_module: a.import\ntensorclasses:\n  A: {}\n");
+  r = run("--lang python \"" + bad_module.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("'a.import' is not a Python module name (dotted identifiers, no keywords)") != std::string::npos);
+}
+
+TEST_CASE("control characters in docs never reach the output raw", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_control");
+  const auto s = out / "ctl.yaml";
+  // GCC ends a // comment at a lone \r: the rest would be code.
+  tcgen_test::write_file(s, "namespace: ctl\ntensorclasses:\n  A:\n    doc: \"x\\rinline int injected_global = 42;\\x0b\\x1b\"\n"
+                            "    fields:\n      x: {dtype: float32, doc: \"a\\rb\\\\\"}\n      t: {type: string, default: \"q\\r\\x01\"}\n");
+  for (const char* lang : {"cpp", "python"}) {
+    INFO(lang);
+    const Result r = run(std::string("--lang ") + lang + " \"" + s.string() + "\" -o \"" + out.string() + "\"");
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    const auto file = std::string(lang) == "cpp" ? out / "ctl.tc.h" : out / "ctl" / "__init__.py";
+    const std::string text = tcgen_test::read_file(file);
+    for (unsigned char c : text) CHECK((c >= 0x20 || c == '\n'));
+    CHECK(text.find("injected_global") != std::string::npos);  // shown, as text
+  }
+  CHECK(tcgen_test::read_file(out / "ctl.tc.h").find("/// x\\x0dinline int injected_global = 42;\\x0b\\x1b") !=
+        std::string::npos);
+}
+
+TEST_CASE("an import whose file name would end the #include is an error", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_include");
+  tcgen_test::write_file(out / "we\"ird.yaml", "namespace: w\ntensorclasses:\n  B: {}\n");
+  const auto s = out / "user.yaml";
+  tcgen_test::write_file(s, "namespace: w\nimports: ['we\"ird.yaml']\ntensorclasses:\n  A: {}\n");
+  const Result r = run("\"" + s.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("cannot #include \"we\\\"ird.tc.h\": a quote, backslash or control character in a file name") !=
+        std::string::npos);
+}
+
+TEST_CASE("an output that is a symbolic link is replaced, never written through", "[cli]") {
+  const auto out = tcgen_test::scratch_dir("cli_link");
+  tcgen_test::write_file(out / "victim.txt", "keep me");
+  fs::create_symlink(out / "victim.txt", out / "rollout.tc.h");
+  const Result r = run(schema("rollout.yaml") + " -o \"" + out.string() + "\"");
+  REQUIRE(r.rc == 0);
+  CHECK(tcgen_test::read_file(out / "victim.txt") == "keep me");
+  CHECK(!fs::is_symlink(out / "rollout.tc.h"));
+  CHECK(tcgen_test::read_file(out / "rollout.tc.h").find("Generated by tensorclass-gen") != std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include "tcgen/driver.h"
 #include "tcgen/emitter.h"
 #include "tcgen/ir_json.h"
+#include "tcgen/python_emitter.h"
 
 namespace fs = std::filesystem;
 
@@ -35,6 +36,17 @@ TEST_CASE("YAML and header frontends give identical IR and field tables", "[equi
   CHECK(yh.find("struct Observation :") != std::string::npos);
   CHECK(hh.find("struct Observation :") == std::string::npos);
   CHECK(hh.find("#include \"agent_header.h\"") != std::string::npos);
+}
+
+TEST_CASE("YAML and header frontends give the same Python module", "[equivalence]") {
+  const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
+  const std::string from_yaml = tcgen::emit_python(tcgen::load_schema((dir / "agent.yaml").string(), {}).schema, {});
+  std::string from_header = tcgen::emit_python(tcgen::load_schema((dir / "agent_header.h").string(), {}).schema, {});
+  // Only the source's name differs.
+  for (auto at = from_header.find("agent_header.h"); at != std::string::npos; at = from_header.find("agent_header.h"))
+    from_header.replace(at, 14, "agent.yaml");
+  CHECK(from_yaml == from_header);
+  CHECK(from_yaml.find("class Observation:") != std::string::npos);
 }
 
 TEST_CASE("IR JSON with locations points at the declarations", "[equivalence]") {

@@ -7,6 +7,7 @@
 #include "common.h"
 #include "tcgen/driver.h"
 #include "tcgen/emitter.h"
+#include "tcgen/python_emitter.h"
 
 namespace fs = std::filesystem;
 
@@ -17,6 +18,11 @@ std::string render(const std::string& schema) {
   return tcgen::emit_header(loaded.schema, {});
 }
 
+std::string render_python(const std::string& schema) {
+  auto loaded = tcgen::load_schema(schema, {});
+  return tcgen::emit_python(loaded.schema, {});
+}
+
 }  // namespace
 
 TEST_CASE("generated headers match the golden files", "[golden]") {
@@ -24,12 +30,15 @@ TEST_CASE("generated headers match the golden files", "[golden]") {
   const bool updating = update && std::string(update) == "1";
   const std::string names[] = {"common.yaml", "rollout.yaml", "agent.yaml", "agent_header.h", "misc.yaml"};
   for (const auto& name : names) {
-    DYNAMIC_SECTION(name) {
+    for (const bool python : {false, true}) {
+    DYNAMIC_SECTION(name << (python ? " (python)" : "")) {
       const fs::path schema = fs::path(tcgen_test::test_dir()) / "schemas" / name;
-      const fs::path golden = fs::path(tcgen_test::test_dir()) / "golden" / tcgen::output_name(name);
+      // Python goldens: <stem>.py (the module's own path is in the IR tests).
+      const fs::path golden = fs::path(tcgen_test::test_dir()) / "golden" /
+                              (python ? fs::path(name).stem().string() + ".py" : tcgen::output_name(name));
       std::string text;
       try {
-        text = render(schema.string());
+        text = python ? render_python(schema.string()) : render(schema.string());
       } catch (const tcgen::Error& e) {
         FAIL(e.what());
       }
@@ -41,7 +50,23 @@ TEST_CASE("generated headers match the golden files", "[golden]") {
         CHECK(text == tcgen_test::read_file(golden));
       }
     }
+    }
   }
+}
+
+TEST_CASE("Python modules go to their package's __init__.py", "[golden]") {
+  const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
+  CHECK(tcgen::python_output_name(tcgen::load_schema((dir / "rollout.yaml").string(), {}).schema) ==
+        "rl/types/__init__.py");
+  CHECK(tcgen::python_output_name(tcgen::load_schema((dir / "misc.yaml").string(), {}).schema) ==
+        "tc/test/misc/__init__.py");
+}
+
+TEST_CASE("Python: imported classes are imported from their module", "[golden]") {
+  const std::string text =
+      render_python((fs::path(tcgen_test::test_dir()) / "schemas" / "rollout.yaml").string());
+  CHECK(text.find("from rl.common import Agent\n") != std::string::npos);
+  CHECK(text.find("class Goal:") < text.find("class Observation:"));
 }
 
 TEST_CASE("rendering is deterministic", "[golden]") {
