@@ -9,9 +9,10 @@ bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
 std::string hex_escape(unsigned char c) { return fmt::format("\\x{:02x}", c); }
 
-}  // namespace
-
-std::string cpp_string_literal(std::string_view s) {
+// "..." with the escapes C++ and Python share; other control characters
+// written by `control`.
+template <class Control>
+std::string quoted(std::string_view s, Control control) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
@@ -21,29 +22,22 @@ std::string cpp_string_literal(std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
       default:
-        // Octal, not \x: a hex escape would swallow the hex digits after it.
-        if (is_control(c)) out += fmt::format("\\{:03o}", c);
+        if (is_control(c)) out += control(c);
         else out += static_cast<char>(c);
     }
   }
   return out + "\"";
 }
 
+}  // namespace
+
+std::string cpp_string_literal(std::string_view s) {
+  // Octal, not \x: a C++ hex escape would swallow the hex digits after it.
+  return quoted(s, [](unsigned char c) { return fmt::format("\\{:03o}", c); });
+}
+
 std::string python_string_literal(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (is_control(c)) out += hex_escape(c);  // Python's \x takes exactly two digits
-        else out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
+  return quoted(s, hex_escape);  // Python's \x takes exactly two digits
 }
 
 std::string printable(std::string_view s) {

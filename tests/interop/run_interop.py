@@ -349,7 +349,7 @@ class Failure(Exception):
 def run_tool(tool: Path, *args: str) -> str:
     done = subprocess.run([str(tool), *args], capture_output=True, text=True)
     if done.returncode != 0:
-        raise Failure(f"interop_tool {' '.join(args)} exited with {done.returncode}:\n{done.stderr.strip()}")
+        raise Failure(f"{Path(tool).name} {' '.join(args)} exited with {done.returncode}:\n{done.stderr.strip()}")
     return done.stdout
 
 

@@ -12,7 +12,7 @@ canonical JSON of run_interop.py):
 - py->cpp: Python builds an instance of every generated class and writes it;
   ``schema_tool load`` loads it into the struct (validated) and prints it.
 - contracts: the same broken contract raises the same words in both languages,
-  on construction and on load.
+  on construction and on load (memmap and h5).
 
 Plain Python: ``python run_schemas.py --tool <schema_tool> --modules <dir> --work <dir>``.
 """
@@ -20,7 +20,6 @@ Plain Python: ``python run_schemas.py --tool <schema_tool> --modules <dir> --wor
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import shutil
@@ -35,23 +34,10 @@ import torch
 from tensordict import TensorDict, is_tensorclass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_interop import Failure, canonical, diff, values  # noqa: E402
+from run_interop import Failure, canonical, compare, run_tool, values  # noqa: E402
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
-
-
-def run_tool(tool: Path, *args: str) -> str:
-    done = subprocess.run([str(tool), *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise Failure(f"schema_tool {' '.join(args)} exited with {done.returncode}:\n{done.stderr.strip()}")
-    return done.stdout
-
-
-def compare(expected: dict, got: dict) -> None:
-    differences = diff(expected, got)
-    if differences:
-        raise Failure("\n".join(differences))
 
 
 def load_class(name: str) -> type:
@@ -69,7 +55,7 @@ def python_value(annotation, name: str):
     return {str: f"py {name} ü", int: 7 + len(name), float: -1.5 * len(name), bool: True}[annotation]
 
 
-def make_instance(cls: type, batch: list[int], with_optional: bool, symbols: dict | None = None):
+def make_instance(cls: type, batch: list[int], with_optional: bool):
     """An instance of a generated class: shapes from its contract, like schema_tool's make_instance."""
     contract = getattr(sys.modules[cls.__module__], f"_CONTRACT_{cls.__name__}")
     if contract.batch_names is not None:
@@ -166,6 +152,23 @@ def check_load_contract(tool: Path, work: Path) -> None:
         raise Failure(f"C++: {cpp}\nPython: {python}")
 
 
+def check_h5_load_contract(tool: Path, work: Path) -> None:
+    """An h5 file that breaks the contract is refused by from_h5 on both sides, in the same words."""
+    from tc.rl import Observation
+
+    obs = make_instance(Observation, [2], True)
+    obs.state = obs.state.double()  # assignment does not run the checks
+    path = work / "broken-observation.h5"
+    obs.to_h5(path)
+    python = python_error(lambda: Observation.from_h5(path))
+    done = subprocess.run([str(tool), "load", "tc.rl.Observation", str(path)], capture_output=True, text=True)
+    cpp = done.stderr.strip()
+    if done.returncode == 0 or python != "Observation.state: dtype must be float32 (got float64)" or not cpp.endswith(
+        ": " + python
+    ):
+        raise Failure(f"C++: {cpp}\nPython: {python}")
+
+
 # ---- running ---------------------------------------------------------------------
 
 
@@ -217,6 +220,7 @@ def main() -> int:
     for case in CONTRACT_CASES:
         checks.append((f"contract/{case}", lambda c=case: check_contract(args.tool, c)))
     checks.append(("contract/on load", lambda: check_load_contract(args.tool, args.work)))
+    checks.append(("contract/on h5 load", lambda: check_h5_load_contract(args.tool, args.work)))
 
     passed = failed = 0
     for label, check in checks:

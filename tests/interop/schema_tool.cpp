@@ -4,7 +4,8 @@
 //   schema_tool classes                      the classes, one per line
 //   schema_tool write <dir>                  writes an instance of each class (and one with the optional
 //                                            fields unset), and <dir>/manifest.json with their canonical JSON
-//   schema_tool load <class> <dir>           loads <dir> as <class> (validated), prints its canonical JSON
+//   schema_tool load <class> <path>          loads a memmap dir (or an .h5 file) as <class> (validated),
+//                                            prints its canonical JSON
 //   schema_tool contract <case>              prints the error of a broken contract (run_schemas.py
 //                                            breaks the same one in Python)
 #include <exception>
@@ -49,7 +50,10 @@ void add(std::map<std::string, TypedClass>& classes) {
         obj.memmap(dir.string());
         return interop::typed_canonical(obj);
       },
-      [](const fs::path& dir) { return interop::typed_canonical(T::load_memmap(dir.string())); }};
+      [](const fs::path& path) {
+        return interop::typed_canonical(path.extension() == ".h5" ? T::from_h5(path.string())
+                                                                  : T::load_memmap(path.string()));
+      }};
 }
 
 const std::map<std::string, TypedClass>& typed_classes() {
