@@ -14,7 +14,7 @@ canonical JSON of run_interop.py):
 - contracts: the same broken contract raises the same words in both languages,
   on construction and on load (memmap and h5).
 
-Plain Python: ``python run_schemas.py --tool <schema_tool> --modules <dir> --work <dir>``.
+Plain Python: ``python run_schemas.py --tool <schema_tool> [--tool ...] --modules <dir> --work <dir>``.
 """
 
 from __future__ import annotations
@@ -194,7 +194,8 @@ def check_py_to_cpp(tool: Path, work: Path, name: str, with_optional: bool) -> N
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tool", required=True, type=Path, help="the schema_tool executable")
+    parser.add_argument("--tool", required=True, type=Path, action="append",
+                        help="a schema_tool executable (repeatable; the first one runs the contract cases)")
     parser.add_argument("--modules", required=True, type=Path, help="where tensorclass-gen --lang python wrote")
     parser.add_argument("--work", required=True, type=Path, help="a scratch directory (emptied first)")
     args = parser.parse_args()
@@ -203,24 +204,28 @@ def main() -> int:
     (args.work / "py").mkdir(parents=True)
 
     checks = []
+    classes: dict[str, Path] = {}  # class -> the tool that has it
+    written = []
     try:
-        classes = run_tool(args.tool, "classes").split()
-        run_tool(args.tool, "write", str(args.work / "cpp"))
-        written = json.loads((args.work / "cpp" / "manifest.json").read_text())
+        for i, tool in enumerate(args.tool):
+            classes.update({name: tool for name in run_tool(tool, "classes").split()})
+            run_tool(tool, "write", str(args.work / f"cpp{i}"))
+            written += json.loads((args.work / f"cpp{i}" / "manifest.json").read_text())
     except Failure as e:
         print(f"FAIL  schema_tool: {e}")
         return 1
     for case in written:
         label = f"cpp->py/{Path(case['path']).name}"
         checks.append((label, lambda c=case: check_cpp_to_py(c)))
-    for name in classes:
+    for name, tool in classes.items():
         for with_optional in (True, False):
             label = f"py->cpp/{name}{'' if with_optional else '-sparse'}"
-            checks.append((label, lambda n=name, o=with_optional: check_py_to_cpp(args.tool, args.work / "py", n, o)))
+            checks.append((label, lambda n=name, t=tool, o=with_optional: check_py_to_cpp(t, args.work / "py", n, o)))
+    main_tool = args.tool[0]
     for case in CONTRACT_CASES:
-        checks.append((f"contract/{case}", lambda c=case: check_contract(args.tool, c)))
-    checks.append(("contract/on load", lambda: check_load_contract(args.tool, args.work)))
-    checks.append(("contract/on h5 load", lambda: check_h5_load_contract(args.tool, args.work)))
+        checks.append((f"contract/{case}", lambda c=case: check_contract(main_tool, c)))
+    checks.append(("contract/on load", lambda: check_load_contract(main_tool, args.work)))
+    checks.append(("contract/on h5 load", lambda: check_h5_load_contract(main_tool, args.work)))
 
     passed = failed = 0
     for label, check in checks:
