@@ -353,6 +353,17 @@ def run_tool(tool: Path, *args: str) -> str:
     return done.stdout
 
 
+def error_of(check) -> str | None:
+    """What went wrong in check(): a Failure's message or a traceback; None if it passed."""
+    try:
+        check()
+    except Failure as e:
+        return str(e)
+    except Exception:
+        return traceback.format_exc(limit=4).strip()
+    return None
+
+
 def compare(expected: dict, got: dict) -> None:
     differences = diff(expected, got)
     if differences:
@@ -429,13 +440,7 @@ def main() -> int:
     passed = failed = xfailed = 0
     for label, check in checks:
         reason = EXPECTED_FAILURES.get(label)
-        try:
-            check()
-            error = None
-        except Failure as e:
-            error = str(e)
-        except Exception:
-            error = traceback.format_exc(limit=4).strip()
+        error = error_of(check)
         if error is None and reason is None:
             passed += 1
             print(f"PASS  {label}")

@@ -25,7 +25,6 @@ import json
 import shutil
 import subprocess
 import sys
-import traceback
 import typing
 import warnings
 from pathlib import Path
@@ -34,7 +33,7 @@ import torch
 from tensordict import TensorDict, is_tensorclass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_interop import Failure, canonical, compare, run_tool, values  # noqa: E402
+from run_interop import Failure, canonical, compare, error_of, run_tool, values  # noqa: E402
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -229,13 +228,7 @@ def main() -> int:
 
     passed = failed = 0
     for label, check in checks:
-        try:
-            check()
-            error = None
-        except Failure as e:
-            error = str(e)
-        except Exception:
-            error = traceback.format_exc(limit=4).strip()
+        error = error_of(check)
         if error is None:
             passed += 1
             print(f"PASS  {label}")
