@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -31,14 +32,30 @@ InputKind kind_of(const std::string& file) {
   return InputKind::Unknown;
 }
 
-bool read_text(const std::string& path, std::string& out) {
+// A schema is a regular file of reasonable size: a FIFO or a device
+// (/dev/zero) would block or never end.
+constexpr std::uintmax_t kMaxSchemaBytes = 64u << 20;
+
+// Reads `path` into `out`; on failure returns why.
+std::optional<std::string> read_schema_text(const std::string& path, std::string& out) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec) return ec.message();
+  if (!fs::is_regular_file(status)) return std::string("not a regular file");
+  if (fs::file_size(path, ec) > kMaxSchemaBytes) return fmt::format("larger than {} MiB", kMaxSchemaBytes >> 20);
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (!in) return std::string("cannot open it");
   std::ostringstream ss;
   ss << in.rdbuf();
   out = ss.str();
-  return !in.bad();
+  if (in.bad()) return std::string("read error");
+  return std::nullopt;
 }
+
+bool read_text(const std::string& path, std::string& out) { return !read_schema_text(path, out); }
+
+// Imports nest at most this deep (a chain of imports is read recursively).
+constexpr int kMaxImportDepth = 64;
 
 // Loads YAML schemas with their imports (depth first), validating each.
 class YamlLoader {
@@ -47,13 +64,16 @@ class YamlLoader {
 
   // Returns the loaded schema; its imports' classes are added to `externals`.
   Schema load(const std::string& file, const SourceLoc& imported_at, ExternalClasses& visible,
-              std::vector<std::string>& deps) {
+              std::vector<std::string>& deps, int depth = 0) {
     std::string text;
-    if (!read_text(file, text)) {
+    const auto unreadable = depth > kMaxImportDepth ? std::optional<std::string>(fmt::format(
+                                                          "imports nest deeper than {} schemas", kMaxImportDepth))
+                                                    : read_schema_text(file, text);
+    if (unreadable) {
       if (imported_at.file.empty())
-        diags_.error(SourceLoc{file, 0, 0}, "cannot read schema file");
+        diags_.error(SourceLoc{file, 0, 0}, fmt::format("cannot read schema file: {}", *unreadable));
       else
-        diags_.error(imported_at, fmt::format("cannot read imported schema '{}'", file));
+        diags_.error(imported_at, fmt::format("cannot read imported schema '{}': {}", file, *unreadable));
       Schema s;
       s.file = file;
       return s;
@@ -75,7 +95,7 @@ class YamlLoader {
         continue;
       }
       ExternalClasses nested;  // classes of the import's imports are not re-exported
-      Schema imported = load(path, imp.loc, nested, deps);
+      Schema imported = load(path, imp.loc, nested, deps, depth + 1);
       ExternalClasses mine;
       for (const Class& c : imported.classes) mine.emplace(c.name, ExternalClass{c.name, c.cpp_name, c.loc, python_module_of(imported)});
       loaded_[ican] = mine;
@@ -107,8 +127,9 @@ LoadedSchema load_schema(const std::string& file, const HeaderOptions& header_op
     }
     case InputKind::Header: {
       ExternalClasses externals;
-      if (!fs::exists(file)) {
-        diags.error(SourceLoc{file, 0, 0}, "cannot read schema file");
+      std::string text;  // clang reads it again; this checks it is a regular, readable file
+      if (const auto unreadable = read_schema_text(file, text)) {
+        diags.error(SourceLoc{file, 0, 0}, fmt::format("cannot read schema file: {}", *unreadable));
         break;
       }
       out.schema = parse_header_schema(file, header_options, diags, externals, out.dependencies);

@@ -7,7 +7,6 @@
 #include <charconv>
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "tcgen/names.h"
@@ -45,9 +44,36 @@ void check_namespace(const Schema& s, Diagnostics& diags) {
   }
 }
 
+// Hand-written scanners, not std::regex: libstdc++'s regex recurses per
+// character and overflows the stack on a long token.
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// -?[0-9]+
+bool is_integer_text(std::string_view s) {
+  if (!s.empty() && s.front() == '-') s.remove_prefix(1);
+  return all_digits(s);
+}
+
+// [-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?
+bool is_float_text(std::string_view s) {
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  const auto exp = s.find_first_of("eE");
+  std::string_view mantissa = s.substr(0, exp);
+  if (exp != std::string_view::npos) {
+    std::string_view e = s.substr(exp + 1);
+    if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
+    if (!all_digits(e)) return false;
+  }
+  const auto dot = mantissa.find('.');
+  if (dot == std::string_view::npos) return all_digits(mantissa);
+  const std::string_view whole = mantissa.substr(0, dot), fraction = mantissa.substr(dot + 1);
+  if (whole.empty()) return all_digits(fraction);
+  return all_digits(whole) && (fraction.empty() || all_digits(fraction));
+}
+
 void check_dims(Field& f, Diagnostics& diags) {
-  static const std::regex integer(R"(-?[0-9]+)");
-  static const std::regex symbol(R"([A-Za-z_][A-Za-z0-9_]*)");
   f.dims.clear();
   bool seen_batch = false;
   for (std::size_t i = 0; i < f.shape->size(); ++i) {
@@ -64,7 +90,7 @@ void check_dims(Field& f, Diagnostics& diags) {
         continue;
       }
       d.kind = DimKind::Batch;
-    } else if (std::regex_match(t.text, integer)) {
+    } else if (is_integer_text(t.text)) {
       if (t.text[0] == '-') {
         diags.error(t.loc, fmt::format("negative size {} in the shape of field '{}'", t.text, f.name));
         continue;
@@ -77,7 +103,7 @@ void check_dims(Field& f, Diagnostics& diags) {
       }
       d.kind = DimKind::Fixed;
       d.size = v;
-    } else if (std::regex_match(t.text, symbol)) {
+    } else if (is_identifier(t.text)) {
       if (!(t.text[0] >= 'A' && t.text[0] <= 'Z')) {
         diags.error(t.loc, fmt::format("shape symbol '{}' of field '{}' must start with an upper-case letter",
                                        t.text, f.name));
@@ -96,17 +122,15 @@ void check_dims(Field& f, Diagnostics& diags) {
 }
 
 bool valid_scalar_default(ValueType t, const std::string& v) {
-  static const std::regex integer(R"(-?[0-9]+)");
-  static const std::regex floating(R"([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)");
   switch (t) {
     case ValueType::String: return true;
     case ValueType::Int: {
-      if (!std::regex_match(v, integer)) return false;
+      if (!is_integer_text(v)) return false;
       std::int64_t x = 0;
       auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
       return ec == std::errc() && ptr == v.data() + v.size();
     }
-    case ValueType::Float: return std::regex_match(v, floating);
+    case ValueType::Float: return is_float_text(v);
     case ValueType::Bool: return v == "true" || v == "false";
     default: return false;
   }
@@ -240,7 +264,9 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
   }
 
   // Emission order: nested classes before their users (DFS in declaration
-  // order); a cycle is an error reported at the field that closes it.
+  // order); a cycle is an error reported at the field that closes it. The
+  // DFS recurses once per nesting level, hence the bound.
+  constexpr std::size_t kMaxNesting = 256;
   enum class Mark { None, Active, Done };
   std::vector<Mark> mark(s.classes.size(), Mark::None);
   std::vector<std::size_t> stack;
@@ -261,6 +287,10 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
         diags.error(f.type_loc.file.empty() ? f.loc : f.type_loc,
                     fmt::format("cycle between tensorclasses: {} (field '{}' of class '{}')", path, f.name,
                                 s.classes[ci].name));
+      } else if (mark[dep] == Mark::None && stack.size() >= kMaxNesting) {
+        diags.error(f.type_loc.file.empty() ? f.loc : f.type_loc,
+                    fmt::format("tensorclasses nest deeper than {} levels (field '{}' of class '{}')", kMaxNesting,
+                                f.name, s.classes[ci].name));
       } else if (mark[dep] == Mark::None) {
         visit(dep);
       }

@@ -280,6 +280,33 @@ class YamlReader {
   Diagnostics& diags_;
 };
 
+// YAML aliases repeat a node wherever they stand: a small file can name the
+// same long text or big mapping millions of times. The whole document, as its
+// readers will see it, must stay within these bounds (iterative walk: no
+// recursion on deep nesting).
+constexpr std::size_t kMaxExpandedNodes = 1'000'000;
+constexpr std::size_t kMaxExpandedBytes = 64u << 20;
+
+bool within_expansion_bounds(const YAML::Node& root) {
+  std::size_t nodes = 0, bytes = 0;
+  std::vector<YAML::Node> todo{root};
+  while (!todo.empty()) {
+    const YAML::Node node = todo.back();
+    todo.pop_back();
+    if (++nodes > kMaxExpandedNodes) return false;
+    if (node.IsScalar() && (bytes += node.Scalar().size()) > kMaxExpandedBytes) return false;
+    if (node.IsSequence()) {
+      for (const auto& item : node) todo.push_back(item);
+    } else if (node.IsMap()) {
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        todo.push_back(it->first);
+        todo.push_back(it->second);
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Schema parse_yaml_schema(const std::string& file, const std::string& text, Diagnostics& diags) {
@@ -289,6 +316,15 @@ Schema parse_yaml_schema(const std::string& file, const std::string& text, Diagn
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     diags.error(reader.loc(e.mark), fmt::format("invalid YAML: {}", e.msg));
+    Schema s;
+    s.file = file;
+    return s;
+  }
+  if (!within_expansion_bounds(root)) {
+    diags.error(SourceLoc{file, 1, 1},
+                fmt::format("the schema expands to more than {} nodes or {} MiB of text (YAML aliases repeat what "
+                            "they name); nothing was read",
+                            kMaxExpandedNodes, kMaxExpandedBytes >> 20));
     Schema s;
     s.file = file;
     return s;
