@@ -1,6 +1,8 @@
-// Fuzzes the YAML schema frontend, then validation and emission of whatever
-// parses: bad input must end in diagnostics (each located at file:line:col)
-// or a tcgen::Error, never a crash or another exception.
+// Fuzzes the YAML schema frontend, then validation and emission (C++ header
+// and Python module) of whatever parses: bad input must end in diagnostics
+// (each located at file:line:col) or a tcgen::Error, never a crash or another
+// exception, and no raw control character may reach emitted text (a '\r' in a
+// comment ends it for some compilers and lets the schema inject code).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 
 #include "tcgen/diagnostics.h"
 #include "tcgen/emitter.h"
+#include "tcgen/python_emitter.h"
 #include "tcgen/validate.h"
 #include "tcgen/yaml_frontend.h"
 
@@ -20,6 +23,17 @@ void check_located(const tcgen::Diagnostics& diags, const std::string& input) {
     if (d.loc.file != "fuzz.yaml" || d.loc.line <= 0 || d.loc.col <= 0 || d.message.empty()) {
       std::fprintf(stderr, "fuzz_yaml: error without file:line:col: '%s'\ninput:\n%s\n", d.str().c_str(),
                    input.c_str());
+      std::abort();
+    }
+  }
+}
+
+// Emitted text holds printable characters, newlines and UTF-8 bytes only.
+void check_no_control_chars(const std::string& out, const char* what, const std::string& input) {
+  for (const char c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && byte != '\n') || byte == 0x7f) {
+      std::fprintf(stderr, "fuzz_yaml: control character 0x%02x in the %s\ninput:\n%s\n", byte, what, input.c_str());
       std::abort();
     }
   }
@@ -39,6 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (diags.has_errors()) return 0;
     const std::string header = tcgen::emit_header(schema, {});
     if (header.empty()) std::abort();
+    check_no_control_chars(header, "C++ header", text);
+    // Python rejects some names C++ takes (keywords): a tcgen::Error, caught below.
+    check_no_control_chars(tcgen::emit_python(schema, {}), "Python module", text);
   } catch (const tcgen::Error& e) {
     // A located, user-facing error.
     if (std::string(e.what()).empty()) std::abort();
