@@ -79,6 +79,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     if (v.isTensor()) {
       if (!existing) {
         if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        td.check_unlocked();  // a locked tensordict gains no key
         td.impl()->insert(key, v.toTensor());
       } else if (assign) {
         td.impl()->insert(key, v.toTensor());
@@ -88,6 +89,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     } else if (v.isGenericDict()) {
       if (!existing) {
         if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        td.check_unlocked();
         TensorDict created(TensorDictBase(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, td.device(), Names{})));
         td.impl()->insert(key, Value(created));
         existing = td.impl()->find(key);
