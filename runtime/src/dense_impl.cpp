@@ -24,9 +24,9 @@ Names checked_names(Names names, std::size_t batch_dims) {
 
 void check_batch_size(at::IntArrayRef batch_size) {
   for (auto s : batch_size) {
-    if (s < 0) {
-      throw std::invalid_argument(
-          fmt::format("invalid batch size {}: sizes must be non-negative", shape_string(batch_size)));
+    if (s < -1) {
+      throw std::invalid_argument(fmt::format(
+          "invalid batch size {}: sizes must be non-negative (or -1 for a ragged dim)", shape_string(batch_size)));
     }
   }
 }

@@ -29,18 +29,18 @@ Outcome in_child(const std::function<std::string()>& fn, Limits limits = {});
 }  // namespace hostile
 
 // The case must throw (a named error, not a crash or hang); returns the message.
-#define HOSTILE_THROWS(body)                                                        \
+#define HOSTILE_THROWS(...)                                                        \
   [&] {                                                                             \
-    const auto outcome_ = hostile::in_child([&]() -> std::string { body; return ""; }); \
+    const auto outcome_ = hostile::in_child([&]() -> std::string { __VA_ARGS__; return ""; }); \
     INFO(outcome_.describe());                                                      \
     REQUIRE(outcome_.kind == hostile::Outcome::Kind::Threw);                        \
     return outcome_.text;                                                           \
   }()
 
 // The case must return normally; returns what the body returned.
-#define HOSTILE_RETURNS(body)                                           \
+#define HOSTILE_RETURNS(...)                                           \
   [&] {                                                                 \
-    const auto outcome_ = hostile::in_child([&]() -> std::string { body; }); \
+    const auto outcome_ = hostile::in_child([&]() -> std::string { __VA_ARGS__; }); \
     INFO(outcome_.describe());                                          \
     REQUIRE(outcome_.kind == hostile::Outcome::Kind::Returned);         \
     return outcome_.text;                                               \

@@ -113,14 +113,14 @@ TEST_CASE("hostile api: load_state_dict(strict=false) adds no key to a locked te
   TensorDict td({{"x", at::zeros({2})}}, {2});
   td.lock_();
   auto sd = TensorDict({{"x", at::ones({2})}, {"extra", at::ones({2})}}, {2}).state_dict();
-  REQUIRE_THAT(HOSTILE_THROWS(td.load_state_dict(sd, false)), Contains("Cannot modify locked TensorDict"));
+  REQUIRE_THAT(HOSTILE_THROWS(td.load_state_dict(sd, false)), Contains("load_state_dict: cannot add key 'extra' to a locked tensordict"));
   REQUIRE_FALSE(td.contains("extra"));
 }
 
 TEST_CASE("hostile api: impossible batch sizes are refused") {
   REQUIRE_THAT(HOSTILE_THROWS(TensorDict({}, {-2})), Contains("invalid batch size [-2]: sizes must be non-negative"));
-  REQUIRE_THAT(HOSTILE_THROWS(TensorDict({}, {2}).set_batch_size({-1})),
-               Contains("invalid batch size [-1]: sizes must be non-negative"));
+  REQUIRE_THAT(HOSTILE_THROWS(TensorDict({}, {2}).set_batch_size({-5})),
+               Contains("invalid batch size [-5]: sizes must be non-negative (or -1 for a ragged dim)"));
   const int64_t big = int64_t{1} << 62;
   REQUIRE_THAT(HOSTILE_THROWS(TensorDict({}, {big, big}).numel()),
                Contains("numel of the batch size [4611686018427387904, 4611686018427387904] does not fit in int64"));

@@ -205,7 +205,7 @@ TEST_CASE("hostile h5: to_h5 names the real cause and the target when the tempor
   TempDir tmp;
   const fs::path target = tmp / "missing_dir" / "f.h5";
   REQUIRE_THAT(HOSTILE_THROWS(TensorDict({{"x", at::zeros({2})}}, {2}).to_h5(target.string())),
-               Contains("cannot write h5 file " + target.string()) && Contains("No such file or directory") &&
+               Contains("cannot write " + target.string()) && Contains("No such file or directory") &&
                    !Contains("not a readable HDF5 file"));
 }
 
@@ -218,6 +218,6 @@ TEST_CASE("hostile h5: strings and keys with an embedded NUL are refused, not tr
   TensorDict keyed({}, {});
   keyed.set(std::string("a\0b", 3), at::zeros({1}));
   REQUIRE_THAT(HOSTILE_THROWS(keyed.to_h5((tmp / "g.h5").string())),
-               Contains("HDF5 names cannot be empty") && Contains("NUL character"));
+               Contains("cannot store key 'a\\0b'") && Contains("HDF5 names cannot be empty") && Contains("NUL character"));
   REQUIRE_FALSE(fs::exists(tmp / "f.h5"));
 }

@@ -52,8 +52,10 @@ struct H5File {
   std::string mode;
   bool writable = false;
   hid_t id(const std::string& what) const;  // throws once closed
-  // Link access for every lookup: external links are not followed (a file
-  // must not make us read another one), so a soft link through one fails too.
+  // Link access for every lookup (H5Lexists, H5Lget_info, H5Oget_info):
+  // external links are not followed (a file must not make us read another
+  // one), so a soft link through one fails too. Datasets and groups are
+  // opened only once their path passed such a lookup.
   Hid lapl;
 };
 // Throws unless `path` is missing or a regular file (a FIFO would block the

@@ -148,7 +148,7 @@ void PersistentImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at:
 }
 
 std::vector<std::string> PersistentImpl::link_names() const {
-  Hid group(H5Gopen2(fid(), group_.c_str(), file_->lapl.get()), H5Gclose);
+  Hid group(H5Gopen2(fid(), group_.c_str(), H5P_DEFAULT), H5Gclose);
   if (!group.valid()) throw std::runtime_error(fmt::format("{}: cannot open group {}", file_->path, group_));
   std::vector<std::string> names;
   H5Literate(
@@ -170,14 +170,14 @@ namespace {
 // soft link through one is not followed either (the file's link access).
 H5O_info_t object_info(const H5File& file, const std::string& path) {
   H5L_info_t link{};
-  if (H5Lget_info(file.id(path), path.c_str(), &link, file.lapl.get()) >= 0 && link.type == H5L_TYPE_EXTERNAL) {
-    throw std::runtime_error(fmt::format("{}: {} is an external link to another file; links out of the file are not "
-                                         "followed",
-                                         file.path, path));
-  }
-  if (H5Lget_info(file.id(path), path.c_str(), &link, file.lapl.get()) >= 0 && link.type != H5L_TYPE_HARD &&
-      link.type != H5L_TYPE_SOFT) {
-    throw std::runtime_error(fmt::format("{}: {} is a user-defined link, which is not followed", file.path, path));
+  if (H5Lget_info(file.id(path), path.c_str(), &link, file.lapl.get()) >= 0) {  // the root "/" has no link
+    if (link.type == H5L_TYPE_EXTERNAL) {
+      throw std::runtime_error(fmt::format(
+          "{}: {} is an external link to another file; links out of the file are not followed", file.path, path));
+    }
+    if (link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT) {
+      throw std::runtime_error(fmt::format("{}: {} is a user-defined link, which is not followed", file.path, path));
+    }
   }
   H5O_info_t info;
   if (H5Oget_info_by_name(file.id(path), path.c_str(), &info, file.lapl.get()) < 0) {
@@ -198,7 +198,7 @@ bool PersistentImpl::is_group(const std::string& key) const {
 }
 
 std::vector<int64_t> PersistentImpl::dataset_shape(const std::string& key, bool* is_string) const {
-  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), file_->lapl.get()), H5Dclose);
+  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
   if (!dset.valid()) throw std::runtime_error(fmt::format("{}: cannot open dataset {}", file_->path, path_of(key)));
   Hid type(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
@@ -230,7 +230,7 @@ std::shared_ptr<PersistentImpl> PersistentImpl::child(const std::string& key) co
 
 Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex>* index) const {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
-  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), file_->lapl.get()), H5Dclose);
+  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
   if (!dset.valid()) throw std::runtime_error(fmt::format("cannot open dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);

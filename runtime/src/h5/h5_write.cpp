@@ -24,10 +24,12 @@ namespace detail::h5 {
 
 void check_link_name(const std::string& key, const std::string& where) {
   if (key.empty() || key == "." || key.find('/') != std::string::npos || key.find('\0') != std::string::npos) {
+    std::string shown = key;  // a NUL would end the message here
+    for (std::size_t at = shown.find('\0'); at != std::string::npos; at = shown.find('\0', at)) shown.replace(at, 1, "\\0");
     throw std::invalid_argument(fmt::format(
         "cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups) or a NUL "
         "character",
-        key, where));
+        shown, where));
   }
 }
 

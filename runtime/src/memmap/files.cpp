@@ -137,23 +137,38 @@ void remove_stale_staging(const fs::path& target) {
   }
 }
 
-PrefixLock::PrefixLock(const fs::path& target) {
-  const fs::path file = target.parent_path() / fmt::format(".{}.tc-lock", target.filename().string());
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd_ < 0) {
-    throw std::runtime_error(fmt::format("cannot write the tensordict to {}: cannot open its lock file {}: {}",
-                                         target.string(), file.string(), std::strerror(errno)));
-  }
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    const int err = errno;
+PrefixLock::PrefixLock(const fs::path& target)
+    : file_(target.parent_path() / fmt::format(".{}.tc-lock", target.filename().string())) {
+  for (;;) {
+    fd_ = ::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      throw std::runtime_error(fmt::format("cannot write {}: cannot open its lock file {}: {}", target.string(),
+                                           file_.string(), std::strerror(errno)));
+    }
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd_);
+      throw std::runtime_error(
+          fmt::format("cannot write {}: cannot lock {}: {}", target.string(), file_.string(), std::strerror(err)));
+    }
+    // The holder before us removes the file when it is done: a lock on a file
+    // no longer at the path locks nothing, so open the path again.
+    struct stat held {}, named {};
+    if (::fstat(fd_, &held) == 0 && ::lstat(file_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev) {
+      return;
+    }
     ::close(fd_);
-    throw std::runtime_error(fmt::format("cannot write the tensordict to {}: cannot lock {}: {}", target.string(),
-                                         file.string(), std::strerror(err)));
   }
 }
 
-PrefixLock::~PrefixLock() { ::close(fd_); }  // closing releases the lock
+// Removed while still locked (then closing releases the lock): writers
+// waiting on it see it gone and open the path again.
+PrefixLock::~PrefixLock() {
+  ::unlink(file_.c_str());
+  ::close(fd_);
+}
 
 void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
   const auto sync_dir = [sync](const fs::path& dir) {

@@ -58,7 +58,8 @@ void remove_stale_staging(const fs::path& target);
 // An exclusive lock on writing `target`, held from planning to the returned
 // handles: a flock on `.<name>.tc-lock` beside it (works across threads,
 // processes, PID namespaces and, on NFS, hosts). Waits for another writer.
-// The lock file stays (removing it would race with a writer opening it).
+// The lock file exists while the lock is held (a writer killed meanwhile leaves
+// it; the next one takes it over).
 class PrefixLock {
  public:
   explicit PrefixLock(const fs::path& target);
@@ -67,6 +68,7 @@ class PrefixLock {
   PrefixLock& operator=(const PrefixLock&) = delete;
 
  private:
+  fs::path file_;
   int fd_ = -1;
 };
 

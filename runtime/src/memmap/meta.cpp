@@ -70,8 +70,10 @@ class MetaBuilder : public nlohmann::json_sax<Json> {
     auto& object = top.value->get_ref<Json::object_t&>();
     auto [slot, added] = top.slots.try_emplace(key_, object.size());
     if (!added) {
-      object[slot->second].second = std::move(v);
-      return &object[slot->second].second;
+      // (ordered_map's operator[] takes a key: index the vector through begin())
+      Json& existing = (object.begin() + static_cast<std::ptrdiff_t>(slot->second))->second;
+      existing = std::move(v);
+      return &existing;
     }
     object.emplace_back(key_, std::move(v));
     return &object.back().second;

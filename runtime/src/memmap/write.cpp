@@ -303,14 +303,19 @@ class Writer {
     } else {
       const TensorDictImpl& src = *level.source;
       Json meta = Json::object();
+      // Keys are unique: appended directly (ordered_json's operator[] searches
+      // its keys linearly, quadratic over a level's keys).
+      auto& members = meta.get_ref<Json::object_t&>();
+      members.reserve(level.entries.size() + 4);
       for (Entry& entry : level.entries) {
         if (entry.child) {
           write_meta(*entry.child);
-          meta[entry.key] = {{"type", entry_type(*entry.child)}};
+          members.emplace_back(entry.key, Json{{"type", entry_type(*entry.child)}});
         } else if (entry.value.is_non_tensor()) {
-          meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
+          members.emplace_back(entry.key,
+                               Json{{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}});
         } else {
-          meta[entry.key] = leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept);
+          members.emplace_back(entry.key, leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept));
         }
       }
       meta["shape"] = src.batch_size().vec();
@@ -393,7 +398,7 @@ class Writer {
   static bool is_lazy_level(const fs::path& dir) {
     try {
       const Json meta = read_meta(dir);
-      return meta.contains("_type") && meta["_type"] == kLazyStackType;
+      return meta.contains("_type") && meta["_type"].is_string() && meta["_type"].get<std::string>() == kLazyStackType;
     } catch (const std::exception&) {
       return false;  // not a level of the new tree (a carried directory)
     }
@@ -472,6 +477,7 @@ class Writer {
 
 }  // namespace
 
+namespace {
 // Publishing replaces the target directory with a new one: the old one,
 // removed, would leave a process working inside it in a deleted directory.
 void refuse_working_directory(const fs::path& target) {
@@ -486,6 +492,7 @@ void refuse_working_directory(const fs::path& target) {
         target.string()));
   }
 }
+}  // namespace
 
 // The directory a prefix names, absolute, without a trailing separator.
 fs::path target_dir(const std::string& prefix) {
