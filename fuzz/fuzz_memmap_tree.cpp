@@ -9,7 +9,6 @@
 // where the batch allows, apply, clone, repr, lock, a memmap round trip. No
 // byte of the file outside the tree may show up in what was loaded.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "fuzz_bytes.h"
+#include "fuzz_scratch.h"
 #include "tensordict/tensordict.h"
 
 namespace fs = std::filesystem;
@@ -31,14 +31,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kOutside = "OUTSIDE!";  // the bytes of the file outside the tree
-
-const fs::path& root() {
-  static const fs::path r = [] {
-    const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    return base / ("tc_fuzz_tree." + std::to_string(::getpid()));
-  }();
-  return r;
-}
 
 void write(const fs::path& path, const std::string& content) {
   std::error_code ec;
@@ -52,6 +44,7 @@ const char* const kKeys[] = {"a", "b", "0", "1", "_tensordict", "shape", "%2E", 
 
 struct Builder {
   fuzz::Bytes& in;
+  const fs::path& root;  // holds the tree (root/t) and the file outside it
 
   std::string shape_json(std::size_t dims) {
     std::string s = "[";
@@ -75,8 +68,8 @@ struct Builder {
   void hostile_entry(const fs::path& path) {
     std::error_code ec;
     switch (in.small(0, 3)) {
-      case 0: fs::create_symlink(root() / "outside.bin", path, ec); break;
-      case 1: fs::create_directory_symlink(root() / "t", path, ec); break;
+      case 0: fs::create_symlink(root / "outside.bin", path, ec); break;
+      case 1: fs::create_directory_symlink(root / "t", path, ec); break;
       case 2: ::mkfifo(path.c_str(), 0600); break;
       default: fs::create_directories(path, ec); break;
     }
@@ -155,7 +148,7 @@ void check_no_outside_bytes(const at::Tensor& t) {
   }
 }
 
-void exercise(const tensordict::TensorDictBase& td) {
+void exercise(const tensordict::TensorDictBase& td, const fs::path& root) {
   for (const auto& key : td.keys(true, true)) {
     auto value = td.get_value(key);
     if (value && value->is_tensor() && value->tensor().numel() > 0) check_no_outside_bytes(value->tensor());
@@ -180,8 +173,8 @@ void exercise(const tensordict::TensorDictBase& td) {
   });
   run([&] {
     if (td.type_name() != "TensorDict") return;
-    auto again = tensordict::TensorDict(td).memmap((root() / "again").string());
-    auto back = tensordict::load_memmap((root() / "again").string());
+    auto again = tensordict::TensorDict(td).memmap((root / "again").string());
+    auto back = tensordict::load_memmap((root / "again").string());
     if (back.keys(true, true) != td.keys(true, true)) {
       std::fprintf(stderr, "fuzz_memmap_tree: round trip changed the keys\n");
       std::abort();
@@ -192,23 +185,15 @@ void exercise(const tensordict::TensorDictBase& td) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const bool init = [] {
-    at::set_num_threads(1);
-    std::atexit([] {
-      std::error_code ec;
-      tensordict::remove_tree(root(), ec);
-    });
-    return true;
-  }();
-  (void)init;
+  const fs::path& root = fuzz::scratch_root("tc_fuzz_tree");
   std::error_code ec;
-  tensordict::remove_tree(root(), ec);
-  fs::create_directories(root());
-  write(root() / "outside.bin", std::string(kOutside) + std::string(kOutside) + std::string(kOutside));
+  tensordict::remove_tree(root, ec);
+  fs::create_directories(root);
+  write(root / "outside.bin", std::string(kOutside) + std::string(kOutside) + std::string(kOutside));
   fuzz::Bytes in{data, size};
-  Builder{in}.level(root() / "t", 0);
+  Builder{in, root}.level(root / "t", 0);
   try {
-    exercise(tensordict::load_memmap((root() / "t").string()));
+    exercise(tensordict::load_memmap((root / "t").string()), root);
   } catch (const std::exception& e) {
     if (std::string(e.what()).empty()) std::abort();
   }
