@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
