@@ -11,7 +11,6 @@
 // Loading must either give a tree whose every leaf can be read in full, or
 // throw a std::exception; reading must never leave the mapped files.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -24,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_scratch.h"
 #include "tensordict/tensordict.h"
 
 namespace fs = std::filesystem;
@@ -55,30 +55,14 @@ void write(const fs::path& path, std::string_view content) {
   std::ofstream(path, std::ios::binary).write(content.data(), static_cast<std::streamsize>(content.size()));
 }
 
-const fs::path& root() {
-  static const fs::path r = [] {
-    const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    return base / ("tc_fuzz_memmap." + std::to_string(::getpid()));
-  }();
-  return r;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const bool init = [] {
-    at::set_num_threads(1);
-    std::atexit([] {
-      std::error_code ec;
-      tensordict::remove_tree(root(), ec);
-    });
-    return true;
-  }();
-  (void)init;
+  const fs::path& root = fuzz::scratch_root("tc_fuzz_memmap");
   const std::string_view in(reinterpret_cast<const char*>(data), size);
-  const fs::path dir = root() / "t";
+  const fs::path dir = root / "t";
   std::error_code ec;
-  tensordict::remove_tree(root(), ec);
+  tensordict::remove_tree(root, ec);
   fs::create_directories(dir);
 
   constexpr std::string_view sep = "\n--- ";
@@ -112,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::ostringstream os;
     os << td;
     // Whatever loads writes back and loads again to the same tree.
-    const fs::path again = root() / "again";
+    const fs::path again = root / "again";
     auto copy = td.memmap(again.string());
     auto back = tensordict::TensorDict::load_memmap(again.string());
     if (back.keys(true, true) != td.keys(true, true) || back.batch_size() != td.batch_size()) {

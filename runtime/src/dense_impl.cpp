@@ -22,9 +22,18 @@ Names checked_names(Names names, std::size_t batch_dims) {
   return names;
 }
 
+void check_batch_size(at::IntArrayRef batch_size) {
+  for (auto s : batch_size) {
+    if (s < -1) {
+      throw std::invalid_argument(fmt::format(
+          "invalid batch size {}: sizes must be non-negative (or -1 for a ragged dim)", shape_string(batch_size)));
+    }
+  }
+}
+
 DenseImpl::DenseImpl(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names)
     : keys_(std::make_shared<KeyTable>()),
-      batch_size_(std::move(batch_size)),
+      batch_size_((check_batch_size(batch_size), std::move(batch_size))),
       device_(device),
       names_(checked_names(std::move(names), batch_size_.size())) {}
 
@@ -37,6 +46,7 @@ DenseImpl::DenseImpl(std::shared_ptr<const KeyTable> keys, std::vector<Value> va
       names_(names.empty() ? Names(batch_size_.size()) : std::move(names)) {}
 
 void DenseImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) {
+  check_batch_size(batch_size);
   names_ = checked_names(std::move(names), batch_size.size());
   batch_size_ = std::move(batch_size);
   device_ = device;
@@ -63,6 +73,14 @@ void KeyTable::push_back(const std::string& key) {
 }
 
 void KeyTable::erase(std::size_t slot) {
+  if (slot + 1 == keys_.size()) {
+    // The last key: no position moves, so the index only loses it (clear()
+    // erases from the back, in linear time).
+    if (!index_.empty()) index_.erase(keys_.back());
+    keys_.pop_back();
+    if (keys_.size() < kIndexedFrom) index_.clear();
+    return;
+  }
   keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(slot));
   rebuild_index();
 }

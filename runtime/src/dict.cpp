@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "dense_impl.h"
 #include "format.h"
 #include "map_leaves.h"
+#include "nesting.h"
 #include "tensordict/dense.h"
 #include "tensordict/non_tensor.h"
 
@@ -88,6 +90,31 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
   return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
 }
 
+// Setting `nested` into `level` must not make a cycle: that happens exactly
+// when `level` is `nested` or lies below it (then `nested` is `level` or one of
+// its ancestors). Every walk over a tree would then run forever. The subtree
+// must also leave room under the nesting bound. One walk over the nested
+// tensordicts of `nested` (each visited once) checks both.
+void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, const NestedKey& key) {
+  std::unordered_set<const TensorDictImpl*> seen;
+  auto walk = [&](auto&& self, const TensorDictImpl& td, std::size_t depth) -> void {
+    if (&td == &level) {
+      throw std::invalid_argument(fmt::format(
+          "cannot set key {}: a tensordict cannot contain itself (the value is, or holds, the tensordict it would be "
+          "set in)",
+          key.repr()));
+    }
+    if (depth >= detail::kMaxNestingDepth) {
+      throw std::invalid_argument(fmt::format("cannot set key {}: the value nests tensordicts more than {} levels deep",
+                                              key.repr(), detail::kMaxNestingDepth));
+    }
+    // An h5 file's groups hold no in-memory tensordict: nothing to walk.
+    if (!seen.insert(&td).second || td.type_name() == "PersistentTensorDict") return;
+    td.for_each_child([&](const TensorDictBase& child) { self(self, *child.impl(), depth + 1); });
+  };
+  walk(walk, *nested.impl(), key.size());
+}
+
 }  // namespace
 
 // ---- TensorDictBase --------------------------------------------------------------
@@ -104,14 +131,21 @@ bool TensorDictBase::has_names() const {
 }
 
 int64_t TensorDictBase::numel() const {
+  const auto batch = batch_size();
+  if (std::find(batch.begin(), batch.end(), 0) != batch.end()) return 0;
   int64_t n = 1;
-  for (auto s : batch_size()) n *= s;
+  for (auto s : batch) {
+    if (__builtin_mul_overflow(n, s, &n)) {
+      throw std::overflow_error(fmt::format("numel of the batch size {} does not fit in int64", shape_string(batch)));
+    }
+  }
   return n;
 }
 
 int64_t TensorDictBase::len() const { return batch_dims() ? batch_size()[0] : 0; }
 
 bool TensorDictBase::is_empty() const {
+  detail::NestingGuard guard("is_empty");
   bool empty = true;
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     if (empty) empty = kind == EntryKind::TensorDict && impl_->find(key)->tensordict().is_empty();
@@ -120,6 +154,7 @@ bool TensorDictBase::is_empty() const {
 }
 
 void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
+  detail::NestingGuard guard("set_batch_size");
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind == EntryKind::Tensor) {
       const auto shape = impl_->tensor_meta(key).shape;
@@ -132,7 +167,7 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
     const Value v = *impl_->find(key);
     if (v.is_non_tensor()) {
       const auto& ids = v.non_tensor().ids();
-      if (ids.defined() && !starts_with(batch_size, ids.sizes())) {
+      if (ids.defined() && !starts_with(ids.sizes(), batch_size)) {
         throw std::runtime_error(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_string(batch_size),
                                              NestedKey(key).repr(), shape_string(ids.sizes())));
       }
@@ -176,17 +211,28 @@ TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) cons
   return level;
 }
 
-bool TensorDictBase::contains(const NestedKey& key) const { return get_value(key).has_value(); }
-
-std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
-  const TensorDictImpl* level = impl_.get();
-  std::shared_ptr<TensorDictImpl> hold;
+namespace {
+// The level holding the last part of `key`, or null when a part on the way
+// is missing or not a tensordict. Nothing is looked up at the last level.
+std::shared_ptr<TensorDictImpl> holding_level(const std::shared_ptr<TensorDictImpl>& top, const NestedKey& key) {
+  std::shared_ptr<TensorDictImpl> level = top;
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
     auto found = level->find(key[depth]);
-    if (!found || !found->is_tensordict()) return std::nullopt;
-    hold = found->impl();
-    level = hold.get();
+    if (!found || !found->is_tensordict()) return nullptr;
+    level = found->impl();
   }
+  return level;
+}
+}  // namespace
+
+bool TensorDictBase::contains(const NestedKey& key) const {
+  const auto level = holding_level(impl_, key);
+  return level && level->has_key(key.back());
+}
+
+std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
+  const auto level = holding_level(impl_, key);
+  if (!level) return std::nullopt;
   return level->find(key.back());
 }
 
@@ -268,9 +314,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     return *this;
   }
   TensorDictBase nested = value.tensordict();
-  if (nested.impl_.get() == impl_.get()) {
-    throw std::invalid_argument(fmt::format("cannot set key {}: a tensordict cannot contain itself", key.repr()));
-  }
+  refuse_cycle(level, nested, key);
   if (!starts_with(nested.batch_size(), level.batch_size())) {
     // tensordict's rule: a nested tensordict takes the parent's batch size
     // when its entries allow it (a shallow copy, the original is untouched).
@@ -350,6 +394,7 @@ void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
                c10::function_ref<void(const std::vector<std::string>&, const TensorDictImpl&, const std::string&)> fn) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
+    detail::NestingGuard guard("keys");
     level.for_each_key([&](const std::string& key, EntryKind kind) {
       path.push_back(key);
       const bool leaf = kind != EntryKind::TensorDict;

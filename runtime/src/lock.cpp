@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "nesting.h"
 #include "tensordict/base.h"
 
 namespace tensordict {
@@ -17,6 +18,7 @@ void TensorDictBase::check_unlocked() const {
 }
 
 TensorDictBase& TensorDictBase::lock_() {
+  detail::NestingGuard guard("lock_");
   impl_->locked_ = true;
   impl_->for_each_child([&](const TensorDictBase& child_handle) {
     TensorDictBase child = child_handle;
@@ -29,6 +31,7 @@ TensorDictBase& TensorDictBase::lock_() {
 }
 
 TensorDictBase& TensorDictBase::unlock_() {
+  detail::NestingGuard guard("unlock_");
   for (const auto& parent : impl_->lock_parents_) {
     if (auto p = parent.lock(); p && p->is_locked()) {
       throw std::runtime_error("Cannot unlock a tensordict that is part of a locked tensordict: unlock the parent first");

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "nesting.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {
@@ -31,6 +32,20 @@ struct Mapper {
   std::size_t source_dims;
   std::vector<std::string> path;  // for messages
 
+  // Every result must start with its level's batch size: code after this
+  // (reshape, index, memmap) slices leaf sizes by the batch dims, so a
+  // shorter leaf must not get in (a user's apply function can return anything).
+  void check_results(const at::Tensor* outs, const std::vector<PieceMeta>& level_metas, const std::string& key,
+                     const char* what) {
+    for (std::size_t i = 0; i < level_metas.size(); ++i) {
+      if (!outs[i].defined() || leaf_starts_with(outs[i], level_metas[i].batch_size)) continue;
+      path.push_back(key);
+      throw std::runtime_error(fmt::format("{}: the result for key {} has {} {}, which does not start with the batch size {}",
+                                           op, NestedKey(path).repr(), what, shape_string(leaf_shape(outs[i])),
+                                           shape_string(level_metas[i].batch_size)));
+    }
+  }
+
   // Piece metadata of a nested level: the pieces' batch and names followed by
   // the level's own dims past the source's.
   std::vector<PieceMeta> nested_metas(const TensorDictImpl& level) const {
@@ -51,6 +66,7 @@ struct Mapper {
   }
 
   std::vector<std::shared_ptr<DenseImpl>> run(const TensorDictImpl& level, const std::vector<PieceMeta>& level_metas) {
+    NestingGuard guard(op);
     const std::size_t n = level_metas.size();
     std::vector<std::vector<Value>> values(n);
     for (auto& v : values) v.reserve(level.num_keys());
@@ -73,6 +89,7 @@ struct Mapper {
           path.push_back(key);
           rethrow_for_key(op, NestedKey(path));
         }
+        check_results(outs.data(), level_metas, key, "shape");
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
       } else if (value.is_non_tensor()) {
         const NonTensorData& data = value.non_tensor();
@@ -91,6 +108,7 @@ struct Mapper {
           path.push_back(key);
           rethrow_for_key(op, NestedKey(path));
         }
+        check_results(outs.data(), level_metas, key, "non-tensor stack shape");
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(NonTensorData::from_ids(data.pool(), std::move(outs[i])));
       } else {
         path.push_back(key);
@@ -115,6 +133,7 @@ struct Mapper {
 }  // namespace
 
 bool writes_through(const TensorDictImpl& td) {
+  NestingGuard guard("writes_through");
   if (!td.entries_alias_storage()) return false;
   bool all = true;
   td.for_each_key([&](const std::string& key, EntryKind kind) {
@@ -132,6 +151,7 @@ void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value) 
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
+    NestingGuard guard(op);
     level.for_each([&](const std::string& key, const Value& value) {
       path.push_back(key);
       if (value.is_tensor()) {

@@ -6,6 +6,7 @@
 
 #include "format.h"
 #include "map_leaves.h"
+#include "nesting.h"
 
 namespace tensordict::detail {
 
@@ -59,6 +60,7 @@ struct Pairer {
   }
 
   std::shared_ptr<DenseImpl> run(const TensorDictImpl& a, const TensorDictImpl& b) {
+    NestingGuard guard(op);
     auto out = std::make_shared<DenseImpl>(a.batch_size().vec(), a.device(), a.names());
     a.for_each([&](const std::string& key, const Value& va) {
       auto vb = b.find(key);

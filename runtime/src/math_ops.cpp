@@ -88,16 +88,7 @@ TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<i
     pruned = !drop.empty();
     return pruned;
   };
-  prune(prune, out);
-  if (batch_size) {
-    for (const auto& [key, value] : out.items(true, true)) {
-      if (!value.is_tensor()) continue;
-      if (!detail::leaf_starts_with(value.tensor(), *batch_size)) {
-        throw std::runtime_error(fmt::format("apply: the result for key {} has shape {}, which does not start with batch_size {}",
-                                             key.repr(), shape_string(detail::leaf_shape(value.tensor())), shape_string(*batch_size)));
-      }
-    }
-  }
+  prune(prune, out);  // map_leaves checked each result against its level's batch size
   return out;
 }
 
@@ -117,6 +108,11 @@ TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
       detail::rethrow_for_key("named_apply", key);
     }
     if (result.defined()) {
+      const auto batch = (key.is_nested() ? out.get_td(key.parent()) : TensorDictBase(out)).batch_size().vec();
+      if (!detail::leaf_starts_with(result, batch)) {
+        throw std::runtime_error(fmt::format("named_apply: the result for key {} has shape {}, which does not start with the batch size {}",
+                                             key.repr(), shape_string(detail::leaf_shape(result)), shape_string(batch)));
+      }
       detail::replace_entry(out, key, result);
     } else {
       out.del_(key);

@@ -12,7 +12,8 @@ namespace tensordict {
 namespace {
 
 // nftw's callback: children before their directory (FTW_DEPTH), links not
-// followed (FTW_PHYS). The first failing errno stops the walk.
+// followed (FTW_PHYS), other file systems not entered (FTW_MOUNT: a mount
+// point inside stays, and its rmdir fails). The first failing errno stops the walk.
 int remove_entry(const char* path, const struct stat*, int type, struct FTW*) {
   const int rc = (type == FTW_DP) ? ::rmdir(path) : ::unlink(path);
   return (rc == 0 || errno == ENOENT) ? 0 : errno;
@@ -34,7 +35,7 @@ bool remove_tree(const std::filesystem::path& path, std::error_code& ec) noexcep
     return false;
   }
   constexpr int kOpenDescriptors = 32;
-  const int rc = ::nftw(path.c_str(), remove_entry, kOpenDescriptors, FTW_DEPTH | FTW_PHYS);
+  const int rc = ::nftw(path.c_str(), remove_entry, kOpenDescriptors, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
   if (rc == 0) return true;
   ec.assign(rc > 0 ? rc : errno, std::generic_category());
   return false;

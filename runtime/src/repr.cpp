@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "lazy_impl.h"
+#include "nesting.h"
 #include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
@@ -135,6 +136,7 @@ std::string exclusive_fields(const LazyStackedTensorDict& lazy) {
 }  // namespace
 
 std::string repr(const TensorDictBase& td) {
+  detail::NestingGuard guard("repr");
   const auto device = td.device();
   std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr)) + "}", 4)};
   const bool lazy = dynamic_cast<const detail::LazyStackedImpl*>(td.impl().get()) != nullptr;

@@ -65,6 +65,14 @@ StateDict nest_flat_keys(const StateDict& flat) {
   return out;
 }
 
+// tensordict's rule: a locked tensordict gains no key.
+void refuse_new_key_if_locked(const TensorDictBase& td, const std::string& key) {
+  if (td.is_locked()) {
+    throw std::runtime_error(
+        fmt::format("load_state_dict: cannot add key {} to a locked tensordict (unlock it first)", key));
+  }
+}
+
 void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, const std::vector<std::string>& path) {
   auto where = [&](const std::string& key) {
     std::vector<std::string> p = path;
@@ -79,6 +87,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     if (v.isTensor()) {
       if (!existing) {
         if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        refuse_new_key_if_locked(td, where(key));
         td.impl()->insert(key, v.toTensor());
       } else if (assign) {
         td.impl()->insert(key, v.toTensor());
@@ -88,6 +97,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     } else if (v.isGenericDict()) {
       if (!existing) {
         if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        refuse_new_key_if_locked(td, where(key));
         TensorDict created(TensorDictBase(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, td.device(), Names{})));
         td.impl()->insert(key, Value(created));
         existing = td.impl()->find(key);

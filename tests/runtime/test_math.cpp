@@ -152,7 +152,7 @@ TEST_CASE("apply: filter_empty, batch size override, binary and named forms") {
   REQUIRE(first.batch_size() == at::IntArrayRef({3}));
   REQUIRE(at::equal(first.get({"nested", "c"}), td.get({"nested", "c"}).select(0, 0)));
   REQUIRE_THAT(TD_MESSAGE(td.apply([](const at::Tensor& t) { return t.select(0, 0); }, std::vector<int64_t>{2})),
-               Contains("apply: the result for key 'a' has shape [3, 4], which does not start with batch_size [2]"));
+               Contains("apply: the result for key 'a' has shape [3, 4], which does not start with the batch size [2]"));
   auto sum = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, td);
   REQUIRE(at::equal(sum.get("b"), td.get("b") * 2));
   auto named = td.named_apply([](const NestedKey& key, const at::Tensor& t) { return key.size() > 1 ? t * 0 : t; });

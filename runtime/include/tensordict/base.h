@@ -105,6 +105,9 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // The values (a lazy stack builds each one, stacking its members').
   virtual void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const = 0;
   virtual std::optional<Value> find(const std::string& key) const = 0;
+  // Whether `key` is an entry, without building its value (an h5 group reads
+  // no dataset to answer).
+  virtual bool has_key(const std::string& key) const { return find(key).has_value(); }
   virtual TensorMeta tensor_meta(const std::string& key) const;
   // The tensordicts this one is made of, for lock propagation: nested
   // tensordicts (a lazy stack: its members).

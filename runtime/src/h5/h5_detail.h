@@ -52,7 +52,17 @@ struct H5File {
   std::string mode;
   bool writable = false;
   hid_t id(const std::string& what) const;  // throws once closed
+  // Link access for every lookup (H5Lexists, H5Lget_info, H5Oget_info):
+  // external links are not followed (a file must not make us read another
+  // one), so a soft link through one fails too. Datasets and groups are
+  // opened only once their path passed such a lookup.
+  Hid lapl;
 };
+// Throws unless `path` is missing or a regular file (a FIFO would block the
+// open, a device would read without end).
+void require_regular_file(const std::string& path, const std::string& mode);
+// A link access property list that refuses to traverse external links.
+Hid no_external_links();
 
 // ---- types (h5_types.cpp) -------------------------------------------------------------
 // How a dataset's file type reads into memory.
@@ -108,6 +118,8 @@ class PersistentImpl final : public TensorDictImpl {
   // Whether the link `key` is a group (else a dataset); the shape of a dataset.
   bool is_group(const std::string& key) const;
   std::vector<int64_t> dataset_shape(const std::string& key, bool* is_string) const;
+  bool has_key(const std::string& key) const override;
+  void for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const override;
 
   H5Options options;  // dataset creation options for later writes
 
@@ -121,6 +133,9 @@ class PersistentImpl final : public TensorDictImpl {
   std::optional<at::Device> device_;
   Names names_;
   mutable std::map<std::string, std::shared_ptr<PersistentImpl>> children_;
+  // The object addresses of this group and its ancestors, top first: a group
+  // reached again below itself is a hard-link cycle.
+  mutable std::vector<haddr_t> ancestry_;
 };
 
 // A hyperslab selection: per dim start/count/stride, and the result shape

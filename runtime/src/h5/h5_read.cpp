@@ -2,11 +2,15 @@
 #include <ATen/ATen.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "../format.h"
 #include "../libtorch_compat.h"
+#include "../nesting.h"
 #include "h5_detail.h"
 #include "tensordict/persistent.h"
 
@@ -20,7 +24,12 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
   return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
 }
 
-std::vector<int64_t> space_dims(hid_t space) {
+std::vector<int64_t> space_dims(hid_t space, const std::string& where) {
+  // A NULL dataspace holds no element at all (not even a scalar's): there is
+  // nothing to read, and reading it as a scalar would return uninitialised memory.
+  if (H5Sget_simple_extent_type(space) == H5S_NULL) {
+    throw std::runtime_error(fmt::format("{} has a NULL dataspace (no data); only simple and scalar datasets are read", where));
+  }
   const int rank = H5Sget_simple_extent_ndims(space);
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
   if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
@@ -154,11 +163,34 @@ std::vector<std::string> PersistentImpl::link_names() const {
 
 std::size_t PersistentImpl::num_keys() const { return link_names().size(); }
 
-bool PersistentImpl::is_group(const std::string& key) const {
-  H5O_info_t info;
-  if (H5Oget_info_by_name(fid(), path_of(key).c_str(), &info, H5P_DEFAULT) < 0) {
-    throw std::runtime_error(fmt::format("{}: cannot inspect {}", file_->path, path_of(key)));
+namespace {
+
+// The object at `path`, refusing links that leave the file: an external link
+// names another file (reading it would read outside what was opened), and a
+// soft link through one is not followed either (the file's link access).
+H5O_info_t object_info(const H5File& file, const std::string& path) {
+  H5L_info_t link{};
+  if (H5Lget_info(file.id(path), path.c_str(), &link, file.lapl.get()) >= 0) {  // the root "/" has no link
+    if (link.type == H5L_TYPE_EXTERNAL) {
+      throw std::runtime_error(fmt::format(
+          "{}: {} is an external link to another file; links out of the file are not followed", file.path, path));
+    }
+    if (link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT) {
+      throw std::runtime_error(fmt::format("{}: {} is a user-defined link, which is not followed", file.path, path));
+    }
   }
+  H5O_info_t info;
+  if (H5Oget_info_by_name(file.id(path), path.c_str(), &info, file.lapl.get()) < 0) {
+    throw std::runtime_error(fmt::format("{}: cannot inspect {} (a dangling soft link, or one through an external link?)",
+                                         file.path, path));
+  }
+  return info;
+}
+
+}  // namespace
+
+bool PersistentImpl::is_group(const std::string& key) const {
+  const H5O_info_t info = object_info(*file_, path_of(key));
   if (info.type != H5O_TYPE_GROUP && info.type != H5O_TYPE_DATASET) {
     throw std::runtime_error(fmt::format("{}: {} is neither a group nor a dataset", file_->path, path_of(key)));
   }
@@ -171,13 +203,25 @@ std::vector<int64_t> PersistentImpl::dataset_shape(const std::string& key, bool*
   Hid type(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   *is_string = H5Tget_class(type.get()) == H5T_STRING;
-  return space_dims(space.get());
+  return space_dims(space.get(), fmt::format("{}:{}", file_->path, path_of(key)));
 }
 
 std::shared_ptr<PersistentImpl> PersistentImpl::child(const std::string& key) const {
   auto it = children_.find(key);
   if (it != children_.end()) return it->second;
+  if (ancestry_.empty()) ancestry_.push_back(object_info(*file_, group_).addr);
+  const haddr_t addr = object_info(*file_, path_of(key)).addr;
+  if (std::find(ancestry_.begin(), ancestry_.end(), addr) != ancestry_.end()) {
+    throw std::runtime_error(fmt::format("{}: the group {} is one of its own ancestors (a hard-link cycle)", file_->path,
+                                         path_of(key)));
+  }
+  if (ancestry_.size() > kMaxNestingDepth) {
+    throw std::runtime_error(fmt::format("{}: the group {} is nested more than {} levels deep", file_->path,
+                                         path_of(key), kMaxNestingDepth));
+  }
   auto nested = std::make_shared<PersistentImpl>(file_, path_of(key), batch_size_);
+  nested->ancestry_ = ancestry_;
+  nested->ancestry_.push_back(addr);
   nested->device_ = device_;
   nested->options = options;
   children_[key] = nested;
@@ -190,7 +234,7 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   if (!dset.valid()) throw std::runtime_error(fmt::format("cannot open dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
-  const auto dims = space_dims(space.get());
+  const auto dims = space_dims(space.get(), where);
   ReadType rt = read_type(ftype.get(), where);
 
   std::optional<Slab> slab;
@@ -222,16 +266,42 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   return Value(out);
 }
 
+bool PersistentImpl::has_key(const std::string& key) const {
+  if (key.empty() || key.find('/') != std::string::npos || key == ".") return false;
+  return H5Lexists(fid(), path_of(key).c_str(), file_->lapl.get()) > 0;
+}
+
 std::optional<Value> PersistentImpl::find(const std::string& key) const {
-  if (key.empty() || key.find('/') != std::string::npos || key == ".") return std::nullopt;
-  const htri_t exists = H5Lexists(fid(), path_of(key).c_str(), H5P_DEFAULT);
-  if (exists <= 0) return std::nullopt;
+  if (!has_key(key)) return std::nullopt;
   if (is_group(key)) return Value(TensorDictBase(child(key)));
-  return read(key, nullptr);
+  Value value = read(key, nullptr);
+  // The file may have changed since the batch size was set (another writer):
+  // a leaf that no longer starts with it must not get in.
+  const auto shape = value.is_tensor()        ? value.tensor().sizes()
+                     : value.non_tensor().is_stack() ? value.non_tensor().ids().sizes()
+                                                     : at::IntArrayRef(batch_size_);
+  if (!starts_with(shape, batch_size_)) {
+    throw std::runtime_error(fmt::format("{}: dataset {} has shape {}, which does not start with its group's batch size {}",
+                                         file_->path, path_of(key), shape_string(shape), shape_string(batch_size_)));
+  }
+  return value;
 }
 
 void PersistentImpl::for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const {
   for (const auto& key : link_names()) fn(key, *find(key));
+}
+
+void PersistentImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
+  // Metadata only: no dataset is read to list the keys.
+  for (const auto& key : link_names()) {
+    if (is_group(key)) {
+      fn(key, EntryKind::TensorDict);
+      continue;
+    }
+    bool is_string = false;
+    dataset_shape(key, &is_string);
+    fn(key, is_string ? EntryKind::NonTensor : EntryKind::Tensor);
+  }
 }
 
 void PersistentImpl::infer_batch_size() {
@@ -242,9 +312,11 @@ void PersistentImpl::infer_batch_size() {
       nested->infer_batch_size();
       shapes.push_back(nested->batch_size_);
     } else {
+      // A string array is a non-tensor stack, whose shape is batch dims
+      // too; a single string (a scalar) constrains nothing.
       bool is_string = false;
       auto shape = dataset_shape(key, &is_string);
-      if (!is_string) shapes.push_back(std::move(shape));
+      if (!is_string || !shape.empty()) shapes.push_back(std::move(shape));
     }
   }
   std::vector<int64_t> batch;
@@ -269,7 +341,7 @@ void PersistentImpl::apply_batch_size(std::vector<int64_t> batch_size) {
     } else {
       bool is_string = false;
       auto shape = dataset_shape(key, &is_string);
-      if (!is_string && !starts_with(shape, batch_size)) {
+      if ((!is_string || !shape.empty()) && !starts_with(shape, batch_size)) {
         throw std::runtime_error(fmt::format("{}: batch size {} does not match dataset {} of shape {}", file_->path,
                                              shape_string(batch_size), path_of(key), shape_string(shape)));
       }
@@ -309,9 +381,11 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   auto file = std::make_shared<H5File>();
   file->path = path;
   file->mode = mode;
+  detail::h5::require_regular_file(path, mode);
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   hid_t id = H5I_INVALID_HID;
+  errno = 0;
   if (mode == "r" || mode == "r+") {
     if (!exists) throw std::runtime_error(fmt::format("cannot open h5 file {}: it does not exist", path));
     id = H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, H5P_DEFAULT);
@@ -326,10 +400,15 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   } else {
     throw std::invalid_argument(fmt::format("unknown h5 mode '{}' (expected r, r+, w, w-, x or a)", mode));
   }
+  if (id < 0 && mode != "r" && mode != "r+" && errno != 0 && errno != ENOENT) {
+    // Creating failed for a reason the system names (permissions, a full disk).
+    throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': {}", path, mode, std::strerror(errno)));
+  }
   if (id < 0)
     throw std::runtime_error(fmt::format(
         "cannot open h5 file {} in mode '{}': not a readable HDF5 file, or already open in another mode", path, mode));
   file->file = Hid(id, H5Fclose);
+  file->lapl = detail::h5::no_external_links();
   file->writable = mode != "r";
   auto impl = std::make_shared<PersistentImpl>(file, "/", std::vector<int64_t>{});
   if (batch_size) {
@@ -372,7 +451,8 @@ TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
   auto build = [&](auto&& self, const PersistentImpl& level) -> TensorDict {
     std::vector<int64_t> batch = resolved.result_batch_size().vec();
     const auto own = level.batch_size();
-    batch.insert(batch.end(), own.begin() + resolved.consumed_dims(), own.end());
+    // (past the top's batch dims, which the index replaced)
+    batch.insert(batch.end(), own.begin() + static_cast<std::ptrdiff_t>(batch_size().size()), own.end());
     TensorDict out({}, batch, level.device());
     for (const auto& key : level.link_names()) {
       if (level.is_group(key)) {

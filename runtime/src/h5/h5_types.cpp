@@ -1,22 +1,11 @@
 // dtype <-> HDF5 type mapping, as numpy/h5py write them.
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
 
 #include "../format.h"
 #include "h5_detail.h"
 
 namespace tensordict::detail::h5 {
-
-void quiet_hdf5() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
-}
-
-hid_t H5File::id(const std::string& what) const {
-  if (!file.valid()) throw std::runtime_error(fmt::format("the h5 file {} is closed (accessing {})", path, what));
-  return file.get();
-}
 
 namespace {
 

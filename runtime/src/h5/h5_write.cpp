@@ -13,6 +13,7 @@
 #include "../format.h"
 #include "../map_leaves.h"
 #include "../memmap/memmap_detail.h"
+#include "../nesting.h"
 #include "h5_detail.h"
 #include "tensordict/lazy.h"
 #include "tensordict/persistent.h"
@@ -22,10 +23,13 @@ namespace tensordict {
 namespace detail::h5 {
 
 void check_link_name(const std::string& key, const std::string& where) {
-  if (key.empty() || key == "." || key.find('/') != std::string::npos) {
-    throw std::invalid_argument(
-        fmt::format("cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups)",
-                    key, where));
+  if (key.empty() || key == "." || key.find('/') != std::string::npos || key.find('\0') != std::string::npos) {
+    std::string shown = key;  // a NUL would end the message here
+    for (std::size_t at = shown.find('\0'); at != std::string::npos; at = shown.find('\0', at)) shown.replace(at, 1, "\\0");
+    throw std::invalid_argument(fmt::format(
+        "cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups) or a NUL "
+        "character",
+        shown, where));
   }
 }
 
@@ -113,6 +117,7 @@ void mark_strings(hid_t dset, const NonTensorData& data, const std::string& wher
 }  // namespace
 
 void PersistentImpl::write_entry(const std::string& key, const Value& value, const H5Options& opts) {
+  NestingGuard guard("to_h5");
   const std::string path = path_of(key);
   const std::string where = fmt::format("{}:{}", file_->path, path);
   check_link_name(key, file_->path);
@@ -153,7 +158,14 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
         throw std::invalid_argument(
             fmt::format("cannot write {}: only string non-tensor data can be stored in h5, got {}", where, v.dump()));
       }
-      ptrs.push_back(v.get_ref<const std::string&>().c_str());
+      const std::string& text = v.get_ref<const std::string&>();
+      // HDF5's variable-length strings end at the first NUL: the rest would be lost.
+      if (text.find('\0') != std::string::npos) {
+        throw std::invalid_argument(fmt::format(
+            "cannot write {}: the string {} holds a NUL character, which an HDF5 string cannot store", where,
+            v.dump()));
+      }
+      ptrs.push_back(text.c_str());
     }
     Hid type = string_type();
     Hid space = make_space(dims);
@@ -260,9 +272,21 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
   detail::h5::check_dense_writable(td, path);
   const fs::path target(path);
   if (target.filename().empty()) throw std::invalid_argument(fmt::format("to_h5 needs a file name, got '{}'", path));
-  // Temporaries of writers that died are removed first (their pid is gone).
+  // One writer of a path at a time; temporaries found under the lock are
+  // those of writers that died.
+  detail::memmap::PrefixLock lock(target);
   detail::memmap::remove_stale_staging(target);
   const fs::path tmp = detail::memmap::staging_path(target);
+  // Created here first, so that a failure names the file and the real cause
+  // (permissions, a full disk) rather than HDF5's "cannot open".
+  {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      throw std::runtime_error(fmt::format("cannot write h5 file {}: cannot create its temporary file {}: {}", path,
+                                           tmp.string(), std::strerror(errno)));
+    }
+    ::close(fd);
+  }
   try {
     {
       PersistentTensorDict out = from_h5(tmp.string(), "w");
@@ -271,8 +295,10 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
       impl.options = options;
       impl.set_meta(td.batch_size().vec(), std::nullopt, td.names());
       td.impl()->for_each([&](const std::string& key, const Value& value) { impl.write_entry(key, value, options); });
+      errno = 0;
       if (H5Fflush(impl.file()->file.get(), H5F_SCOPE_GLOBAL) < 0) {
-        throw std::runtime_error(fmt::format("cannot write h5 file {}: flushing {} failed", path, tmp.string()));
+        throw std::runtime_error(fmt::format("cannot write h5 file {}: flushing {} failed{}", path, tmp.string(),
+                                             errno ? std::string(": ") + std::strerror(errno) : std::string()));
       }
       out.close();
     }

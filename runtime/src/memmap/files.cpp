@@ -1,14 +1,13 @@
 // Directory creation, symlink refusal and atomic file writes.
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -133,16 +132,42 @@ void remove_stale_staging(const fs::path& target) {
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
-    const std::string rest = name.substr(prefix.size());
-    const auto dot = rest.find('.');
-    if (dot == std::string::npos) continue;
-    char* end_ptr = nullptr;
-    const long pid = std::strtol(rest.c_str(), &end_ptr, 10);
-    if (end_ptr != rest.c_str() + dot || pid <= 0) continue;
-    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
     std::error_code ignore;
     remove_tree(it->path(), ignore);
   }
+}
+
+PrefixLock::PrefixLock(const fs::path& target)
+    : file_(target.parent_path() / fmt::format(".{}.tc-lock", target.filename().string())) {
+  for (;;) {
+    fd_ = ::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      throw std::runtime_error(fmt::format("cannot write {}: cannot open its lock file {}: {}", target.string(),
+                                           file_.string(), std::strerror(errno)));
+    }
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd_);
+      throw std::runtime_error(
+          fmt::format("cannot write {}: cannot lock {}: {}", target.string(), file_.string(), std::strerror(err)));
+    }
+    // The holder before us removes the file when it is done: a lock on a file
+    // no longer at the path locks nothing, so open the path again.
+    struct stat held {}, named {};
+    if (::fstat(fd_, &held) == 0 && ::lstat(file_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev) {
+      return;
+    }
+    ::close(fd_);
+  }
+}
+
+// Removed while still locked (then closing releases the lock): writers
+// waiting on it see it gone and open the path again.
+PrefixLock::~PrefixLock() {
+  ::unlink(file_.c_str());
+  ::close(fd_);
 }
 
 void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {

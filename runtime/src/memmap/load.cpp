@@ -10,6 +10,7 @@
 #include "../dense_impl.h"
 #include "../format.h"
 #include "../lazy_impl.h"
+#include "../nesting.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
@@ -74,8 +75,8 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
 // The sub-directory of a collection entry: the encoded name, else the raw one.
 fs::path entry_dir(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / encode_key(key);
-  if (fs::is_directory(encoded)) return encoded;
-  if (safe_legacy_key(key, true) && fs::is_directory(dir / key)) return dir / key;
+  if (tree_dir(encoded)) return encoded;
+  if (safe_legacy_key(key, true) && tree_dir(dir / key)) return dir / key;
   throw std::runtime_error(fmt::format("{} lists key '{}' as a collection but its directory {} is missing",
                                        (dir / "meta.json").string(), key, encoded.string()));
 }
@@ -83,10 +84,10 @@ fs::path entry_dir(const fs::path& dir, const std::string& key) {
 // The data file of a leaf: the encoded name, else the raw one (older writers).
 fs::path leaf_file(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / (encode_key(key) + ".memmap");
-  if (fs::exists(encoded)) return encoded;
+  if (tree_entry_exists(encoded)) return encoded;
   if (safe_legacy_key(key, false)) {
     fs::path raw = dir / (key + ".memmap");
-    if (fs::exists(raw)) return raw;
+    if (tree_entry_exists(raw)) return raw;
   }
   return encoded;
 }
@@ -157,7 +158,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
       }
       if (value.is_tensordict()) check_child_names(value.tensordict(), impl->names(), file, key);
       if (value.is_non_tensor() && value.non_tensor().is_stack() &&
-          !starts_with(batch, value.non_tensor().ids().sizes())) {
+          !starts_with(value.non_tensor().ids().sizes(), batch)) {
         throw std::runtime_error(fmt::format("{}: the NonTensorStack of key '{}' has shape {}, not the level's batch {}",
                                              file.string(), key, shape_string(value.non_tensor().ids().sizes()),
                                              shape_string(batch)));
@@ -199,7 +200,7 @@ TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at
         fmt::format("malformed {}: a LazyStackedTensorDict needs an integer stack_dim", file.string()));
   }
   std::vector<TensorDictBase> members;
-  for (std::size_t i = 0; fs::is_directory(dir / std::to_string(i)); ++i) {
+  for (std::size_t i = 0; tree_dir(dir / std::to_string(i)); ++i) {
     Value v = load_any(dir / std::to_string(i), device, std::nullopt);
     if (!v.is_tensordict()) {
       throw std::runtime_error(
@@ -263,7 +264,7 @@ bool is_class_string(const std::string& type) {
 TensorDict load_unknown_class(const fs::path& dir, const Json& meta, const std::string& type,
                               std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
-  if (!fs::is_directory(dir / "_tensordict")) {
+  if (!tree_dir(dir / "_tensordict")) {
     throw std::runtime_error(fmt::format(
         "{}: _type {} is neither a tensordict class nor a registered one, and the directory is no tensorclass "
         "either: its tensor fields directory {} is missing",
@@ -280,6 +281,7 @@ TensorDict load_unknown_class(const fs::path& dir, const Json& meta, const std::
 }
 
 Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optional<std::size_t> max_dims) {
+  NestingGuard guard("load_memmap");
   const Json meta = read_meta(dir);
   const fs::path file = dir / "meta.json";
   if (!meta.contains("_type") || !meta["_type"].is_string()) {
@@ -378,9 +380,7 @@ TensorDictBase& TensorDictBase::memmap_refresh_() {
   // As tensordict: unlocked while the entries are replaced, locked again after.
   const bool was_locked = is_locked();
   if (was_locked) unlock_();
-  std::vector<std::string> old;
-  impl_->for_each([&](const std::string& key, const Value&) { old.push_back(key); });
-  for (const auto& key : old) impl_->erase(key);
+  clear();
   fresh.impl()->for_each([&](const std::string& key, const Value& value) { impl_->insert(key, value); });
   impl_->set_meta(fresh.batch_size().vec(), fresh.device(), fresh.batch_size() == batch_size() ? names() : Names{});
   detail::memmap::mark_memmapped(impl_, *path);

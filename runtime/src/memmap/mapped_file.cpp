@@ -72,19 +72,17 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   Fd f;
   bool writable = true;
-  f.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  struct stat st {};
+  const std::string what = fmt::format("the data file of key '{}'", key);
+  f.fd = open_tree_file(path, O_RDWR, &st, what);
   if (f.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
     writable = false;
-    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    f.fd = open_tree_file(path, O_RDONLY, &st, what);
   }
   if (f.fd < 0) {
     throw std::runtime_error(fmt::format("cannot open the data file {} of key '{}' ({} bytes of {} {} expected): {}",
                                          path.string(), key, need, c10::toString(dtype), shape_string(shape),
                                          std::strerror(errno)));
-  }
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw std::runtime_error(fmt::format("the data file {} of key '{}' is not a regular file", path.string(), key));
   }
   // A file without any write permission bit is read-only even to root (who
   // could open it read/write anyway): map it copy-on-write.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <memory>
@@ -50,9 +51,47 @@ void sync_dir(const fs::path& dir);
 void publish_dir(const fs::path& staging, const fs::path& target, bool sync);
 // A fresh, unique sibling name for staging a write of `target`.
 fs::path staging_path(const fs::path& target);
-// Removes leftover staging directories of `target` from writers that died
-// (their pid is gone).
+// Removes leftover staging directories of `target` from writers that died.
+// Call with the PrefixLock of `target` held: every writer stages under that
+// lock, so any staging directory found then is a dead writer's.
 void remove_stale_staging(const fs::path& target);
+// An exclusive lock on writing `target`, held from planning to the returned
+// handles: a flock on `.<name>.tc-lock` beside it (works across threads,
+// processes, PID namespaces and, on NFS, hosts). Waits for another writer.
+// The lock file exists while the lock is held (a writer killed meanwhile leaves
+// it; the next one takes it over).
+class PrefixLock {
+ public:
+  explicit PrefixLock(const fs::path& target);
+  ~PrefixLock();
+  PrefixLock(const PrefixLock&) = delete;
+  PrefixLock& operator=(const PrefixLock&) = delete;
+
+ private:
+  fs::path file_;
+  int fd_ = -1;
+};
+
+// ---- reading a tree that may come from anywhere (tree_access.cpp) ----------------
+// A loader reads only inside the tree: no symbolic link below the top is
+// followed (tensordict writes none), and only regular files are opened (a FIFO
+// would block, a device would read without end).
+//
+// Whether `dir` is a directory of the tree: false when missing or not a
+// directory; throws for a symbolic link.
+bool tree_dir(const fs::path& dir);
+// Whether `path` is an entry of the tree (not following a link).
+bool tree_entry_exists(const fs::path& path);
+// Opens the regular file `path` of the tree with `flags` (O_RDONLY or O_RDWR;
+// O_NOFOLLOW and O_NONBLOCK are added) and fills `st`. Returns -1 with errno
+// set when open fails (EACCES... for the caller's fallback), throws for a
+// symbolic link or a file that is not regular; messages name `what`.
+int open_tree_file(const fs::path& path, int flags, struct ::stat* st, std::string_view what);
+// The largest meta.json read: orders of magnitude above what tensordict
+// writes (about 100 bytes per key), far below what would exhaust memory.
+inline constexpr std::size_t kMaxMetaBytes = std::size_t{256} << 20;
+// The deepest JSON nesting read from a meta.json.
+inline constexpr std::size_t kMaxJsonDepth = 512;
 
 // ---- memory-mapped storage (mapped_file.cpp) --------------------------------------
 // A tensor over the first numel*itemsize bytes of `path`, mapped shared (writes

@@ -1,8 +1,12 @@
 // meta.json: reading with errors that name the file, writing, leaf entries.
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "../format.h"
 #include "memmap_detail.h"
@@ -11,21 +15,128 @@
 
 namespace tensordict::detail::memmap {
 
+namespace {
+
+// Builds the JSON value of a meta.json, bounded: nesting deeper than
+// kMaxJsonDepth is refused (a recursive walk of the value would overflow the
+// stack), and an object's keys are found through a hash index, so an object of
+// n keys costs O(n) (nlohmann's ordered_json searches its keys linearly: 100k
+// keys took seconds). As JSON parsers do, a repeated key keeps its first
+// position and its last value.
+class MetaBuilder : public nlohmann::json_sax<Json> {
+ public:
+  explicit MetaBuilder(const fs::path& file) : file_(file) {}
+  Json result() && { return std::move(root_); }
+
+  bool null() override { return add(Json(nullptr)); }
+  bool boolean(bool v) override { return add(Json(v)); }
+  bool number_integer(number_integer_t v) override { return add(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return add(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return add(Json(v)); }
+  bool string(string_t& v) override { return add(Json(std::move(v))); }
+  bool binary(binary_t& v) override { return add(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(Json::array()); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw std::runtime_error(fmt::format("malformed JSON in {}: {}", file_.string(), e.what()));
+  }
+
+ private:
+  struct Open {
+    Json* value;
+    std::unordered_map<std::string, std::size_t> slots;  // objects: key -> position
+  };
+
+  // Adds `v` to the innermost open container (or makes it the root); returns
+  // where it now lives. Only the innermost container grows, so the pointers
+  // to the open ones stay valid.
+  Json* place(Json v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Open& top = open_.back();
+    if (top.value->is_array()) {
+      auto& array = top.value->get_ref<Json::array_t&>();
+      array.push_back(std::move(v));
+      return &array.back();
+    }
+    auto& object = top.value->get_ref<Json::object_t&>();
+    auto [slot, added] = top.slots.try_emplace(key_, object.size());
+    if (!added) {
+      // (ordered_map's operator[] takes a key: index the vector through begin())
+      Json& existing = (object.begin() + static_cast<std::ptrdiff_t>(slot->second))->second;
+      existing = std::move(v);
+      return &existing;
+    }
+    object.emplace_back(key_, std::move(v));
+    return &object.back().second;
+  }
+  bool add(Json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json container) {
+    if (open_.size() >= kMaxJsonDepth) {
+      throw std::runtime_error(
+          fmt::format("malformed {}: JSON nested more than {} levels deep", file_.string(), kMaxJsonDepth));
+    }
+    Json* at = place(std::move(container));
+    open_.push_back(Open{at, {}});
+    return true;
+  }
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+
+  const fs::path& file_;
+  Json root_;
+  std::vector<Open> open_;
+  std::string key_;
+};
+
+std::string read_text(const fs::path& file, const fs::path& dir) {
+  struct stat st {};
+  const int fd = open_tree_file(file, O_RDONLY, &st, "the metadata file");
+  if (fd < 0) {
+    throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: {} is missing or unreadable ({})",
+                                         dir.string(), file.string(), std::strerror(errno)));
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size > kMaxMetaBytes) {
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{} has {} bytes, more than the {} a meta.json may have", file.string(), size,
+                                         kMaxMetaBytes));
+  }
+  // At most the size fstat gave: a file growing meanwhile is read as it was.
+  std::string text(size, '\0');
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, text.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(done);
+  return text;
+}
+
+}  // namespace
+
 Json read_meta(const fs::path& dir) {
   const fs::path file = dir / "meta.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: {} is missing or unreadable",
-                                         dir.string(), file.string()));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  Json meta;
-  try {
-    meta = Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
-    throw std::runtime_error(fmt::format("malformed JSON in {}: {}", file.string(), e.what()));
-  }
+  const std::string text = read_text(file, dir);
+  MetaBuilder builder(file);
+  Json::sax_parse(text, &builder);
+  Json meta = std::move(builder).result();
   if (!meta.is_object()) {
     throw std::runtime_error(
         fmt::format("malformed {}: expected a JSON object, got {}", file.string(), meta.type_name()));

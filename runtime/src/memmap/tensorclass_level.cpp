@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path tensors = fs::path(dir) / "_tensordict";
-  if (!fs::is_directory(tensors)) {
+  if (!detail::memmap::tree_dir(tensors)) {
     throw std::runtime_error(fmt::format("{}: a tensorclass directory needs its tensor fields in {}",
                                          (fs::path(dir) / "meta.json").string(), tensors.string()));
   }

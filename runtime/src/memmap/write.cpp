@@ -11,8 +11,11 @@
 // the non-tensor fields, tensor fields in _tensordict/), chosen by the
 // MemmapClassTags a generated tensorclass passes.
 #include <ATen/ATen.h>
+#include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -23,6 +26,7 @@
 #include "../format.h"
 #include "../lazy_impl.h"
 #include "../map_leaves.h"
+#include "../nesting.h"
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
@@ -68,7 +72,14 @@ std::optional<fs::path> state_of(const TensorDictImpl* impl) {
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir) {
   std::lock_guard lock(state_mutex());
   auto& s = states();
-  if (s.size() > 64) std::erase_if(s, [](const auto& kv) { return kv.second.impl.expired(); });
+  // Entries of dead tensordicts are dropped when the table has doubled since
+  // the last sweep: amortised O(1) per call (a sweep on every call was
+  // quadratic when many memory-mapped levels are alive).
+  static std::size_t sweep_at = 64;
+  if (s.size() > sweep_at) {
+    std::erase_if(s, [](const auto& kv) { return kv.second.impl.expired(); });
+    sweep_at = std::max<std::size_t>(64, 2 * s.size());
+  }
   s[impl.get()] = MemmapState{impl, fs::absolute(dir)};
 }
 
@@ -129,6 +140,13 @@ Json leaf_meta(const at::Tensor& t) {
 
 std::size_t nbytes(const at::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
+// Whether the bytes of `t` are exactly the file its storage maps, in order:
+// only then is the file itself (a hard link) the data to save. A view
+// (a slice, a transpose, another offset) is written as a new file.
+bool covers_its_file(const at::Tensor& t) {
+  return t.is_contiguous() && t.storage_offset() == 0 && nbytes(t) == t.storage().nbytes();
+}
+
 bool is_reserved(const std::string& key) { return key == "shape" || key == "device" || key == "_type"; }
 
 // tensordict's "_names": one string or null per batch dim; null when no dim is named.
@@ -169,6 +187,7 @@ class Writer {
 
   std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& class_or_dir,
                               const fs::path& class_or_target, std::vector<std::string>& path) {
+    NestingGuard guard("memmap");
     auto level = std::make_unique<Level>();
     level->source = impl;
     fs::path dir = class_or_dir;
@@ -284,14 +303,19 @@ class Writer {
     } else {
       const TensorDictImpl& src = *level.source;
       Json meta = Json::object();
+      // Keys are unique: appended directly (ordered_json's operator[] searches
+      // its keys linearly, quadratic over a level's keys).
+      auto& members = meta.get_ref<Json::object_t&>();
+      members.reserve(level.entries.size() + 4);
       for (Entry& entry : level.entries) {
         if (entry.child) {
           write_meta(*entry.child);
-          meta[entry.key] = {{"type", entry_type(*entry.child)}};
+          members.emplace_back(entry.key, Json{{"type", entry_type(*entry.child)}});
         } else if (entry.value.is_non_tensor()) {
-          meta[entry.key] = {{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}};
+          members.emplace_back(entry.key,
+                               Json{{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}});
         } else {
-          meta[entry.key] = leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept);
+          members.emplace_back(entry.key, leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept));
         }
       }
       meta["shape"] = src.batch_size().vec();
@@ -319,33 +343,67 @@ class Writer {
 
   // Entries of the tree being replaced that the new tree does not write
   // (files of other programs, keys tensordict would also leave behind) are
-  // carried into the new tree as hard links, so publishing loses nothing.
+  // carried into the new tree as hard links, so publishing loses nothing:
+  // whatever cannot be carried (another user's file we may not link, a mount
+  // point) makes the write fail before anything is replaced. Directories keep
+  // their modes. Not carried: a dead writer's temporaries, and the member
+  // directories of a lazy stack past its new member count (loading counts the
+  // members by their directories, so a stale one would come back as data).
   static void carry_over(const fs::path& old_dir, const fs::path& new_dir) {
+    struct stat old_st {};
+    if (::lstat(old_dir.c_str(), &old_st) != 0 || !S_ISDIR(old_st.st_mode)) return;
+    if (::chmod(new_dir.c_str(), old_st.st_mode & 07777) != 0) cannot_carry(old_dir, "chmod", errno);
+    const bool lazy_level = is_lazy_level(new_dir);
     std::error_code ec;
-    if (!fs::is_directory(fs::symlink_status(old_dir, ec))) return;
     for (fs::directory_iterator it(old_dir, ec), end; !ec && it != end; it.increment(ec)) {
       const fs::path name = it->path().filename();
       const std::string s = name.string();
       if (s.rfind(".meta.json.tmp", 0) == 0) continue;  // a dead writer's temporary
+      if (lazy_level && !s.empty() && s.find_first_not_of("0123456789") == std::string::npos) continue;
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0) continue;  // gone meanwhile
+      if (st.st_dev != old_st.st_dev) {
+        throw std::runtime_error(fmt::format(
+            "cannot write the tensordict over {}: {} is a mount point inside the tree; unmount or move it first",
+            old_dir.string(), it->path().string()));
+      }
       const fs::path dest = new_dir / name;
-      std::error_code e2;
-      const auto st = it->symlink_status(e2);
-      if (fs::exists(fs::symlink_status(dest, e2))) {
-        if (fs::is_directory(st) && fs::is_directory(fs::symlink_status(dest, e2))) carry_over(it->path(), dest);
+      struct stat dest_st {};
+      const bool dest_exists = ::lstat(dest.c_str(), &dest_st) == 0;
+      if (S_ISDIR(st.st_mode)) {
+        if (!dest_exists && ::mkdir(dest.c_str(), 0700) != 0) cannot_carry(it->path(), "mkdir", errno);
+        if (!dest_exists || S_ISDIR(dest_st.st_mode)) carry_over(it->path(), dest);
         continue;
       }
-      if (fs::is_directory(st)) {
-        fs::create_directory(dest, e2);
-        carry_over(it->path(), dest);
-      } else if (fs::is_regular_file(st)) {
-        if (!link_file(it->path(), dest)) fs::copy_file(it->path(), dest, e2);
-      } else if (fs::is_symlink(st)) {
-        fs::copy_symlink(it->path(), dest, e2);
-      }
+      if (dest_exists) continue;  // the new tree's own file replaces it
+      // Any non-directory (a file, a link, a FIFO, a socket) is carried as a
+      // hard link to the same inode; a file we may not link is copied.
+      if (link_file(it->path(), dest)) continue;
+      const int err = errno;
+      std::error_code copy_ec;
+      if (S_ISREG(st.st_mode) && fs::copy_file(it->path(), dest, copy_ec)) continue;
+      cannot_carry(it->path(), "link", err);
     }
   }
 
  private:
+  [[noreturn]] static void cannot_carry(const fs::path& entry, const char* what, int err) {
+    throw std::runtime_error(fmt::format(
+        "cannot write the tensordict over the existing tree: {} is not the tensordict's own and cannot be kept in "
+        "the new tree ({} failed: {}); move or remove it first",
+        entry.string(), what, std::strerror(err)));
+  }
+
+  // Whether the staged level `dir` is a lazy stack (its meta.json is written).
+  static bool is_lazy_level(const fs::path& dir) {
+    try {
+      const Json meta = read_meta(dir);
+      return meta.contains("_type") && meta["_type"].is_string() && meta["_type"].get<std::string>() == kLazyStackType;
+    } catch (const std::exception&) {
+      return false;  // not a level of the new tree (a carried directory)
+    }
+  }
+
   std::shared_ptr<TensorDictImpl> finish_lazy(Level& level) {
     std::vector<TensorDictBase> members;
     for (auto& member : level.members) members.emplace_back(finish(*member));
@@ -389,7 +447,7 @@ class Writer {
     Job job{file, target, tensor.detach(), key, {}, nullptr};
     if (mode_ != Mode::Like) {
       if (auto existing = mapped_path(tensor)) {
-        if (*existing == fs::absolute(target)) {
+        if (*existing == fs::absolute(target) && covers_its_file(tensor)) {
           // Already memory-mapped at its place: the new tree gets the same
           // file (a hard link), and the tensor keeps its mapping.
           entry.kept = tensor;
@@ -397,7 +455,7 @@ class Writer {
           jobs_.push_back(std::move(job));
           return;
         }
-        if (!options_.copy_existing) {
+        if (*existing != fs::absolute(target) && !options_.copy_existing) {
           throw std::runtime_error(
               fmt::format("key {} is already memory-mapped to {}, not to {}; pass copy_existing=true to copy it there",
                           key.repr(), existing->string(), target.string()));
@@ -417,6 +475,23 @@ class Writer {
   std::vector<Job> jobs_;
 };
 
+}  // namespace
+
+namespace {
+// Publishing replaces the target directory with a new one: the old one,
+// removed, would leave a process working inside it in a deleted directory.
+void refuse_working_directory(const fs::path& target) {
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  if (ec) return;
+  const auto rel = cwd.lexically_relative(target);
+  if (!rel.empty() && *rel.begin() != "..") {
+    throw std::invalid_argument(fmt::format(
+        "memmap cannot replace {}: it is (or contains) the current working directory, which the write would delete; "
+        "name a sub-directory",
+        target.string()));
+  }
+}
 }  // namespace
 
 // The directory a prefix names, absolute, without a trailing separator.
@@ -442,7 +517,21 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
           fmt::format("cannot write a tensordict level to {}: it exists and is not a directory", target.string()));
     }
   }
-  make_dir(target.parent_path());
+  refuse_working_directory(target);
+  // The prefix's parents are the caller's choice (a link among them is
+  // followed); only the tree itself must contain no link.
+  {
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (!fs::is_directory(target.parent_path())) {
+      throw std::runtime_error(fmt::format("cannot write the tensordict to {}: cannot create its parent directory{}",
+                                           target.string(), ec ? ": " + ec.message() : std::string()));
+    }
+  }
+  // One writer of a prefix at a time: otherwise two writers' trees mix (each
+  // maps its leaves back from the published tree, which the other may have
+  // replaced) and one could remove the other's staging directory.
+  PrefixLock lock(target);
   remove_stale_staging(target);
   const fs::path staging = staging_path(target);
   Writer writer(mode, options, tags);
