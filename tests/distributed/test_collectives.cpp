@@ -96,13 +96,14 @@ TEST_CASE("init_remote sends the structure: from_remote_init needs no template",
     auto make = [] {
       TensorDict td({{"zeta", at::arange(4, at::kFloat).reshape({2, 2})},
                      {"nested", TensorDict({{"ids", at::arange(2, at::kInt)}}, {2})},
-                     {"stack", lazy_sample(3)}},
+                     {"stack", TensorDict({{"obs", at::ones({2, 3})}}, {2})}},
                     {2}, std::nullopt, {"env"});
       td.set_non_tensor("task", td::Json("walk"));
       return td;
     };
     if (r.rank == 0) {
       td::init_remote(make(), r.group, 1);
+      td::init_remote(TensorDict({{"inner", lazy_sample(3)}}, {2}), r.group, 1);
     } else {
       const td::TensorDictBase got = td::from_remote_init(r.group, 0);
       const TensorDict expected = make();
@@ -115,8 +116,11 @@ TEST_CASE("init_remote sends the structure: from_remote_init needs no template",
       check(got.get_non_tensor("task") == td::Json("walk"), "non-tensor data");
       check(at::equal(got.get("zeta"), expected.get("zeta")), "zeta");
       check(at::equal(got.get({"nested", "ids"}), expected.get({"nested", "ids"})), "nested ids");
-      check(got.get_td("stack").type_name() == "LazyStackedTensorDict", "the lazy stack stays lazy");
-      const td::LazyStackedTensorDict stack(got.get_td("stack"));
+      check(at::equal(got.get({"stack", "obs"}), at::ones({2, 3})), "nested obs");
+
+      const td::TensorDictBase holder = td::from_remote_init(r.group, 0);
+      check(holder.get_td("inner").type_name() == "LazyStackedTensorDict", "a lazy stack stays lazy");
+      const td::LazyStackedTensorDict stack(holder.get_td("inner"));
       for (int i = 0; i < 2; ++i) check_equal(stack.tensordicts()[i], lazy_sample(3).tensordicts()[i], "lazy member");
     }
   });

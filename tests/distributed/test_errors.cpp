@@ -46,12 +46,18 @@ TEST_CASE("irecv reports a structure mismatch at wait()", "[distributed][errors]
   const std::string failures = run_ranks(2, [](const Rank& r) {
     if (r.rank == 0) {
       td::send(TensorDict({{"a", at::zeros({2}, at::kInt)}}, {}), r.group, 1);
+      td::send(TensorDict({{"a", at::zeros({64}, at::kFloat)}}, {}), r.group, 1, 3);
     } else {
       TensorDict got({{"a", at::zeros({2}, at::kFloat)}}, {});
       auto work = td::irecv(got, r.group, 0);
       const std::string message = message_of([&] { work.wait(); });
       check_message(message, {"irecv from rank 0", "key 'a'", "int32 [2]", "float32 [2]"});
       check(message_of([&] { work.wait(); }) == message, "a failed work fails again the same way");
+      // A larger message than this tensordict holds (Gloo would abort on a
+      // message larger than the posted buffer): sized by the header, reported.
+      auto bigger = td::irecv(got, r.group, 0, 3);
+      check_message(message_of([&] { bigger.wait(); }),
+                    {"irecv from rank 0 (tag 3): structure mismatch at key 'a'", "float32 [64]", "float32 [2]"});
     }
   });
   REQUIRE(failures == "");

@@ -103,7 +103,7 @@ TEST_CASE("1000 isend/irecv in flight arrive complete and in order", "[distribut
   const std::string failures = run_ranks(2, [](const Rank& r) {
     constexpr int kMessages = 1000;
     auto message = [](int i) {
-      return TensorDict({{"i", at::full({2}, i, at::kLong)}, {"x", at::arange(5, at::kFloat) + i}}, {2});
+      return TensorDict({{"i", at::full({2}, i, at::kLong)}, {"x", at::arange(10, at::kFloat).reshape({2, 5}) + i}}, {2});
     };
     std::vector<td::Work> works;
     if (r.rank == 0) {
@@ -116,7 +116,7 @@ TEST_CASE("1000 isend/irecv in flight arrive complete and in order", "[distribut
     } else {
       std::vector<TensorDict> incoming;
       for (int i = 0; i < kMessages; ++i) {
-        incoming.push_back(TensorDict({{"i", at::full({2}, -1, at::kLong)}, {"x", at::zeros({5})}}, {2}));
+        incoming.push_back(TensorDict({{"i", at::full({2}, -1, at::kLong)}, {"x", at::zeros({2, 5})}}, {2}));
         works.push_back(td::irecv(incoming.back(), r.group, 0));
       }
       for (auto& w : works) w.wait();

@@ -40,6 +40,8 @@ struct Work::State {
   std::vector<dist::Posted> posted;
   // Buffers the posted calls read or write: alive until they complete.
   std::vector<at::Tensor> buffers;
+  // Runs first in wait(), once: may post more calls (irecv's second stage).
+  std::function<void()> stage;
   // Runs once every posted call completed (checks, copies back into leaves).
   std::function<void()> finish;
   bool done = false;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "calls.h"
 
@@ -29,6 +30,7 @@ void Work::wait() {
   if (!state_->error.empty()) throw std::runtime_error(state_->error);
   if (state_->done) return;
   try {
+    if (auto stage = std::exchange(state_->stage, nullptr)) stage();
     for (auto& p : state_->posted) {
       dist::guarded(p.context, [&] { p.work->wait(); });
     }
@@ -45,6 +47,7 @@ void Work::wait() {
 
 bool Work::is_completed() const {
   if (!state_ || state_->done) return true;
+  if (state_->stage) return false;  // an irecv whose second stage is not posted yet
   for (const auto& p : state_->posted) {
     if (!p.work->isCompleted()) return false;
   }
