@@ -117,18 +117,10 @@ std::vector<DtypeBuffer> buffers_by_dtype(const dist::Leaves& leaves) {
 }
 
 void copy_back(const DtypeBuffer& b) {
-  at::NoGradGuard no_grad;
   for (std::size_t i = 0; i < b.leaves.size(); ++i) {
     const dist::Leaf& leaf = *b.leaves[i];
-    const at::Tensor value =
-        detail::view_storage(b.buffer, b.buffer.dtype(), leaf.tensor.sizes(), c10::contiguous_strides(leaf.tensor.sizes()),
-                             b.offsets[i]);
-    if (leaf.level.type_name() == "TensorDict") {
-      leaf.tensor.copy_(value);
-    } else {
-      TensorDictBase level = leaf.level;
-      level.set_(leaf.key, value);
-    }
+    dist::write_leaf(leaf, detail::view_storage(b.buffer, b.buffer.dtype(), leaf.tensor.sizes(),
+                                                c10::contiguous_strides(leaf.tensor.sizes()), b.offsets[i]));
   }
 }
 

@@ -205,16 +205,19 @@ at::Tensor pack(const Leaves& leaves) {
   return buffer;
 }
 
-void unpack(const Leaves& leaves, const at::Tensor& buffer) {
+void write_leaf(const Leaf& leaf, const at::Tensor& value) {
   at::NoGradGuard no_grad;  // tensordict's recv writes into leaves that may require grad
+  if (leaf.level.type_name() == "TensorDict") {
+    leaf.tensor.copy_(value);  // the stored tensor itself
+  } else {
+    TensorDictBase level = leaf.level;  // a handle: other kinds write through their set_
+    level.set_(leaf.key, value);
+  }
+}
+
+void unpack(const Leaves& leaves, const at::Tensor& buffer) {
   for (const auto& leaf : leaves.leaves) {
-    const at::Tensor value = detail::view_at(buffer, leaf.tensor, leaf.offset, /*keep_strides=*/false);
-    if (leaf.level.type_name() == "TensorDict") {
-      leaf.tensor.copy_(value);  // the stored tensor itself
-    } else {
-      TensorDictBase level = leaf.level;  // a handle: writes through to its source (SubTensorDict...)
-      level.set_(leaf.key, value);
-    }
+    write_leaf(leaf, detail::view_at(buffer, leaf.tensor, leaf.offset, /*keep_strides=*/false));
   }
 }
 
