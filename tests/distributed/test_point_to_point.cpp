@@ -10,11 +10,11 @@ namespace td = tensordict;
 TEST_CASE("send and recv a nested tensordict, keys inserted in another order", "[distributed][send]") {
   const std::string failures = run_ranks(2, [](const Rank& r) {
     if (r.rank == 0) {
-      check(td::send(sample(2), r.group, 1) == 3, "send returns the next free tag");
+      check(td::send(sample(2), r.group, 1) == 2, "send returns the next free tag");
     } else {
       TensorDict got = sample_template();
       const at::Tensor b_before = got.get("b");
-      check(td::recv(got, r.group, 0) == 3, "recv returns the next free tag");
+      check(td::recv(got, r.group, 0) == 2, "recv returns the next free tag");
       check_equal(got, sample(2), "received");
       check(got.get("b").data_ptr() == b_before.data_ptr(), "recv writes into the existing leaves");
     }

@@ -53,7 +53,7 @@ class Work {
   std::shared_ptr<State> state_;
 };
 
-// ---- point to point (tags: init_tag .. init_tag + 2; the next free tag is returned) ----
+// ---- point to point (tags: init_tag and init_tag + 1; the next free tag is returned) ----
 // Sends the tensor leaves of `td` to rank `dst`; the receiver must hold the
 // same structure. Non-tensor data stays behind (init_remote sends it).
 int send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);

@@ -1,15 +1,16 @@
 // recv and irecv (the messages: messages.h).
 //
-// irecv posts only the fixed-size header at once: the descriptor and the
-// payload are posted once the header has told their sizes (a larger message
-// than its buffer would abort the process inside Gloo). Several irecv from
-// one rank with one tag match the sender's messages in posting order, so
-// their second stages must be posted in that order too, whatever the order
-// of the wait() calls: a wait() first stages every earlier irecv of the same
-// (group, rank, tag) queue.
+// irecv posts the first message (kFirstBytes, enough for any first message)
+// at once; a second message is posted once the header has told its size (a
+// larger message than its buffer would abort the process inside Gloo).
+// Several irecv from one rank with one tag match the sender's messages in
+// posting order, so their second messages must be posted in that order too,
+// whatever the order of the wait() calls: a wait() first stages every earlier
+// irecv of the same (group, rank, tag) queue.
 #include <ATen/ops/empty.h>
 #include <fmt/format.h>
 
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -29,10 +30,10 @@ struct PendingRecv {
   ProcessGroupPtr group;
   int src = 0, tag = 0;
   std::string context;
-  at::Tensor header;
-  c10::intrusive_ptr<c10d::Work> header_work;
-  at::Tensor their_descriptor, payload;
-  bool into_leaves = true;
+  at::Tensor first, rest;  // the two messages' buffers
+  c10::intrusive_ptr<c10d::Work> first_work;
+  int64_t header[dist::kHeaderWords] = {};
+  bool rest_is_storage = false;  // the second message went straight into the consolidated storage
 };
 
 using QueueKey = std::tuple<const c10d::ProcessGroup*, int, int>;
@@ -46,28 +47,25 @@ std::map<QueueKey, std::deque<Queued>> queues;
 
 QueueKey key_of(const PendingRecv& p) { return {p.group.get(), p.src, p.tag}; }
 
-std::string as_string(const at::Tensor& bytes) {
-  const at::Tensor cpu = bytes.cpu();
-  return std::string(static_cast<const char*>(cpu.data_ptr()), static_cast<std::size_t>(cpu.numel()));
-}
-
-// The header has arrived: post the other two messages, sized by it.
+// The first message has arrived: post the second, sized by its header.
 void stage(PendingRecv& p, Work::State& state) {
-  dist::guarded(p.context, [&] { p.header_work->wait(); });
-  const at::Tensor h = p.header.cpu();
-  const int64_t* v = h.data_ptr<int64_t>();
-  if (v[0] != dist::kMagic) {
+  dist::guarded(p.context, [&] { p.first_work->wait(); });
+  p.first = p.first.cpu();
+  std::memcpy(p.header, p.first.data_ptr(), sizeof p.header);
+  const int64_t* v = p.header;
+  const dist::Split s = dist::split(v[2], v[3]);
+  if (v[0] != dist::kMagic || v[2] < 0 || v[3] < 0 || s.parts != v[4]) {
     throw std::runtime_error(p.context + ": the message is not a tensordict sent by tensordict::send/isend (or another "
                                          "protocol version); is the peer sending plain tensors with these tags?");
   }
-  const at::TensorOptions bytes = at::TensorOptions().dtype(at::kByte).device(dist::device_of(p.leaves));
+  if (s.rest_bytes == 0) return;
   const bool same = v[1] == static_cast<int64_t>(dist::structure_hash(p.descriptor)) && v[3] == p.leaves.bytes;
-  p.payload = same ? dist::storage_in_wire_layout(p.td, p.leaves) : at::Tensor();
-  p.into_leaves = !p.payload.defined();
-  if (p.into_leaves) p.payload = at::empty({v[3]}, bytes);
-  p.their_descriptor = at::empty({v[2]}, bytes);
-  dist::post(state, p.group, false, p.their_descriptor, p.src, p.tag + dist::kDescriptorTag, p.context);
-  dist::post(state, p.group, false, p.payload, p.src, p.tag + dist::kPayloadTag, p.context);
+  if (same && s.payload_offset == 0) p.rest = dist::storage_in_wire_layout(p.td, p.leaves);
+  p.rest_is_storage = p.rest.defined();
+  if (!p.rest_is_storage) {
+    p.rest = at::empty({s.rest_bytes}, at::TensorOptions().dtype(at::kByte).device(dist::device_of(p.leaves)));
+  }
+  dist::post(state, p.group, false, p.rest, p.src, p.tag + dist::kRestTag, p.context);
 }
 
 // Stages, in posting order, every irecv of `target`'s queue up to `target`.
@@ -93,31 +91,38 @@ void stage_through(const std::shared_ptr<PendingRecv>& target) {
 }
 
 void finish(const PendingRecv& p) {
+  const dist::Split s = dist::split(p.header[2], p.header[3]);
+  const at::Tensor rest = p.rest.defined() && !p.rest_is_storage ? p.rest.cpu() : at::Tensor();
+  const char* descriptor = (s.parts & dist::kDescriptorFirst)
+                               ? static_cast<const char*>(p.first.data_ptr()) + dist::kHeaderBytes
+                               : static_cast<const char*>(rest.data_ptr());
   std::optional<std::string> why;
   try {
-    why = dist::first_difference(as_string(p.their_descriptor), p.descriptor, fmt::format("the sender (rank {})", p.src));
+    why = dist::first_difference(std::string(descriptor, static_cast<std::size_t>(p.header[2])), p.descriptor,
+                                 fmt::format("the sender (rank {})", p.src));
   } catch (const std::exception& e) {
     throw std::runtime_error(p.context + ": " + e.what());
   }
   if (why) throw std::runtime_error(p.context + ": " + *why);
-  if (p.into_leaves) dist::unpack(p.leaves, p.payload);
+  if (p.rest_is_storage) return;  // received in place
+  const at::Tensor& holder = (s.parts & dist::kPayloadFirst) ? p.first : rest;
+  dist::unpack(p.leaves, holder.to(dist::device_of(p.leaves)), s.payload_offset);
 }
 
 Work post_recv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag, const char* op) {
-  auto p = std::make_shared<PendingRecv>(PendingRecv{.td = td, .leaves = dist::collect_leaves(td, op)});
+  auto p = std::make_shared<PendingRecv>(PendingRecv{td, dist::collect_leaves(td, op), {}, {}, 0, 0, {}, {}, {}, {}, {}, false});
   p->descriptor = dist::describe(p->leaves);
   p->group = group;
   p->src = src;
   p->tag = init_tag;
   p->context = dist::peer_context(op, "from", src, init_tag);
-  p->header = at::empty({dist::kHeaderLength}, at::TensorOptions().dtype(at::kLong).device(dist::device_of(p->leaves)));
+  p->first = at::empty({dist::kFirstBytes}, at::TensorOptions().dtype(at::kByte).device(dist::device_of(p->leaves)));
   auto state = std::make_shared<Work::State>();
   {
-    std::vector<at::Tensor> tensors{p->header};
+    std::vector<at::Tensor> tensors{p->first};
     // Posted under the queue's lock, so that posting order is queue order.
     std::lock_guard<std::mutex> lock(queues_mutex);
-    p->header_work =
-        dist::guarded(p->context, [&] { return group->recv(tensors, src, init_tag + dist::kHeaderTag); });
+    p->first_work = dist::guarded(p->context, [&] { return group->recv(tensors, src, init_tag + dist::kFirstTag); });
     queues[key_of(*p)].push_back({state, p});
   }
   state->stage = [p] { stage_through(p); };

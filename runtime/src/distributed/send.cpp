@@ -27,30 +27,36 @@ std::string peer_context(const char* op, const char* dir, int peer, int tag) {
 
 namespace {
 
-at::Tensor bytes_tensor(const std::string& bytes, at::Device device) {
-  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::TensorOptions().dtype(at::kByte));
-  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-  return t.to(device);
-}
-
 Work post_send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag, const char* op) {
   const dist::Leaves leaves = dist::collect_leaves(td, op);
   const std::string descriptor = dist::describe(leaves);
-  const at::Device device = dist::device_of(leaves);
-  at::Tensor header = at::empty({dist::kHeaderLength}, at::TensorOptions().dtype(at::kLong));
-  auto* h = header.data_ptr<int64_t>();
-  h[0] = dist::kMagic;
-  h[1] = static_cast<int64_t>(dist::structure_hash(descriptor));
-  h[2] = static_cast<int64_t>(descriptor.size());
-  h[3] = leaves.bytes;
-  at::Tensor payload = dist::storage_in_wire_layout(td, leaves);
-  if (!payload.defined()) payload = dist::pack(leaves);
+  const auto d = static_cast<int64_t>(descriptor.size());
+  const dist::Split s = dist::split(d, leaves.bytes);
+  const bool rest_is_payload = !(s.parts & dist::kPayloadFirst) && s.payload_offset == 0;
+  at::Tensor storage = rest_is_payload ? dist::storage_in_wire_layout(td, leaves) : at::Tensor();
 
+  // The first message, built on the CPU (it is small) and moved to the leaves' device.
+  at::Tensor first = at::empty({s.first_bytes}, at::TensorOptions().dtype(at::kByte));
+  char* bytes = static_cast<char*>(first.data_ptr());
+  const int64_t header[dist::kHeaderWords] = {dist::kMagic, static_cast<int64_t>(dist::structure_hash(descriptor)), d,
+                                             leaves.bytes, s.parts};
+  std::memcpy(bytes, header, sizeof header);
+  if (s.parts & dist::kDescriptorFirst) std::memcpy(bytes + dist::kHeaderBytes, descriptor.data(), descriptor.size());
+  at::Tensor rest;
+  if (s.parts & dist::kPayloadFirst) {
+    first.narrow(0, s.payload_offset, leaves.bytes).copy_(dist::pack(leaves).cpu());
+  } else if (storage.defined()) {
+    rest = storage;
+  } else {
+    rest = at::empty({s.rest_bytes}, at::TensorOptions().dtype(at::kByte));
+    if (!(s.parts & dist::kDescriptorFirst)) std::memcpy(rest.data_ptr(), descriptor.data(), descriptor.size());
+    rest.narrow(0, s.payload_offset, leaves.bytes).copy_(dist::pack(leaves).cpu());
+  }
+  const at::Device device = dist::device_of(leaves);
   auto state = std::make_shared<Work::State>();
   const std::string context = dist::peer_context(op, "to", dst, init_tag);
-  dist::post(*state, group, true, header.to(device), dst, init_tag + dist::kHeaderTag, context);
-  dist::post(*state, group, true, bytes_tensor(descriptor, device), dst, init_tag + dist::kDescriptorTag, context);
-  dist::post(*state, group, true, payload, dst, init_tag + dist::kPayloadTag, context);
+  dist::post(*state, group, true, first.to(device), dst, init_tag + dist::kFirstTag, context);
+  if (rest.defined()) dist::post(*state, group, true, rest.to(device), dst, init_tag + dist::kRestTag, context);
   return Work(std::move(state));
 }
 

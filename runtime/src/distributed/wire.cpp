@@ -215,9 +215,9 @@ void write_leaf(const Leaf& leaf, const at::Tensor& value) {
   }
 }
 
-void unpack(const Leaves& leaves, const at::Tensor& buffer) {
+void unpack(const Leaves& leaves, const at::Tensor& buffer, int64_t base) {
   for (const auto& leaf : leaves.leaves) {
-    write_leaf(leaf, detail::view_at(buffer, leaf.tensor, leaf.offset, /*keep_strides=*/false));
+    write_leaf(leaf, detail::view_at(buffer, leaf.tensor, base + leaf.offset, /*keep_strides=*/false));
   }
 }
 

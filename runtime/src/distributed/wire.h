@@ -49,7 +49,8 @@ at::Tensor storage_in_wire_layout(const TensorDictBase& td, const Leaves& leaves
 at::Tensor pack(const Leaves& leaves);
 // Writes `value` into the leaf, in the tensordict it came from (no autograd).
 void write_leaf(const Leaf& leaf, const at::Tensor& value);
-// Writes each leaf's bytes from `buffer` back into the tensordict it came from.
-void unpack(const Leaves& leaves, const at::Tensor& buffer);
+// Writes each leaf's bytes from `buffer` (a fresh uint8 tensor; the leaves
+// from `base` on, a multiple of 64) back into the tensordict it came from.
+void unpack(const Leaves& leaves, const at::Tensor& buffer, int64_t base = 0);
 
 }  // namespace tensordict::dist
