@@ -69,8 +69,8 @@ Work irecv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int 
 // Reduces every leaf across the group, in place on every rank.
 Work all_reduce(const TensorDictBase& td, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM,
                 bool async_op = false);
-// Reduces every leaf into rank `dst`'s tensordict (the others' may be overwritten
-// with partial results, as c10d's reduce leaves them).
+// Reduces every leaf into rank `dst`'s tensordict; the other ranks'
+// tensordicts are left unchanged (c10d reduces copies of their leaves).
 Work reduce(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
             bool async_op = false);
 // Copies rank `src`'s leaves into every other rank's tensordict.
