@@ -49,6 +49,8 @@ TEST_CASE("a consolidated tensordict is sent from and received into its storage"
     if (r.rank == 0) {
       td::send(make(5).consolidate(), r.group, 1);
       td::send(make(6).consolidate(), r.group, 1, 3);
+      // Over the first message's 1 MiB: the leaves go in a second message, from the storage itself.
+      td::send(TensorDict({{"big", at::arange(600000, at::kFloat)}, {"small", at::ones({3})}}, {}).consolidate(), r.group, 1, 5);
     } else {
       TensorDict got = make(0).consolidate();
       const void* storage = got.consolidated_storage()->data_ptr();
@@ -58,6 +60,12 @@ TEST_CASE("a consolidated tensordict is sent from and received into its storage"
       auto work = td::irecv(got, r.group, 0, 3);
       work.wait();
       check_equal(got, make(6), "received by irecv");
+      TensorDict big = TensorDict({{"big", at::zeros({600000})}, {"small", at::zeros({3})}}, {}).consolidate();
+      const void* big_storage = big.consolidated_storage()->data_ptr();
+      td::recv(big, r.group, 0, 5);
+      check(at::equal(big.get("big"), at::arange(600000, at::kFloat)) && at::equal(big.get("small"), at::ones({3})),
+            "large consolidated payload");
+      check(big.consolidated_storage()->data_ptr() == big_storage, "received into the storage");
     }
   });
   REQUIRE(failures == "");

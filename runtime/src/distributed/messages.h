@@ -1,6 +1,6 @@
 // A tensordict between two ranks as one or two messages (private; send.cpp, receive.cpp).
 //
-// tag + 0, at most kFirstBytes: a header (int64 {magic, structure hash,
+// tag + 0, at most kFirstBytes (1 MiB): a header (int64 {magic, structure hash,
 //   descriptor bytes, payload bytes, parts}), then the structure descriptor
 //   (wire.h, so that a receiver with another structure names the first
 //   differing key instead of reading garbage) and the payload (every leaf in
@@ -25,7 +25,10 @@ namespace tensordict::dist {
 
 constexpr int64_t kMagic = 0x7464696374000002;  // "tdict", protocol 2
 constexpr int kFirstTag = 0, kRestTag = 1, kTagsUsed = 2;
-constexpr int64_t kFirstBytes = 64 * 1024;
+// Large enough for a few hundred small leaves in one round trip; a pending
+// irecv reserves this much address space, but only the bytes that arrive are
+// written (and so backed by memory).
+constexpr int64_t kFirstBytes = 1024 * 1024;
 constexpr int64_t kHeaderWords = 5, kHeaderBytes = kHeaderWords * 8;
 // `parts` bits: what the first message holds after the header.
 constexpr int64_t kDescriptorFirst = 1, kPayloadFirst = 2;

@@ -42,17 +42,26 @@ Work post_send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, 
                                              leaves.bytes, s.parts};
   std::memcpy(bytes, header, sizeof header);
   if (s.parts & dist::kDescriptorFirst) std::memcpy(bytes + dist::kHeaderBytes, descriptor.data(), descriptor.size());
+  const at::Device device = dist::device_of(leaves);
+  // Host leaves are copied straight into the message; device leaves are
+  // packed where they are, then brought over.
+  auto put_payload = [&](const at::Tensor& message, int64_t at) {
+    if (device.is_cpu()) {
+      dist::pack_into(leaves, message, at);
+    } else {
+      message.narrow(0, at, leaves.bytes).copy_(dist::pack(leaves).cpu());
+    }
+  };
   at::Tensor rest;
   if (s.parts & dist::kPayloadFirst) {
-    first.narrow(0, s.payload_offset, leaves.bytes).copy_(dist::pack(leaves).cpu());
+    put_payload(first, s.payload_offset);
   } else if (storage.defined()) {
     rest = storage;
   } else {
     rest = at::empty({s.rest_bytes}, at::TensorOptions().dtype(at::kByte));
     if (!(s.parts & dist::kDescriptorFirst)) std::memcpy(rest.data_ptr(), descriptor.data(), descriptor.size());
-    rest.narrow(0, s.payload_offset, leaves.bytes).copy_(dist::pack(leaves).cpu());
+    put_payload(rest, s.payload_offset);
   }
-  const at::Device device = dist::device_of(leaves);
   auto state = std::make_shared<Work::State>();
   const std::string context = dist::peer_context(op, "to", dst, init_tag);
   dist::post(*state, group, true, first.to(device), dst, init_tag + dist::kFirstTag, context);

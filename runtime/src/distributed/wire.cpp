@@ -195,13 +195,17 @@ at::Tensor storage_in_wire_layout(const TensorDictBase& td, const Leaves& leaves
   return *storage;
 }
 
-at::Tensor pack(const Leaves& leaves) {
+void pack_into(const Leaves& leaves, const at::Tensor& buffer, int64_t base) {
   at::NoGradGuard no_grad;  // bytes on the wire keep no autograd history
+  for (const auto& leaf : leaves.leaves) {
+    detail::view_at(buffer, leaf.tensor, base + leaf.offset, /*keep_strides=*/false).copy_(leaf.tensor);
+  }
+}
+
+at::Tensor pack(const Leaves& leaves) {
   const at::Tensor buffer =
       at::empty({leaves.bytes}, at::TensorOptions().dtype(at::kByte).device(leaves.device.value_or(at::kCPU)));
-  for (const auto& leaf : leaves.leaves) {
-    detail::view_at(buffer, leaf.tensor, leaf.offset, /*keep_strides=*/false).copy_(leaf.tensor);
-  }
+  pack_into(leaves, buffer, 0);
   return buffer;
 }
 

@@ -47,6 +47,9 @@ std::optional<std::string> first_difference(const std::string& theirs, const std
 at::Tensor storage_in_wire_layout(const TensorDictBase& td, const Leaves& leaves);
 // A fresh buffer holding every leaf at its offset.
 at::Tensor pack(const Leaves& leaves);
+// The same into `buffer` (a fresh uint8 tensor on the leaves' device) from
+// `base` on, a multiple of 64.
+void pack_into(const Leaves& leaves, const at::Tensor& buffer, int64_t base);
 // Writes `value` into the leaf, in the tensordict it came from (no autograd).
 void write_leaf(const Leaf& leaf, const at::Tensor& value);
 // Writes each leaf's bytes from `buffer` (a fresh uint8 tensor; the leaves
