@@ -5,6 +5,10 @@
 
 #include "step.tc.h"
 
+#if CONSUMER_DISTRIBUTED
+bool distributed_works();
+#endif
+
 int main() {
   tensordict::TensorDict td({{"obs", at::zeros({2, 3})}, {"reward", at::ones({2})}}, {2});
   auto both = tensordict::stack({td, td.clone()}, 0);
@@ -22,5 +26,8 @@ int main() {
   } catch (const std::runtime_error&) {
   }
   std::cout << rollout.index({0}) << "\n";
+#if CONSUMER_DISTRIBUTED
+  if (!distributed_works()) return 5;
+#endif
   return 0;
 }

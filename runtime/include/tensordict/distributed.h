@@ -1,0 +1,152 @@
+// Tensordicts across processes and machines over torch's own distributed
+// engine (c10d): tensordict's send, recv, isend, irecv, all_reduce, reduce,
+// broadcast, gather_and_stack, init_remote and from_remote_init.
+//
+// Link `tensorclass::distributed` (a library of its own: users who never
+// move tensordicts between processes do not parse or link c10d).
+//
+// Every function takes the process group explicitly (tensordict's `group=`;
+// C++ has no default group). Leaves travel in tensordict's order: at each
+// level the keys sorted, nested tensordicts where their key sorts, a lazy
+// stack's members one after the other. They move in as few c10d calls as is
+// correct: point-to-point calls and broadcast send every leaf as bytes of one
+// buffer (a consolidated tensordict's own storage when its layout is that
+// order, with no copy); all_reduce and reduce run one call per dtype.
+// Each call first checks that both sides hold the same structure (keys,
+// dtypes, shapes) and throws an error naming the first differing key.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include <chrono>
+#include <concepts>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+using ProcessGroupPtr = c10::intrusive_ptr<c10d::ProcessGroup>;
+
+// What isend, irecv and the asynchronous collectives return: wait() blocks
+// until the transfer is done (for irecv: until the tensordict holds the
+// received values) and rethrows its error (a closed peer, the group's
+// timeout, a structure mismatch) as std::runtime_error. tensordict returns a
+// tag or a list of futures instead.
+class Work {
+ public:
+  Work() = default;  // already complete
+  void wait();
+  // Whether wait() would return at once (the transfers are done).
+  bool is_completed() const;
+
+  struct State;
+  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// ---- point to point (tags: init_tag and init_tag + 1; the next free tag is returned) ----
+// Sends the tensor leaves of `td` to rank `dst`; the receiver must hold the
+// same structure. Non-tensor data stays behind (init_remote sends it).
+int send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);
+// Receives into the leaves of `td` (in place) what rank `src` sent.
+int recv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
+// Asynchronous forms: the leaves of `td` must stay alive and unchanged (isend)
+// or unread (irecv) until wait() returns. Messages between two ranks with the
+// same tag arrive in the order they were posted.
+Work isend(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);
+Work irecv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
+
+// ---- collectives (every rank of `group` calls them, with the same structure) ----
+// Reduces every leaf across the group, in place on every rank.
+Work all_reduce(const TensorDictBase& td, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM,
+                bool async_op = false);
+// Reduces every leaf into rank `dst`'s tensordict; the other ranks'
+// tensordicts are left unchanged (c10d reduces copies of their leaves).
+Work reduce(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
+            bool async_op = false);
+// Copies rank `src`'s leaves into every other rank's tensordict.
+void broadcast(const TensorDictBase& td, const ProcessGroupPtr& group, int src);
+// Rank `dst` holds a tensordict whose first batch dim is world_size - 1; each
+// other rank sends one element of it, and rank r's lands at index r (r < dst)
+// or r - 1 (r > dst), as tensordict's gather_and_stack stacks them.
+void gather_and_stack(const TensorDictBase& td, const ProcessGroupPtr& group, int dst);
+
+// ---- without a template on the receiver ----
+// Sends the whole structure first (keys in their order, batch sizes, names,
+// dtypes, shapes, non-tensor data, lazy stacks) as a small header, then the leaves.
+void init_remote(const TensorDictBase& td, const ProcessGroupPtr& group, int dst);
+// Builds the tensordict rank `src` sent with init_remote (a TensorDict, or a
+// LazyStackedTensorDict for a lazy stack) on `device` (default: the sender's
+// device when this process has it, else the CPU).
+TensorDictBase from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt);
+
+// ---- generated tensorclasses: through their fields' tensordict (the fields themselves) ----
+template <class T>
+concept DistributedTensorClass = !std::derived_from<T, TensorDictBase> && requires(const T& tc) {
+  { tc.to_tensordict() } -> std::same_as<TensorDict>;
+};
+
+template <DistributedTensorClass T>
+int send(const T& tc, const ProcessGroupPtr& group, int dst, int init_tag = 0) {
+  return send(tc.to_tensordict(), group, dst, init_tag);
+}
+template <DistributedTensorClass T>
+int recv(const T& tc, const ProcessGroupPtr& group, int src, int init_tag = 0) {
+  return recv(tc.to_tensordict(), group, src, init_tag);
+}
+template <DistributedTensorClass T>
+Work isend(const T& tc, const ProcessGroupPtr& group, int dst, int init_tag = 0) {
+  return isend(tc.to_tensordict(), group, dst, init_tag);
+}
+template <DistributedTensorClass T>
+Work irecv(const T& tc, const ProcessGroupPtr& group, int src, int init_tag = 0) {
+  return irecv(tc.to_tensordict(), group, src, init_tag);
+}
+template <DistributedTensorClass T>
+Work all_reduce(const T& tc, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM, bool async_op = false) {
+  return all_reduce(tc.to_tensordict(), group, op, async_op);
+}
+template <DistributedTensorClass T>
+Work reduce(const T& tc, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
+            bool async_op = false) {
+  return reduce(tc.to_tensordict(), group, dst, op, async_op);
+}
+template <DistributedTensorClass T>
+void broadcast(const T& tc, const ProcessGroupPtr& group, int src) {
+  broadcast(tc.to_tensordict(), group, src);
+}
+template <DistributedTensorClass T>
+void gather_and_stack(const T& tc, const ProcessGroupPtr& group, int dst) {
+  gather_and_stack(tc.to_tensordict(), group, dst);
+}
+template <DistributedTensorClass T>
+void init_remote(const T& tc, const ProcessGroupPtr& group, int dst) {
+  init_remote(tc.to_tensordict(), group, dst);
+}
+// The typed receiving side: T::from_tensordict of what arrived (validated
+// against T's schema; T's non-tensor fields keep their defaults).
+template <DistributedTensorClass T>
+T from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt) {
+  return T::from_tensordict(from_remote_init(group, src, device));
+}
+
+// ---- making a group ----
+// A Gloo process group (CPU tensors) of `world_size` ranks meeting through
+// `store` (a c10d::TCPStore or FileStore), the same object on libtorch 1.x
+// and 2.x. `hostname`: the address this rank listens on ("127.0.0.1" on one
+// machine); nullopt: the address of this machine's hostname, as
+// torch.distributed does. `timeout` bounds every operation of the group.
+ProcessGroupPtr gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                   const std::optional<std::string>& hostname = std::string("127.0.0.1"));
+
+}  // namespace tensordict

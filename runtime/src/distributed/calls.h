@@ -1,0 +1,51 @@
+// c10d calls with this library's errors, and the state behind tensordict::Work (private).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensordict/distributed.h"
+
+namespace tensordict::dist {
+
+// Rethrows what a c10d call or wait threw as std::runtime_error prefixed with
+// `context` ("recv from rank 1"), without libtorch's backtrace: a closed peer
+// and the group's timeout read as Gloo words them.
+[[noreturn]] void rethrow_c10d(const std::string& context);
+
+template <class F>
+auto guarded(const std::string& context, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    rethrow_c10d(context);
+  }
+}
+
+// One c10d work posted under `context`; its wait() goes through guarded().
+struct Posted {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::string context;
+};
+
+}  // namespace tensordict::dist
+
+namespace tensordict {
+
+struct Work::State {
+  std::vector<dist::Posted> posted;
+  // Buffers the posted calls read or write: alive until they complete.
+  std::vector<at::Tensor> buffers;
+  // Runs first in wait(), once: may post more calls (irecv's second stage).
+  std::function<void()> stage;
+  // Runs once every posted call completed (checks, copies back into leaves).
+  std::function<void()> finish;
+  bool done = false;
+  std::string error;  // a failed wait() fails again with the same message
+};
+
+}  // namespace tensordict

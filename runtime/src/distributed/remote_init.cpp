@@ -1,0 +1,156 @@
+// init_remote / from_remote_init: the structure travels first, as JSON, so
+// that the receiver needs no template; the leaves then go as for send/recv.
+//
+// Tags (kept clear of the small tags users give send/recv):
+// kRemoteTag: int64 {magic, JSON bytes}; kRemoteTag + 1: the JSON;
+// kRemoteTag + 2 on: the tensordict, as send() sends it.
+#include <ATen/Context.h>
+#include <ATen/ops/empty.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "calls.h"
+#include "tensordict/dtype.h"
+#include "tensordict/lazy.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict {
+
+namespace {
+
+constexpr int kRemoteTag = 0x7d000000;
+constexpr int64_t kMagic = 0x7464696374000101;  // "tdict", init_remote, protocol 1
+
+Json names_json(const TensorDictBase& td) {
+  if (!td.has_names()) return nullptr;
+  Json out = Json::array();
+  for (const auto& n : td.names()) out.push_back(n ? Json(*n) : Json(nullptr));
+  return out;
+}
+
+Json non_tensor_json(const NonTensorData& data) {
+  if (!data.is_stack()) return {{"value", data.data()}};
+  const at::Tensor ids = data.ids().contiguous();
+  Json values = Json::array();
+  const int64_t* id = ids.data_ptr<int64_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i) values.push_back((*data.pool())[static_cast<std::size_t>(id[i])]);
+  return {{"stack", values}, {"shape", ids.sizes().vec()}};
+}
+
+Json structure(const TensorDictBase& td) {
+  if (td.type_name() == "LazyStackedTensorDict") {
+    const LazyStackedTensorDict lazy(td);
+    Json members = Json::array();
+    for (const auto& m : lazy.tensordicts()) members.push_back(structure(m));
+    return {{"lazy_stack_dim", lazy.stack_dim()}, {"members", members}};
+  }
+  Json entries = Json::array();
+  for (const auto& [key, value] : td.items()) {
+    Json entry;
+    if (value.is_tensor()) {
+      const at::Tensor& t = value.tensor();
+      entry = {{"dtype", std::string(dtype_name(t.scalar_type()))}, {"shape", t.sizes().vec()}};
+    } else if (value.is_tensordict()) {
+      entry = {{"tensordict", structure(value.tensordict())}};
+    } else {
+      entry = {{"non_tensor", non_tensor_json(value.non_tensor())}};
+    }
+    entries.push_back(Json::array({key.path().back(), entry}));
+  }
+  return {{"batch_size", td.batch_size().vec()},
+          {"device", td.device() ? Json(td.device()->str()) : Json(nullptr)},
+          {"names", names_json(td)},
+          {"entries", entries}};
+}
+
+// The device leaves are built on: the caller's, else the sender's when this
+// process has it, else the CPU.
+at::Device leaf_device(const Json& node, std::optional<at::Device> wanted) {
+  if (wanted) return *wanted;
+  if (node.contains("device") && node["device"].is_string()) {
+    const at::Device d(node["device"].get<std::string>());
+    if (d.is_cpu() || (d.is_cuda() && at::hasCUDA())) return d;
+  }
+  return at::kCPU;
+}
+
+TensorDictBase build(const Json& node, std::optional<at::Device> device) {
+  if (node.contains("lazy_stack_dim")) {
+    std::vector<TensorDictBase> members;
+    for (const auto& m : node["members"]) members.push_back(build(m, device));
+    return LazyStackedTensorDict(std::move(members), node["lazy_stack_dim"].get<int64_t>());
+  }
+  const at::Device on = leaf_device(node, device);
+  Names names;
+  if (node["names"].is_array()) {
+    for (const auto& n : node["names"]) names.push_back(n.is_null() ? std::nullopt : std::optional(n.get<std::string>()));
+  }
+  const bool has_device = device.has_value() || node["device"].is_string();
+  TensorDict td({}, node["batch_size"].get<std::vector<int64_t>>(), has_device ? std::optional(on) : std::nullopt, names);
+  for (const auto& pair : node["entries"]) {
+    const std::string key = pair[0].get<std::string>();
+    const Json& entry = pair[1];
+    if (entry.contains("dtype")) {
+      const auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
+      if (!dtype) throw std::runtime_error("from_remote_init: unknown dtype " + entry["dtype"].dump() + " at key " + key);
+      td.set(key, at::empty(entry["shape"].get<std::vector<int64_t>>(), at::TensorOptions().dtype(*dtype).device(on)));
+    } else if (entry.contains("tensordict")) {
+      td.set(key, build(entry["tensordict"], device));
+    } else {
+      const Json& nt = entry["non_tensor"];
+      td.set(key, nt.contains("value") ? NonTensorData(nt["value"])
+                                       : NonTensorData::stack(nt["stack"].get<std::vector<Json>>(),
+                                                              nt["shape"].get<std::vector<int64_t>>()));
+    }
+  }
+  return td;
+}
+
+}  // namespace
+
+void init_remote(const TensorDictBase& td, const ProcessGroupPtr& group, int dst) {
+  const std::string context = fmt::format("init_remote to rank {}", dst);
+  const std::string text = structure(td).dump();
+  at::Tensor header = at::empty({2}, at::TensorOptions().dtype(at::kLong));
+  header.data_ptr<int64_t>()[0] = kMagic;
+  header.data_ptr<int64_t>()[1] = static_cast<int64_t>(text.size());
+  at::Tensor json = at::empty({static_cast<int64_t>(text.size())}, at::TensorOptions().dtype(at::kByte));
+  std::memcpy(json.data_ptr(), text.data(), text.size());
+  // The header rides on the leaves' device (NCCL groups move device tensors only).
+  const auto leaves_device = td.device().value_or(at::kCPU);
+  std::vector<at::Tensor> h{header.to(leaves_device)}, j{json.to(leaves_device)};
+  dist::guarded(context, [&] {
+    auto a = group->send(h, dst, kRemoteTag);
+    auto b = group->send(j, dst, kRemoteTag + 1);
+    a->wait();
+    b->wait();
+  });
+  send(td, group, dst, kRemoteTag + 2);
+}
+
+TensorDictBase from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
+  const std::string context = fmt::format("from_remote_init from rank {}", src);
+  const at::Device wire = device.value_or(at::kCPU);
+  std::vector<at::Tensor> h{at::empty({2}, at::TensorOptions().dtype(at::kLong).device(wire))};
+  dist::guarded(context, [&] { group->recv(h, src, kRemoteTag)->wait(); });
+  const at::Tensor header = h[0].cpu();
+  if (header.data_ptr<int64_t>()[0] != kMagic) {
+    throw std::runtime_error(context + ": the message is not a header sent by tensordict::init_remote");
+  }
+  std::vector<at::Tensor> j{at::empty({header.data_ptr<int64_t>()[1]}, at::TensorOptions().dtype(at::kByte).device(wire))};
+  dist::guarded(context, [&] { group->recv(j, src, kRemoteTag + 1)->wait(); });
+  const at::Tensor json = j[0].cpu();
+  Json node;
+  try {
+    node = Json::parse(std::string(static_cast<const char*>(json.data_ptr()), static_cast<std::size_t>(json.numel())));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(context + ": the structure header is not valid JSON: " + e.what());
+  }
+  TensorDictBase td = build(node, device);
+  recv(td, group, src, kRemoteTag + 2);
+  return td;
+}
+
+}  // namespace tensordict
