@@ -16,6 +16,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizedAddressSpace = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitizedAddressSpace = true;
+#else
+constexpr bool kSanitizedAddressSpace = false;
+#endif
+#else
+constexpr bool kSanitizedAddressSpace = false;
+#endif
+
 struct Result {
   int rc = -1;
   std::string out, err;
@@ -27,7 +39,12 @@ Result run(const std::string& args) {
   // Per process: ctest runs test cases in parallel processes.
   const std::string stem = "cli." + std::to_string(getpid());
   const auto out = dir / (stem + ".stdout"), err = dir / (stem + ".stderr");
-  const std::string cmd = std::string("\"") + TCGEN_EXE + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
+  // Every run is a child process under a time limit and (except under ASan,
+  // whose shadow memory reserves terabytes of address space) a memory limit,
+  // so that a hostile schema fails its case instead of hanging or exhausting
+  // the machine.
+  const std::string limits = std::string(kSanitizedAddressSpace ? "" : "ulimit -v 8388608 && ") + "timeout 120 ";
+  const std::string cmd = limits + "\"" + TCGEN_EXE + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
                           err.string() + "\"";
   const int status = std::system(cmd.c_str());
   Result r;
@@ -205,7 +222,7 @@ TEST_CASE("python output: names Python cannot take are errors at their location;
   CHECK(r.err.find("'a.import' is not a Python module name (dotted identifiers, no keywords)") != std::string::npos);
 }
 
-TEST_CASE("control characters in docs never reach the output raw", "[cli]") {
+TEST_CASE("control characters in docs never reach the output raw", "[cli][hostile]") {
   const auto out = tcgen_test::scratch_dir("cli_control");
   const auto s = out / "ctl.yaml";
   // GCC ends a // comment at a lone \r: the rest would be code.
@@ -225,7 +242,7 @@ TEST_CASE("control characters in docs never reach the output raw", "[cli]") {
         std::string::npos);
 }
 
-TEST_CASE("an import whose file name would end the #include is an error", "[cli]") {
+TEST_CASE("an import whose file name would end the #include is an error", "[cli][hostile]") {
   const auto out = tcgen_test::scratch_dir("cli_include");
   tcgen_test::write_file(out / "we\"ird.yaml", "namespace: w\ntensorclasses:\n  B: {}\n");
   const auto s = out / "user.yaml";
@@ -236,7 +253,7 @@ TEST_CASE("an import whose file name would end the #include is an error", "[cli]
         std::string::npos);
 }
 
-TEST_CASE("an output that is a symbolic link is replaced, never written through", "[cli]") {
+TEST_CASE("an output that is a symbolic link is replaced, never written through", "[cli][hostile]") {
   const auto out = tcgen_test::scratch_dir("cli_link");
   tcgen_test::write_file(out / "victim.txt", "keep me");
   fs::create_symlink(out / "victim.txt", out / "rollout.tc.h");
