@@ -32,9 +32,13 @@ namespace {
 
 constexpr const char* kOutside = "OUTSIDE!";  // the bytes of the file outside the tree
 
+// Replaces what a hostile entry may have put at `path` first: writing into
+// a FIFO would block the builder, and through a link would change the file
+// outside the tree. A non-empty directory stays (the write then fails).
 void write(const fs::path& path, const std::string& content) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
+  fs::remove(path, ec);
   std::ofstream(path, std::ios::binary) << content;
 }
 
