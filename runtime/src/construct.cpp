@@ -90,7 +90,8 @@ TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim,
   std::vector<TensorDict> masks;
   for (std::size_t i = 0; i < tds.size(); ++i) {
     padded.push_back(tds[i].clone(false));
-    masks.push_back(tds[i].empty(true));
+    // tensordict's masks have the root's batch at every level (functional.py).
+    masks.emplace_back(std::vector<TensorDict::Entry>{}, tds[i].batch_size());
   }
   std::optional<int64_t> padded_batch_len;
   for (const auto& key : keys) {
@@ -112,7 +113,17 @@ TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim,
       pads[2 * static_cast<std::size_t>(t.dim() - 1 - pad_dim) + 1] = longest - t.size(pad_dim);
       detail::replace_entry(padded[i], key, at::constant_pad_nd(t, pads, padding_value));
       if (return_mask) {
-        detail::replace_entry(masks[i], key, at::constant_pad_nd(at::ones(t.sizes(), at::kBool), pads, false));
+        // The mask has the batch shape, plus the padded dim when it lies past
+        // the batch (tensordict's functional.py pad_sequence).
+        const int64_t batch_dims = tds[i].batch_dims();
+        std::vector<int64_t> mask_shape = tds[i].batch_size().vec();
+        const int64_t mask_dim = std::min(pad_dim, batch_dims);
+        if (pad_dim >= batch_dims) mask_shape.push_back(t.size(pad_dim));
+        std::vector<int64_t> mask_pads(2 * mask_shape.size(), 0);
+        mask_pads[2 * (mask_shape.size() - 1 - static_cast<std::size_t>(mask_dim)) + 1] = longest - t.size(pad_dim);
+        const at::Tensor mask = at::ones(mask_shape, at::kBool);
+        masks[i].set(key, mask);  // creates the nested levels, with the root's batch
+        detail::replace_entry(masks[i], key, at::constant_pad_nd(mask, mask_pads, false));
       }
     }
   }

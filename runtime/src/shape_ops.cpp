@@ -165,7 +165,8 @@ TensorDict TensorDictBase::expand(at::IntArrayRef shape) const {
 }
 
 TensorDict TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (batch_dims() == 0) throw std::invalid_argument("flatten: the tensordict has no batch dims to flatten");
+  // As torch.flatten of a 0-dim tensor (tensordict's base.py flatten): batch [1].
+  if (batch_dims() == 0 && start_dim == 0 && (end_dim == -1 || end_dim == 0)) return unsqueeze(0);
   const int64_t s = wrap_batch_dim(start_dim, batch_dims(), "flatten");
   const int64_t e = wrap_batch_dim(end_dim, batch_dims(), "flatten");
   if (s > e) throw std::invalid_argument(fmt::format("flatten: start_dim {} comes after end_dim {}", start_dim, end_dim));

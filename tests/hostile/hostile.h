@@ -19,6 +19,7 @@ namespace hostile {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 
 inline void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());

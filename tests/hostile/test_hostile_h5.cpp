@@ -145,7 +145,7 @@ TEST_CASE("hostile h5: a NULL dataspace is a named error, not uninitialised memo
                Contains(path.string() + ":/empty has a NULL dataspace"));
 }
 
-TEST_CASE("hostile h5: keys, contains and is_empty read no dataset") {
+TEST_CASE("hostile h5: keys, contains, is_empty and repr read no dataset") {
   TempDir tmp;
   const fs::path path = tmp / "f.h5";
   {
@@ -167,11 +167,15 @@ TEST_CASE("hostile h5: keys, contains and is_empty read no dataset") {
     const auto keys = ptd.keys();
     const bool has = ptd.contains("big");
     const bool empty = ptd.is_empty();
+    const std::string text = repr(ptd);
     const long grew = peak_rss_mb() - before;
+    const bool described = text.find("big: Tensor(shape=torch.Size([1073741824]), device=cpu, dtype=torch.float32") !=
+                           std::string::npos;
     return std::to_string(keys.size()) + (has ? " has" : " missing") + (empty ? " empty" : " not-empty") +
+           (described ? " described" : " repr: " + text) +
            (grew < 500 ? " small" : " grew " + std::to_string(grew) + " MiB");
   });
-  REQUIRE(got == "1 has not-empty small");
+  REQUIRE(got == "1 has not-empty described small");
 }
 
 TEST_CASE("hostile h5: index on a two-dim batch (the README's rollout)") {

@@ -1,6 +1,8 @@
 // Writers over existing trees: what a rewrite keeps, views of mapped files,
 // stale lazy members, concurrent and interrupted writers, the working directory.
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -103,6 +105,38 @@ TEST_CASE("hostile writers: a file of another user that cannot be kept makes the
   REQUIRE_THAT(message, Contains((dir / "root_secret").string()) && Contains("cannot be kept in the new tree"));
   REQUIRE(read_text(dir / "root_secret") == "root only");
   REQUIRE(load_memmap(dir.string()).get("x").size(0) == 3);
+}
+
+TEST_CASE("hostile writers: a mount point inside the tree makes the rewrite fail, keeping both") {
+  TempDir tmp;
+  const fs::path dir = tmp / "t";
+  TensorDict({{"x", at::arange(3)}}, {3}).memmap(dir.string());
+  fs::create_directory(dir / "mnt");
+  // The child mounts a tmpfs inside the tree in a mount namespace of its own
+  // (private, so nothing reaches the machine's mounts), then rewrites it.
+  const std::string got = HOSTILE_RETURNS({
+    if (::unshare(CLONE_NEWNS) != 0) return std::string("no mount namespace");
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("none", (dir / "mnt").c_str(), "tmpfs", 0, nullptr) != 0) {
+      return std::string("no mount namespace");
+    }
+    write_text(dir / "mnt" / "on_the_mount", "keep me");
+    std::string message;
+    try {
+      TensorDict({{"x", at::arange(5)}}, {5}).memmap(dir.string());
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    return message + " | " + read_text(dir / "mnt" / "on_the_mount") + " | " +
+           std::to_string(load_memmap(dir.string()).get("x").size(0));
+  });
+  if (got == "no mount namespace") {
+    WARN("mount namespaces are not permitted here: case skipped");
+    return;
+  }
+  REQUIRE_THAT(got, Contains("cannot write the tensordict over ") &&
+                        Contains((dir / "mnt").string() + " is a mount point inside the tree; unmount or move it first") &&
+                        EndsWith(" | keep me | 3"));
 }
 
 TEST_CASE("hostile writers: concurrent writers of one prefix each get their own data") {

@@ -138,6 +138,23 @@ TEST_CASE("TensorDictSequential chains modules - in_keys from outside, out_keys 
   CHECK(torch::allclose(out[0], torch::ones({3})));
 }
 
+// Ports test_nn.py::TestTDSequence::test_tdseq_tdoutput.
+TEST_CASE("TensorDictSequential with an output tensordict writes only the out_keys there, leaving the input alone",
+          "[sequential]") {
+  tnn::TensorDictSequential seq({
+      tnn::TensorDictModule([](const at::Tensor& x) { return x + 2; }, {"a"}, {"c"}),
+      tnn::TensorDictModule([](const at::Tensor& x) { return x + 2; }, {"b"}, {"d"}),
+  });
+  TensorDict inp({{"a", torch::zeros({})}, {"b", torch::ones({})}}, {});
+  TensorDict out;
+  TensorDictBase written = seq(inp, out);
+  CHECK(written.impl() == out.impl());
+  CHECK(out.keys() == std::vector<NestedKey>{"c", "d"});
+  CHECK(inp.keys() == std::vector<NestedKey>{"a", "b"});
+  CHECK(torch::equal(out.get("c"), torch::full({}, 2.0)));
+  CHECK(torch::equal(out.get("d"), torch::full({}, 3.0)));
+}
+
 TEST_CASE("TensorDictSequential: missing keys and partial tolerance", "[sequential][errors]") {
   auto make = [](bool tolerant) {
     return tnn::TensorDictSequential({tnn::TensorDictModule(identity, {"a"}, {"b"}),

@@ -102,8 +102,9 @@ TEST_CASE("pad_sequence pads each key to its longest length and stacks") {
   REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 5, 8}));
   REQUIRE(out.get("a").index({0, at::indexing::Slice(3, 5)}).eq(0).all().item<bool>());
   REQUIRE(out.get("a").index({1}).eq(2).all().item<bool>());
-  REQUIRE(out.get({"masks", "a"}).sizes() == at::IntArrayRef({2, 5, 8}));
-  REQUIRE(out.get({"masks", "a"}).index({0}).sum().item<int64_t>() == 3 * 8);
+  // The batch is empty: a mask has the padded dim only.
+  REQUIRE(out.get({"masks", "a"}).sizes() == at::IntArrayRef({2, 5}));
+  REQUIRE(at::equal(out.get({"masks", "a"}), at::tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}).to(at::kBool).view({2, 5})));
   REQUIRE(out.get({"masks", "b"}).all().item<bool>());
 
   TensorDict s1({{"x", at::ones({2, 3})}}, {2});
@@ -112,6 +113,44 @@ TEST_CASE("pad_sequence pads each key to its longest length and stacks") {
   REQUIRE(batched.batch_size() == at::IntArrayRef({2, 4}));
   REQUIRE(batched.get("x").index({0, 3}).eq(-1).all().item<bool>());
   REQUIRE_THAT(TD_MESSAGE(pad_sequence({s1, s2}, 2)), Contains("pad_dim 2 is out of range for key 'x' of shape [2, 3]"));
+}
+
+// Ports test_generic.py::TestGeneric::test_pad_sequence_pad_dim0 (make_mask=True).
+TEST_CASE("pad_sequence masks along a batch dim have the batch shape") {
+  for (const double pad_val : {0.0, -1.0}) {
+    const TensorDict t1({{"a", at::ones({2, 8, 8})}, {{"b", "c"}, at::ones({2, 3})}}, {2});
+    const TensorDict t2({{"a", at::full({4, 8, 8}, 2.0)}, {{"b", "c"}, at::full({4, 3}, 2.0)}}, {4});
+    const TensorDict out = pad_sequence({t1, t2}, 0, pad_val, true);
+    REQUIRE(out.batch_size() == at::IntArrayRef({2, 4}));
+    REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 4, 8, 8}));
+    REQUIRE(out.get("a").index({0, at::indexing::Slice(2)}).eq(pad_val).all().item<bool>());
+    const auto expected_mask = at::tensor({1, 1, 0, 0, 1, 1, 1, 1}).to(at::kBool).view({2, 4});
+    for (const auto& [key, mask_key] : {std::pair<NestedKey, NestedKey>{"a", {"masks", "a"}},
+                                        std::pair<NestedKey, NestedKey>{{"b", "c"}, {"masks", "b", "c"}}}) {
+      const at::Tensor mask = out.get(mask_key);
+      REQUIRE(at::equal(mask, expected_mask));
+      REQUIRE(out.get(key).index({mask}).ne(pad_val).all().item<bool>());
+      REQUIRE(out.get(key).index({~mask}).eq(pad_val).all().item<bool>());
+    }
+  }
+}
+
+// Ports test_generic.py::TestGeneric::test_pad_sequence_pad_dim1 (make_mask=True).
+TEST_CASE("pad_sequence masks past the batch have the batch shape plus the padded dim") {
+  const TensorDict t1({{"a", at::ones({6, 3, 8})}, {{"b", "c"}, at::ones({6, 3})}}, {6});
+  const TensorDict t2({{"a", at::full({6, 5, 8}, 2.0)}, {{"b", "c"}, at::full({6, 7}, 2.0)}}, {6});
+  const TensorDict out = pad_sequence({t1, t2}, 1, 0, true);
+  REQUIRE(out.batch_size() == at::IntArrayRef({2, 6}));
+  REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 6, 5, 8}));
+  REQUIRE(out.get({"b", "c"}).sizes() == at::IntArrayRef({2, 6, 7}));
+  const at::Tensor mask_a = out.get({"masks", "a"}), mask_c = out.get({"masks", "b", "c"});
+  REQUIRE(mask_a.sizes() == at::IntArrayRef({2, 6, 5}));
+  REQUIRE(mask_c.sizes() == at::IntArrayRef({2, 6, 7}));
+  REQUIRE(at::equal(mask_a.sum(-1), at::tensor({3, 5}, at::kLong).view({2, 1}).expand({2, 6})));
+  REQUIRE(at::equal(mask_c.sum(-1), at::tensor({3, 7}, at::kLong).view({2, 1}).expand({2, 6})));
+  REQUIRE(out.get("a").index({mask_a}).ne(0).all().item<bool>());
+  REQUIRE(out.get("a").index({~mask_a}).eq(0).all().item<bool>());
+  REQUIRE(out.get({"b", "c"}).index({~mask_c}).eq(0).all().item<bool>());
 }
 
 TEST_CASE("named dtype casts") {

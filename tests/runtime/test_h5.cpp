@@ -195,6 +195,42 @@ TEST_CASE("h5 writes in r+ mode reach the file") {
   REQUIRE(at::equal(PersistentTensorDict::from_h5(path).get("b"), at::tensor({9, 1, 2, 9}, at::kLong)));
 }
 
+TEST_CASE("in-place ops through a TensorDictBase handle write an r+ h5 file") {
+  // find() reads a fresh copy of a dataset: every in-place op must write the
+  // file, never just that copy. The expectations: the same ops on a dense copy.
+  TempDir tmp;
+  const std::string path = tmp / "base.h5";
+  TensorDict expected = sample({4});
+  expected.to_h5(path).close();
+  auto stored = [&] {
+    PersistentTensorDict td = PersistentTensorDict::from_h5(path);
+    TensorDict out = td.to_tensordict();
+    td.close();
+    return out;
+  };
+  const auto doubled = [](const at::Tensor& t) { return t * 2; };
+  const TensorDict update({{"b", at::arange(4) * -1}}, {4});
+  {
+    TensorDictBase base = PersistentTensorDict::from_h5(path, "r+");
+    base.apply_(doubled);
+    base.set_({"nested", "c"}, at::full({4, 2, 3}, 7.0));
+    base.index_put_({Slice(0, 2)}, at::Scalar(3));
+    base.update_(update);
+    base.add_(1);
+  }
+  expected.apply_(doubled);
+  expected.set_({"nested", "c"}, at::full({4, 2, 3}, 7.0));
+  expected.index_put_({Slice(0, 2)}, at::Scalar(3));
+  expected.update_(update);
+  expected.add_(1);
+  require_same_leaves(stored(), expected);
+  {
+    TensorDictBase base = PersistentTensorDict::from_h5(path, "r+");
+    base.zero_();
+  }
+  require_same_leaves(stored(), expected.zero_());
+}
+
 TEST_CASE("h5 dataset creation options reach every leaf") {
   TempDir tmp;
   TensorDict td({{"z", at::zeros({64, 1024})}, {"n", TensorDict({{"y", at::zeros({64, 512})}}, {64})}}, {64});

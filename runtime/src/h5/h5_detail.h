@@ -120,6 +120,13 @@ class PersistentImpl final : public TensorDictImpl {
   std::vector<int64_t> dataset_shape(const std::string& key, bool* is_string) const;
   bool has_key(const std::string& key) const override;
   void for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const override;
+  // The dataset's shape and dtype from its metadata: no data is read.
+  TensorMeta tensor_meta(const std::string& key) const override;
+  // find() reads a fresh copy of a dataset, so writing into it changes
+  // nothing: in-place operations through the base interface compute their
+  // result and assign() it, which writes the dataset.
+  bool entries_alias_storage() const override { return false; }
+  void assign(const std::string& key, const at::Tensor& value) override { write_data(key, value, nullptr); }
 
   H5Options options;  // dataset creation options for later writes
 

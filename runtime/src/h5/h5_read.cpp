@@ -304,6 +304,16 @@ void PersistentImpl::for_each_key(c10::function_ref<void(const std::string&, Ent
   }
 }
 
+TensorMeta PersistentImpl::tensor_meta(const std::string& key) const {
+  const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
+  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dset.valid()) throw std::runtime_error(fmt::format("cannot open dataset {}", where));
+  Hid ftype(H5Dget_type(dset.get()), H5Tclose);
+  Hid space(H5Dget_space(dset.get()), H5Sclose);
+  const at::Device device = device_.value_or(at::kCPU);
+  return {space_dims(space.get(), where), read_type(ftype.get(), where).dtype, device, device.is_cuda()};
+}
+
 void PersistentImpl::infer_batch_size() {
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& key : link_names()) {

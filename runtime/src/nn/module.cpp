@@ -251,14 +251,17 @@ TensorDictBase TensorDictSequentialImpl::run_module(TensorDictModuleBase& module
 }
 
 TensorDictBase TensorDictSequentialImpl::run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
-  TensorDictBase current = td;
+  // With an output tensordict the modules run on a shallow copy, so the input
+  // keeps its keys, and only the out_keys reach `out` (tensordict's
+  // nn/sequence.py forward).
+  TensorDictBase current = out ? TensorDictBase(td.clone(false)) : td;
   for (const auto& module : modules_) current = run_module(*module, current);
-  if (out) {
-    TensorDictBase dest = *out;
-    dest.update(current);
-    return dest;
+  if (!out) return current;
+  TensorDictBase dest = *out;
+  for (const auto& key : out_keys_) {
+    if (auto value = current.get_value(key)) dest.set(key, std::move(*value));
   }
-  return current;
+  return dest;
 }
 
 std::string TensorDictSequentialImpl::repr() const {
