@@ -297,11 +297,20 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     check_leaf(level, key, value.tensor());
     return set_(key, value.tensor());
   }
+  // A kind may refuse what it cannot store (a sub-view cannot change the kind
+  // of its source's entry); the message then names the key.
+  auto insert = [&](Value v) {
+    try {
+      level.insert(key.back(), std::move(v));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("cannot set key {}: {}", key.repr(), e.what()));
+    }
+  };
   if (value.is_tensor()) {
     at::Tensor tensor = std::move(value).tensor();
     check_leaf(level, key, tensor);
     if (auto device = level.device(); device && tensor.device() != *device) tensor = tensor.to(*device);
-    level.insert(key.back(), std::move(tensor));
+    insert(std::move(tensor));
     return *this;
   }
   if (value.is_non_tensor()) {
@@ -310,7 +319,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
       throw std::runtime_error(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
                                            key.repr(), shape_string(ids.sizes()), shape_string(level.batch_size())));
     }
-    level.insert(key.back(), value);
+    insert(value);
     return *this;
   }
   TensorDictBase nested = value.tensordict();
@@ -337,7 +346,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(names.size()), own.end());
     nested.rename_(inherited);
   }
-  level.insert(key.back(), Value(nested));
+  insert(Value(nested));
   return *this;
 }
 
