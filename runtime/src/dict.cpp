@@ -289,14 +289,9 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   if (key.is_nested()) nested_parent = parent_of(key, true);
   const TensorDictBase& parent = nested_parent ? *nested_parent : *this;
   TensorDictImpl& level = *parent.impl_;
-  if (level.is_locked()) {
-    // tensordict's rule: a locked tensordict takes writes into existing
-    // tensors in place and refuses everything else.
-    auto existing = level.find(key.back());
-    if (!existing || !existing->is_tensor() || !value.is_tensor()) parent.check_unlocked();
-    check_leaf(level, key, value.tensor());
-    return set_(key, value.tensor());
-  }
+  // tensordict's set() never writes in place (_td.py _set_str): a locked
+  // tensordict refuses it, existing key or not; set_() writes in place.
+  parent.check_unlocked();
   // A kind may refuse what it cannot store (a sub-view cannot change the kind
   // of its source's entry); the message then names the key.
   auto insert = [&](Value v) {
