@@ -201,6 +201,16 @@ NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const 
   return NonTensorData::from_ids(std::move(pool), join(ids));
 }
 
+NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,
+                             const NonTensorData& value) {
+  // A single value's id is 0-dim: put() broadcasts it over the index. The
+  // joined ids are fresh tensors (ids + offset, at::full), written in place.
+  return combine_non_tensor({dest, value}, {batch.vec(), {}}, [&](const std::vector<at::Tensor>& ids) {
+    index.put(ids[0], ids[1]);
+    return ids[0];
+  });
+}
+
 }  // namespace detail
 
 TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {

@@ -289,19 +289,23 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   if (key.is_nested()) nested_parent = parent_of(key, true);
   const TensorDictBase& parent = nested_parent ? *nested_parent : *this;
   TensorDictImpl& level = *parent.impl_;
-  if (level.is_locked()) {
-    // tensordict's rule: a locked tensordict takes writes into existing
-    // tensors in place and refuses everything else.
-    auto existing = level.find(key.back());
-    if (!existing || !existing->is_tensor() || !value.is_tensor()) parent.check_unlocked();
-    check_leaf(level, key, value.tensor());
-    return set_(key, value.tensor());
-  }
+  // tensordict's set() never writes in place (_td.py _set_str): a locked
+  // tensordict refuses it, existing key or not; set_() writes in place.
+  parent.check_unlocked();
+  // A kind may refuse what it cannot store (a sub-view cannot change the kind
+  // of its source's entry); the message then names the key.
+  auto insert = [&](Value v) {
+    try {
+      level.insert(key.back(), std::move(v));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("cannot set key {}: {}", key.repr(), e.what()));
+    }
+  };
   if (value.is_tensor()) {
     at::Tensor tensor = std::move(value).tensor();
     check_leaf(level, key, tensor);
     if (auto device = level.device(); device && tensor.device() != *device) tensor = tensor.to(*device);
-    level.insert(key.back(), std::move(tensor));
+    insert(std::move(tensor));
     return *this;
   }
   if (value.is_non_tensor()) {
@@ -310,7 +314,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
       throw std::runtime_error(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
                                            key.repr(), shape_string(ids.sizes()), shape_string(level.batch_size())));
     }
-    level.insert(key.back(), value);
+    insert(value);
     return *this;
   }
   TensorDictBase nested = value.tensordict();
@@ -337,7 +341,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(names.size()), own.end());
     nested.rename_(inherited);
   }
-  level.insert(key.back(), Value(nested));
+  insert(Value(nested));
   return *this;
 }
 

@@ -4,6 +4,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/non_tensor.h"
 
 namespace tensordict {
 
@@ -28,7 +29,20 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
     }
   }
   for (const auto& [key, item] : source.items(true, true)) {
-    if (!item.is_tensor()) continue;  // non-tensor data is not written through an index
+    if (item.is_non_tensor()) {
+      // tensordict writes non-tensor data at the index too; a missing key
+      // holds None outside it, as a missing tensor holds zeros.
+      if (!contains(key)) set(key, NonTensorData(Json()));
+      TensorDictBase parent = parent_of(key, false);
+      const Value current = *parent.impl_->find(key.back());
+      if (!current.is_non_tensor()) {
+        throw std::invalid_argument(fmt::format("index_put_ failed for key {}: the tensordict holds {} there and the value non-tensor data",
+                                                key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
+      }
+      // Like indexed tensor writes, allowed on a locked tensordict.
+      parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, item.non_tensor()));
+      continue;
+    }
     const at::Tensor& leaf = item.tensor();
     if (!contains(key)) {
       // tensordict creates the missing entry, zero outside the index.
@@ -66,11 +80,9 @@ TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& 
 
 void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, const at::Tensor& value, const char* op) {
   TensorDictBase parent = parent_of(key, false);
-  at::Tensor target = parent.get(key.back());
+  const at::Tensor target = parent.get(key.back());
   try {
-    resolved.put(target, value);
-    // A lazy stack's entry is a stacked copy: write the result back.
-    if (!parent.impl_->entries_alias_storage()) parent.impl_->assign(key.back(), target);
+    detail::put_entry(*parent.impl_, key.back(), target, resolved, value);
   } catch (...) {
     detail::rethrow_for_key(op, key);
   }

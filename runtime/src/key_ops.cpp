@@ -6,6 +6,7 @@
 #include "dense_impl.h"
 #include "format.h"
 #include "map_leaves.h"
+#include "nesting.h"
 #include "tensordict/dense.h"
 
 namespace tensordict {
@@ -73,16 +74,24 @@ TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
 }
 
 TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
-  other.impl()->for_each([&](const std::string& key, const Value& value) {
-    if (value.is_tensordict()) {
-      auto mine = impl_->find(key);
-      if (mine && mine->is_tensordict()) {
-        mine->tensordict().update(value.tensordict());
-        return;
+  // Entries are set by their path from this level, so that an error (a
+  // sub-view refusing to change the kind of an entry) names the whole key.
+  std::vector<std::string> path;
+  auto walk = [&](auto&& self, const TensorDictImpl& from) -> void {
+    detail::NestingGuard guard("update");
+    from.for_each([&](const std::string& key, const Value& value) {
+      path.push_back(key);
+      const NestedKey full{std::span<const std::string>(path)};
+      std::optional<Value> mine;
+      if (value.is_tensordict() && (mine = get_value(full)) && mine->is_tensordict()) {
+        self(self, *value.impl());  // nested tensordicts are updated, not replaced
+      } else {
+        set(full, value);
       }
-    }
-    set(key, value);
-  });
+      path.pop_back();
+    });
+  };
+  walk(walk, *other.impl());
   return *this;
 }
 

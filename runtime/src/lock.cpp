@@ -1,6 +1,7 @@
 // Locking: lock_, unlock_ and the scoped guard.
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "nesting.h"
 #include "tensordict/base.h"
@@ -18,9 +19,15 @@ void TensorDictBase::check_unlocked() const {
 }
 
 TensorDictBase& TensorDictBase::lock_() {
+  if (impl_->lock_source()) {
+    // tensordict's rule: locking a view would lock the rest of its source.
+    if (!is_locked()) throw std::runtime_error("Cannot lock a " + std::string(type_name()) + ". Lock the parent tensordict instead.");
+    return *this;
+  }
   detail::NestingGuard guard("lock_");
   impl_->locked_ = true;
   impl_->for_each_child([&](const TensorDictBase& child_handle) {
+    if (child_handle.impl_->lock_source()) return;  // a view follows its own source
     TensorDictBase child = child_handle;
     auto& parents = child.impl_->lock_parents_;
     const bool known = std::any_of(parents.begin(), parents.end(), [&](const auto& p) { return p.lock().get() == impl_.get(); });
@@ -31,6 +38,10 @@ TensorDictBase& TensorDictBase::lock_() {
 }
 
 TensorDictBase& TensorDictBase::unlock_() {
+  if (impl_->lock_source()) {
+    if (is_locked()) throw std::runtime_error("Cannot unlock a " + std::string(type_name()) + ". Unlock the parent tensordict instead.");
+    return *this;
+  }
   detail::NestingGuard guard("unlock_");
   for (const auto& parent : impl_->lock_parents_) {
     if (auto p = parent.lock(); p && p->is_locked()) {
@@ -42,6 +53,7 @@ TensorDictBase& TensorDictBase::unlock_() {
   // entries, which its consolidated storage would no longer describe.
   impl_->consolidated_storage_ = at::Tensor();
   impl_->for_each_child([&](const TensorDictBase& child_handle) {
+    if (child_handle.impl_->lock_source()) return;  // a view follows its own source
     TensorDictBase child = child_handle;
     auto& parents = child.impl_->lock_parents_;
     std::erase_if(parents, [&](const auto& p) {

@@ -142,6 +142,12 @@ bool writes_through(const TensorDictImpl& td) {
   return all;
 }
 
+void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
+               const at::Tensor& value) {
+  index.put(target, value);
+  if (!level.entries_alias_storage()) level.assign(key, target);
+}
+
 void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value) {
   std::shared_ptr<TensorDictImpl> level = td.impl();
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();

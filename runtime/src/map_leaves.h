@@ -52,6 +52,19 @@ void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const 
 // on the entries; otherwise they compute their result and update_() it.
 bool writes_through(const TensorDictImpl& td);
 
+// target[index] = value in place, `target` being the tensor entry `key` of
+// `level` as level.find() gave it. A kind whose find() builds its tensors (a
+// lazy stack's stacked copy, a sub-view's advanced-index copy) gets the
+// result assigned back, so the write reaches its storage.
+void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
+               const at::Tensor& value);
+
+// `dest` (non-tensor data over `batch`) with `value` written at `index`: the
+// non-tensor counterpart of BatchIndex::put. Collapses to one value when
+// every element holds the same one.
+NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,
+                             const NonTensorData& value);
+
 // Replaces the entry at an existing key path without validating it (for ops
 // that rewrite leaves they just derived, whose shapes they control).
 void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value);

@@ -34,8 +34,12 @@ Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit
 
 TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
                   c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
-  return TensorDict(TensorDictBase(
+  TensorDict out(TensorDictBase(
       detail::map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), detail::OpKind::Batch, fn, op)));
+  // tensordict's shape ops keep the lock (_fast_apply(propagate_lock=True)):
+  // the result is the same data seen through another shape.
+  if (td.is_locked()) out.lock_();
+  return out;
 }
 
 std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,

@@ -40,11 +40,26 @@ std::optional<Value> SubTensorDictImpl::find(const std::string& key) const {
   return Value(NonTensorData::from_ids(data.pool(), resolved_.apply(data.ids())));
 }
 
+namespace {
+const char* kind_of(const Value& v) {
+  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
+}
+}  // namespace
+
 void SubTensorDictImpl::insert(const std::string& key, Value value) {
   auto existing = source_.impl()->find(key);
+  // A view writes into its source's entries at the index; replacing one by
+  // another kind would replace it outside the index too (tensordict's
+  // _SubTensorDict.update raises ValueError). The handle names the key.
+  if (existing && (existing->is_tensor() != value.is_tensor() || existing->is_tensordict() != value.is_tensordict())) {
+    throw std::invalid_argument(fmt::format(
+        "the source of this sub-tensordict holds {} there; a sub-tensordict writes into its source's entries and cannot "
+        "replace one by another kind: expected {}, got {}",
+        kind_of(*existing), kind_of(*existing), kind_of(value)));
+  }
   if (value.is_tensor()) {
     const at::Tensor& t = value.tensor();
-    if (!existing || !existing->is_tensor()) {
+    if (!existing) {
       // A new entry in the source, zero outside the index (tensordict's rule).
       std::vector<int64_t> shape = source_.batch_size().vec();
       const auto feature = t.sizes().slice(resolved_.result_batch_size().size());
@@ -52,11 +67,11 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
       TensorDictBase(source_).set(key, at::zeros(shape, t.options()));
       existing = source_.impl()->find(key);
     }
-    resolved_.put(existing->tensor(), t);
+    put_entry(*source_.impl(), key, existing->tensor(), resolved_, t);
     return;
   }
   if (value.is_tensordict()) {
-    if (!existing || !existing->is_tensordict()) {
+    if (!existing) {
       TensorDictBase(source_).create_nested(key);
       existing = source_.impl()->find(key);
     }
@@ -64,7 +79,12 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
     for (const auto& [k, v] : value.tensordict().items()) nested.set(k, v);
     return;
   }
-  TensorDictBase(source_).set(key, value);  // non-tensor data describes the whole source
+  // Non-tensor data lands at the index too; a new key holds None outside it.
+  if (!existing) {
+    TensorDictBase(source_).set(key, NonTensorData(Json()));
+    existing = source_.impl()->find(key);
+  }
+  source_.impl()->insert(key, put_non_tensor(existing->non_tensor(), source_.batch_size(), resolved_, value.non_tensor()));
 }
 
 bool SubTensorDictImpl::erase(const std::string& key) { return source_.impl()->erase(key); }
@@ -72,7 +92,7 @@ bool SubTensorDictImpl::erase(const std::string& key) { return source_.impl()->e
 void SubTensorDictImpl::rename(const std::string& from, const std::string& to) { source_.impl()->rename(from, to); }
 
 void SubTensorDictImpl::assign(const std::string& key, const at::Tensor& value) {
-  resolved_.put(source_.impl()->find(key)->tensor(), value);
+  put_entry(*source_.impl(), key, source_.impl()->find(key)->tensor(), resolved_, value);
 }
 
 }  // namespace tensordict::detail

@@ -25,8 +25,11 @@ class SubTensorDictImpl final : public TensorDictImpl {
   bool erase(const std::string& key) override;
   void rename(const std::string& from, const std::string& to) override;
   void assign(const std::string& key, const at::Tensor& value) override;
-  // Basic indices give views of the source; advanced ones give copies.
-  bool entries_alias_storage() const override { return resolved_.is_view(); }
+  // A view is locked exactly when its source is (tensordict's rule).
+  const TensorDictImpl* lock_source() const override { return source_.impl().get(); }
+  // Basic indices give views of the source's tensors; advanced ones give
+  // copies, and so does a source that builds its tensors (a lazy stack).
+  bool entries_alias_storage() const override { return resolved_.is_view() && source_.impl()->entries_alias_storage(); }
 
   const TensorDictBase& source() const { return source_; }
 

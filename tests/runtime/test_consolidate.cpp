@@ -105,9 +105,10 @@ TEST_CASE("a consolidated tensordict is locked; in-place writes keep it consolid
   TensorDict c = td.consolidate();
   REQUIRE(c.is_locked());
   REQUIRE_THAT(TD_MESSAGE(c.set("new", at::zeros({3}))), Contains("Cannot modify locked TensorDict"));
-  // set() of an existing key writes in place, into the storage.
+  // set_() writes in place, into the storage (set() raises, as in tensordict).
   const at::Tensor fresh = iota({3, 4}) + 100;
-  c.set("a", fresh);
+  REQUIRE_THAT(TD_MESSAGE(c.set("a", fresh)), Contains("Cannot modify locked TensorDict"));
+  c.set_("a", fresh);
   c.get({"nested", "c"}).mul_(2);
   REQUIRE(c.is_consolidated());
   REQUIRE(at::equal(c.get("a"), fresh));

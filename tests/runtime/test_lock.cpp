@@ -26,7 +26,7 @@ TEST_CASE("a locked tensordict allows in-place writes") {
   auto td = sample({2});
   at::Tensor a = td.get("a");
   td.lock_();
-  td.set("a", at::ones({2, 4}));  // existing key: written in place
+  td.set_("a", at::ones({2, 4}));
   REQUIRE(td.get("a").data_ptr() == a.data_ptr());
   REQUIRE(at::equal(a, at::ones({2, 4})));
   td.set_({"nested", "c"}, at::zeros({2, 2, 3}));
@@ -34,7 +34,84 @@ TEST_CASE("a locked tensordict allows in-place writes") {
   REQUIRE(td.get("b").index({0}).item<int64_t>() == 5);
   td.set_at_("b", at::scalar_tensor(9, at::kLong), {1});
   REQUIRE(td.get("b").index({1}).item<int64_t>() == 9);
-  REQUIRE_THAT(TD_MESSAGE(td.set("a", at::ones({2, 5}))), Contains("set_ failed for key 'a'"));
+  REQUIRE_THAT(TD_MESSAGE(td.set_("a", at::ones({2, 5}))), Contains("set_ failed for key 'a'"));
+}
+
+// Ports tensordict's test_methods.py::test_lock_write: tensordict's set() is
+// never in place (_td.py:2617), so on a locked tensordict it raises for every
+// key, existing ones included; set_() writes in place; update() sets, so it
+// raises too, and update_() writes in place.
+TEST_CASE("a locked tensordict refuses set() of existing keys; set_ and update_ write in place", "[lock]") {
+  auto td = sample({2});
+  const TensorDict copy = sample({2}).apply([](const at::Tensor& t) { return t + 1; });
+  td.lock_();
+  for (const auto& [key, value] : copy.items(true)) {
+    INFO(key.repr());
+    REQUIRE_THAT(TD_MESSAGE(td.set(key, value)), Contains("Cannot modify locked TensorDict"));
+  }
+  REQUIRE_THAT(TD_MESSAGE(td.update(copy)), Contains("Cannot modify locked TensorDict"));
+  REQUIRE(td.allclose(sample({2})));
+  for (const auto& [key, value] : copy.items(true, true)) td.set_(key, value.tensor());
+  REQUIRE(td.allclose(copy));
+  td.update_(sample({2}));
+  REQUIRE(td.allclose(sample({2})));
+  td.unlock_();
+  for (const auto& [key, value] : copy.items(true)) td.set(key, value);
+  REQUIRE(td.allclose(copy));
+}
+
+// Ports tensordict's test_methods.py::test_lock and test_lock_write on the
+// sub_td fixtures: a sub-tensordict's lock is its source's (_td.py:4803), and
+// locking or unlocking the view itself raises (_td.py:4816).
+TEST_CASE("a sub-tensordict's lock is its source's; locking the view raises", "[lock][sub]") {
+  auto td = sample({4});
+  auto sub = td.get_sub_tensordict({1});
+  REQUIRE_FALSE(sub.is_locked());
+  REQUIRE_THAT(TD_MESSAGE(sub.lock_()), Contains("Cannot lock a _SubTensorDict. Lock the parent tensordict instead."));
+  REQUIRE_FALSE(td.is_locked());
+  REQUIRE_FALSE(sub.is_locked());
+  sub.unlock_();  // already unlocked: nothing to do
+  td.lock_();
+  REQUIRE(sub.is_locked());
+  REQUIRE(sub.get_td("nested").is_locked());
+  sub.lock_();  // already locked through its source: nothing to do
+  REQUIRE_THAT(TD_MESSAGE(sub.unlock_()), Contains("Cannot unlock a _SubTensorDict. Unlock the parent tensordict instead."));
+  REQUIRE_THAT(TD_MESSAGE(sub.set("new", at::zeros({}))), Contains("Cannot modify locked TensorDict"));
+  REQUIRE_FALSE(td.contains("new"));
+  sub.set_("a", at::ones({4}));  // in-place writes still reach the source
+  REQUIRE(td.get("a").index({1}).eq(1).all().item<bool>());
+  td.unlock_();
+  REQUIRE_FALSE(sub.is_locked());
+  REQUIRE_FALSE(sub.get_td("nested").is_locked());
+}
+
+// Ports tensordict's test_methods.py::test_reshape with lock=True: shape ops
+// keep the lock (_td.py:2187 and its neighbours: _fast_apply(propagate_lock=True)),
+// while indexing and copies give unlocked results (see below).
+TEST_CASE("shape ops of a locked tensordict give locked results", "[lock]") {
+  auto td = sample({2, 3});
+  td.lock_();
+  const std::vector<std::pair<std::string, TensorDict>> results = {
+      {"view", td.view({6})},
+      {"reshape", td.reshape({6})},
+      {"permute", td.permute({1, 0})},
+      {"transpose", td.transpose(0, 1)},
+      {"squeeze", td.unsqueeze(0).squeeze(0)},
+      {"squeeze all", td.unsqueeze(0).squeeze()},
+      {"unsqueeze", td.unsqueeze(0)},
+      {"expand", td.expand({5, 2, 3})},
+      {"flatten", td.flatten(0, 1)},
+      {"unflatten", td.unflatten(1, {3, 1})},
+  };
+  for (const auto& [name, result] : results) {
+    INFO(name);
+    REQUIRE(result.is_locked());
+    REQUIRE(result.get_td("nested").is_locked());
+    REQUIRE_THAT(TD_MESSAGE(TensorDict(result).set("new", at::zeros(result.batch_size()))), Contains("Cannot modify locked TensorDict"));
+  }
+  td.unlock_();
+  REQUIRE_FALSE(td.view({6}).is_locked());
+  REQUIRE_FALSE(td.permute({1, 0}).get_td("nested").is_locked());
 }
 
 TEST_CASE("locks reach nested tensordicts; a nested one cannot be unlocked alone") {

@@ -67,3 +67,77 @@ TEST_CASE("nested sub-views and materialising") {
   REQUIRE_THAT(TD_MESSAGE(SubTensorDict(td, {9})), Contains("index 9 is out of range"));
   REQUIRE_THAT(TD_MESSAGE(outer.set_batch_size({3})), Contains("follow its source and index"));
 }
+
+// Ports tensordict's test_methods.py::test_write_on_subtd on the lazy-stack
+// fixture: _SubTensorDict over a LazyStackedTensorDict writes every value
+// through the stack's _set_at_str into the members (_td.py, _SubTensorDict
+// _set_str / _set_at_str / update).
+TEST_CASE("set, set_, update and index_put_ through a sub-tensordict of a lazy stack write into the members", "[sub][lazy]") {
+  std::vector<TensorDictBase> ms;
+  for (int64_t i = 0; i < 3; ++i) ms.push_back(sample({4}));
+  const std::vector<TensorDictBase> before = {ms[0].clone(), ms[1].clone(), ms[2].clone()};
+  auto lazy = lazy_stack(ms, 0);
+  auto sub = lazy.get_sub_tensordict({Slice(0, 2), 1});  // row 1 of members 0 and 1
+  REQUIRE(sub.batch_size() == at::IntArrayRef({2}));
+
+  sub.set("a", at::full({2, 4}, -1.0));
+  sub.set_({"nested", "c"}, at::full({2, 2, 3}, -2.0));
+  sub.update(TensorDict({{"b", at::full({2}, -3, at::kLong)}, {"nested", TensorDict({{"c", at::full({2, 2, 3}, -4.0)}}, {2})}}, {2}));
+  sub.set("fresh", at::ones({2}));
+  for (int64_t i = 0; i < 2; ++i) {
+    REQUIRE(ms[i].get("a").index({1}).eq(-1).all().item<bool>());
+    REQUIRE(ms[i].get("b").index({1}).item<int64_t>() == -3);
+    REQUIRE(ms[i].get({"nested", "c"}).index({1}).eq(-4).all().item<bool>());
+    REQUIRE(at::equal(ms[i].get("fresh"), at::tensor({0.f, 1.f, 0.f, 0.f})));
+    // Only row 1 changed.
+    for (int64_t row : {0, 2, 3}) {
+      REQUIRE(at::equal(ms[i].get("a").index({row}), before[i].get("a").index({row})));
+      REQUIRE(at::equal(ms[i].get({"nested", "c"}).index({row}), before[i].get({"nested", "c"}).index({row})));
+    }
+  }
+  REQUIRE(at::equal(ms[2].get("a"), before[2].get("a")));
+  REQUIRE(at::equal(ms[2].get("fresh"), at::zeros({4})));
+
+  // An advanced index (a copy on read) writes through as well, as do
+  // index_put_ and in-place math on the view.
+  auto picked = lazy.get_sub_tensordict({at::tensor({2, 0}, at::kLong)});
+  picked.set_("b", at::full({2, 4}, 5, at::kLong));
+  REQUIRE(ms[2].get("b").eq(5).all().item<bool>());
+  REQUIRE(ms[0].get("b").eq(5).all().item<bool>());
+  REQUIRE(ms[1].get("b").index({1}).item<int64_t>() == -3);
+  picked.index_put_({0}, 6);
+  REQUIRE(ms[2].get("b").eq(6).all().item<bool>());
+  REQUIRE(ms[0].get("b").eq(5).all().item<bool>());
+  picked.add_(1);
+  REQUIRE(ms[2].get("b").eq(7).all().item<bool>());
+  REQUIRE(ms[0].get("b").eq(6).all().item<bool>());
+
+  // A sub-view of a copying sub-view still reaches the source.
+  auto inner = picked.get_sub_tensordict({1});
+  inner.set("b", at::full({4}, 8, at::kLong));
+  REQUIRE(ms[0].get("b").eq(8).all().item<bool>());
+}
+
+// tensordict's _SubTensorDict.update raises ValueError ("Tried to replace a
+// tensordict with an incompatible object", _td.py:4374) where the source holds
+// a tensordict and the update a tensor: a view cannot replace its source's
+// entry.
+TEST_CASE("update of a sub-tensordict refuses a tensor where the source holds a tensordict, naming the key", "[sub]") {
+  auto td = sample({4});
+  td.set({"nested", "deep", "x"}, at::ones({4}));
+  const TensorDict before = td.clone();
+  auto sub = td.get_sub_tensordict({Slice(0, 2)});
+
+  const std::string top = TD_MESSAGE(sub.update(TensorDict({{"nested", at::ones({2})}}, {2})));
+  REQUIRE_THAT(top, Contains("cannot set key 'nested'") && Contains("holds a tensordict") && Contains("expected a tensordict, got a tensor"));
+  REQUIRE_THROWS_AS(sub.update(TensorDict({{"nested", at::ones({2})}}, {2})), std::invalid_argument);
+  const std::string deep = TD_MESSAGE(sub.update(TensorDict({{"nested", TensorDict({{"deep", at::ones({2})}}, {2})}}, {2})));
+  REQUIRE_THAT(deep, Contains("cannot set key ('nested', 'deep')") && Contains("expected a tensordict, got a tensor"));
+  // The other way round: a tensordict where the source holds a tensor.
+  REQUIRE_THAT(TD_MESSAGE(sub.update(TensorDict({{"a", TensorDict({}, {2})}}, {2}))),
+               Contains("cannot set key 'a'") && Contains("expected a tensor, got a tensordict"));
+
+  REQUIRE(td.get_td("nested").type_name() == "TensorDict");
+  REQUIRE(td.keys(true, true) == before.keys(true, true));
+  REQUIRE(td.allclose(before));
+}

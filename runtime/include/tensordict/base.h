@@ -127,8 +127,15 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // Renames keeping the position; `to` must not exist.
   virtual void rename(const std::string& from, const std::string& to) = 0;
 
-  // Lock state, the same for every kind (see TensorDictBase::lock_).
-  bool is_locked() const { return locked_; }
+  // The tensordict whose lock this one shares, or null when it has its own:
+  // a sub-view is locked exactly when its source is, and cannot be locked or
+  // unlocked itself (tensordict's rule: that would lock the whole source).
+  virtual const TensorDictImpl* lock_source() const { return nullptr; }
+  // Lock state (see TensorDictBase::lock_).
+  bool is_locked() const {
+    const TensorDictImpl* source = lock_source();
+    return source ? source->is_locked() : locked_;
+  }
 
   // The flat uint8 storage that consolidate() copied every tensor leaf into
   // (the leaves are views of it); undefined when not consolidated. Only a
@@ -220,10 +227,15 @@ class TensorDictBase {
   bool is_empty() const;
 
   // ---- locking -------------------------------------------------------------------
-  // A locked tensordict refuses new keys, deletion and renaming; set() of an
-  // existing key writes in place, as do set_() and indexed writes. Locking
-  // reaches every nested tensordict; one stays locked while any locked parent
-  // holds it. unlock_() of a tensordict whose parent is locked throws.
+  // A locked tensordict refuses set() (tensordict's set() never writes in
+  // place, existing key or not), new keys, deletion and renaming; set_(),
+  // update_() and indexed writes write in place. Locking reaches every nested
+  // tensordict; one stays locked while any locked parent holds it. unlock_()
+  // of a tensordict whose parent is locked throws. A sub-tensordict is locked
+  // exactly when its source is: lock_() of an unlocked one and unlock_() of a
+  // locked one throw. Shape ops (view, reshape, permute, transpose, squeeze,
+  // unsqueeze, expand, flatten, unflatten) give locked results of a locked
+  // tensordict; indexing and copies give unlocked ones.
   TensorDictBase& lock_();
   TensorDictBase& unlock_();
   bool is_locked() const { return impl_->is_locked(); }

@@ -3,8 +3,11 @@
 //
 // get() reads the source's entry at the index; set() of an existing key
 // writes into the source at the index, set() of a new key creates the entry
-// in the source (zero outside the index). Nested tensordicts are sub-views
-// too. to_tensordict() materialises.
+// in the source (zero outside the index; None for non-tensor data). A view
+// cannot replace a source entry by another kind (a tensor where the source
+// holds a tensordict): std::invalid_argument naming the key. Nested
+// tensordicts are sub-views too; the source may be any kind (a lazy stack:
+// writes reach its members). to_tensordict() materialises.
 #pragma once
 
 #include <vector>
