@@ -179,18 +179,22 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
   const int64_t first = advanced.front().first;
   const int64_t last = advanced.back().first;
   const bool adjacent = last - first + 1 == static_cast<int64_t>(advanced.size());
+  // tensordict's names rule (base.py _get_names_idx): the dims an integer
+  // index tensor creates take the name of the dim it indexes (the first one's
+  // when several); a mask's dim is unnamed.
+  const int64_t block_origin = from_mask ? -1 : origin[first];
   std::vector<int64_t> result;
   std::vector<int64_t> result_origin;
   if (adjacent) {
     result.assign(shape.begin(), shape.begin() + first);
     result_origin.assign(origin.begin(), origin.begin() + first);
     result.insert(result.end(), block.begin(), block.end());
-    result_origin.insert(result_origin.end(), block.size(), -1);
+    result_origin.insert(result_origin.end(), block.size(), block_origin);
     result.insert(result.end(), shape.begin() + last + 1, shape.end());
     result_origin.insert(result_origin.end(), origin.begin() + last + 1, origin.end());
   } else {
     result = block;
-    result_origin.assign(block.size(), -1);
+    result_origin.assign(block.size(), block_origin);
     for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
       const bool indexed = std::any_of(advanced.begin(), advanced.end(), [&](const auto& a) { return a.first == d; });
       if (!indexed) {

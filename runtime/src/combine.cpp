@@ -69,29 +69,14 @@ std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) 
   return device;
 }
 
-// Members must agree on names (an unnamed member among named ones too).
-Names common_names(const std::vector<TensorDictBase>& tds, const char* op) {
-  for (std::size_t i = 1; i < tds.size(); ++i) {
-    if (tds[i].names() != tds.front().names()) {
-      auto show = [](const Names& names) {
-        std::vector<std::string> parts;
-        for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
-        return fmt::format("[{}]", fmt::join(parts, ", "));
-      };
-      throw std::runtime_error(fmt::format("{}: tensordict {} has names {} but tensordict 0 has {}; rename them to match first", op,
-                                           i, show(tds[i].names()), show(tds.front().names())));
-    }
-  }
-  return tds.front().names();
-}
-
 // Combines the members level by level: `leaves` merges the tensors of one key,
 // `batch` gives a level's combined batch size from its members' batch sizes.
 struct Combiner {
   const char* op;
   c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> leaves;
   c10::function_ref<std::vector<int64_t>(const std::vector<TensorDictBase>&)> batch;
-  c10::function_ref<Names(const Names&)> names;
+  // A level's names from its members' (tensordict's _torch_func.py rules).
+  c10::function_ref<Names(const std::vector<TensorDictBase>&)> names;
 
   Value combine_non_tensor(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members, const NestedKey& path) {
     std::vector<NonTensorData> items;
@@ -111,7 +96,7 @@ struct Combiner {
     check_same_keys(tds, op, prefix);
     const auto dense = aligned_dense(tds);
     if (!dense.empty()) return run_aligned(tds, dense, prefix);
-    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(common_names(tds, op)));
+    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(tds));
     std::vector<Value> members;
     members.reserve(tds.size());
     tds.front().impl()->for_each([&](const std::string& key, const Value&) {
@@ -131,7 +116,7 @@ struct Combiner {
                          std::vector<std::string>& prefix) {
     // This level's checks come before its nested levels' (as in run()).
     std::vector<int64_t> level_batch = batch(tds);
-    Names level_names = detail::checked_names(names(common_names(tds, op)), level_batch.size());
+    Names level_names = detail::checked_names(names(tds), level_batch.size());
     const auto& table = dense.front()->key_table();
     std::vector<Value> values;
     values.reserve(table->size());
@@ -230,8 +215,12 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
     b.insert(b.begin() + d, n);
     return b;
   };
-  auto names = [&](const Names& common) {
-    Names out = common;
+  // Members with the same names keep them; otherwise the result is unnamed.
+  auto names = [&](const std::vector<TensorDictBase>& level) {
+    Names out = level.front().names();
+    for (const auto& td : level) {
+      if (td.names() != out) return Names(level.front().batch_dims() + 1, std::nullopt);
+    }
     out.insert(out.begin() + d, std::nullopt);
     return out;
   };
@@ -260,7 +249,7 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
     for (const auto& td : level) b[d] += td.batch_size()[d];
     return b;
   };
-  auto names = [](const Names& common) { return common; };
+  auto names = [](const std::vector<TensorDictBase>& level) { return level.front().names(); };  // the first member's
   std::vector<std::string> prefix;
   Combiner combiner{"cat", leaves, batch, names, {}};
   return combiner.run(tds, prefix);

@@ -184,8 +184,13 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
       }
     }
   });
-  Names names = impl_->names();
-  if (names.size() != batch_size.size()) names.clear();
+  // tensordict's rule (base.py batch_size setter): names extend with unnamed
+  // dims or lose their trailing ones.
+  Names names;
+  if (has_names()) {
+    names = impl_->names();
+    names.resize(batch_size.size(), std::nullopt);
+  }
   impl_->set_meta(batch_size.vec(), device(), std::move(names));
 }
 

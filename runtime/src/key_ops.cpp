@@ -1,5 +1,6 @@
 // Operations on the key structure: select, exclude, update, renaming,
 // flattening keys, splitting by keys, emptying.
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -14,7 +15,7 @@ namespace tensordict {
 namespace {
 
 // A dense tensordict with `like`'s batch size, device and names and no entries.
-TensorDict empty_like(const TensorDictBase& like) {
+TensorDict no_entries_like(const TensorDictBase& like) {
   return TensorDict(TensorDictBase(std::make_shared<detail::DenseImpl>(like.batch_size().vec(), like.device(), like.names())));
 }
 
@@ -30,7 +31,7 @@ void copy_entry(const TensorDictBase& source, TensorDictBase& target, const Nest
     if (found && found->is_tensordict()) {
       dst = found->tensordict();
     } else {
-      TensorDict level = empty_like(src);
+      TensorDict level = no_entries_like(src);
       dst.impl()->insert(key[depth], Value(level));
       dst = level;
     }
@@ -41,7 +42,7 @@ void copy_entry(const TensorDictBase& source, TensorDictBase& target, const Nest
 }  // namespace
 
 TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool strict) const {
-  TensorDict out = empty_like(*this);
+  TensorDict out = no_entries_like(*this);
   for (const auto& key : keys) {
     auto value = get_value(key);
     if (!value) {
@@ -55,7 +56,7 @@ TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool stric
 
 TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
   // Built from the kept keys only: a lazy stack never stacks what it drops.
-  TensorDict out = empty_like(*this);
+  TensorDict out = no_entries_like(*this);
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     std::vector<NestedKey> below;  // excluded keys inside this entry
     for (const auto& k : keys) {
@@ -116,7 +117,7 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
 }
 
 TensorDict TensorDictBase::flatten_keys(std::string_view separator) const {
-  TensorDict out = empty_like(*this);
+  TensorDict out = no_entries_like(*this);
   for (const auto& [key, value] : items(true, false)) {
     // Leaves, and nested tensordicts only when they hold no entry at all.
     if (value.is_tensordict() && value.tensordict().num_keys() > 0) continue;
@@ -130,7 +131,7 @@ TensorDict TensorDictBase::flatten_keys(std::string_view separator) const {
 }
 
 TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
-  TensorDict out = empty_like(*this);
+  TensorDict out = no_entries_like(*this);
   impl_->for_each([&](const std::string& flat, const Value& value) {
     std::vector<std::string> parts;
     std::size_t start = 0;
@@ -161,7 +162,7 @@ std::vector<TensorDict> TensorDictBase::split_keys(const std::vector<std::vector
 }
 
 TensorDict TensorDictBase::empty(bool recurse) const {
-  TensorDict out = empty_like(*this);
+  TensorDict out = no_entries_like(*this);
   if (recurse) {
     impl_->for_each_key([&](const std::string& key, EntryKind kind) {
       if (kind == EntryKind::TensorDict) out.impl()->insert(key, Value(impl_->find(key)->tensordict().empty(true)));
@@ -177,6 +178,20 @@ TensorDictBase& TensorDictBase::clear() {
   // From the back: no remaining entry moves, each erase costs O(1).
   for (auto it = keys.rbegin(); it != keys.rend(); ++it) impl_->erase(*it);
   return *this;
+}
+
+std::vector<std::string> TensorDictBase::sorted_keys() const {
+  std::vector<std::string> keys;
+  impl_->for_each_key([&](const std::string& key, EntryKind) { keys.push_back(key); });
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::pair<std::string, Value> TensorDictBase::popitem() {
+  std::optional<std::string> last;
+  impl_->for_each_key([&](const std::string& key, EntryKind) { last = key; });
+  if (!last) throw KeyError("popitem(): the tensordict is empty");
+  return {*last, pop(NestedKey(*last))};
 }
 
 }  // namespace tensordict

@@ -130,6 +130,12 @@ TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
   return *this;
 }
 
+TensorDict TensorDictBase::softmax(int64_t dim, std::optional<at::ScalarType> dtype) const {
+  const int64_t d = wrap_batch_dim(dim, batch_dims(), "softmax");
+  return wrap(detail::map_leaves(*impl_, {batch_size().vec(), names()}, device(), OpKind::Value,
+                                 [&](const at::Tensor& t) { return at::softmax(t, d, dtype); }, "softmax"));
+}
+
 // ---- unary ops ------------------------------------------------------------------
 
 #define TENSORDICT_DEFINE_UNARY(name)                                                                       \

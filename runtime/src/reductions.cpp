@@ -111,6 +111,25 @@ TensorDict TensorDictBase::norm() const {
       detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, [](const at::Tensor& t) { return t.norm(); }, "norm")));
 }
 
+TensorDict TensorDictBase::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
+  if (batch_dims() == 0) throw std::invalid_argument("logsumexp: the tensordict has no batch dim to reduce over");
+  std::vector<int64_t> over = batch_dims_of(dims, batch_dims(), "logsumexp");
+  if (over.empty()) {  // tensordict's dim=None: every batch dim
+    for (int64_t d = 0; d < batch_dims(); ++d) over.push_back(d);
+  }
+  detail::PieceMeta meta;
+  for (int64_t d = 0; d < batch_dims(); ++d) {
+    const bool gone = std::binary_search(over.begin(), over.end(), d);
+    if (!gone || keepdim) {
+      meta.batch_size.push_back(gone ? 1 : batch_size()[d]);
+      meta.names.push_back(gone ? std::nullopt : names()[d]);
+    }
+  }
+  if (!has_names()) meta.names.clear();
+  auto fn = [&](const at::Tensor& t) { return at::logsumexp(t, over, keepdim); };
+  return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, fn, "logsumexp")));
+}
+
 at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, batch_dims(), name);
@@ -141,8 +160,14 @@ TensorDict logical_over(const TensorDictBase& td, int64_t dim, bool all, const c
   const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
   std::vector<int64_t> batch = td.batch_size().vec();
   batch.erase(batch.begin() + d);
+  Names names;  // the other dims keep their names (tensordict's _td.py all/any)
+  if (td.has_names()) {
+    names = td.names();
+    names.erase(names.begin() + d);
+  }
   auto fn = [&](const at::Tensor& t) { return all ? t.all(d) : t.any(d); };
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {batch, {}}, td.device(), detail::OpKind::Fold, fn, op)));
+  return TensorDict(TensorDictBase(
+      detail::map_leaves(*td.impl(), {batch, std::move(names)}, td.device(), detail::OpKind::Fold, fn, op)));
 }
 }  // namespace
 

@@ -1,56 +1,22 @@
-// Shape ops over batch dims. Each computes the new batch size once, then maps
-// every leaf with the same op extended over the leaf's feature dims.
+// Shape ops over batch dims that view the leaves (shape_mapping.h).
 #include <ATen/ATen.h>
 #include <ATen/InferSize.h>
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
 #include "format.h"
-#include "map_leaves.h"
-#include "tensordict/dense.h"
+#include "shape_mapping.h"
 
 namespace tensordict {
 
-
 namespace {
 
-// `batch` followed by the leaf's dims past the first `batch_dims`.
-std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf, int64_t batch_dims) {
-  std::vector<int64_t> shape(batch.begin(), batch.end());
-  const auto feature = leaf.sizes().slice(batch_dims);
-  shape.insert(shape.end(), feature.begin(), feature.end());
-  return shape;
-}
-
-// The names of the result of a shape op: `edit` rewrites the source's names
-// the way the op rewrites dims; an unnamed tensordict stays unnamed.
-Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit) {
-  if (!td.has_names()) return {};
-  Names names = td.names();
-  edit(names);
-  return names;
-}
-
-TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
-                  c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
-  TensorDict out(TensorDictBase(
-      detail::map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), detail::OpKind::Batch, fn, op)));
-  // tensordict's shape ops keep the lock (_fast_apply(propagate_lock=True)):
-  // the result is the same data seen through another shape.
-  if (td.is_locked()) out.lock_();
-  return out;
-}
-
-std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
-                                      const Names& names, detail::LeafFn fn, const char* op) {
-  std::vector<detail::PieceMeta> metas;
-  metas.reserve(batches.size());
-  for (const auto& b : batches) metas.push_back({b, names});
-  std::vector<TensorDict> out;
-  for (auto& impl : detail::map_leaves(*td.impl(), metas, td.device(), detail::OpKind::Batch, fn, op)) out.emplace_back(TensorDictBase(std::move(impl)));
-  return out;
-}
+using detail::mapped;
+using detail::mapped_pieces;
+using detail::names_after;
+using detail::with_features;
 
 std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntArrayRef batch, const char* op) {
   try {
@@ -141,11 +107,15 @@ TensorDict TensorDictBase::unsqueeze(int64_t dim) const {
   return mapped(*this, batch, names, [&](const at::Tensor& t) { return t.unsqueeze(d); }, "unsqueeze");
 }
 
-TensorDict TensorDictBase::expand(at::IntArrayRef shape) const {
-  const int64_t nb = batch_dims();
+namespace {
+// expand and broadcast_to: the new batch size's trailing dims broadcast
+// against the current ones.
+TensorDict expanded(const TensorDictBase& td, at::IntArrayRef shape, bool keep_names, const char* op) {
+  const int64_t nb = td.batch_dims();
   const int64_t n = static_cast<int64_t>(shape.size());
   auto fail = [&] {
-    throw std::runtime_error(fmt::format("expand: batch size {} cannot be expanded to {}", shape_string(batch_size()), shape_string(shape)));
+    throw std::runtime_error(fmt::format("{}: batch size {} cannot be expanded to {}", op, shape_string(td.batch_size()),
+                                         shape_string(shape)));
   };
   if (n < nb) fail();
   std::vector<int64_t> batch = shape.vec();
@@ -155,17 +125,26 @@ TensorDict TensorDictBase::expand(at::IntArrayRef shape) const {
       if (batch[i] < 0) fail();
       continue;
     }
-    const int64_t old = batch_size()[old_dim];
-    if (batch[i] == -1) batch[i] = old;
+    const int64_t old = td.batch_size()[old_dim];
+    if (batch[i] == -1 && keep_names) batch[i] = old;  // broadcast_to takes no -1
     if (batch[i] != old && old != 1) fail();
   }
-  const Names names = names_after(*this, [&](Names& n) { n.insert(n.begin(), batch.size() - n.size(), std::nullopt); });
-  return mapped(*this, batch, names, [&](const at::Tensor& t) {
-    std::vector<int64_t> full = batch;
-    const auto feature = t.sizes().slice(nb);
-    full.insert(full.end(), feature.begin(), feature.end());
-    return t.expand(full);
-  }, "expand");
+  const Names names = keep_names ? names_after(td, [&](Names& nm) { nm.insert(nm.begin(), batch.size() - nm.size(), std::nullopt); })
+                                 : Names{};
+  return mapped(td, batch, names, [&](const at::Tensor& t) { return t.expand(with_features(batch, t, nb)); }, op);
+}
+}  // namespace
+
+TensorDict TensorDictBase::expand(at::IntArrayRef shape) const { return expanded(*this, shape, true, "expand"); }
+
+TensorDict TensorDictBase::broadcast_to(at::IntArrayRef shape) const { return expanded(*this, shape, false, "broadcast_to"); }
+
+TensorDict TensorDictBase::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }
+
+TensorDict TensorDictBase::expand_as(const TensorDictBase& other) const {
+  // First to the other's batch size, then each leaf to its counterpart's
+  // feature dims too.
+  return expand(other.batch_size()).apply([](const at::Tensor& a, const at::Tensor& b) { return a.expand_as(b); }, other);
 }
 
 TensorDict TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -248,6 +227,78 @@ std::vector<TensorDict> TensorDictBase::chunk(int64_t chunks, int64_t dim) const
   const int64_t n = batch_size()[d];
   if (n == 0) return split(std::vector<int64_t>(chunks, 0), d);  // torch gives `chunks` empty pieces
   return split((n + chunks - 1) / chunks, d);
+}
+
+std::vector<TensorDict> TensorDictBase::tensor_split(int64_t sections, int64_t dim) const {
+  if (sections <= 0) {
+    throw std::invalid_argument(fmt::format("tensor_split: number of sections must be greater than 0, but was {}", sections));
+  }
+  const int64_t d = wrap_batch_dim(dim, batch_dims(), "tensor_split");
+  const int64_t n = batch_size()[d];
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < sections; ++i) sizes.push_back(n / sections + (i < n % sections ? 1 : 0));
+  return split(sizes, d);
+}
+
+std::vector<TensorDict> TensorDictBase::tensor_split(at::IntArrayRef indices, int64_t dim) const {
+  const int64_t d = wrap_batch_dim(dim, batch_dims(), "tensor_split");
+  // torch's rule for each cut: clamped to the dim, a piece never negative.
+  const int64_t n = batch_size()[d];
+  std::vector<int64_t> sizes;
+  int64_t start = 0;
+  for (int64_t cut : indices) {
+    const int64_t end = std::clamp(cut < 0 ? cut + n : cut, int64_t{0}, n);
+    sizes.push_back(std::max<int64_t>(end - start, 0));
+    start = std::max(start, end);
+  }
+  sizes.push_back(n - start);
+  return split(sizes, d);
+}
+
+TensorDict TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef destination) const {
+  if (source.size() != destination.size()) {
+    throw std::invalid_argument(fmt::format("movedim: source {} and destination {} must have the same number of dims",
+                                            shape_string(source), shape_string(destination)));
+  }
+  const int64_t nb = batch_dims();
+  std::vector<int64_t> order(nb, -1);  // order[destination] = source
+  std::vector<bool> moved(nb, false);
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    const int64_t from = wrap_batch_dim(source[i], nb, "movedim");
+    const int64_t to = wrap_batch_dim(destination[i], nb, "movedim");
+    if (moved[from]) throw std::runtime_error(fmt::format("movedim: repeated dim in source {}", shape_string(source)));
+    if (order[to] != -1) throw std::runtime_error(fmt::format("movedim: repeated dim in destination {}", shape_string(destination)));
+    moved[from] = true;
+    order[to] = from;
+  }
+  // The other dims keep their order in the free positions.
+  int64_t next = 0;
+  for (auto& o : order) {
+    if (o != -1) continue;
+    while (moved[next]) ++next;
+    o = next++;
+  }
+  return permute(order);
+}
+
+TensorDict TensorDictBase::movedim(int64_t source, int64_t destination) const { return movedim({source}, {destination}); }
+
+TensorDict TensorDictBase::swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+
+TensorDict TensorDictBase::swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+
+TensorDict TensorDictBase::narrow(int64_t dim, int64_t start, int64_t length) const {
+  const int64_t d = wrap_batch_dim(dim, batch_dims(), "narrow");
+  const int64_t n = batch_size()[d];
+  const int64_t first = start < 0 ? start + n : start;
+  if (first < 0 || length < 0 || first + length > n) {
+    throw std::out_of_range(fmt::format("narrow: elements [{}, {} + {}) are outside batch dim {} of size {}", start, start,
+                                        length, d, n));
+  }
+  std::vector<int64_t> batch = batch_size().vec();
+  batch[d] = length;
+  return mapped(*this, batch, names_after(*this, [](Names&) {}), [&](const at::Tensor& t) { return t.narrow(d, first, length); },
+                "narrow");
 }
 
 }  // namespace tensordict

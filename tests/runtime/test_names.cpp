@@ -4,6 +4,7 @@
 using namespace tensordict;
 using namespace td_test;
 using Catch::Matchers::Contains;
+using at::indexing::Ellipsis;
 using at::indexing::None;
 using at::indexing::Slice;
 
@@ -51,8 +52,29 @@ TEST_CASE("indexing keeps the names of kept dims") {
   REQUIRE_NAMES(td.index({Slice(), 1}), "a", "c");
   REQUIRE_NAMES(td.index({Slice(0, 1), None}), "a", std::nullopt, "b", "c");
   REQUIRE_NAMES(td.index({mask({1, 0})}), std::nullopt, "b", "c");
-  REQUIRE_NAMES(td.index({Slice(), at::tensor({0, 2}, at::kLong)}), "a", std::nullopt, "c");
   REQUIRE_NAMES(td.index({0}).get_td("n"), "b", "c", std::nullopt);
+}
+
+// Ports test_nameddims.py's advanced-index cases (base.py _get_names_idx): an
+// integer index tensor keeps the indexed dim's name, once per dim it creates.
+TEST_CASE("an index tensor keeps the name of the dim it indexes") {
+  auto td = named();
+  REQUIRE_NAMES(td.index({Slice(), at::tensor({0, 2}, at::kLong)}), "a", "b", "c");
+  REQUIRE_NAMES(td.index({0, Ellipsis, at::tensor({-1}, at::kLong)}), "b", "c");
+  REQUIRE_NAMES(td.index({Slice(), at::tensor({0, 1, 0, 1}, at::kLong).reshape({2, 2})}), "a", "b", "b", "c");
+  REQUIRE_NAMES(td.index({Slice(), at::tensor({0, 2}, at::kLong)}).get_td("n"), "a", "b", "c", std::nullopt);
+}
+
+// Ports the batch_size setter's names rule (base.py): names extend with
+// unnamed dims or lose their trailing ones.
+TEST_CASE("setting the batch size extends or truncates names") {
+  TensorDict td({{"x", iota({2, 3, 4})}}, {2, 3}, std::nullopt, {"a", "b"});
+  td.set_batch_size({2, 3, 4});
+  REQUIRE_NAMES(td, "a", "b", std::nullopt);
+  td.set_batch_size({2});
+  REQUIRE_NAMES(td, "a");
+  td.set_batch_size({});
+  REQUIRE_FALSE(td.has_names());
 }
 
 TEST_CASE("shape ops move, drop or add names as they move dims") {
@@ -76,11 +98,15 @@ TEST_CASE("shape ops move, drop or add names as they move dims") {
   REQUIRE_NAMES(td.gather(1, at::zeros({2, 1, 4}, at::kLong)), "a", "b", "c");
 }
 
-TEST_CASE("stack and cat need members with the same names") {
+// Ports test_nameddims.py's stack/cat cases (_torch_func.py: stack keeps
+// names all members share, else none; cat takes the first member's).
+TEST_CASE("stack keeps names the members share; cat takes the first's") {
   auto td = named();
   REQUIRE_NAMES(stack({td, td}, 1), "a", std::nullopt, "b", "c");
   REQUIRE_NAMES(cat({td, td}, 2), "a", "b", "c");
   auto other = td.rename("a", "z");
-  REQUIRE_THAT(TD_MESSAGE(stack({td, other})), Contains("stack: tensordict 1 has names ['z', 'b', 'c'] but tensordict 0 has ['a', 'b', 'c']"));
-  REQUIRE_THAT(TD_MESSAGE(cat({td, td.rename(Names{})}, 0)), Contains("cat: tensordict 1 has names [None, None, None]"));
+  REQUIRE_FALSE(stack({td, other}).has_names());
+  REQUIRE(stack({td, other}).batch_size() == at::IntArrayRef{2, 2, 3, 4});
+  REQUIRE_NAMES(cat({td, td.rename(Names{})}, 0), "a", "b", "c");
+  REQUIRE_FALSE(cat({td.rename(Names{}), td}, 0).has_names());
 }

@@ -296,6 +296,30 @@ class TensorDictBase {
   TensorDict unflatten_keys(std::string_view separator = ".") const;
   // One tensordict per key list, then one with the remaining keys.
   std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true) const;
+  // The first-level keys, sorted.
+  std::vector<std::string> sorted_keys() const;
+  // Removes and returns the last first-level entry set (dict.popitem);
+  // KeyError when there is none.
+  std::pair<std::string, Value> popitem();
+  // The number of levels of nesting above the deepest leaf (0: no nested
+  // tensordict holds a leaf).
+  int64_t depth() const;
+  // The bytes the tensor leaves hold (their gradients included); without
+  // count_duplicates a tensor reached twice counts once.
+  int64_t bytes(bool count_duplicates = true) const;
+  // Each tensor leaf's data pointer (of its storage, with `storage`) as a
+  // 0-dim int64 tensor, keyed like the leaves; batch size [].
+  TensorDict data_ptr(bool storage = false) const;
+
+  // Tensordicts of the given batch size (the leaves keep their feature dims,
+  // dtype unless given, and device), as tensordict's new_* methods. Dim names
+  // follow the trailing dims. Non-tensor values are carried.
+  TensorDict new_zeros(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype = std::nullopt) const;
+  TensorDict new_ones(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype = std::nullopt) const;
+  TensorDict new_empty(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype = std::nullopt) const;
+  TensorDict new_full(at::IntArrayRef batch_size, const at::Scalar& fill_value,
+                      std::optional<at::ScalarType> dtype = std::nullopt) const;
+
   // Same batch size, device and names, no entries (recurse: keep the nested
   // structure, empty).
   TensorDict empty(bool recurse = false) const;
@@ -334,6 +358,42 @@ class TensorDictBase {
   std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
+  // torch.tensor_split: `sections` pieces whose sizes differ by at most one
+  // (the first ones longer), or pieces cut at `indices`.
+  std::vector<TensorDict> tensor_split(int64_t sections, int64_t dim = 0) const;
+  std::vector<TensorDict> tensor_split(at::IntArrayRef indices, int64_t dim = 0) const;
+  // Moves batch dims `source` to positions `destination` (a permute).
+  TensorDict movedim(at::IntArrayRef source, at::IntArrayRef destination) const;
+  TensorDict movedim(int64_t source, int64_t destination) const;
+  // Aliases of transpose.
+  TensorDict swapaxes(int64_t dim0, int64_t dim1) const;
+  TensorDict swapdims(int64_t dim0, int64_t dim1) const;
+  // Batch elements [start, start + length) of batch dim `dim` (a view).
+  TensorDict narrow(int64_t dim, int64_t start, int64_t length) const;
+  // expand() without -1 entries; the result has no names (as in tensordict).
+  TensorDict broadcast_to(at::IntArrayRef batch_size) const;
+  // expand(other.sizes()); for a tensordict, every leaf is expanded as the
+  // other's leaf at its key, the result taking the other's batch size.
+  TensorDict expand_as(const at::Tensor& other) const;
+  TensorDict expand_as(const TensorDictBase& other) const;
+
+  // ---- ops that reorder or repeat batch elements (copies; runtime/src/repeat_ops.cpp)
+  TensorDict flip(at::IntArrayRef dims) const;
+  TensorDict fliplr() const;  // flip({1})
+  TensorDict flipud() const;  // flip({0})
+  // torch.roll over batch dims (one shift per dim; the dims are required,
+  // whereas tensordict without dims would roll each leaf flattened).
+  TensorDict roll(at::IntArrayRef shifts, at::IntArrayRef dims) const;
+  TensorDict roll(int64_t shift, int64_t dim) const;
+  // One repeat count per batch dim.
+  TensorDict repeat(at::IntArrayRef repeats) const;
+  // torch.tile over batch dims: fewer counts than batch dims apply to the
+  // last ones, more add leading batch dims. The result has no names.
+  TensorDict tile(at::IntArrayRef reps) const;
+  // Each batch element of `dim` repeated `repeats` times (a count per element
+  // for a tensor); without a dim, over the flattened batch.
+  TensorDict repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  TensorDict repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> dim = std::nullopt) const;
 
   // ---- apply and math ------------------------------------------------------------
   using TensorFn = std::function<at::Tensor(const at::Tensor&)>;
@@ -438,6 +498,10 @@ class TensorDictBase {
   TensorDict var(std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
   // The 2-norm of each leaf.
   TensorDict norm() const;
+  // log(sum(exp)) over batch `dims` (every batch dim when empty).
+  TensorDict logsumexp(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  // Each leaf's softmax along batch dim `dim`.
+  TensorDict softmax(int64_t dim, std::optional<at::ScalarType> dtype = std::nullopt) const;
   at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
 
   // ---- state dicts (include <tensordict/state_dict.h> to use them) -----------------

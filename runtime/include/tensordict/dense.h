@@ -23,6 +23,10 @@ class TensorDict : public TensorDictBase {
   // Views `td` as a dense TensorDict; std::invalid_argument if it is another kind.
   explicit TensorDict(const TensorDictBase& td);
 
+  // A tensordict of batch size [] with `value` (a 0-dim tensor of it) at
+  // each key (tensordict's TensorDict.fromkeys).
+  static TensorDict fromkeys(const std::vector<NestedKey>& keys, const at::Scalar& value = 0);
+
   // ---- persistence
   // Loads a tree written by memmap()/memmap_() (or Python tensordict) at any
   // level; leaves map their files (no data is read). With a device, leaves are

@@ -28,4 +28,13 @@ TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, c
 TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim = 0, const at::Scalar& padding_value = 0,
                         bool return_mask = false);
 
+// torch's *_like constructors applied to every tensor leaf (non-tensor data
+// carried): same keys, batch size, names, dtypes and devices.
+TensorDict zeros_like(const TensorDictBase& td);
+TensorDict ones_like(const TensorDictBase& td);
+TensorDict empty_like(const TensorDictBase& td);
+TensorDict full_like(const TensorDictBase& td, const at::Scalar& fill_value);
+TensorDict rand_like(const TensorDictBase& td);
+TensorDict randn_like(const TensorDictBase& td);
+
 }  // namespace tensordict

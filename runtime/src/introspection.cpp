@@ -1,0 +1,54 @@
+// What a tensordict holds, measured: depth, bytes, data pointers.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_set>
+
+#include "tensordict/dense.h"
+
+namespace tensordict {
+
+int64_t TensorDictBase::depth() const {
+  int64_t deepest = 0;
+  for (const auto& key : keys(true, true)) deepest = std::max<int64_t>(deepest, static_cast<int64_t>(key.size()) - 1);
+  return deepest;
+}
+
+namespace {
+// The bytes of one tensor's elements; a nested tensor's are its components'.
+int64_t element_bytes(const at::Tensor& t) {
+  if (t.is_nested()) {
+    int64_t total = 0;
+    for (const auto& part : t.unbind(0)) total += element_bytes(part);
+    return total;
+  }
+  return t.numel() * static_cast<int64_t>(t.element_size());
+}
+}  // namespace
+
+int64_t TensorDictBase::bytes(bool count_duplicates) const {
+  std::unordered_set<const void*> seen;  // tensors counted, by identity
+  int64_t total = 0;
+  for (const auto& [key, value] : items(true, true)) {
+    if (!value.is_tensor()) continue;
+    const at::Tensor& t = value.tensor();
+    if (!count_duplicates && !seen.insert(t.unsafeGetTensorImpl()).second) continue;
+    total += element_bytes(t);
+    if (t.grad().defined()) total += element_bytes(t.grad());
+  }
+  return total;
+}
+
+TensorDict TensorDictBase::data_ptr(bool storage) const {
+  TensorDict out;
+  for (const auto& [key, value] : items(true, true)) {
+    if (!value.is_tensor()) continue;
+    const at::Tensor& t = value.tensor();
+    const void* ptr = storage ? t.storage().unsafeGetStorageImpl()->data_ptr().get() : t.data_ptr();
+    out.set(key, at::scalar_tensor(static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(ptr)), at::kLong));
+  }
+  return out;
+}
+
+}  // namespace tensordict

@@ -1,0 +1,45 @@
+// What the batch-shape ops share (shape_mapping.h).
+#include "shape_mapping.h"
+
+#include <ATen/ATen.h>
+
+namespace tensordict::detail {
+
+// `batch` followed by the leaf's dims past the first `batch_dims`.
+std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf, int64_t batch_dims) {
+  std::vector<int64_t> shape(batch.begin(), batch.end());
+  const auto feature = leaf.sizes().slice(batch_dims);
+  shape.insert(shape.end(), feature.begin(), feature.end());
+  return shape;
+}
+
+// The names of the result of a shape op: `edit` rewrites the source's names
+// the way the op rewrites dims; an unnamed tensordict stays unnamed.
+Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit) {
+  if (!td.has_names()) return {};
+  Names names = td.names();
+  edit(names);
+  return names;
+}
+
+TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
+                  c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+  TensorDict out(TensorDictBase(
+      map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), OpKind::Batch, fn, op)));
+  if (td.is_locked()) out.lock_();
+  return out;
+}
+
+std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
+                                      const Names& names, LeafFn fn, const char* op) {
+  std::vector<PieceMeta> metas;
+  metas.reserve(batches.size());
+  for (const auto& b : batches) metas.push_back({b, names});
+  std::vector<TensorDict> out;
+  for (auto& impl : map_leaves(*td.impl(), metas, td.device(), OpKind::Batch, fn, op)) {
+    out.emplace_back(TensorDictBase(std::move(impl)));
+  }
+  return out;
+}
+
+}  // namespace tensordict::detail

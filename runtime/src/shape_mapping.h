@@ -1,0 +1,32 @@
+// What the batch-shape ops share (private): each computes the result's batch
+// size and names once, then maps every leaf with the same op extended over the
+// leaf's feature dims (detail::map_leaves).
+#pragma once
+
+#include <c10/util/FunctionRef.h>
+
+#include <vector>
+
+#include "map_leaves.h"
+#include "tensordict/dense.h"
+
+namespace tensordict::detail {
+
+// `batch` followed by the leaf's dims past the first `batch_dims`.
+std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf, int64_t batch_dims);
+
+// The names of the result of a shape op: `edit` rewrites the source's names
+// the way the op rewrites dims; an unnamed tensordict stays unnamed.
+Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit);
+
+// The tensordict of fn(leaf) over batch size `batch`; non-tensor stacks move
+// like the batch. A locked source gives a locked result (tensordict's shape
+// ops propagate the lock: the same data seen through another shape).
+TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
+                  c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
+
+// One tensordict per batch size in `batches`; fn writes a leaf's pieces.
+std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
+                                      const Names& names, LeafFn fn, const char* op);
+
+}  // namespace tensordict::detail
