@@ -209,7 +209,8 @@ TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) cons
     } else if (found->is_tensordict()) {
       level = found->tensordict();
     } else {
-      throw KeyError(fmt::format("key {} cannot be reached: {} is a tensor, not a tensordict", key.repr(),
+      // tensordict's ValueError (_td.py _get_tuple): the path exists, but not as a tensordict.
+      throw std::invalid_argument(fmt::format("key {} cannot be reached: {} is a tensor, not a tensordict", key.repr(),
                                  NestedKey(std::vector<std::string>(key.path().begin(), key.path().begin() + depth + 1)).repr()));
     }
   }
@@ -356,7 +357,7 @@ TensorDictBase& TensorDictBase::set_(const NestedKey& key, const at::Tensor& val
   try {
     parent.impl_->assign(key.back(), value);
   } catch (...) {
-    detail::rethrow_for_key("set_", key);
+    detail::rethrow_invalid_for_key("set_", key);
   }
   return *this;
 }
@@ -448,7 +449,7 @@ TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
     try {
       parent.impl_->assign(key.back(), value.tensor());
     } catch (...) {
-      detail::rethrow_for_key("update_", key);
+      detail::rethrow_invalid_for_key("update_", key);
     }
   }
   return *this;

@@ -123,7 +123,7 @@ TensorDict TensorDictBase::flatten_keys(std::string_view separator) const {
     if (value.is_tensordict() && value.tensordict().num_keys() > 0) continue;
     std::string flat = key.join(separator);
     if (out.impl()->find(flat)) {
-      throw std::invalid_argument(fmt::format("flatten_keys: key {} flattens to '{}', which already exists", key.repr(), flat));
+      throw KeyError(fmt::format("flatten_keys: key {} flattens to '{}', which already exists", key.repr(), flat));
     }
     out.impl()->insert(flat, value);
   }

@@ -11,15 +11,22 @@
 
 namespace tensordict::detail {
 
-void rethrow_for_key(const char* op, const NestedKey& key) {
+namespace {
+template <class Error>
+[[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
   try {
     throw;
   } catch (const c10::Error& e) {
-    throw std::runtime_error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+    throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
+    throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
   }
 }
+}  // namespace
+
+void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<std::runtime_error>(op, key); }
+
+void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<std::invalid_argument>(op, key); }
 
 namespace {
 

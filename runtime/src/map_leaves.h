@@ -78,5 +78,8 @@ NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const 
 // Rethrows the exception in flight as std::runtime_error naming `op` and `key`
 // (libtorch's message without its backtrace). Call from a catch block.
 [[noreturn]] void rethrow_for_key(const char* op, const NestedKey& key);
+// The same as std::invalid_argument: for in-place writes (set_, update_),
+// whose failures tensordict reports as ValueError.
+[[noreturn]] void rethrow_invalid_for_key(const char* op, const NestedKey& key);
 
 }  // namespace tensordict::detail

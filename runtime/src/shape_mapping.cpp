@@ -5,14 +5,6 @@
 
 namespace tensordict::detail {
 
-// `batch` followed by the leaf's dims past the first `batch_dims`.
-std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf, int64_t batch_dims) {
-  std::vector<int64_t> shape(batch.begin(), batch.end());
-  const auto feature = leaf.sizes().slice(batch_dims);
-  shape.insert(shape.end(), feature.begin(), feature.end());
-  return shape;
-}
-
 // The names of the result of a shape op: `edit` rewrites the source's names
 // the way the op rewrites dims; an unnamed tensordict stays unnamed.
 Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit) {

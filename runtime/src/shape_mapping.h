@@ -9,11 +9,9 @@
 
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/tensorclass_support.h"  // with_features, shared with the typed layer
 
 namespace tensordict::detail {
-
-// `batch` followed by the leaf's dims past the first `batch_dims`.
-std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& leaf, int64_t batch_dims);
 
 // The names of the result of a shape op: `edit` rewrites the source's names
 // the way the op rewrites dims; an unnamed tensordict stays unnamed.

@@ -18,6 +18,16 @@ using detail::mapped_pieces;
 using detail::names_after;
 using detail::with_features;
 
+// permute and transpose report a dim out of range as tensordict does, a
+// ValueError (std::invalid_argument), where indexing-like ops give IndexError.
+int64_t wrap_dim_as_invalid(int64_t dim, int64_t batch_dims, const char* op) {
+  try {
+    return wrap_batch_dim(dim, batch_dims, op);
+  } catch (const std::out_of_range& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
 std::vector<int64_t> infer_shape(at::IntArrayRef shape, int64_t numel, at::IntArrayRef batch, const char* op) {
   try {
     return at::infer_size(shape, numel);
@@ -50,7 +60,7 @@ TensorDict TensorDictBase::permute(at::IntArrayRef dims) const {
   std::vector<bool> seen(nb, false);
   std::vector<int64_t> batch;
   for (int64_t d : dims) {
-    const int64_t w = wrap_batch_dim(d, nb, "permute");
+    const int64_t w = wrap_dim_as_invalid(d, nb, "permute");
     if (seen[w]) throw std::invalid_argument(fmt::format("permute: dim {} is repeated in {}", d, shape_string(dims)));
     seen[w] = true;
     order.push_back(w);
@@ -69,8 +79,8 @@ TensorDict TensorDictBase::permute(at::IntArrayRef dims) const {
 }
 
 TensorDict TensorDictBase::transpose(int64_t dim0, int64_t dim1) const {
-  const int64_t d0 = wrap_batch_dim(dim0, batch_dims(), "transpose");
-  const int64_t d1 = wrap_batch_dim(dim1, batch_dims(), "transpose");
+  const int64_t d0 = wrap_dim_as_invalid(dim0, batch_dims(), "transpose");
+  const int64_t d1 = wrap_dim_as_invalid(dim1, batch_dims(), "transpose");
   std::vector<int64_t> batch = batch_size().vec();
   std::swap(batch[d0], batch[d1]);
   const Names names = names_after(*this, [&](Names& n) { std::swap(n[d0], n[d1]); });
@@ -281,7 +291,9 @@ TensorDict TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef desti
   return permute(order);
 }
 
-TensorDict TensorDictBase::movedim(int64_t source, int64_t destination) const { return movedim({source}, {destination}); }
+TensorDict TensorDictBase::movedim(int64_t source, int64_t destination) const {
+  return movedim(at::IntArrayRef(source), at::IntArrayRef(destination));
+}
 
 TensorDict TensorDictBase::swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
 

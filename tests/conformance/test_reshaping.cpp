@@ -253,11 +253,11 @@ TEST_CASE("shape ops keep names where tensordict does", "[conformance][test_meth
   // Ports the names part of test_nameddims.py's shape cases for the new ops.
   TensorDict td = td23();
   td.rename_({"x", "y"});
-  CHECK(td.movedim(0, 1).names() == tensordict::Names{"y", "x"});
-  CHECK(td.flip({0}).names() == tensordict::Names{"x", "y"});
-  CHECK(td.roll(1, 1).names() == tensordict::Names{"x", "y"});
-  CHECK(td.narrow(1, 0, 1).names() == tensordict::Names{"x", "y"});
-  CHECK(td.repeat({2, 1}).names() == tensordict::Names{"x", "y"});
-  CHECK(td.repeat_interleave(2, 1).names() == tensordict::Names{"x", "y"});
+  CHECK((td.movedim(0, 1).names() == tensordict::Names{"y", "x"}));
+  CHECK((td.flip({0}).names() == tensordict::Names{"x", "y"}));
+  CHECK((td.roll(1, 1).names() == tensordict::Names{"x", "y"}));
+  CHECK((td.narrow(1, 0, 1).names() == tensordict::Names{"x", "y"}));
+  CHECK((td.repeat({2, 1}).names() == tensordict::Names{"x", "y"}));
+  CHECK((td.repeat_interleave(2, 1).names() == tensordict::Names{"x", "y"}));
   CHECK_FALSE(td.tile({2, 1}).has_names());
 }
