@@ -37,36 +37,50 @@ TensorDictBase& TensorDictBase::lock_() {
   return *this;
 }
 
+namespace {
+// tensordict's message (base.py _check_unlock).
+constexpr const char* kLockedGraphError =
+    "Cannot unlock a tensordict that is part of a locked graph. Unlock the root tensordict first. If the tensordict is "
+    "part of multiple graphs, group the graphs under a common tensordict and unlock this root.";
+}  // namespace
+
 TensorDictBase& TensorDictBase::unlock_() {
   if (impl_->lock_source()) {
     if (is_locked()) throw std::runtime_error("Cannot unlock a " + std::string(type_name()) + ". Unlock the parent tensordict instead.");
     return *this;
   }
   detail::NestingGuard guard("unlock_");
-  for (const auto& parent : impl_->lock_parents_) {
-    if (auto p = parent.lock(); p && p->is_locked()) {
-      throw std::runtime_error("Cannot unlock a tensordict that is part of a locked tensordict: unlock the parent first");
+  auto locked = [](const auto& p) {
+    auto parent = p.lock();
+    return parent && parent->is_locked();
+  };
+  if (std::any_of(impl_->lock_parents_.begin(), impl_->lock_parents_.end(), locked)) {
+    throw std::runtime_error(kLockedGraphError);
+  }
+  // tensordict's rule (base.py unlock_): the whole tree below is unlocked;
+  // if a nested tensordict is still held by a locked parent outside it, the
+  // call fails and this tensordict is locked again.
+  std::vector<TensorDictBase> nested;
+  auto unlock_tree = [&](auto&& self, TensorDictBase level) -> void {
+    level.impl_->locked_ = false;
+    // An unlocked tensordict may gain, lose or replace entries, which its
+    // consolidated storage would no longer describe.
+    level.impl_->consolidated_storage_ = at::Tensor();
+    level.impl_->for_each_child([&](const TensorDictBase& child) {
+      if (child.impl_->lock_source()) return;  // a view follows its own source
+      nested.push_back(child);
+      self(self, child);
+    });
+  };
+  unlock_tree(unlock_tree, *this);
+  for (auto& child : nested) {
+    auto& parents = child.impl_->lock_parents_;
+    std::erase_if(parents, [&](const auto& p) { return !locked(p); });
+    if (!parents.empty()) {
+      lock_();
+      throw std::runtime_error(kLockedGraphError);
     }
   }
-  impl_->locked_ = false;
-  // tensordict's rule: an unlocked tensordict may gain, lose or replace
-  // entries, which its consolidated storage would no longer describe.
-  impl_->consolidated_storage_ = at::Tensor();
-  impl_->for_each_child([&](const TensorDictBase& child_handle) {
-    if (child_handle.impl_->lock_source()) return;  // a view follows its own source
-    TensorDictBase child = child_handle;
-    auto& parents = child.impl_->lock_parents_;
-    std::erase_if(parents, [&](const auto& p) {
-      auto locked = p.lock();
-      return !locked || locked.get() == impl_.get();
-    });
-    // Still held by another locked parent: it stays locked.
-    const bool held = std::any_of(parents.begin(), parents.end(), [](const auto& p) {
-      auto locked = p.lock();
-      return locked && locked->is_locked();
-    });
-    if (!held) child.unlock_();
-  });
   return *this;
 }
 

@@ -120,7 +120,7 @@ TEST_CASE("locks reach nested tensordicts; a nested one cannot be unlocked alone
   td.lock_();
   REQUIRE(nested.is_locked());
   REQUIRE_THAT(TD_MESSAGE(nested.set("x", at::zeros({2}))), Contains("Cannot modify locked TensorDict"));
-  REQUIRE_THAT(TD_MESSAGE(nested.unlock_()), Contains("part of a locked tensordict"));
+  REQUIRE_THAT(TD_MESSAGE(nested.unlock_()), Contains("part of a locked graph"));
   td.unlock_();
   REQUIRE_FALSE(td.is_locked());
   REQUIRE_FALSE(nested.is_locked());
@@ -128,25 +128,51 @@ TEST_CASE("locks reach nested tensordicts; a nested one cannot be unlocked alone
   REQUIRE(td.contains({"nested", "x"}));
 }
 
-TEST_CASE("a tensordict in two locked parents stays locked until both unlock") {
-  TensorDict shared({{"x", at::zeros({2})}}, {2});
-  TensorDict p1({{"child", shared}}, {2});
-  TensorDict p2({{"child", shared}}, {2});
-  REQUIRE(p1.get_td("child").impl() == p2.get_td("child").impl());
-  p1.lock_();
-  p2.lock_();
-  p1.unlock_();
-  REQUIRE_FALSE(p1.is_locked());
-  REQUIRE(shared.is_locked());  // p2 still holds it locked
-  REQUIRE_THAT(TD_MESSAGE(shared.unlock_()), Contains("part of a locked tensordict"));
-  p2.unlock_();
-  REQUIRE_FALSE(shared.is_locked());
-  p1.lock_();
-  p2.lock_();
-  p2.unlock_();
-  REQUIRE(shared.is_locked());  // now p1 holds it
-  p1.unlock_();
-  REQUIRE_FALSE(shared.is_locked());
+// Ports test_errors.py::test_lock_two_roots: a tensordict held by two locked
+// roots cannot be unlocked through either (the call fails and relocks) until
+// both are grouped under a common root, which unlocks them all.
+TEST_CASE("a tensordict in two locked graphs: unlocking either root fails and relocks it") {
+  TensorDict td;
+  td.set({"a", "b", "c", "d"}, at::tensor(1.0));
+  td.lock_();
+  TensorDictBase a = td.get_td("a");
+  TensorDictBase c = td.get_td({"a", "b", "c"});
+  TensorDict other({{"a", a}});
+  other.lock_();
+  REQUIRE(TD_MESSAGE(other.unlock_()).rfind("Cannot unlock a tensordict that is part of a locked graph.", 0) == 0);
+  REQUIRE(other.is_locked());
+  REQUIRE(a.is_locked());
+  REQUIRE_THAT(TD_MESSAGE(td.unlock_()), Contains("part of a locked graph"));
+  REQUIRE(td.is_locked());
+  REQUIRE(c.is_locked());
+  REQUIRE_THROWS(td.set("new", at::tensor(0.0)));
+  // Grouped under one root, both graphs unlock.
+  TensorDict super({{"td", td}, {"other", other}});
+  super.lock_();
+  super.unlock_();
+  REQUIRE_FALSE(td.is_locked());
+  REQUIRE_FALSE(other.is_locked());
+  REQUIRE_FALSE(c.is_locked());
+  td.set("new", at::tensor(0.0));
+  // Once the other root is unlocked, the first unlocks alone.
+  td.lock_();
+  other.lock_();
+  super.lock_();
+  super.unlock_();
+  REQUIRE_FALSE(a.is_locked());
+}
+
+// Ports test_errors.py::test_nested_lock_erros: a nested tensordict of a
+// locked root cannot be unlocked.
+TEST_CASE("a nested tensordict of a locked root cannot be unlocked") {
+  TensorDict td;
+  td.set({"a", "b", "c", "d"}, at::tensor(1.0));
+  td.lock_();
+  REQUIRE_THAT(TD_MESSAGE(td.get_td("a").unlock_()), Contains("part of a locked graph"));
+  REQUIRE_THAT(TD_MESSAGE(td.get_td({"a", "b"}).unlock_()), Contains("part of a locked graph"));
+  REQUIRE(td.get_td({"a", "b"}).is_locked());
+  td.unlock_();
+  REQUIRE_FALSE(td.get_td({"a", "b", "c"}).is_locked());
 }
 
 TEST_CASE("LockGuard locks or unlocks for a scope and restores the state") {
