@@ -338,14 +338,27 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     nested = adapted;
   }
   if (auto device = level.device(); device && nested.device() != device) nested = nested.to(*device);
-  // A nested tensordict shares the names of the parent's dims.
+  // A nested tensordict shares the names of the parent's dims (tensordict's
+  // _validate_value): a named parent refines a shallow copy of the value (the
+  // caller's tensordict keeps its names; conflicting names are an error), and
+  // an unnamed parent takes the value's names.
   const Names& names = level.names();
-  const Names& own = nested.names();
-  if (std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); }) &&
-      !std::equal(names.begin(), names.end(), own.begin())) {
-    Names inherited = names;
-    inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(names.size()), own.end());
-    nested.rename_(inherited);
+  const Names own = nested.names();
+  const auto leading = static_cast<std::ptrdiff_t>(names.size());
+  if (parent.has_names()) {
+    if (!std::equal(names.begin(), names.end(), own.begin())) {
+      Names refined = names;
+      refined.insert(refined.end(), own.begin() + leading, own.end());
+      TensorDict copy = nested.clone(false);
+      try {
+        copy.refine_names(refined);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("cannot set {}: its dim names do not match the tensordict's ({})", key.repr(), e.what()));
+      }
+      nested = copy;
+    }
+  } else if (nested.has_names()) {
+    TensorDictBase(parent).rename_(Names(own.begin(), own.begin() + leading));
   }
   insert(Value(nested));
   return *this;

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 
@@ -64,9 +65,13 @@ struct Mapper {
       out[i].keep_nested_dims = metas[i].keep_nested_dims;
       if (!metas[i].keep_nested_dims) continue;
       out[i].batch_size.insert(out[i].batch_size.end(), extra.begin(), extra.end());
-      if (!metas[i].names.empty()) {
-        out[i].names = metas[i].names;
-        out[i].names.insert(out[i].names.end(), names.begin() + static_cast<std::ptrdiff_t>(source_dims), names.end());
+      // The nested level's own dims keep their names even when the result's
+      // shared dims have none (tensordict: td[0][""] keeps "d").
+      const auto own_begin = names.begin() + static_cast<std::ptrdiff_t>(std::min(source_dims, names.size()));
+      const bool own_named = std::any_of(own_begin, names.end(), [](const auto& n) { return n.has_value(); });
+      if (!metas[i].names.empty() || own_named) {
+        out[i].names = metas[i].names.empty() ? Names(metas[i].batch_size.size(), std::nullopt) : metas[i].names;
+        out[i].names.insert(out[i].names.end(), own_begin, names.end());
       }
     }
     return out;
