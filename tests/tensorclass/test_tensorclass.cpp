@@ -206,6 +206,21 @@ TEST_CASE("lock_: set refuses with tensordict's message") {
   CHECK(same(o.reward, at::zeros({2})));
 }
 
+// tensordict's lock_ reaches nested levels (test_tensorclass.py's
+// locked-nested cases): so does a tensorclass's, to its nested members.
+TEST_CASE("lock_ reaches nested tensorclass members; unlock_ of the root releases them") {
+  auto o = make_obs({2});
+  o.lock_();
+  CHECK(o.agent.is_locked());
+  CHECK_THAT(message_of([&] { o.set({"agent", "pos"}, iota({2, 2})); }),
+             Catch::StartsWith("Cannot modify locked TensorDict."));
+  CHECK_THAT(message_of([&] { o.agent.set("pos", iota({2, 2})); }), Catch::StartsWith("Cannot modify locked TensorDict."));
+  o.unlock_();
+  CHECK(!o.agent.is_locked());
+  o.agent.set("pos", iota({2, 2}));
+  CHECK(same(o.agent.pos, iota({2, 2})));
+}
+
 // ---- get / set by name ------------------------------------------------------------
 TEST_CASE("get and set by name and nested path") {
   auto o = make_obs({2});

@@ -99,12 +99,14 @@ class TensorClass {
   // tensordict's rule: shared when on a CUDA device.
   bool is_shared() const { return tc_device_ && tc_device_->is_cuda(); }
 
+  // Locking reaches every nested tensorclass member, as it reaches nested
+  // tensordicts (members are values: unlocking the root unlocks them too).
   Derived& lock_() {
-    tc_locked_ = true;
+    set_locked_tree_(true);
     return derived();
   }
   Derived& unlock_() {
-    tc_locked_ = false;
+    set_locked_tree_(false);
     // tensordict's rule: unlocked, its fields may be replaced, which the
     // consolidated storage would no longer describe.
     tc_consolidated_storage_ = at::Tensor();
@@ -168,7 +170,7 @@ class TensorClass {
     Derived out = shell_();
     out.tc_batch_size_ = bi.result_batch_size().vec();
     out.tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     map_into_(out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
     return out;
   }
@@ -455,7 +457,7 @@ class TensorClass {
   template <class Fn>
   Derived apply(const Derived& other, Fn&& fn) const {
     Derived out = shell_();
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     map2_into_(out, other, fn);
     return out;
   }
@@ -542,7 +544,7 @@ class TensorClass {
   // when omitted). A key of `td` that is no tensor field is a KeyError.
   static Derived from_tensordict(const TensorDictBase& td, const Derived& non_tensor = Derived{}) {
     Derived out = non_tensor;
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     out.tc_consolidated_storage_ = at::Tensor();
     out.from_td_(td);
     out.validate();
@@ -561,9 +563,9 @@ class TensorClass {
     collect_tags_(tags, {});
     const TensorDict mapped = memmap_tensorclass(to_tensordict(), prefix, tags, options);
     Derived out = shell_();
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     out.from_td_(mapped);
-    out.tc_locked_ = true;
+    out.set_locked_tree_(true);
     return out;
   }
   // memmap() in place: the tensor members become the mapped ones.
@@ -771,7 +773,7 @@ class TensorClass {
     Derived out = shell_();
     out.from_td_(td);
     out.tc_consolidated_storage_ = td.impl()->consolidated_storage();
-    out.tc_locked_ = out.tc_consolidated_storage_.defined();
+    out.set_locked_tree_(out.tc_consolidated_storage_.defined());
     return out;
   }
 
@@ -805,7 +807,7 @@ class TensorClass {
     Derived out = shell_();
     out.tc_batch_size_ = std::move(batch);
     out.tc_names_ = unnamed_if_empty_(std::move(names));
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
     return out;
   }
@@ -813,7 +815,7 @@ class TensorClass {
   template <class Fn>
   Derived same_batch_(Fn&& fn) const {
     Derived out = shell_();
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
     return out;
   }
@@ -886,7 +888,7 @@ class TensorClass {
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i].tc_batch_size_ = batches[i];
       out[i].tc_names_ = piece_names;
-      out[i].tc_locked_ = false;
+      out[i].set_locked_tree_(false);
       ptrs.push_back(&out[i]);
     }
     pieces_into_(ptrs, fn, batch_dims());
@@ -917,7 +919,7 @@ class TensorClass {
     for (const auto& x : list) srcs.push_back(&x);
     Derived out = list.front().shell_();
     out.tc_batch_size_ = std::move(batch);
-    out.tc_locked_ = false;
+    out.set_locked_tree_(false);
     bool same_names = true;
     for (const auto* s : srcs) {
       if (s->tc_device_ != out.tc_device_) out.tc_device_ = std::nullopt;
@@ -1047,6 +1049,14 @@ class TensorClass {
       }
     });
     if (!matched) detail::throw_no_field(schema().name, path[at]);
+  }
+
+  // The lock of this level and of every nested tensorclass member.
+  void set_locked_tree_(bool locked) {
+    tc_locked_ = locked;
+    for_each_index([&](auto I) {
+      if constexpr (is_tensorclass_v<member_t<I>>) (derived().*member_ptr<I>()).set_locked_tree_(locked);
+    });
   }
 
   void from_td_(const TensorDictBase& td) {
