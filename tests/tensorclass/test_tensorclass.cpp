@@ -416,6 +416,29 @@ TEST_CASE("to_tensordict and from_tensordict") {
   auto extra = td.clone();
   extra.set("surprise", at::zeros({2}));
   CHECK_THROWS_AS(Observation::from_tensordict(extra), tensordict::KeyError);
+  CHECK(message_of([&] { Observation::from_tensordict(extra); }) ==
+        "Observation.from_tensordict: key 'surprise' is not a field of Observation (from_tensordict(td, false) ignores extra "
+        "keys)");
+  // strict=false ignores extra keys, at every level.
+  extra.set({"agent", "extra"}, at::zeros({2}));
+  CHECK(same(Observation::from_tensordict(extra, false).pixels, o.pixels));
+  CHECK(same(Observation::from_tensordict(extra, o, false).agent.pos, o.agent.pos));
+}
+
+TEST_CASE("from_tensordict reads non-tensor fields held as non-tensor data") {
+  auto o = make_obs({2});
+  auto td = o.to_tensordict();
+  td.set_non_tensor("task", "swim");
+  td.set_non_tensor("scale", 2.5);
+  const auto back = Observation::from_tensordict(td);
+  CHECK(back.task == "swim");
+  CHECK(back.scale == 2.5);
+  CHECK(back.tags == Observation{}.tags);  // absent: the default
+  td.set_non_tensor("scale", "big");
+  CHECK_THROWS_AS(Observation::from_tensordict(td), std::invalid_argument);
+  td.set_non_tensor("scale", 1.0);
+  td.set("task", at::zeros({2}));
+  CHECK(message_of([&] { Observation::from_tensordict(td); }) == "Observation.task: the entry is not non-tensor data");
 }
 
 // ---- repr --------------------------------------------------------------------------------

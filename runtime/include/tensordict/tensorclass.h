@@ -540,16 +540,18 @@ class TensorClass {
     });
     return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
   }
-  // The inverse, validated. Non-tensor fields come from `non_tensor` (defaults
-  // when omitted). A key of `td` that is no tensor field is a KeyError.
-  static Derived from_tensordict(const TensorDictBase& td, const Derived& non_tensor = Derived{}) {
+  // The inverse, validated. Non-tensor fields come from the tensordict's
+  // non-tensor entries, else from `non_tensor` (defaults when omitted). A key
+  // of `td` that is no field is a KeyError unless `strict` is false.
+  static Derived from_tensordict(const TensorDictBase& td, const Derived& non_tensor = Derived{}, bool strict = true) {
     Derived out = non_tensor;
     out.set_locked_tree_(false);
     out.tc_consolidated_storage_ = at::Tensor();
-    out.from_td_(td);
+    out.from_td_(td, strict);
     out.validate();
     return out;
   }
+  static Derived from_tensordict(const TensorDictBase& td, bool strict) { return from_tensordict(td, Derived{}, strict); }
 
   // ---- persistence (FORMATS.md: tensordict's tensorclass layout) -------------------------
   // Writes a memory-mapped copy at `prefix`: meta.json = {"_type": <python_type>,
@@ -1059,18 +1061,21 @@ class TensorClass {
     });
   }
 
-  void from_td_(const TensorDictBase& td) {
+  // Reads the fields from a tensordict form: tensors, nested tensorclasses,
+  // and non-tensor fields held as non-tensor data (what load_memmap through
+  // TensorDict gives); an absent non-tensor field keeps its current value.
+  void from_td_(const TensorDictBase& td, bool strict = true) {
     tc_batch_size_ = td.batch_size().vec();
     tc_device_ = td.device();
     set_names_(td.names());
-    for (const auto& key : td.keys()) {
-      bool known = false;
-      for (const auto& f : fields()) {
-        known = known || (f.name == key.front() && f.kind != schema::FieldKind::NonTensor);
-      }
-      if (!known) {
-        throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a tensor field of " +
-                       std::string(schema().name));
+    if (strict) {
+      for (const auto& key : td.keys()) {
+        bool known = false;
+        for (const auto& f : fields()) known = known || f.name == key.front();
+        if (!known) {
+          throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a field of " +
+                         std::string(schema().name) + " (from_tensordict(td, false) ignores extra keys)");
+        }
       }
     }
     for_each_index([&](auto I) {
@@ -1080,7 +1085,18 @@ class TensorClass {
       if constexpr (std::is_same_v<M, at::Tensor>) {
         m = td.contains(name) ? td.get(name) : at::Tensor();
       } else if constexpr (is_tensorclass_v<M>) {
-        if (td.contains(name)) m.from_td_(td.get_td(name));
+        if (td.contains(name)) m.from_td_(td.get_td(name), strict);
+      } else {
+        const auto value = td.get_value(name);
+        if (!value) return;
+        const std::string sub = std::string(schema().name) + "." + name;
+        if (!value->is_non_tensor()) throw std::invalid_argument(sub + ": the entry is not non-tensor data");
+        const Json json = value->non_tensor().data();
+        try {
+          m = json.template get<std::remove_cvref_t<decltype(m)>>();
+        } catch (const Json::exception&) {
+          detail::throw_bad_non_tensor(sub, fields()[I], json);
+        }
       }
     });
   }
