@@ -1061,6 +1061,20 @@ class TensorClass {
     });
   }
 
+  // A non-tensor field from the non-tensor entry `value`; errors name `sub`
+  // and call the entry `what`.
+  template <class M>
+  static void read_non_tensor_(M& m, const Value& value, const std::string& sub, const schema::FieldInfo& field,
+                               std::string_view what) {
+    if (!value.is_non_tensor()) throw std::invalid_argument(sub + ": " + std::string(what) + " is not non-tensor data");
+    const Json json = value.non_tensor().data();
+    try {
+      m = json.template get<M>();
+    } catch (const Json::exception&) {
+      detail::throw_bad_non_tensor(sub, field, json);
+    }
+  }
+
   // Reads the fields from a tensordict form: tensors, nested tensorclasses,
   // and non-tensor fields held as non-tensor data (what load_memmap through
   // TensorDict gives); an absent non-tensor field keeps its current value.
@@ -1090,13 +1104,7 @@ class TensorClass {
         const auto value = td.get_value(name);
         if (!value) return;
         const std::string sub = std::string(schema().name) + "." + name;
-        if (!value->is_non_tensor()) throw std::invalid_argument(sub + ": the entry is not non-tensor data");
-        const Json json = value->non_tensor().data();
-        try {
-          m = json.template get<std::remove_cvref_t<decltype(m)>>();
-        } catch (const Json::exception&) {
-          detail::throw_bad_non_tensor(sub, fields()[I], json);
-        }
+        read_non_tensor_(m, *value, sub, fields()[I], "the entry");
       }
     });
   }
@@ -1166,13 +1174,7 @@ class TensorClass {
           }
           return;  // keeps the schema default
         }
-        if (!value->is_non_tensor()) throw std::invalid_argument(sub + ": stored entry is not non-tensor data");
-        const Json json = value->non_tensor().data();
-        try {
-          m = json.template get<std::remove_cvref_t<decltype(m)>>();
-        } catch (const Json::exception&) {
-          detail::throw_bad_non_tensor(sub, fields()[I], json);
-        }
+        read_non_tensor_(m, *value, sub, fields()[I], "stored entry");
       }
     });
     name_from_schema_();
