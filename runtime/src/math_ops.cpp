@@ -132,11 +132,8 @@ TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
 
 TensorDict TensorDictBase::softmax(int64_t dim, std::optional<at::ScalarType> dtype) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "softmax");
-  return wrap(detail::map_leaves(*impl_, {batch_size().vec(), names()}, device(), OpKind::Value,
-                                 [&](const at::Tensor& t) {
-                                   // c10::optional: a distinct type before libtorch 2.x
-                                   return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d);
-                                 }, "softmax"));
+  // c10::optional: a distinct type before libtorch 2.x
+  return unary(*this, [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); }, "softmax");
 }
 
 // ---- unary ops ------------------------------------------------------------------

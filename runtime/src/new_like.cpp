@@ -23,14 +23,13 @@ TensorDict with_new_batch(const TensorDictBase& td, at::IntArrayRef batch, std::
   for (int64_t s : batch) {
     if (s < 0) throw std::invalid_argument(fmt::format("{}: negative size in batch size {}", op, shape_string(batch)));
   }
+  const int64_t nb = td.batch_dims();
   Names names;
   if (td.has_names() && !batch.empty()) {
     const int64_t n = static_cast<int64_t>(batch.size());
-    const int64_t nb = td.batch_dims();
     names = n >= nb ? Names(n - nb, std::nullopt) : Names{};
     names.insert(names.end(), td.names().begin() + std::max<int64_t>(nb - n, 0), td.names().end());
   }
-  const int64_t nb = td.batch_dims();
   detail::PieceMeta meta{batch.vec(), names};
   auto fn = [&](const at::Tensor& t) {
     std::vector<int64_t> shape = batch.vec();

@@ -68,6 +68,20 @@ std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t bat
   return out;
 }
 
+// The batch size and names left after reducing over the sorted batch dims
+// `over` (kept as size 1 with keepdim).
+detail::PieceMeta reduced_meta(const TensorDictBase& td, const std::vector<int64_t>& over, bool keepdim) {
+  detail::PieceMeta meta;
+  for (int64_t d = 0; d < td.batch_dims(); ++d) {
+    const bool gone = std::binary_search(over.begin(), over.end(), d);
+    if (!gone || keepdim) {
+      meta.batch_size.push_back(gone ? 1 : td.batch_size()[d]);
+      meta.names.push_back(gone ? std::nullopt : td.names()[d]);
+    }
+  }
+  return meta;
+}
+
 TensorDict reduced(const TensorDictBase& td, Reduction op, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, td.batch_dims(), name);
@@ -75,13 +89,7 @@ TensorDict reduced(const TensorDictBase& td, Reduction op, const std::vector<int
   if (wrapped.empty()) {
     meta.keep_nested_dims = false;  // every leaf becomes a scalar
   } else {
-    for (int64_t d = 0; d < td.batch_dims(); ++d) {
-      const bool gone = std::binary_search(wrapped.begin(), wrapped.end(), d);
-      if (!gone || keepdim) {
-        meta.batch_size.push_back(gone ? 1 : td.batch_size()[d]);
-        meta.names.push_back(gone ? std::nullopt : td.names()[d]);
-      }
-    }
+    meta = reduced_meta(td, wrapped, keepdim);
   }
   auto fn = [&](const at::Tensor& t) { return reduce_leaf(op, t, wrapped, keepdim, correction); };
   return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, name)));
@@ -117,17 +125,9 @@ TensorDict TensorDictBase::logsumexp(std::vector<int64_t> dims, bool keepdim) co
   if (over.empty()) {  // tensordict's dim=None: every batch dim
     for (int64_t d = 0; d < batch_dims(); ++d) over.push_back(d);
   }
-  detail::PieceMeta meta;
-  for (int64_t d = 0; d < batch_dims(); ++d) {
-    const bool gone = std::binary_search(over.begin(), over.end(), d);
-    if (!gone || keepdim) {
-      meta.batch_size.push_back(gone ? 1 : batch_size()[d]);
-      meta.names.push_back(gone ? std::nullopt : names()[d]);
-    }
-  }
-  if (!has_names()) meta.names.clear();
   auto fn = [&](const at::Tensor& t) { return at::logsumexp(t, over, keepdim); };
-  return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, fn, "logsumexp")));
+  return TensorDict(
+      TensorDictBase(detail::map_leaves(*impl_, reduced_meta(*this, over, keepdim), device(), detail::OpKind::Fold, fn, "logsumexp")));
 }
 
 at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
