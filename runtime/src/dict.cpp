@@ -7,6 +7,7 @@
 
 #include "dense_impl.h"
 #include "format.h"
+#include "lazy_impl.h"
 #include "map_leaves.h"
 #include "nesting.h"
 #include "tensordict/dense.h"
@@ -454,17 +455,53 @@ std::vector<Value> TensorDictBase::values(bool include_nested, bool leaves_only)
   return out;
 }
 
-TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
-  for (const auto& [key, value] : other.items(true, true)) {
-    if (!value.is_tensor()) continue;
-    TensorDictBase parent = parent_of(key, false);
-    if (!parent.impl_->find(key.back())) throw_missing(key, *parent.impl_, key.size() - 1);
-    try {
-      parent.impl_->assign(key.back(), value.tensor());
-    } catch (...) {
-      detail::rethrow_invalid_for_key("update_", key);
+TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value, bool inplace) {
+  if (inplace && !value.is_non_tensor()) {
+    const auto existing = get_value(key);
+    if (existing && existing->is_tensor() && value.is_tensor()) return set_(key, value.tensor());
+    if (existing && existing->is_tensordict() && value.is_tensordict()) {
+      existing->tensordict().update(value.tensordict(), UpdateOptions{false, true, std::nullopt, false});
+      return *this;
     }
   }
+  return set(key, std::move(value));
+}
+
+TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
+  // Level by level, so that a lazy stack on this side takes the other's parts
+  // along its stack dim member by member (its members may not be stackable).
+  std::vector<std::string> path;
+  auto walk = [&](auto&& self, const TensorDictBase& mine, const TensorDictBase& theirs) -> void {
+    detail::NestingGuard guard("update_");
+    if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(mine.impl_.get())) {
+      const auto parts = detail::members_along(theirs, lazy->stack_dim());
+      if (parts.size() != lazy->members().size()) {
+        throw std::invalid_argument(fmt::format("update_ failed for key {}: {} stacked tensordicts cannot take {} along the stack dim",
+                                                NestedKey(path).repr(), lazy->members().size(), parts.size()));
+      }
+      for (std::size_t i = 0; i < parts.size(); ++i) self(self, lazy->members()[i], parts[i]);
+      return;
+    }
+    theirs.impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+      if (kind == EntryKind::NonTensor) return;
+      path.push_back(key);
+      const NestedKey full{std::span<const std::string>(path)};
+      const auto target = mine.impl_->find(key);
+      if (!target) throw_missing(full, *mine.impl_, path.size() - 1);
+      if (kind == EntryKind::TensorDict && target->is_tensordict()) {
+        self(self, target->tensordict(), theirs.impl_->find(key)->tensordict());
+      } else {
+        try {
+          if (kind == EntryKind::TensorDict) throw std::invalid_argument("the entry is not a tensordict");
+          mine.impl_->assign(key, theirs.impl_->find(key)->tensor());
+        } catch (...) {
+          detail::rethrow_invalid_for_key("update_", full);
+        }
+      }
+      path.pop_back();
+    });
+  };
+  walk(walk, *this, other);
   return *this;
 }
 

@@ -1,11 +1,14 @@
 // Operations on the key structure: select, exclude, update, renaming,
 // flattening keys, splitting by keys, emptying.
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
 
 #include "dense_impl.h"
 #include "format.h"
+#include "lazy_impl.h"
 #include "map_leaves.h"
 #include "nesting.h"
 #include "tensordict/dense.h"
@@ -75,6 +78,18 @@ TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
 }
 
 TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
+  // A lazy stack is updated member by member with the other's parts along
+  // its stack dim, which needs no stacking of either side.
+  if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(impl_.get())) {
+    check_unlocked();
+    const auto parts = detail::members_along(other, lazy->stack_dim());
+    if (parts.size() != lazy->members().size()) {
+      throw std::invalid_argument(fmt::format("update: a stack of {} tensordicts cannot take {} along its stack dim",
+                                              lazy->members().size(), parts.size()));
+    }
+    for (std::size_t i = 0; i < parts.size(); ++i) TensorDictBase(lazy->members()[i]).update(parts[i]);
+    return *this;
+  }
   // Entries are set by their path from this level, so that an error (a
   // sub-view refusing to change the kind of an entry) names the whole key.
   std::vector<std::string> path;
@@ -85,7 +100,12 @@ TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
       const NestedKey full{std::span<const std::string>(path)};
       std::optional<Value> mine;
       if (value.is_tensordict() && (mine = get_value(full)) && mine->is_tensordict()) {
-        self(self, *value.impl());  // nested tensordicts are updated, not replaced
+        // Nested tensordicts are updated, not replaced.
+        if (dynamic_cast<const detail::LazyStackedImpl*>(mine->impl().get())) {
+          TensorDictBase(mine->tensordict()).update(value.tensordict());
+        } else {
+          self(self, *value.impl());
+        }
       } else {
         set(full, value);
       }
@@ -113,6 +133,114 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
     Value value = pop(old_key);
     set(new_key, value);
   }
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::select_(const std::vector<NestedKey>& keys, bool strict) {
+  for (const auto& key : keys) {
+    if (strict && !contains(key)) get(key);  // throws the KeyError naming the key
+  }
+  check_unlocked();
+  std::vector<std::string> drop;
+  impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+    std::vector<NestedKey> below;  // selected keys inside this entry
+    bool whole = false;
+    for (const auto& k : keys) {
+      if (k.front() != key) continue;
+      if (!k.is_nested()) whole = true;
+      else below.emplace_back(std::vector<std::string>(k.path().begin() + 1, k.path().end()));
+    }
+    if (whole) return;
+    if (below.empty() || kind != EntryKind::TensorDict) {
+      drop.push_back(key);
+    } else {
+      impl_->find(key)->tensordict().select_(below, strict);
+    }
+  });
+  for (auto it = drop.rbegin(); it != drop.rend(); ++it) impl_->erase(*it);
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::exclude_(const std::vector<NestedKey>& keys) {
+  for (const auto& key : keys) {
+    if (contains(key)) del_(key);
+  }
+  return *this;
+}
+
+namespace {
+// Replaces td's entries by `from`'s (the in-place forms of the key ops).
+TensorDictBase& replace_entries(TensorDictBase& td, const TensorDict& from) {
+  td.clear();
+  from.impl()->for_each([&](const std::string& key, const Value& value) { td.impl()->insert(key, value); });
+  return td;
+}
+}  // namespace
+
+TensorDictBase& TensorDictBase::flatten_keys_(std::string_view separator) {
+  check_unlocked();
+  return replace_entries(*this, flatten_keys(separator));
+}
+
+TensorDictBase& TensorDictBase::unflatten_keys_(std::string_view separator) {
+  check_unlocked();
+  return replace_entries(*this, unflatten_keys(separator));
+}
+
+namespace {
+// tensordict's update_batch_size: every level of `dest` takes `source`'s
+// batch size. Nested tensordicts present on both sides keep their identity;
+// every other entry goes (the update then sets them from `source`).
+void rebatch(TensorDictBase dest, const TensorDictBase& source) {
+  std::vector<std::string> drop;
+  dest.impl()->for_each_key([&](const std::string& key, EntryKind kind) {
+    const auto theirs = source.impl()->find(key);
+    if (kind == EntryKind::TensorDict && theirs && theirs->is_tensordict()) {
+      rebatch(dest.impl()->find(key)->tensordict(), theirs->tensordict());
+    } else {
+      drop.push_back(key);
+    }
+  });
+  for (auto it = drop.rbegin(); it != drop.rend(); ++it) dest.impl()->erase(*it);
+  dest.impl()->set_meta(source.batch_size().vec(), dest.device(), {});
+}
+
+// The leaf keys of `dest` that `source` lacks (update_batch_size needs none).
+std::vector<std::string> missing_from(const TensorDictBase& dest, const TensorDictBase& source) {
+  std::vector<std::string> out;
+  for (const auto& key : dest.keys(true, true)) {
+    if (!source.contains(key)) out.push_back(key.repr());
+  }
+  return out;
+}
+}  // namespace
+
+TensorDictBase& TensorDictBase::update(const TensorDictBase& other, const UpdateOptions& options) {
+  const auto nb = std::min(batch_dims(), other.batch_dims());
+  if (batch_size().slice(0, nb) != other.batch_size().slice(0, nb)) {
+    if (!options.update_batch_size) {
+      throw std::runtime_error(fmt::format("update: the batch sizes differ ({} and {}); set update_batch_size to take the source's",
+                                           shape_string(batch_size()), shape_string(other.batch_size())));
+    }
+    if (options.inplace) {
+      throw std::runtime_error("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
+    }
+    if (options.keys_to_update) {
+      throw std::runtime_error("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
+    }
+    const auto missing = missing_from(*this, other);
+    if (!missing.empty()) {
+      throw std::runtime_error(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
+                                           "missing from the source: {}", fmt::join(missing, ", ")));
+    }
+    check_unlocked();
+    rebatch(*this, other);
+    return update(options.clone ? TensorDictBase(other.clone()) : other);
+  }
+  TensorDictBase source = options.keys_to_update ? TensorDictBase(other.select(*options.keys_to_update, false)) : other;
+  if (options.clone) source = source.clone();
+  if (!options.inplace) return update(source);
+  for (const auto& [key, value] : source.items(true, true)) set(key, value, true);
   return *this;
 }
 

@@ -162,7 +162,7 @@ TensorDictBase LazyStackedTensorDict::index(at::ArrayRef<TensorIndex> index) con
   }
   if (single) return results.front();
   (void)resolved;
-  return LazyStackedTensorDict(std::move(results), new_sd);
+  return restack(std::move(results), new_sd);
 }
 
 std::vector<TensorDictBase> LazyStackedTensorDict::unbind(int64_t dim) const {
@@ -175,7 +175,12 @@ std::vector<TensorDictBase> LazyStackedTensorDict::unbind(int64_t dim) const {
 LazyStackedTensorDict LazyStackedTensorDict::map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
   std::vector<TensorDictBase> out;
   for (const auto& m : tensordicts()) out.push_back(fn(m));
-  return LazyStackedTensorDict(std::move(out), stack_dim());
+  return restack(std::move(out), stack_dim());
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {
+  return LazyStackedTensorDict(
+      TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(members), stack_dim, lazy_of(*this).stack_dim_name())));
 }
 
 LazyStackedTensorDict LazyStackedTensorDict::clone(bool recurse) const {
@@ -198,6 +203,12 @@ LazyStackedTensorDict LazyStackedTensorDict::apply(const TensorFn& fn) const {
 }
 
 TensorDict LazyStackedTensorDict::contiguous() const { return TensorDictBase::contiguous(); }
+
+LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
+  std::vector<TensorDictBase> parts;
+  for (auto& part : unbind(dim)) parts.emplace_back(std::move(part));
+  return LazyStackedTensorDict(std::move(parts), wrap_batch_dim(dim, batch_dims(), "to_lazystack"));
+}
 
 LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) { return LazyStackedTensorDict(tds, dim); }
 

@@ -18,8 +18,9 @@ EntryKind kind_of(const Value& v) {
 }
 }  // namespace
 
-LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim)
-    : members_(std::move(members)), stack_dim_(stack_dim) {
+LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
+                                 std::optional<std::string> stack_dim_name)
+    : members_(std::move(members)), stack_dim_(stack_dim), stack_dim_name_(std::move(stack_dim_name)) {
   if (members_.empty()) throw std::invalid_argument("lazy_stack needs at least one tensordict");
   const auto reference = members_.front().batch_size();
   for (std::size_t i = 1; i < members_.size(); ++i) {
@@ -29,13 +30,19 @@ LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t st
     }
   }
   stack_dim_ = wrap_batch_dim(stack_dim, static_cast<int64_t>(reference.size()), "lazy_stack", 1);
-  refresh_batch_size();
+  refresh_meta();
 }
 
-void LazyStackedImpl::refresh_batch_size() {
+void LazyStackedImpl::refresh_meta() {
   batch_size_ = members_.front().batch_size().vec();
   batch_size_.insert(batch_size_.begin() + stack_dim_, static_cast<int64_t>(members_.size()));
-  names_.assign(batch_size_.size(), std::nullopt);
+  // Members whose names differ leave the stack unnamed (tensordict raises
+  // when asked; here every op still runs).
+  const Names& first = members_.front().names();
+  const bool agree = std::all_of(members_.begin(), members_.end(), [&](const TensorDictBase& m) { return m.names() == first; });
+  names_ = agree ? first : Names(first.size());
+  const bool taken = stack_dim_name_ && std::find(names_.begin(), names_.end(), stack_dim_name_) != names_.end();
+  names_.insert(names_.begin() + stack_dim_, taken ? std::nullopt : stack_dim_name_);
 }
 
 void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
@@ -49,7 +56,7 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
   }
   if (position < 0) position += n + 1;
   members_.insert(members_.begin() + position, td);
-  refresh_batch_size();
+  refresh_meta();
 }
 
 std::optional<at::Device> LazyStackedImpl::device() const {
@@ -60,10 +67,23 @@ std::optional<at::Device> LazyStackedImpl::device() const {
   return device;
 }
 
-void LazyStackedImpl::set_meta(std::vector<int64_t>, std::optional<at::Device>, Names) {
-  throw std::runtime_error(
-      "a LazyStackedTensorDict takes its batch size, device and names from its members; change them on the members or on "
-      "contiguous()");
+void LazyStackedImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) {
+  if (batch_size != batch_size_ || device != this->device()) {
+    throw std::runtime_error(
+        "a LazyStackedTensorDict takes its batch size and device from its members; change them on the members or on "
+        "contiguous()");
+  }
+  // tensordict's _set_names: the stack dim's name is the stack's own, the
+  // others are the members'.
+  names = checked_names(std::move(names), batch_size_.size());
+  stack_dim_name_ = names[stack_dim_];
+  names.erase(names.begin() + stack_dim_);
+  for (auto& m : members_) m.rename_(names);
+  refresh_meta();
+}
+
+bool LazyStackedImpl::is_locked() const {
+  return own_lock() || std::all_of(members_.begin(), members_.end(), [](const TensorDictBase& m) { return m.is_locked(); });
 }
 
 std::vector<std::string> LazyStackedImpl::common_keys() const {
@@ -103,7 +123,7 @@ std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
   if (kind == EntryKind::TensorDict) {
     std::vector<TensorDictBase> nested;
     for (const auto& v : values) nested.push_back(v.tensordict());
-    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(nested), stack_dim_)));
+    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(nested), stack_dim_, stack_dim_name_)));
   }
   if (kind == EntryKind::NonTensor) {
     std::vector<NonTensorData> items;
@@ -130,8 +150,8 @@ TensorMeta LazyStackedImpl::tensor_meta(const std::string& key) const {
   for (std::size_t i = 1; i < members_.size(); ++i) {
     const TensorMeta other = members_[i].impl()->tensor_meta(key);
     if (other.shape.size() != meta.shape.size()) {
-      std::fill(meta.shape.begin(), meta.shape.end(), -1);
-      continue;
+      meta.shape = {-1};  // tensordict's get_item_shape: ranks differ, no dim is known
+      return meta;
     }
     for (std::size_t d = 0; d < meta.shape.size(); ++d) {
       if (meta.shape[d] != other.shape[d]) meta.shape[d] = -1;
@@ -176,6 +196,14 @@ void LazyStackedImpl::rename(const std::string& from, const std::string& to) {
 void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
   const auto parts = value.expand(tensor_meta(key).shape).unbind(stack_dim_);
   for (std::size_t i = 0; i < members_.size(); ++i) members_[i].impl()->assign(key, parts[i]);
+}
+
+std::vector<TensorDictBase> members_along(const TensorDictBase& td, int64_t dim) {
+  auto lazy = dynamic_cast<const LazyStackedImpl*>(td.impl().get());
+  if (lazy && lazy->stack_dim() == dim) return lazy->members();
+  std::vector<TensorDictBase> out;
+  for (auto& part : td.unbind(dim)) out.emplace_back(std::move(part));
+  return out;
 }
 
 }  // namespace tensordict::detail

@@ -9,7 +9,10 @@ namespace tensordict::detail {
 
 class LazyStackedImpl final : public TensorDictImpl {
  public:
-  LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim);
+  // `stack_dim_name`: the stack dim's name (the other dims' names are the
+  // members', when they all agree).
+  LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
+                  std::optional<std::string> stack_dim_name = std::nullopt);
 
   std::string_view type_name() const override { return "LazyStackedTensorDict"; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
@@ -28,20 +31,30 @@ class LazyStackedImpl final : public TensorDictImpl {
   void rename(const std::string& from, const std::string& to) override;
   void assign(const std::string& key, const at::Tensor& value) override;
   bool entries_alias_storage() const override { return false; }
+  // Locked through lock_(), or when every member is (tensordict's rule).
+  bool is_locked() const override;
 
   const std::vector<TensorDictBase>& members() const { return members_; }
   int64_t stack_dim() const { return stack_dim_; }
+  const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
   void add_member(int64_t position, const TensorDictBase& td);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
 
  private:
-  void refresh_batch_size();
+  // Batch size and names from the members (names when they all agree, as
+  // tensordict reads them), the stack dim inserted.
+  void refresh_meta();
 
   std::vector<TensorDictBase> members_;
   int64_t stack_dim_;
+  std::optional<std::string> stack_dim_name_;
   std::vector<int64_t> batch_size_;
   Names names_;
 };
+
+// `td` cut along batch dim `dim`: a lazy stack's own members when that is its
+// stack dim (no copy, whatever their shapes), otherwise td.unbind(dim).
+std::vector<TensorDictBase> members_along(const TensorDictBase& td, int64_t dim);
 
 }  // namespace tensordict::detail

@@ -24,6 +24,10 @@ TensorDictBase& TensorDictBase::lock_() {
     if (!is_locked()) throw std::runtime_error("Cannot lock a " + std::string(type_name()) + ". Lock the parent tensordict instead.");
     return *this;
   }
+  // Locked through its parts alone (a lazy stack whose members are all
+  // locked): tensordict's lock_ is then a no-op, so the members stay free
+  // to be unlocked on their own.
+  if (impl_->is_locked() && !impl_->locked_) return *this;
   detail::NestingGuard guard("lock_");
   impl_->locked_ = true;
   impl_->for_each_child([&](const TensorDictBase& child_handle) {

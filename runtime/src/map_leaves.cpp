@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "lazy_impl.h"
 #include "nesting.h"
 #include "tensordict/non_tensor.h"
 
@@ -77,6 +78,34 @@ struct Mapper {
     return out;
   }
 
+  // A nested lazy stack whose stack dim lies past the source's batch dims:
+  // the op reaches the same leading dims of every member, so it runs member
+  // by member and the result stays a lazy stack, as in tensordict (whose
+  // members may hold keys and shapes that no dense stack could). Null when
+  // the op also spans the stack dim (the lazy stack is then stacked).
+  const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
+    auto lazy = dynamic_cast<const LazyStackedImpl*>(&level);
+    if (!lazy || static_cast<std::size_t>(lazy->stack_dim()) < source_dims) return nullptr;
+    const bool keeps_dims = std::all_of(metas.begin(), metas.end(), [](const PieceMeta& m) { return m.keep_nested_dims; });
+    return keeps_dims ? lazy : nullptr;
+  }
+
+  std::vector<TensorDictBase> run_members(const LazyStackedImpl& lazy) {
+    const std::size_t n = metas.size();
+    std::vector<std::vector<TensorDictBase>> members(n);
+    for (const auto& member : lazy.members()) {
+      auto results = run(*member.impl(), nested_metas(*member.impl()));
+      for (std::size_t i = 0; i < n; ++i) members[i].emplace_back(std::move(results[i]));
+    }
+    const auto past_source = lazy.stack_dim() - static_cast<int64_t>(source_dims);
+    std::vector<TensorDictBase> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto stack_dim = static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
+      out.emplace_back(std::make_shared<LazyStackedImpl>(std::move(members[i]), stack_dim, lazy.stack_dim_name()));
+    }
+    return out;
+  }
+
   std::vector<std::shared_ptr<DenseImpl>> run(const TensorDictImpl& level, const std::vector<PieceMeta>& level_metas) {
     NestingGuard guard(op);
     const std::size_t n = level_metas.size();
@@ -125,9 +154,14 @@ struct Mapper {
       } else {
         path.push_back(key);
         const TensorDictImpl& nested = *value.impl();
-        auto results = run(nested, nested_metas(nested));
+        if (auto lazy = member_wise(nested)) {
+          auto results = run_members(*lazy);
+          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
+        } else {
+          auto results = run(nested, nested_metas(nested));
+          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDictBase(std::move(results[i])));
+        }
         path.pop_back();
-        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDictBase(std::move(results[i])));
       }
     });
     if (built) table = built;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "lazy_impl.h"
 #include "map_leaves.h"
 #include "nesting.h"
 
@@ -59,6 +60,22 @@ struct Pairer {
     return Value(TensorDictBase(out));
   }
 
+  // A nested lazy stack in `a` is paired member by member with `b`'s parts
+  // along its stack dim and stays lazy (tensordict's rule; its members may
+  // not be stackable).
+  Value nested(const TensorDictBase& a, const TensorDictBase& b) {
+    auto lazy = dynamic_cast<const LazyStackedImpl*>(a.impl().get());
+    if (!lazy) return Value(TensorDictBase(run(*a.impl(), *b.impl())));
+    const auto parts = members_along(b, lazy->stack_dim());
+    if (parts.size() != lazy->members().size()) {
+      throw std::runtime_error(fmt::format("{}: key {} stacks {} tensordicts in the first tensordict but has {} along that dim in the second",
+                                           op, NestedKey(path).repr(), lazy->members().size(), parts.size()));
+    }
+    std::vector<TensorDictBase> members;
+    for (std::size_t i = 0; i < parts.size(); ++i) members.emplace_back(run(*lazy->members()[i].impl(), *parts[i].impl()));
+    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(members), lazy->stack_dim(), lazy->stack_dim_name())));
+  }
+
   std::shared_ptr<DenseImpl> run(const TensorDictImpl& a, const TensorDictImpl& b) {
     NestingGuard guard(op);
     auto out = std::make_shared<DenseImpl>(a.batch_size().vec(), a.device(), a.names());
@@ -77,7 +94,7 @@ struct Pairer {
         out->insert(key, call(va.tensor(), vb->tensor(), key));
       } else if (va.is_tensordict()) {
         path.push_back(key);
-        out->insert(key, Value(TensorDictBase(run(*va.impl(), *vb->impl()))));
+        out->insert(key, nested(va.tensordict(), vb->tensordict()));
         path.pop_back();
       } else {
         out->insert(key, va);  // non-tensor data is carried from the first operand

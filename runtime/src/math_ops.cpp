@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "lazy_impl.h"
 #include "map_leaves.h"
 #include "map_pairs.h"
 #include "tensordict/dense.h"
@@ -74,19 +75,28 @@ TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<i
   if (!batch_size && !names) meta.names = this->names();
   auto out = wrap(detail::map_leaves(*impl_, meta, device(), OpKind::Value, [&](const at::Tensor& t) { return fn(t); }, "apply"));
   // filter_empty: drop undefined results, then nested levels they emptied.
+  // A lazy stack is pruned member by member (its members may not stack).
   auto prune = [](auto&& self, TensorDictBase level) -> bool {
+    if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(level.impl().get())) {
+      bool pruned = false;
+      for (const auto& m : lazy->members()) pruned = self(self, m) || pruned;
+      return pruned;
+    }
+    auto emptied = [](const TensorDictBase& td) {
+      auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(td.impl().get());
+      if (!lazy) return td.num_keys() == 0;
+      return std::all_of(lazy->members().begin(), lazy->members().end(), [](const TensorDictBase& m) { return m.num_keys() == 0; });
+    };
     std::vector<std::string> drop;
-    bool pruned = false;
     level.impl()->for_each([&](const std::string& key, const Value& v) {
       if (v.is_tensor() && !v.tensor().defined()) {
         drop.push_back(key);
-      } else if (v.is_tensordict() && self(self, v.tensordict()) && v.tensordict().num_keys() == 0) {
+      } else if (v.is_tensordict() && self(self, v.tensordict()) && emptied(v.tensordict())) {
         drop.push_back(key);
       }
     });
     for (const auto& key : drop) level.impl()->erase(key);
-    pruned = !drop.empty();
-    return pruned;
+    return !drop.empty();
   };
   prune(prune, out);  // map_leaves checked each result against its level's batch size
   return out;

@@ -20,9 +20,10 @@ std::string show(const Names& names) {
 
 TensorDictBase& TensorDictBase::rename_(const Names& names) {
   const Names checked = detail::checked_names(names, batch_size().size());
-  impl_->for_each([&](const std::string& key, const Value& value) {
-    if (!value.is_tensordict()) return;
-    TensorDictBase nested = value.tensordict();
+  // Keys first: a lazy stack builds only its nested levels, not its tensors.
+  impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind != EntryKind::TensorDict) return;
+    TensorDictBase nested = impl_->find(key)->tensordict();
     Names inherited = checked;
     const Names& own = nested.names();
     inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(checked.size()), own.end());

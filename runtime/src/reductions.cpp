@@ -130,6 +130,35 @@ TensorDict TensorDictBase::logsumexp(std::vector<int64_t> dims, bool keepdim) co
       TensorDictBase(detail::map_leaves(*impl_, reduced_meta(*this, over, keepdim), device(), detail::OpKind::Fold, fn, "logsumexp")));
 }
 
+TensorDict TensorDictBase::quantile(double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) const {
+  const c10::string_view mode(interpolation.data(), interpolation.size());
+  if (!dim) {  // tensordict's dim=None: each leaf over all its elements
+    detail::PieceMeta meta;
+    meta.keep_nested_dims = false;
+    auto fn = [&](const at::Tensor& t) { return at::quantile(t, q, c10::nullopt, false, mode); };
+    return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, fn, "quantile")));
+  }
+  const int64_t d = wrap_batch_dim(*dim, batch_dims(), "quantile");
+  auto fn = [&](const at::Tensor& t) { return at::quantile(t, q, d, keepdim, mode); };
+  return TensorDict(
+      TensorDictBase(detail::map_leaves(*impl_, reduced_meta(*this, {d}, keepdim), device(), detail::OpKind::Fold, fn, "quantile")));
+}
+
+namespace {
+// cummax / cummin: two pieces (values, indices) of the same batch size.
+std::tuple<TensorDict, TensorDict> cumulative(const TensorDictBase& td, int64_t dim, bool max, const char* op) {
+  const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
+  const detail::PieceMeta meta{td.batch_size().vec(), td.names()};
+  auto fn = [&](const at::Tensor& t, at::Tensor* out) { std::tie(out[0], out[1]) = max ? at::cummax(t, d) : at::cummin(t, d); };
+  auto pieces = detail::map_leaves(*td.impl(), {meta, meta}, td.device(), detail::OpKind::Fold, fn, op);
+  return {TensorDict(TensorDictBase(pieces[0])), TensorDict(TensorDictBase(pieces[1]))};
+}
+}  // namespace
+
+std::tuple<TensorDict, TensorDict> TensorDictBase::cummax(int64_t dim) const { return cumulative(*this, dim, true, "cummax"); }
+
+std::tuple<TensorDict, TensorDict> TensorDictBase::cummin(int64_t dim) const { return cumulative(*this, dim, false, "cummin"); }
+
 at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, batch_dims(), name);

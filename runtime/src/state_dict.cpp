@@ -5,6 +5,7 @@
 
 #include "dense_impl.h"
 #include "format.h"
+#include "ivalue_dict.h"
 #include "tensordict/dense.h"
 
 namespace tensordict {
@@ -14,10 +15,7 @@ namespace {
 constexpr const char* kBatchSize = "__batch_size";
 constexpr const char* kDevice = "__device";
 
-// c10::Dict<std::string, IValue> needs its element types spelled out.
-StateDict empty_state_dict() {
-  return c10::impl::toTypedDict<std::string, c10::IValue>(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get()));
-}
+StateDict empty_state_dict() { return detail::empty_ivalue_dict(); }
 
 bool is_meta_key(const std::string& key) { return key == kBatchSize || key == kDevice; }
 

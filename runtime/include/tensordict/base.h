@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -44,6 +45,7 @@ class TensorDictImpl;
 class TensorDictBase;
 class TensorDict;
 class SubTensorDict;
+class LazyStackedTensorDict;
 class PersistentTensorDict;
 
 // Dimension names: one per batch dim, nullopt for an unnamed dim (tensordict's
@@ -131,8 +133,9 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // a sub-view is locked exactly when its source is, and cannot be locked or
   // unlocked itself (tensordict's rule: that would lock the whole source).
   virtual const TensorDictImpl* lock_source() const { return nullptr; }
-  // Lock state (see TensorDictBase::lock_).
-  bool is_locked() const {
+  // Lock state (see TensorDictBase::lock_). A kind may derive it from its
+  // parts: a lazy stack is locked when all its members are (tensordict's rule).
+  virtual bool is_locked() const {
     const TensorDictImpl* source = lock_source();
     return source ? source->is_locked() : locked_;
   }
@@ -142,6 +145,11 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // claim: TensorDictBase::is_consolidated() checks it against the leaves.
   const at::Tensor& consolidated_storage() const { return consolidated_storage_; }
   void set_consolidated_storage(at::Tensor storage) { consolidated_storage_ = std::move(storage); }
+
+ protected:
+  // Whether lock_() was called on this tensordict itself (or a locked parent
+  // reached it), whatever the kind derives.
+  bool own_lock() const { return locked_; }
 
  private:
   friend class TensorDictBase;
@@ -173,6 +181,18 @@ class MissingKeys {
 };
 
 class Operand;
+
+// tensordict's update() keywords (TensorDictBase::update(other, options)).
+struct UpdateOptions {
+  // Clone the values taken from the other tensordict.
+  bool clone = false;
+  // Write into existing tensor entries in place (new keys are still set).
+  bool inplace = false;
+  // Only these keys (nested keys reach into nested tensordicts); all when empty.
+  std::optional<std::vector<NestedKey>> keys_to_update;
+  // Take the other tensordict's batch size (at every level it updates).
+  bool update_batch_size = false;
+};
 
 // Reductions (see TensorDictBase::reduce).
 enum class Reduction {
@@ -265,6 +285,9 @@ class TensorDictBase {
   // whose batch size does not start with ours is given ours when its entries
   // allow it.
   TensorDictBase& set(const NestedKey& key, Value value);
+  // tensordict's set(..., inplace=True): a tensor written into the existing
+  // tensor entry at `key` in place (set_), else set() (the key is created).
+  TensorDictBase& set(const NestedKey& key, Value value, bool inplace);
   // Writes into the existing tensor at `key` (shapes must match).
   TensorDictBase& set_(const NestedKey& key, const at::Tensor& value);
   // The existing value at `key`, else sets and returns `default_value`.
@@ -286,14 +309,25 @@ class TensorDictBase {
   // missing key is a KeyError, else it is skipped.
   TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
   TensorDict exclude(const std::vector<NestedKey>& keys) const;
+  // In place (tensordict's inplace=True): the keys not selected (the keys
+  // given) are deleted from this tensordict, which is returned.
+  TensorDictBase& select_(const std::vector<NestedKey>& keys, bool strict = true);
+  TensorDictBase& exclude_(const std::vector<NestedKey>& keys);
   // Sets every entry of `other`; nested tensordicts are updated recursively.
   TensorDictBase& update(const TensorDictBase& other);
+  // update() with tensordict's keywords: clone, inplace, keys_to_update,
+  // update_batch_size.
+  TensorDictBase& update(const TensorDictBase& other, const UpdateOptions& options);
   // In place: every tensor of `other` is written into the existing entry at
   // its key (which must exist with a compatible shape).
   TensorDictBase& update_(const TensorDictBase& other);
   TensorDictBase& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
   TensorDict flatten_keys(std::string_view separator = ".") const;
   TensorDict unflatten_keys(std::string_view separator = ".") const;
+  // In place (tensordict's inplace=True): this tensordict's entries are
+  // rearranged, and it is returned.
+  TensorDictBase& flatten_keys_(std::string_view separator = ".");
+  TensorDictBase& unflatten_keys_(std::string_view separator = ".");
   // One tensordict per key list, then one with the remaining keys.
   std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true) const;
   // The first-level keys, sorted.
@@ -355,6 +389,9 @@ class TensorDictBase {
   TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   TensorDict unflatten(int64_t dim, at::IntArrayRef sizes) const;
   std::vector<TensorDict> unbind(int64_t dim = 0) const;
+  // tensordict's to_lazystack: a lazy stack of this tensordict's slices
+  // along `dim` (<tensordict/lazy.h>).
+  LazyStackedTensorDict to_lazystack(int64_t dim = 0) const;
   std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
@@ -500,6 +537,15 @@ class TensorDictBase {
   TensorDict norm() const;
   // log(sum(exp)) over batch `dims` (every batch dim when empty).
   TensorDict logsumexp(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  // The q-th quantile of each leaf over batch dim `dim` (over each leaf
+  // flattened, giving batch size [], without one); torch.quantile's
+  // interpolation: linear, lower, higher, midpoint or nearest.
+  TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                      std::string_view interpolation = "linear") const;
+  // Cumulative max / min along batch dim `dim`: (values, indices), as
+  // torch.cummax's named tuple.
+  std::tuple<TensorDict, TensorDict> cummax(int64_t dim) const;
+  std::tuple<TensorDict, TensorDict> cummin(int64_t dim) const;
   // Each leaf's softmax along batch dim `dim`.
   TensorDict softmax(int64_t dim, std::optional<at::ScalarType> dtype = std::nullopt) const;
   at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
@@ -515,6 +561,11 @@ class TensorDictBase {
   // replaces them. strict: the keys must match exactly.
   TensorDictBase& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict, bool strict = true,
                                   bool assign = false, bool from_flatten = false);
+
+  // tensordict's to_dict: a dict per level holding the tensors (shared, not
+  // copied) and non-tensor values (strings, numbers, bools, None and lists
+  // of them); TensorDict::from_dict takes it back.
+  c10::Dict<std::string, c10::IValue> to_dict() const;
 
   // ---- device, dtype, copies (runtime/src/device_moves.cpp) ------------------------
   // Every leaf on `device`, with as few copies and synchronisations as the

@@ -25,6 +25,15 @@ class TensorDict : public TensorDictBase {
 
   // A tensordict of batch size [] with `value` (a 0-dim tensor of it) at
   // each key (tensordict's TensorDict.fromkeys).
+  // tensordict's from_dict: tensors, nested dicts (nested tensordicts) and
+  // non-tensor values (strings, numbers, bools, None, lists). Without a
+  // batch size the batch size is [] unless `auto_batch_size` or `batch_dims`
+  // asks for the longest leading shape every entry shares (at most
+  // `batch_dims` dims), as in tensordict.
+  static TensorDict from_dict(const c10::Dict<std::string, c10::IValue>& dict,
+                              std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+                              std::optional<at::Device> device = std::nullopt, bool auto_batch_size = false,
+                              std::optional<int64_t> batch_dims = std::nullopt);
   static TensorDict fromkeys(const std::vector<NestedKey>& keys, const at::Scalar& value = 0);
 
   // ---- persistence

@@ -59,6 +59,8 @@ class LazyStackedTensorDict : public TensorDictBase {
 
  private:
   LazyStackedTensorDict map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const;
+  // A lazy stack of `members` that keeps this one's stack dim name.
+  LazyStackedTensorDict restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;
 };
 
 // tensordict's lazy_stack.

@@ -1,0 +1,244 @@
+// Ports of tensordict's test_lazy.py (TestLazyStackedTensorDict): a dense
+// tensordict holding a lazy stack whose members differ in keys and shapes
+// (nested_lazy_het_td) goes through copies, shape ops, indexing, apply and
+// update, and the stack stays lazy; lazy stacks take names and report locks
+// from their members.
+#include "fixtures.h"
+
+using namespace conformance;
+using at::indexing::Ellipsis;
+using at::indexing::Slice;
+using tensordict::LazyStackedTensorDict;
+using tensordict::Names;
+
+namespace {
+
+bool is_lazy(const TensorDictBase& td) { return td.type_name() == "LazyStackedTensorDict"; }
+
+// test_lazy.py's nested_lazy_het_td: three members sharing "shared" [4, 4, 2]
+// and "hetero" ([3] twice, then [2]), each with its own
+// "individual_{i}_tensor", an "individual_{i}_td" copy and a "shared_td" copy;
+// stacked at dim 0 under "lazy" next to a dense [3, 3, 2], then expanded to
+// `batch` and cloned.
+TensorDict nested_lazy_het_td(std::vector<int64_t> batch) {
+  std::vector<TensorDictBase> members;
+  const std::vector<int64_t> hetero{3, 3, 2};
+  for (int64_t i = 0; i < 3; ++i) {
+    std::vector<int64_t> individual{1, 2, 3};
+    individual.resize(static_cast<std::size_t>(i + 1));
+    TensorDict td({{"shared", at::zeros({4, 4, 2})},
+                   {"hetero", at::zeros({hetero[static_cast<std::size_t>(i)]})},
+                   {"individual_" + std::to_string(i) + "_tensor", at::zeros(individual)}},
+                  {});
+    td.set("individual_" + std::to_string(i) + "_td", td.clone());
+    td.set("shared_td", td.clone());
+    members.push_back(td);
+  }
+  TensorDict obs({{"lazy", tensordict::lazy_stack(members, 0)}, {"dense", at::zeros({3, 3, 2})}}, {});
+  return obs.expand(batch).clone();
+}
+
+// Every tensor under `td` (a lazy stack: under each member) equals `value`.
+bool all_equal(const TensorDictBase& td, double value) {
+  if (is_lazy(td)) {
+    for (const auto& m : LazyStackedTensorDict(td).tensordicts()) {
+      if (!all_equal(m, value)) return false;
+    }
+    return true;
+  }
+  for (const auto& key : td.keys()) {
+    auto v = *td.get_value(key);
+    if (v.is_tensordict() ? !all_equal(v.tensordict(), value) : !(v.tensor() == value).all().item<bool>()) return false;
+  }
+  return true;
+}
+
+const std::vector<std::vector<int64_t>> kBatchSizes{{}, {2}, {1, 2}};
+
+}  // namespace
+
+TEST_CASE("a lazy stack of heterogeneous members stays lazy through ops on its parent (test_lazy.py::test_lazy_stack_stack)",
+          "[conformance][test_lazy.py]") {
+  for (const auto& batch : kBatchSizes) {
+    CAPTURE(batch);
+    const TensorDict obs = nested_lazy_het_td(batch);
+    auto lazy = LazyStackedTensorDict(obs.get_td("lazy"));
+    std::vector<int64_t> stacked = batch;
+    stacked.push_back(3);
+    CHECK(lazy.batch_size() == at::IntArrayRef(stacked));
+    CHECK(lazy.stack_dim() == static_cast<int64_t>(batch.size()));
+    CHECK(lazy.index({Ellipsis, 0}).type_name() == "TensorDict");
+    // The hetero key cannot be stacked; each member keeps its own shape.
+    std::vector<int64_t> hetero = batch;
+    hetero.push_back(2);
+    CHECK(lazy.tensordicts()[2].get("hetero").sizes() == at::IntArrayRef(hetero));
+  }
+}
+
+TEST_CASE("copies, casts, shape ops and indexing of a parent keep its heterogeneous lazy stack lazy (test_lazy.py::test_stack_hetero)",
+          "[conformance][test_lazy.py]") {
+  for (const auto& batch : kBatchSizes) {
+    CAPTURE(batch);
+    const TensorDict obs = nested_lazy_het_td(batch);
+    const auto nb = static_cast<int64_t>(batch.size());
+    auto check_lazy = [&](const TensorDictBase& td, int64_t stack_dim) {
+      const auto lazy = LazyStackedTensorDict(td.get_td("lazy"));
+      CHECK(lazy.stack_dim() == stack_dim);
+      CHECK(lazy.tensordicts().size() == 3);
+      CHECK(lazy.tensordicts()[0].get("hetero").size(-1) == 3);
+      CHECK(lazy.tensordicts()[2].get("hetero").size(-1) == 2);
+      CHECK(lazy.tensordicts()[1].contains("individual_1_tensor"));
+      CHECK_FALSE(lazy.tensordicts()[0].contains("individual_1_tensor"));
+    };
+    check_lazy(obs.clone(), nb);
+    check_lazy(obs.clone(false), nb);
+    // clone(false) shares the members' tensors; clone() copies them.
+    CHECK(LazyStackedTensorDict(obs.clone(false).get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() ==
+          LazyStackedTensorDict(obs.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr());
+    CHECK(LazyStackedTensorDict(obs.clone().get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() !=
+          LazyStackedTensorDict(obs.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr());
+    check_lazy(obs.to(at::kDouble), nb);
+    CHECK(LazyStackedTensorDict(obs.to(at::kDouble).get_td("lazy")).tensordicts()[2].get("hetero").scalar_type() == at::kDouble);
+    check_lazy(obs.unsqueeze(0), nb + 1);
+    std::vector<int64_t> bigger{5};
+    bigger.insert(bigger.end(), batch.begin(), batch.end());
+    check_lazy(obs.expand(bigger), nb + 1);
+    CHECK(obs.expand(bigger).get_td("lazy").batch_size()[0] == 5);
+    check_lazy(obs.apply([](const at::Tensor& t) { return t + 1; }), nb);
+    CHECK(all_equal(obs.apply([](const at::Tensor& t) { return t + 1; }), 1));
+    if (nb > 0) {
+      check_lazy(obs.index({0}), nb - 1);
+      check_lazy(obs.index({Slice(0, 1)}), nb);
+      check_lazy(obs.index({at::tensor({0, 0}, at::kLong)}), nb);
+      CHECK(obs.index({at::tensor({0, 0}, at::kLong)}).get_td("lazy").batch_size()[0] == 2);
+    }
+  }
+}
+
+TEST_CASE("apply_ and apply with another tensordict go member by member (test_lazy.py::test_stack_hetero, test_stack_apply)",
+          "[conformance][test_lazy.py]") {
+  for (const auto& batch : kBatchSizes) {
+    CAPTURE(batch);
+    const TensorDict obs = nested_lazy_het_td(batch);
+    TensorDict obs2 = obs.clone();
+    obs2.apply_([](const at::Tensor& t) { return t + 1; });
+    CHECK(all_equal(obs2, 1));
+    CHECK(all_equal(obs, 0));
+    const TensorDict sum = obs2.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, obs2);
+    CHECK(is_lazy(sum.get_td("lazy")));
+    CHECK(all_equal(sum, 2));
+    CHECK(all_equal(obs2 + obs2, 2));
+  }
+  // test_stack_apply: the pairs of a nested lazy stack's members.
+  TensorDict td0({{"common", at::ones({3})}}, {3});
+  td0.set({"a", "b", "c"}, at::ones({3, 4}));
+  td0.set({"a", "b", "d"}, at::ones({3, 4}));
+  TensorDict td1({{"common", at::ones({3}) * 2}}, {3});
+  td1.set({"a", "b", "c"}, at::ones({3, 5}) * 2);
+  const TensorDict td({{"parent", tensordict::lazy_stack({td0, td1}, 0)}}, {2});
+  // (tensordict pairs it with td.clone(); here a nested lazy stack whose stack
+  // dim lies inside its parent's batch is stacked by the parent's copies.)
+  const TensorDict applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, td);
+  const auto abc = LazyStackedTensorDict(applied.get_td({"parent", "a", "b"}));
+  CHECK((abc.tensordicts()[0].get("c") == 2).all().item<bool>());
+  CHECK((abc.tensordicts()[1].get("c") == 4).all().item<bool>());
+  CHECK((abc.tensordicts()[0].get("d") == 2).all().item<bool>());
+}
+
+TEST_CASE("update and update_ between parents of heterogeneous lazy stacks write into the members (test_lazy.py::test_update_hetero)",
+          "[conformance][test_lazy.py]") {
+  for (const auto& batch : kBatchSizes) {
+    CAPTURE(batch);
+    TensorDict dest = nested_lazy_het_td(batch);
+    TensorDict ones = dest.clone();
+    ones.apply_([](const at::Tensor& t) { return t + 1; });
+    const auto members_before = LazyStackedTensorDict(dest.get_td("lazy")).tensordicts();
+    const auto hetero_ptr = members_before[2].get("hetero").data_ptr();
+    dest.update_(ones);
+    CHECK(all_equal(dest, 1));
+    CHECK(LazyStackedTensorDict(dest.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() == hetero_ptr);
+
+    TensorDict twos = ones.apply([](const at::Tensor& t) { return t + 1; });
+    dest.update(twos);
+    CHECK(all_equal(dest, 2));
+    // update keeps the destination's members (it sets into them).
+    CHECK(LazyStackedTensorDict(dest.get_td("lazy")).tensordicts()[2].impl() == members_before[2].impl());
+  }
+  // A lazy stack updated with a dense tensordict takes its parts.
+  auto lazy = tensordict::lazy_stack({TensorDict({{"x", at::zeros({2})}}, {}), TensorDict({{"x", at::zeros({2})}}, {})}, 0);
+  lazy.update(TensorDict({{"x", at::tensor({1.0, 1.0, 2.0, 2.0}).view({2, 2})}}, {2}));
+  CHECK(lazy.tensordicts()[1].get("x").equal(at::tensor({2.0, 2.0})));
+  CHECK_THROWS_WITH(lazy.update(TensorDict({{"x", at::zeros({3, 2})}}, {3})),
+                    "update: a stack of 2 tensordicts cannot take 3 along its stack dim");
+}
+
+TEST_CASE("a lazy stack of named members is named; renaming names the members (_lazy.py:590 names, _set_names)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict a({{"x", at::zeros({2, 3})}}, {2, 3}, std::nullopt, {"b", "c"});
+  const TensorDict b({{"x", at::ones({2, 3})}}, {2, 3}, std::nullopt, {"b", "c"});
+  auto lazy = tensordict::lazy_stack({a, b}, 1);
+  CHECK((lazy.names() == Names{"b", std::nullopt, "c"}));
+  lazy.rename_({"x0", "stack", "x2"});
+  CHECK((lazy.names() == Names{"x0", "stack", "x2"}));
+  CHECK((lazy.tensordicts()[0].names() == Names{"x0", "x2"}));
+  CHECK((lazy.tensordicts()[1].names() == Names{"x0", "x2"}));
+  // The stack dim's name follows indexing across the other dims.
+  CHECK((lazy.index({Slice(), Slice(), 0}).names() == Names{"x0", "stack"}));
+  lazy.refine_names({"x0", "stack", "x2"});
+  CHECK_THROWS_WITH(lazy.rename_({"x0", "x0", "x2"}), "duplicate dim name 'x0' in names");
+  // Members whose names differ leave the stack unnamed (tensordict raises
+  // when asked for them).
+  const TensorDict c({{"x", at::zeros({2, 3})}}, {2, 3}, std::nullopt, {"b", "other"});
+  CHECK_FALSE(tensordict::lazy_stack({a, c}, 0).has_names());
+  // Nested lazy stacks show the stack dim's name too.
+  TensorDict outer_a({{"inner", a}}, {2, 3});
+  TensorDict outer_b({{"inner", b}}, {2, 3});
+  auto outer = tensordict::lazy_stack({outer_a, outer_b}, 0);
+  outer.rename_({"s", "b", "c"});
+  CHECK((outer.get_td("inner").names() == Names{"s", "b", "c"}));
+}
+
+TEST_CASE("the repr of a key whose members differ in rank shows shape [-1] (_lazy.py:658 get_item_shape)",
+          "[conformance][test_lazy.py]") {
+  auto lazy = tensordict::lazy_stack({TensorDict({{"x", at::zeros({2})}}, {}), TensorDict({{"x", at::zeros({2, 3})}}, {})}, 0);
+  std::ostringstream text;
+  text << lazy;
+  CHECK_THAT(text.str(), Catch::Contains("x: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False)"));
+}
+
+TEST_CASE("a lazy stack is locked when all its members are, or when locked itself (test_errors.py::test_stack_cache_lock, "
+          "test_stacked_append_and_insert)",
+          "[conformance][test_errors.py]") {
+  TensorDict td0({{"a", at::zeros({3})}}, {3});
+  TensorDict td1({{"a", at::zeros({3})}}, {3});
+  auto lazy = tensordict::lazy_stack({td0, td1}, 0);
+  CHECK_FALSE(lazy.is_locked());
+  td0.lock_();
+  CHECK_FALSE(lazy.is_locked());
+  td1.lock_();
+  CHECK(lazy.is_locked());
+  // Locked through its members only: lock_ is a no-op, the members stay free.
+  lazy.lock_();
+  td0.unlock_();
+  CHECK_FALSE(lazy.is_locked());
+  td1.unlock_();
+
+  lazy.lock_();
+  CHECK(td0.is_locked());
+  CHECK(td1.is_locked());
+  CHECK_THROWS_WITH(td1.unlock_(), Catch::StartsWith("Cannot unlock a tensordict that is part of a locked graph."));
+  CHECK_THROWS_WITH(lazy.append(TensorDict({{"a", at::zeros({3})}}, {3})),
+                    Catch::StartsWith("Cannot modify locked TensorDict."));
+  CHECK_THROWS_WITH(lazy.set("b", at::zeros({2, 3})), Catch::StartsWith("Cannot modify locked TensorDict."));
+  lazy.unlock_();
+  CHECK_FALSE(td0.is_locked());
+  CHECK_FALSE(td1.is_locked());
+  CHECK_FALSE(lazy.is_locked());
+  // A parent holding the lazy stack locks it too.
+  TensorDict parent({{"stack", lazy}}, {2});
+  parent.lock_();
+  CHECK(LazyStackedTensorDict(parent.get_td("stack")).is_locked());
+  CHECK(td0.is_locked());
+  parent.unlock_();
+  CHECK_FALSE(td0.is_locked());
+}
