@@ -474,11 +474,7 @@ TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
   auto walk = [&](auto&& self, const TensorDictBase& mine, const TensorDictBase& theirs) -> void {
     detail::NestingGuard guard("update_");
     if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(mine.impl_.get())) {
-      const auto parts = detail::members_along(theirs, lazy->stack_dim());
-      if (parts.size() != lazy->members().size()) {
-        throw std::invalid_argument(fmt::format("update_ failed for key {}: {} stacked tensordicts cannot take {} along the stack dim",
-                                                NestedKey(path).repr(), lazy->members().size(), parts.size()));
-      }
+      const auto parts = detail::parts_for_members(*lazy, theirs, "update_");
       for (std::size_t i = 0; i < parts.size(); ++i) self(self, lazy->members()[i], parts[i]);
       return;
     }

@@ -42,6 +42,25 @@ void copy_entry(const TensorDictBase& source, TensorDictBase& target, const Nest
   dst.impl()->insert(key.back(), value.is_tensordict() ? Value(value.tensordict().clone(false)) : value);
 }
 
+// What `keys` say of the first-level entry `key`: whether one names the entry
+// itself, and the rest of those that reach inside it.
+struct KeysAt {
+  bool whole = false;
+  std::vector<NestedKey> below;
+};
+KeysAt keys_at(const std::vector<NestedKey>& keys, const std::string& key) {
+  KeysAt out;
+  for (const auto& k : keys) {
+    if (k.front() != key) continue;
+    if (!k.is_nested()) {
+      out.whole = true;
+    } else {
+      out.below.emplace_back(std::vector<std::string>(k.path().begin() + 1, k.path().end()));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool strict) const {
@@ -61,15 +80,11 @@ TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
   // Built from the kept keys only: a lazy stack never stacks what it drops.
   TensorDict out = no_entries_like(*this);
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
-    std::vector<NestedKey> below;  // excluded keys inside this entry
-    for (const auto& k : keys) {
-      if (k.front() != key) continue;
-      if (!k.is_nested()) return;  // the entry itself is excluded
-      below.emplace_back(std::vector<std::string>(k.path().begin() + 1, k.path().end()));
-    }
+    const KeysAt excluded = keys_at(keys, key);
+    if (excluded.whole) return;
     const Value value = *impl_->find(key);
     if (kind == EntryKind::TensorDict) {
-      out.impl()->insert(key, Value(value.tensordict().exclude(below)));
+      out.impl()->insert(key, Value(value.tensordict().exclude(excluded.below)));
     } else {
       out.impl()->insert(key, value);
     }
@@ -82,11 +97,7 @@ TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
   // its stack dim, which needs no stacking of either side.
   if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(impl_.get())) {
     check_unlocked();
-    const auto parts = detail::members_along(other, lazy->stack_dim());
-    if (parts.size() != lazy->members().size()) {
-      throw std::invalid_argument(fmt::format("update: a stack of {} tensordicts cannot take {} along its stack dim",
-                                              lazy->members().size(), parts.size()));
-    }
+    const auto parts = detail::parts_for_members(*lazy, other, "update");
     for (std::size_t i = 0; i < parts.size(); ++i) TensorDictBase(lazy->members()[i]).update(parts[i]);
     return *this;
   }
@@ -143,18 +154,12 @@ TensorDictBase& TensorDictBase::select_(const std::vector<NestedKey>& keys, bool
   check_unlocked();
   std::vector<std::string> drop;
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
-    std::vector<NestedKey> below;  // selected keys inside this entry
-    bool whole = false;
-    for (const auto& k : keys) {
-      if (k.front() != key) continue;
-      if (!k.is_nested()) whole = true;
-      else below.emplace_back(std::vector<std::string>(k.path().begin() + 1, k.path().end()));
-    }
-    if (whole) return;
-    if (below.empty() || kind != EntryKind::TensorDict) {
+    const KeysAt selected = keys_at(keys, key);
+    if (selected.whole) return;
+    if (selected.below.empty() || kind != EntryKind::TensorDict) {
       drop.push_back(key);
     } else {
-      impl_->find(key)->tensordict().select_(below, strict);
+      impl_->find(key)->tensordict().select_(selected.below, strict);
     }
   });
   for (auto it = drop.rbegin(); it != drop.rend(); ++it) impl_->erase(*it);

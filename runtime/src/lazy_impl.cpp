@@ -198,11 +198,19 @@ void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
   for (std::size_t i = 0; i < members_.size(); ++i) members_[i].impl()->assign(key, parts[i]);
 }
 
-std::vector<TensorDictBase> members_along(const TensorDictBase& td, int64_t dim) {
-  auto lazy = dynamic_cast<const LazyStackedImpl*>(td.impl().get());
-  if (lazy && lazy->stack_dim() == dim) return lazy->members();
+std::vector<TensorDictBase> parts_for_members(const LazyStackedImpl& lazy, const TensorDictBase& other, const char* op) {
+  const int64_t dim = lazy.stack_dim();
   std::vector<TensorDictBase> out;
-  for (auto& part : td.unbind(dim)) out.emplace_back(std::move(part));
+  auto other_lazy = dynamic_cast<const LazyStackedImpl*>(other.impl().get());
+  if (other_lazy && other_lazy->stack_dim() == dim) {
+    out = other_lazy->members();
+  } else {
+    for (auto& part : other.unbind(dim)) out.emplace_back(std::move(part));
+  }
+  if (out.size() != lazy.members().size()) {
+    throw std::invalid_argument(fmt::format("{}: a stack of {} tensordicts cannot take {} along its stack dim", op,
+                                            lazy.members().size(), out.size()));
+  }
   return out;
 }
 

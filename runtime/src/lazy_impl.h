@@ -53,8 +53,10 @@ class LazyStackedImpl final : public TensorDictImpl {
   Names names_;
 };
 
-// `td` cut along batch dim `dim`: a lazy stack's own members when that is its
-// stack dim (no copy, whatever their shapes), otherwise td.unbind(dim).
-std::vector<TensorDictBase> members_along(const TensorDictBase& td, int64_t dim);
+// `other` cut along `lazy`'s stack dim, one part per member, for ops that go
+// member by member: another lazy stack's own members when it stacks along
+// the same dim (no copy, whatever their shapes), otherwise other.unbind().
+// std::invalid_argument naming `op` when the counts differ.
+std::vector<TensorDictBase> parts_for_members(const LazyStackedImpl& lazy, const TensorDictBase& other, const char* op);
 
 }  // namespace tensordict::detail

@@ -66,11 +66,7 @@ struct Pairer {
   Value nested(const TensorDictBase& a, const TensorDictBase& b) {
     auto lazy = dynamic_cast<const LazyStackedImpl*>(a.impl().get());
     if (!lazy) return Value(TensorDictBase(run(*a.impl(), *b.impl())));
-    const auto parts = members_along(b, lazy->stack_dim());
-    if (parts.size() != lazy->members().size()) {
-      throw std::runtime_error(fmt::format("{}: key {} stacks {} tensordicts in the first tensordict but has {} along that dim in the second",
-                                           op, NestedKey(path).repr(), lazy->members().size(), parts.size()));
-    }
+    const auto parts = parts_for_members(*lazy, b, op);
     std::vector<TensorDictBase> members;
     for (std::size_t i = 0; i < parts.size(); ++i) members.emplace_back(run(*lazy->members()[i].impl(), *parts[i].impl()));
     return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(members), lazy->stack_dim(), lazy->stack_dim_name())));
