@@ -3,11 +3,13 @@
 
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "dense_impl.h"
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/functional.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -253,6 +255,27 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   std::vector<std::string> prefix;
   Combiner combiner{"cat", leaves, batch, names, {}};
   return combiner.run(tds, prefix);
+}
+
+namespace {
+// tensordict's out= of torch.stack / torch.cat: the result is written into
+// out's tensors (whatever out's kind), whose batch size must be the result's.
+TensorDictBase& write_out(TensorDictBase& out, const TensorDict& result, const char* op) {
+  if (out.batch_size() != result.batch_size()) {
+    throw std::runtime_error(fmt::format("{}: out.batch_size and {} batch size must match, got out.batch_size={} and batch_size={}",
+                                         op, std::string_view(op) == "stack" ? "stacked" : "cat", shape_string(out.batch_size()),
+                                         shape_string(result.batch_size())));
+  }
+  return out.update_(result);
+}
+}  // namespace
+
+TensorDictBase& stack_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim) {
+  return write_out(out, stack(tds, dim), "stack");
+}
+
+TensorDictBase& cat_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim) {
+  return write_out(out, cat(tds, dim), "cat");
 }
 
 }  // namespace tensordict

@@ -2,6 +2,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "format.h"
@@ -52,11 +54,45 @@ TensorDict make_tensordict(std::vector<TensorDict::Entry> entries, std::optional
   return td;
 }
 
-TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds) {
-  if (tds.empty()) throw std::invalid_argument("merge_tensordicts needs at least one tensordict");
-  TensorDict out = tds.front().clone(false);
-  for (std::size_t i = 1; i < tds.size(); ++i) out.update(tds[i]);
+namespace {
+// functional.py's merge_tensordicts: each leaf is settled once, by the first
+// tensordict that has it.
+TensorDict merge(const std::vector<TensorDictBase>& tds, c10::function_ref<const MergeCallback*(const NestedKey&)> callback_for) {
+  if (tds.size() < 2) {
+    throw std::invalid_argument(fmt::format("merge_tensordicts: at least 2 tensordicts must be provided, got {}", tds.size()));
+  }
+  TensorDict out = tds.front().empty(true);
+  std::set<NestedKey> settled;
+  for (const auto& td : tds) {
+    for (const auto& [key, value] : td.items(true, true)) {
+      if (!settled.insert(key).second) continue;
+      const MergeCallback* callback = callback_for(key);
+      std::vector<at::Tensor> values;
+      for (const auto& other : tds) {
+        const auto v = other.get_value(key);
+        if (!v || !v->is_tensor()) break;
+        values.push_back(v->tensor());
+      }
+      if (callback && *callback && values.size() == tds.size()) {
+        out.set(key, (*callback)(values));
+      } else {
+        out.set(key, value);
+      }
+    }
+  }
   return out;
+}
+}  // namespace
+
+TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const MergeCallback& callback_exist) {
+  return merge(tds, [&](const NestedKey&) { return &callback_exist; });
+}
+
+TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const std::map<NestedKey, MergeCallback>& callback_exist) {
+  return merge(tds, [&](const NestedKey& key) -> const MergeCallback* {
+    auto it = callback_exist.find(key);
+    return it == callback_exist.end() ? nullptr : &it->second;
+  });
 }
 
 TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, const at::Scalar& value) {

@@ -129,6 +129,7 @@ TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
 
 TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe) {
   if (old_key == new_key) return *this;
+  check_unlocked();  // tensordict's @lock_blocked: the lock error comes first
   if (safe && contains(new_key)) {
     throw KeyError(fmt::format("rename_key_: key {} already exists (safe=true)", new_key.repr()));
   }
@@ -284,13 +285,21 @@ TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
 }
 
 std::vector<TensorDict> TensorDictBase::split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) const {
+  TensorDict rest = clone(false);  // the structure only: the tensors are shared
+  auto out = rest.split_keys_(key_lists, strict);
+  out.push_back(std::move(rest));
+  return out;
+}
+
+std::vector<TensorDict> TensorDictBase::split_keys_(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) {
   std::vector<TensorDict> out;
   std::vector<NestedKey> taken;
-  for (const auto& keys : key_lists) {
+  for (const auto& keys : key_lists) {  // a missing key throws before anything moves
     out.push_back(select(keys, strict));
     taken.insert(taken.end(), keys.begin(), keys.end());
   }
-  out.push_back(exclude(taken));
+  check_unlocked();
+  exclude_(taken);
   return out;
 }
 

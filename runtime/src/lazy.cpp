@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -53,8 +54,10 @@ std::optional<std::vector<TensorIndex>> per_dim(at::ArrayRef<TensorIndex> index,
 
 }  // namespace
 
-LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim)
-    : TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(tensordicts), stack_dim)) {}
+LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim,
+                                             std::optional<std::vector<int64_t>> batch_size, std::optional<at::Device> device)
+    : TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(tensordicts), stack_dim, std::nullopt,
+                                                               std::move(batch_size), device)) {}
 
 LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
   if (!dynamic_cast<const detail::LazyStackedImpl*>(impl_.get())) {
@@ -77,6 +80,11 @@ std::vector<std::vector<std::string>> LazyStackedTensorDict::exclusive_keys() co
     out.push_back(std::move(own));
   }
   return out;
+}
+
+bool LazyStackedTensorDict::contains(const TensorDictBase& td) const {
+  const auto& members = tensordicts();
+  return std::any_of(members.begin(), members.end(), [&](const TensorDictBase& m) { return m.impl() == td.impl(); });
 }
 
 std::vector<at::Tensor> LazyStackedTensorDict::get_list(const NestedKey& key) const {
@@ -129,7 +137,7 @@ TensorDictBase LazyStackedTensorDict::index(at::ArrayRef<TensorIndex> index) con
   others.erase(others.begin() + sd);
   const bool others_trivial = std::all_of(others.begin(), others.end(), [&](const TensorIndex& i) {
     const auto d = &i - others.data();
-    return is_full_slice(i, tensordicts().front().batch_size()[d]);
+    return is_full_slice(i, lazy_of(*this).member_batch()[d]);
   });
 
   // The members selected along the stack dim.
@@ -179,8 +187,11 @@ LazyStackedTensorDict LazyStackedTensorDict::map_members(c10::function_ref<Tenso
 }
 
 LazyStackedTensorDict LazyStackedTensorDict::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {
-  return LazyStackedTensorDict(
-      TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(members), stack_dim, lazy_of(*this).stack_dim_name())));
+  const auto& lazy = lazy_of(*this);
+  // No member left: the result describes the same members to come.
+  auto member_batch = members.empty() ? std::optional<std::vector<int64_t>>(lazy.member_batch()) : std::nullopt;
+  return LazyStackedTensorDict(TensorDictBase(std::make_shared<detail::LazyStackedImpl>(
+      std::move(members), stack_dim, lazy.stack_dim_name(), std::move(member_batch), lazy.device())));
 }
 
 LazyStackedTensorDict LazyStackedTensorDict::clone(bool recurse) const {
@@ -210,24 +221,9 @@ LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
   return LazyStackedTensorDict(std::move(parts), wrap_batch_dim(dim, batch_dims(), "to_lazystack"));
 }
 
-LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) { return LazyStackedTensorDict(tds, dim); }
-
-TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
-  if (tds.empty()) throw std::invalid_argument("maybe_dense_stack needs at least one tensordict");
-  const auto reference = tds.front().items(true, true);
-  bool same = true;
-  for (std::size_t i = 1; same && i < tds.size(); ++i) {
-    const auto items = tds[i].items(true, true);
-    same = items.size() == reference.size();
-    for (std::size_t k = 0; same && k < items.size(); ++k) {
-      const auto& [key, value] = items[k];
-      const auto& [rkey, rvalue] = reference[k];
-      same = key == rkey && value.is_tensor() == rvalue.is_tensor() &&
-             (!value.is_tensor() || value.tensor().sizes() == rvalue.tensor().sizes());
-    }
-  }
-  if (same) return stack(tds, dim);
-  return lazy_stack(tds, dim);
+LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
+  if (tds.empty()) throw std::invalid_argument("lazy_stack: items cannot be empty");
+  return LazyStackedTensorDict(tds, dim);
 }
 
 }  // namespace tensordict

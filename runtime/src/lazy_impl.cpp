@@ -19,36 +19,48 @@ EntryKind kind_of(const Value& v) {
 }  // namespace
 
 LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
-                                 std::optional<std::string> stack_dim_name)
-    : members_(std::move(members)), stack_dim_(stack_dim), stack_dim_name_(std::move(stack_dim_name)) {
-  if (members_.empty()) throw std::invalid_argument("lazy_stack needs at least one tensordict");
-  const auto reference = members_.front().batch_size();
+                                 std::optional<std::string> stack_dim_name, std::optional<std::vector<int64_t>> member_batch,
+                                 std::optional<at::Device> device)
+    : members_(std::move(members)), stack_dim_(stack_dim), stack_dim_name_(std::move(stack_dim_name)), empty_device_(device) {
+  member_batch_ = members_.empty() ? member_batch.value_or(std::vector<int64_t>{}) : members_.front().batch_size().vec();
+  if (!members_.empty() && member_batch && *member_batch != member_batch_) {
+    throw std::runtime_error(fmt::format("LazyStackedTensorDict: batch_size {} differs from the members' batch size {}",
+                                         shape_string(*member_batch), shape_string(member_batch_)));
+  }
   for (std::size_t i = 1; i < members_.size(); ++i) {
-    if (members_[i].batch_size() != reference) {
+    if (members_[i].batch_size() != member_batch_) {
       throw std::runtime_error(fmt::format("lazy_stack: tensordict {} has batch size {} but tensordict 0 has {}; the members of a lazy stack share a batch size",
-                                           i, shape_string(members_[i].batch_size()), shape_string(reference)));
+                                           i, shape_string(members_[i].batch_size()), shape_string(member_batch_)));
     }
   }
-  stack_dim_ = wrap_batch_dim(stack_dim, static_cast<int64_t>(reference.size()), "lazy_stack", 1);
+  stack_dim_ = wrap_batch_dim(stack_dim, static_cast<int64_t>(member_batch_.size()), "lazy_stack", 1);
   refresh_meta();
 }
 
 void LazyStackedImpl::refresh_meta() {
-  batch_size_ = members_.front().batch_size().vec();
+  batch_size_ = member_batch_;
   batch_size_.insert(batch_size_.begin() + stack_dim_, static_cast<int64_t>(members_.size()));
   // Members whose names differ leave the stack unnamed (tensordict raises
-  // when asked; here every op still runs).
-  const Names& first = members_.front().names();
+  // when asked; here every op still runs). No member: no names.
+  const Names unnamed(member_batch_.size());
+  const Names& first = members_.empty() ? unnamed : members_.front().names();
   const bool agree = std::all_of(members_.begin(), members_.end(), [&](const TensorDictBase& m) { return m.names() == first; });
-  names_ = agree ? first : Names(first.size());
+  names_ = agree ? first : unnamed;
   const bool taken = stack_dim_name_ && std::find(names_.begin(), names_.end(), stack_dim_name_) != names_.end();
   names_.insert(names_.begin() + stack_dim_, taken ? std::nullopt : stack_dim_name_);
 }
 
 void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
-  if (td.batch_size() != members_.front().batch_size()) {
+  if (members_.empty()) {
+    // The first member sets the batch size (tensordict's append to an empty stack).
+    if (stack_dim_ > td.batch_dims()) {
+      throw std::runtime_error(fmt::format("cannot add a tensordict of batch size {} to an empty lazy stack along dim {}",
+                                           shape_string(td.batch_size()), stack_dim_));
+    }
+    member_batch_ = td.batch_size().vec();
+  } else if (td.batch_size() != member_batch_) {
     throw std::runtime_error(fmt::format("cannot add a tensordict of batch size {} to a lazy stack of members of batch size {}",
-                                         shape_string(td.batch_size()), shape_string(members_.front().batch_size())));
+                                         shape_string(td.batch_size()), shape_string(member_batch_)));
   }
   const auto n = static_cast<int64_t>(members_.size());
   if (position < -n - 1 || position > n) {
@@ -60,6 +72,7 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
 }
 
 std::optional<at::Device> LazyStackedImpl::device() const {
+  if (members_.empty()) return empty_device_;
   auto device = members_.front().device();
   for (const auto& m : members_) {
     if (m.device() != device) return std::nullopt;
@@ -83,11 +96,12 @@ void LazyStackedImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at
 }
 
 bool LazyStackedImpl::is_locked() const {
-  return own_lock() || std::all_of(members_.begin(), members_.end(), [](const TensorDictBase& m) { return m.is_locked(); });
+  return own_lock() || (!members_.empty() && std::all_of(members_.begin(), members_.end(), [](const TensorDictBase& m) { return m.is_locked(); }));
 }
 
 std::vector<std::string> LazyStackedImpl::common_keys() const {
   std::vector<std::string> keys;
+  if (members_.empty()) return keys;
   members_.front().impl()->for_each_key([&](const std::string& key, EntryKind) {
     const bool everywhere = std::all_of(members_.begin() + 1, members_.end(), [&](const TensorDictBase& m) {
       return m.impl()->find(key).has_value();
@@ -108,6 +122,7 @@ void LazyStackedImpl::for_each(c10::function_ref<void(const std::string&, const 
 }
 
 std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
+  if (members_.empty()) return std::nullopt;
   std::vector<Value> values;
   for (const auto& m : members_) {
     auto v = m.impl()->find(key);

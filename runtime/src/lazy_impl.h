@@ -10,9 +10,13 @@ namespace tensordict::detail {
 class LazyStackedImpl final : public TensorDictImpl {
  public:
   // `stack_dim_name`: the stack dim's name (the other dims' names are the
-  // members', when they all agree).
+  // members', when they all agree). Without members, `member_batch` and
+  // `device` describe the members to come (tensordict's empty
+  // LazyStackedTensorDict); with members, `member_batch` must be theirs.
   LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
-                  std::optional<std::string> stack_dim_name = std::nullopt);
+                  std::optional<std::string> stack_dim_name = std::nullopt,
+                  std::optional<std::vector<int64_t>> member_batch = std::nullopt,
+                  std::optional<at::Device> device = std::nullopt);
 
   std::string_view type_name() const override { return "LazyStackedTensorDict"; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
@@ -37,6 +41,7 @@ class LazyStackedImpl final : public TensorDictImpl {
   const std::vector<TensorDictBase>& members() const { return members_; }
   int64_t stack_dim() const { return stack_dim_; }
   const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
+  const std::vector<int64_t>& member_batch() const { return member_batch_; }
   void add_member(int64_t position, const TensorDictBase& td);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
@@ -49,6 +54,8 @@ class LazyStackedImpl final : public TensorDictImpl {
   std::vector<TensorDictBase> members_;
   int64_t stack_dim_;
   std::optional<std::string> stack_dim_name_;
+  std::vector<int64_t> member_batch_;
+  std::optional<at::Device> empty_device_;  // the device while there are no members
   std::vector<int64_t> batch_size_;
   Names names_;
 };

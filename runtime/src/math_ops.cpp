@@ -320,7 +320,7 @@ bool TensorDictBase::allclose(const TensorDictBase& other, double rtol, double a
 
 // ---- where and masking ------------------------------------------------------------
 
-TensorDict TensorDictBase::where(const Operand& condition, const Operand& other) const {
+TensorDict TensorDictBase::where(const Operand& condition, const Operand& other, MissingKeys missing) const {
   if (const TensorDictBase* cond = condition.tensordict()) {
     // Condition per key: only the leaves it names are selected.
     TensorDict out = clone(false);
@@ -338,8 +338,10 @@ TensorDict TensorDictBase::where(const Operand& condition, const Operand& other)
     return out;
   }
   const at::Tensor c = condition.tensor();
+  // With a pad, a key of self only reads where(c, self, pad) and one of
+  // `other` only where(c, pad, other): tensordict's where(~c, other, pad).
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::where(expand_right(c, a), a, b); },
-                MissingKeys::error(), "where");
+                missing, "where");
 }
 
 TensorDict TensorDictBase::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {

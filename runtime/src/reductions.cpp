@@ -2,7 +2,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
+#include <tuple>
 
 #include "format.h"
 #include "map_leaves.h"
@@ -145,19 +147,42 @@ TensorDict TensorDictBase::quantile(double q, std::optional<int64_t> dim, bool k
 }
 
 namespace {
-// cummax / cummin: two pieces (values, indices) of the same batch size.
-std::tuple<TensorDict, TensorDict> cumulative(const TensorDictBase& td, int64_t dim, bool max, const char* op) {
-  const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
-  const detail::PieceMeta meta{td.batch_size().vec(), td.names()};
-  auto fn = [&](const at::Tensor& t, at::Tensor* out) { std::tie(out[0], out[1]) = max ? at::cummax(t, d) : at::cummin(t, d); };
+// (values, indices) pairs: one leaf function filling both pieces, each of
+// batch size and names `meta`.
+using PairFn = std::function<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&)>;
+std::tuple<TensorDict, TensorDict> with_indices(const TensorDictBase& td, const detail::PieceMeta& meta, const PairFn& pair,
+                                                const char* op) {
+  auto fn = [&](const at::Tensor& t, at::Tensor* out) { std::tie(out[0], out[1]) = pair(t); };
   auto pieces = detail::map_leaves(*td.impl(), {meta, meta}, td.device(), detail::OpKind::Fold, fn, op);
   return {TensorDict(TensorDictBase(pieces[0])), TensorDict(TensorDictBase(pieces[1]))};
+}
+
+// cummax / cummin: the batch size is kept.
+std::tuple<TensorDict, TensorDict> cumulative(const TensorDictBase& td, int64_t dim, bool max, const char* op) {
+  const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
+  return with_indices(td, {td.batch_size().vec(), td.names()},
+                      [&](const at::Tensor& t) { return max ? at::cummax(t, d) : at::cummin(t, d); }, op);
+}
+
+// max / min over one batch dim.
+std::tuple<TensorDict, TensorDict> extreme(const TensorDictBase& td, int64_t dim, bool keepdim, bool max, const char* op) {
+  const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
+  return with_indices(td, reduced_meta(td, {d}, keepdim),
+                      [&](const at::Tensor& t) { return max ? at::max(t, d, keepdim) : at::min(t, d, keepdim); }, op);
 }
 }  // namespace
 
 std::tuple<TensorDict, TensorDict> TensorDictBase::cummax(int64_t dim) const { return cumulative(*this, dim, true, "cummax"); }
 
 std::tuple<TensorDict, TensorDict> TensorDictBase::cummin(int64_t dim) const { return cumulative(*this, dim, false, "cummin"); }
+
+std::tuple<TensorDict, TensorDict> TensorDictBase::max(int64_t dim, bool keepdim) const {
+  return extreme(*this, dim, keepdim, true, "max");
+}
+
+std::tuple<TensorDict, TensorDict> TensorDictBase::min(int64_t dim, bool keepdim) const {
+  return extreme(*this, dim, keepdim, false, "min");
+}
 
 at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
   const char* name = reduction_name(op);

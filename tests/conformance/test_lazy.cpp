@@ -242,3 +242,123 @@ TEST_CASE("a lazy stack is locked when all its members are, or when locked itsel
   parent.unlock_();
   CHECK_FALSE(td0.is_locked());
 }
+
+TEST_CASE("an empty lazy stack has batch size 0 at the stack dim and takes members by append (test_lazy.py::test_create_empty)",
+          "[conformance][test_lazy.py]") {
+  LazyStackedTensorDict empty;
+  CHECK(empty.batch_size() == at::IntArrayRef({0}));
+  CHECK_FALSE(empty.device().has_value());
+  CHECK_FALSE(empty.is_locked());  // no member to be locked through
+  CHECK(empty.keys().empty());
+  LazyStackedTensorDict described({}, 1, std::vector<int64_t>{1, 2}, at::Device(at::kCPU));
+  CHECK(described.batch_size() == at::IntArrayRef({1, 0, 2}));
+  CHECK(described.device() == at::Device(at::kCPU));
+  // The first member sets the batch size, the others must share it.
+  empty.append(TensorDict({{"a", at::ones({2, 3})}}, {2}));
+  CHECK(empty.batch_size() == at::IntArrayRef({1, 2}));
+  empty.append(TensorDict({{"a", at::zeros({2, 3})}}, {2}));
+  CHECK(empty.get("a").equal(at::stack({at::ones({2, 3}), at::zeros({2, 3})})));
+  CHECK_THROWS_WITH(empty.append(TensorDict({}, {3})), Catch::Contains("batch size [3]"));
+  // A lazy stack of no tensordict given as a list is an error, as lazy_stack([]).
+  CHECK(CONF_MESSAGE(tensordict::lazy_stack({})) == "lazy_stack: items cannot be empty");
+  CHECK_THROWS_WITH((LazyStackedTensorDict({TensorDict({}, {2})}, 0, std::vector<int64_t>{3})),
+                    Catch::Contains("batch_size [3] differs from the members' batch size [2]"));
+}
+
+TEST_CASE("a tensordict is in a lazy stack when it is one of its members, the same object (test_lazy.py::test_lazy_stacked_contains)",
+          "[conformance][test_lazy.py]") {
+  TensorDict td({{"a", TensorDict({{"b", at::rand({1, 2})}}, {1, 2})}, {"c", at::rand({1})}}, {1});
+  const LazyStackedTensorDict lstd = tensordict::lazy_stack({td, td, td});
+  CHECK(lstd.contains(td));
+  CHECK_FALSE(lstd.contains(td.clone()));
+  CHECK_FALSE(lstd.contains("random_string"));
+  CHECK(lstd.contains("a"));
+}
+
+TEST_CASE("densify stacks equal shapes and makes nested tensors of the rest (test_lazy.py::test_densify)", "[conformance][test_lazy.py]") {
+  TensorDict td0({{"a", at::zeros({1})}, {"b", at::zeros({2})}, {"d", TensorDict({{"e", at::zeros({})}}, {})}}, {});
+  TensorDict td1({{"b", at::ones({1})}, {"c", at::ones({2})}, {"d", TensorDict({{"e", at::ones({})}}, {})}}, {});
+  const LazyStackedTensorDict td = tensordict::lazy_stack({td0, td1});
+  // Checks one densified level: a member lacking a key reads an empty tensor.
+  auto check = [](const TensorDict& dense) {
+    CHECK(dense.batch_size() == at::IntArrayRef({2}));
+    const auto a = dense.get("a").unbind(0);
+    CHECK(a[0].equal(at::zeros({1})));
+    CHECK(a[1].numel() == 0);
+    const auto b = dense.get("b").unbind(0);
+    CHECK(b[0].equal(at::zeros({2})));
+    CHECK(b[1].equal(at::ones({1})));
+    const auto c = dense.get("c").unbind(0);
+    CHECK(c[0].numel() == 0);
+    CHECK(c[1].equal(at::ones({2})));
+    CHECK_FALSE(dense.get({"d", "e"}).is_nested());
+    CHECK(dense.get({"d", "e"}).equal(at::tensor({0.0f, 1.0f})));
+  };
+  const TensorDict dense = td.densify();
+  CHECK(dense.type_name() == "TensorDict");
+  CHECK(dense.get("a").is_nested());
+  check(dense);
+  // A lazy stack held by a dense tensordict is densified in place of it.
+  const TensorDict nest({{"td", td}}, {2});
+  const TensorDict nest_dense = nest.densify();
+  CHECK(nest_dense.get_td("td").type_name() == "TensorDict");
+  check(TensorDict(nest_dense.get_td("td")));
+  // Densifying a dense tensordict keeps its tensors.
+  CHECK(nest_dense.densify().get({"td", "d", "e"}).data_ptr() == nest_dense.get({"td", "d", "e"}).data_ptr());
+  // Nested tensors stack along dim 0 only; empty shapes cannot be left empty.
+  const LazyStackedTensorDict along1 =
+      tensordict::lazy_stack({TensorDict({{"x", at::zeros({2, 1})}}, {2}), TensorDict({{"x", at::zeros({2, 3})}}, {2})}, 1);
+  CHECK(CONF_MESSAGE(along1.densify()) ==
+        "densify: the members' tensors at key 'x' differ in shape and the stack dim is 1: a nested tensor stacks along dim 0 only");
+  const LazyStackedTensorDict scalars =
+      tensordict::lazy_stack({TensorDict({{"x", at::zeros({})}}, {}), TensorDict({{"y", at::zeros({})}}, {})});
+  CHECK_THROWS_WITH(scalars.densify(), Catch::Contains("key 'x' is missing from some members and its tensors have an empty shape"));
+}
+
+TEST_CASE("dense_stack_tds stacks the outer level densely and keeps heterogeneous inner stacks lazy (test_generic.py::test_dense_stack_tds)",
+          "[conformance][test_generic.py]") {
+  for (int64_t stack_dim : {0, 1, 2}) {
+    for (int64_t nested_stack_dim : {0, 1, 2}) {
+      CAPTURE(stack_dim, nested_stack_dim);
+      const std::vector<int64_t> batch{5, 6};
+      TensorDict td0({{"a", at::zeros({5, 6, 3})}}, batch);
+      TensorDict td1({{"a", at::zeros({5, 6, 4})}, {"b", at::zeros({5, 6, 2})}}, batch);
+      const LazyStackedTensorDict td_lazy = tensordict::lazy_stack({td0, td1}, nested_stack_dim);
+      const TensorDict container({{"lazy", td_lazy}}, td_lazy.batch_size());
+      // tensordict clones the container and adds one; a clone of a lazy stack
+      // inside its parent's batch dims is not lazy here yet, so the members
+      // are built directly (see the README's lazy stack notes).
+      const TensorDict container_plus_one(
+          {{"lazy", tensordict::lazy_stack({td0.apply([](const at::Tensor& t) { return t + 1; }),
+                                            td1.apply([](const at::Tensor& t) { return t + 1; })},
+                                           nested_stack_dim)}},
+          td_lazy.batch_size());
+      const LazyStackedTensorDict td_stack = tensordict::lazy_stack({container, container_plus_one}, stack_dim);
+      CHECK(td_stack.stack_dim() == stack_dim);
+      const TensorDictBase dense = tensordict::dense_stack_tds(td_stack);
+      CHECK(dense.type_name() == "TensorDict");
+      const LazyStackedTensorDict inner(dense.get_td("lazy"));
+      CHECK_FALSE(inner.tensordicts()[0].contains("b"));
+      CHECK(inner.tensordicts()[1].contains("b"));
+      CHECK(inner.stack_dim() == (stack_dim > nested_stack_dim ? nested_stack_dim : nested_stack_dim + 1));
+      // The list form is the same.
+      const TensorDictBase from_list = tensordict::dense_stack_tds({container, container_plus_one}, stack_dim);
+      const LazyStackedTensorDict inner_list(from_list.get_td("lazy"));
+      CHECK(inner_list.stack_dim() == inner.stack_dim());
+      // Each inner member holds, along stack_dim, the container's value then the one plus one.
+      for (std::size_t m = 0; m < 2; ++m) {
+        for (const char* key : {"a", "b"}) {
+          if (!inner.tensordicts()[m].contains(key)) continue;
+          const at::Tensor t = inner.tensordicts()[m].get(key);
+          const at::Tensor expected_list = inner_list.tensordicts()[m].get(key);
+          CHECK(t.equal(expected_list));
+          const int64_t d = stack_dim > nested_stack_dim ? stack_dim - 1 : stack_dim;
+          for (int64_t i = 0; i < 2; ++i) CHECK((t.select(d, i) == i).all().item<bool>());
+        }
+      }
+    }
+  }
+  // Another kind is returned as it is.
+  const TensorDict plain({{"a", at::zeros({2})}}, {2});
+  CHECK(tensordict::dense_stack_tds(plain).impl() == plain.impl());
+}

@@ -47,3 +47,43 @@ TEST_CASE("cummax and cummin give values and indices with the batch size kept (t
     }
   }
 }
+
+TEST_CASE("max and min over a dim give values and indices; without a dim, values (test_methods.py::test_min_max_cummin_cummax)",
+          "[conformance][test_methods.py]") {
+  for (const char* name : {"td", "nested_td", "stacked_td", "sub_td", "permute_td", "memmap_td"}) {
+    CAPTURE(name);
+    Fixture f = make_fixture(name);
+    for (int64_t dim : {0, 2, -1}) {
+      for (bool keepdim : {false, true}) {
+        CAPTURE(dim, keepdim);
+        const auto [values, indices] = f.td.max(dim, keepdim);
+        const auto [min_values, min_indices] = f.td.min(dim, keepdim);
+        const int64_t d = dim < 0 ? dim + f.td.batch_dims() : dim;
+        std::vector<int64_t> batch = f.td.batch_size().vec();
+        if (keepdim) {
+          batch[d] = 1;
+        } else {
+          batch.erase(batch.begin() + d);
+        }
+        CHECK(values.batch_size() == at::IntArrayRef(batch));
+        CHECK(indices.batch_size() == at::IntArrayRef(batch));
+        for (const auto& key : f.td.keys(true, true)) {
+          CAPTURE(key.repr());
+          const auto expected = at::max(f.td.get(key), d, keepdim);
+          CHECK(values.get(key).equal(std::get<0>(expected)));
+          CHECK(indices.get(key).equal(std::get<1>(expected)));
+          CHECK(min_values.get(key).equal(std::get<0>(at::min(f.td.get(key), d, keepdim))));
+          CHECK(min_indices.get(key).equal(std::get<1>(at::min(f.td.get(key), d, keepdim))));
+          // min(dim, keepdim) values are amin's (tensordict's return_indices=False).
+          CHECK(min_values.get(key).equal(f.td.amin({dim}, keepdim).get(key)));
+        }
+      }
+    }
+    // No dim: every leaf reduced whole, batch size [].
+    const TensorDict whole = f.td.max();
+    CHECK(whole.batch_size().empty());
+    CHECK(whole.get("a").equal(f.td.get("a").max()));
+  }
+  TensorDict td({{"a", at::zeros({2, 3})}}, {2, 3});
+  CHECK_THROWS_WITH(td.max(2), Catch::Contains("max"));
+}

@@ -6,6 +6,7 @@
 using namespace tensordict;
 using namespace td_test;
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
 
 TEST_CASE("state_dict has tensordict's structure and survives libtorch serialisation") {
   TensorDict td({{"1", at::tensor(1)}, {"2", at::tensor(2)}, {"3", TensorDict({{"3", at::tensor(3)}})}}, {});
@@ -75,10 +76,12 @@ TEST_CASE("merge_tensordicts") {
   TensorDict a({{"x", at::zeros({2})}, {"n", TensorDict({{"p", at::zeros({2})}}, {2})}}, {2});
   TensorDict b({{"y", at::ones({2})}, {"n", TensorDict({{"q", at::ones({2})}}, {2})}, {"x", at::full({2}, 5.0)}}, {2});
   auto m = merge_tensordicts({a, b});
-  REQUIRE(m.keys(true, true) == std::vector<NestedKey>{"x", {"n", "p"}, {"n", "q"}, "y"});
-  REQUIRE(at::equal(m.get("x"), at::full({2}, 5.0)));
+  // The first's structure first (tensordict's empty(recurse=True)), then each
+  // leaf in the order met; the first tensordict holding a key gives its value.
+  REQUIRE(m.keys(true, true) == std::vector<NestedKey>{{"n", "p"}, {"n", "q"}, "x", "y"});
+  REQUIRE(at::equal(m.get("x"), at::zeros({2})));
   REQUIRE_FALSE(a.contains("y"));
-  REQUIRE_THAT(TD_MESSAGE(merge_tensordicts({})), Contains("at least one"));
+  REQUIRE_THAT(TD_MESSAGE(merge_tensordicts({a})), Equals("merge_tensordicts: at least 2 tensordicts must be provided, got 1"));
 }
 
 TEST_CASE("pad pads batch dims from the first one on") {

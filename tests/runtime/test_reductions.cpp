@@ -28,7 +28,7 @@ TEST_CASE("reductions over batch dims, keepdim and all dims") {
   REQUIRE(at::allclose(td.nanmean({1}).get("a"), at::nanmean(a, at::IntArrayRef{1})));
   REQUIRE(at::allclose(td.amax({1}).get("a"), a.amax(at::IntArrayRef{1})));
   REQUIRE(at::allclose(td.amin({0}).get("a"), a.amin(at::IntArrayRef{0})));
-  REQUIRE(at::allclose(td.max({0}).get("a"), a.amax(at::IntArrayRef{0})));
+  REQUIRE(at::allclose(td.amax({0}).get("a"), a.amax(at::IntArrayRef{0})));
   REQUIRE(at::allclose(td.min().get("a"), a.min()));
   REQUIRE(at::allclose(td.std({1}).get("a"), a.std(at::IntArrayRef{1}, true)));
   REQUIRE(at::allclose(td.var({1}, false, 0).get("a"), a.var(at::IntArrayRef{1}, false)));

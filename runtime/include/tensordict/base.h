@@ -330,6 +330,10 @@ class TensorDictBase {
   TensorDictBase& unflatten_keys_(std::string_view separator = ".");
   // One tensordict per key list, then one with the remaining keys.
   std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true) const;
+  // In place (tensordict's inplace=True, whose last result is the tensordict
+  // itself): returns one tensordict per key list, and the keys taken leave
+  // this one, which keeps the rest.
+  std::vector<TensorDict> split_keys_(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true);
   // The first-level keys, sorted.
   std::vector<std::string> sorted_keys() const;
   // Removes and returns the last first-level entry set (dict.popitem);
@@ -392,6 +396,12 @@ class TensorDictBase {
   // tensordict's to_lazystack: a lazy stack of this tensordict's slices
   // along `dim` (<tensordict/lazy.h>).
   LazyStackedTensorDict to_lazystack(int64_t dim = 0) const;
+  // tensordict's densify: a TensorDict in which every lazy stack (this one or
+  // a nested one) is dense. Tensors of equal shapes are stacked; tensors
+  // whose shapes differ, or which some members lack (those read as empty
+  // along the last dim), become nested (jagged) tensors, which needs the
+  // stack dim to be 0.
+  TensorDict densify() const;
   std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
@@ -514,7 +524,9 @@ class TensorDictBase {
 
   // where(condition, self, other) per leaf; `condition` is a bool tensor over
   // the batch dims (expanded over feature dims) or a tensordict of bools.
-  TensorDict where(const Operand& condition, const Operand& other) const;
+  // A key in one operand only is a KeyError unless `missing` says otherwise:
+  // MissingKeys::fill(pad) is tensordict's pad= (the absent side reads pad).
+  TensorDict where(const Operand& condition, const Operand& other, MissingKeys missing = MissingKeys::error()) const;
   TensorDict masked_fill(const at::Tensor& mask, const at::Scalar& value) const;
   TensorDictBase& masked_fill_(const at::Tensor& mask, const at::Scalar& value);
   // The elements where the batch mask is true, gathered into one batch dim.
@@ -542,6 +554,11 @@ class TensorDictBase {
   // interpolation: linear, lower, higher, midpoint or nearest.
   TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
                       std::string_view interpolation = "linear") const;
+  // The max / min over one batch dim: (values, indices), as at::max(t, dim)
+  // and tensordict's max(dim=...) (whose named tuple has the same two
+  // tensordicts). max() and max(dims) above give the values only.
+  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const;
   // Cumulative max / min along batch dim `dim`: (values, indices), as
   // torch.cummax's named tuple.
   std::tuple<TensorDict, TensorDict> cummax(int64_t dim) const;
@@ -634,6 +651,11 @@ class TensorDictBase {
   // and replaces it by a memory-mapped view of its file; the tensordict moves
   // to the CPU and is locked.
   TensorDictBase& memmap_(const std::string& prefix, const MemmapOptions& options = {});
+  // tensordict's memmap_() without a prefix: every leaf moves into anonymous
+  // shared memory (a file created in /dev/shm, or the temp directory, and
+  // unlinked at once); the tensordict is locked and is_memmap(), with no
+  // saved_path(). Leaves already there stay.
+  TensorDictBase& memmap_();
   // A new memory-mapped copy written to `prefix`; this one is unchanged.
   TensorDict memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
   // Same structure, files of full size (zero-filled), no data copied.

@@ -2,6 +2,8 @@
 // with inferred batch sizes, merging, padding.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "tensordict/dense.h"
@@ -14,9 +16,24 @@ namespace tensordict {
 TensorDict make_tensordict(std::vector<TensorDict::Entry> entries, std::optional<std::vector<int64_t>> batch_size = std::nullopt,
                            std::optional<at::Device> device = std::nullopt, std::optional<int64_t> batch_dims = std::nullopt);
 
-// One tensordict with every entry of `tds` (later ones win), with the first's
-// batch size.
-TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds);
+// Combines the tensors found at one key in every tensordict (given in order).
+using MergeCallback = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+
+// tensordict's merge_tensordicts: one tensordict with every leaf of `tds`,
+// the first's batch size, names and device (and its nested structure). A key
+// takes the value of the first tensordict that has it, unless it is a tensor
+// in every tensordict and a callback applies (`callback_exist`, for every
+// key, or the one given for that key), which then combines the values.
+// std::invalid_argument for fewer than two tensordicts.
+TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const MergeCallback& callback_exist = nullptr);
+TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const std::map<NestedKey, MergeCallback>& callback_exist);
+
+// tensordict's torch.stack / torch.cat with out=: the result is written into
+// `out`'s existing tensors (their storage kept; out may be locked), which
+// must hold every key of the result (a KeyError names one that is missing)
+// and have its batch size. Returns `out`.
+TensorDictBase& stack_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+TensorDictBase& cat_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim = 0);
 
 // Pads the batch dims with `value`: pad_size is (dim0_before, dim0_after,
 // dim1_before, ...) from the first batch dim on; negative sizes crop.

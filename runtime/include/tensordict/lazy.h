@@ -11,6 +11,7 @@
 // through dense results.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tensordict/dense.h"
@@ -19,7 +20,12 @@ namespace tensordict {
 
 class LazyStackedTensorDict : public TensorDictBase {
  public:
-  LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim = 0);
+  // With no tensordicts, an empty stack (batch size `batch_size` with 0
+  // inserted at `stack_dim`, on `device`) that append() fills; with some,
+  // `batch_size`, if given, must be theirs.
+  LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts = {}, int64_t stack_dim = 0,
+                        std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+                        std::optional<at::Device> device = std::nullopt);
   // Views `td` as a lazy stack; std::invalid_argument if it is another kind.
   explicit LazyStackedTensorDict(const TensorDictBase& td);
 
@@ -27,6 +33,10 @@ class LazyStackedTensorDict : public TensorDictBase {
   const std::vector<TensorDictBase>& tensordicts() const;
   // Per member, its keys (at the first level) that not every member has.
   std::vector<std::vector<std::string>> exclusive_keys() const;
+
+  using TensorDictBase::contains;
+  // Whether `td` is one of the members (the same object, as tensordict's `in`).
+  bool contains(const TensorDictBase& td) const;
 
   // The members' tensors at `key`, unstacked (their shapes may differ).
   std::vector<at::Tensor> get_list(const NestedKey& key) const;
@@ -63,9 +73,16 @@ class LazyStackedTensorDict : public TensorDictBase {
   LazyStackedTensorDict restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;
 };
 
-// tensordict's lazy_stack.
+// tensordict's lazy_stack; std::invalid_argument for no tensordict.
 LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
-// A dense stack when every member has the same keys and shapes, else lazy.
+// tensordict's maybe_dense_stack, level by level: a level whose members have
+// the same keys and tensor shapes is stacked densely (its nested tensordicts
+// stacked the same way, lazy stacks of as many members member by member),
+// any other level lazily.
 TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+// tensordict's dense_stack_tds: maybe_dense_stack of a lazy stack's members
+// (along its stack dim) or of `tds`; another kind is returned as it is.
+TensorDictBase dense_stack_tds(const TensorDictBase& td);
+TensorDictBase dense_stack_tds(const std::vector<TensorDictBase>& tds, int64_t dim);
 
 }  // namespace tensordict

@@ -58,7 +58,7 @@ at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs
   if (addr == MAP_FAILED) {
     throw std::runtime_error(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
   }
-  auto* mapping = new Mapping{addr, length, fs::absolute(path)};
+  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path)};
   return at::for_blob(addr, shape)
       .context(mapping, &release_mapping)
       .options(at::TensorOptions().dtype(dtype).device(at::kCPU))
@@ -124,11 +124,51 @@ at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef s
   return wrap(f.fd, true, true, need, path, dtype, shape);
 }
 
-std::optional<fs::path> mapped_path(const at::Tensor& tensor) {
-  if (!tensor.defined() || !tensor.has_storage()) return std::nullopt;
+namespace {
+const Mapping* mapping_of(const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) return nullptr;
   const auto& data_ptr = tensor.storage().data_ptr();
-  if (data_ptr.get_deleter() != &release_mapping) return std::nullopt;
-  return static_cast<const Mapping*>(data_ptr.get_context())->path;
+  if (data_ptr.get_deleter() != &release_mapping) return nullptr;
+  return static_cast<const Mapping*>(data_ptr.get_context());
+}
+}  // namespace
+
+std::optional<fs::path> mapped_path(const at::Tensor& tensor) {
+  const Mapping* mapping = mapping_of(tensor);
+  if (!mapping || mapping->path.empty()) return std::nullopt;
+  return mapping->path;
+}
+
+at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape) {
+  const fs::path label("anonymous shared memory");
+  const std::size_t need = byte_size(shape, dtype, label);
+  if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
+  // tensordict's _FileHandler: /dev/shm when it takes the size, else the
+  // temp directory; the name is gone at once, the mapping keeps the memory.
+  std::string error;
+  for (const fs::path& dir : {fs::path("/dev/shm"), fs::temp_directory_path()}) {
+    std::string name = (dir / fmt::format("tensordict-{}-XXXXXX", ::getpid())).string();
+    Fd f;
+    f.fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (f.fd < 0) {
+      error = fmt::format("cannot create a file in {}: {}", dir.string(), std::strerror(errno));
+      continue;
+    }
+    ::unlink(name.c_str());
+    // posix_fallocate reserves the pages, so a full /dev/shm fails here rather
+    // than with SIGBUS on the first write.
+    if (const int rc = ::posix_fallocate(f.fd, 0, static_cast<off_t>(need)); rc != 0) {
+      error = fmt::format("cannot reserve {} bytes in {}: {}", need, dir.string(), std::strerror(rc));
+      continue;
+    }
+    return wrap(f.fd, true, true, need, fs::path(), dtype, shape);
+  }
+  throw std::runtime_error(fmt::format("memmap_: no shared memory for a tensor of shape {}: {}", shape_string(shape), error));
+}
+
+bool is_anonymous_mapping(const at::Tensor& tensor) {
+  const Mapping* mapping = mapping_of(tensor);
+  return mapping && mapping->path.empty();
 }
 
 }  // namespace tensordict::detail::memmap

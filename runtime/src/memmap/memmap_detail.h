@@ -101,8 +101,12 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
 // Creates (or with existsok reuses) `path` sized for the tensor and maps it
 // shared; the contents are zero for a new file.
 at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok);
-// The file a tensor's storage maps; nullopt for ordinary memory.
+// The file a tensor's storage maps; nullopt for ordinary memory and
+// anonymous mappings.
 std::optional<fs::path> mapped_path(const at::Tensor& tensor);
+// A tensor in shared memory that no name reaches (memmap_() without a prefix).
+at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape);
+bool is_anonymous_mapping(const at::Tensor& tensor);
 
 // ---- meta.json (meta.cpp) -----------------------------------------------------------
 inline constexpr std::string_view kTensorDictType = "<class 'tensordict._td.TensorDict'>";
@@ -124,7 +128,8 @@ Json leaf_entry(const at::Tensor& tensor);
 std::string device_string(std::optional<at::Device> device);
 
 // ---- memmap state and writing (write.cpp) -------------------------------------------
-// Records that `impl` is memory-mapped at `dir` (is_memmap, saved_path).
+// Records that `impl` is memory-mapped at `dir` (is_memmap, saved_path; an
+// empty `dir`: anonymous shared memory, no saved path).
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir);
 
 enum class Mode { InPlace, Copy, Like };

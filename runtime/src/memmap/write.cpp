@@ -80,7 +80,7 @@ void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path&
     std::erase_if(s, [](const auto& kv) { return kv.second.impl.expired(); });
     sweep_at = std::max<std::size_t>(64, 2 * s.size());
   }
-  s[impl.get()] = MemmapState{impl, fs::absolute(dir)};
+  s[impl.get()] = MemmapState{impl, dir.empty() ? dir : fs::absolute(dir)};
 }
 
 // ---- writer -----------------------------------------------------------------------
@@ -611,7 +611,7 @@ bool TensorDictBase::is_memmap() const { return state_of(impl_.get()).has_value(
 
 std::optional<std::string> TensorDictBase::saved_path() const {
   auto dir = state_of(impl_.get());
-  if (!dir) return std::nullopt;
+  if (!dir || dir->empty()) return std::nullopt;
   return dir->string();
 }
 

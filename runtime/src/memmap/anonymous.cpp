@@ -1,0 +1,62 @@
+// memmap_() without a prefix: the leaves move into anonymous shared memory
+// (tensordict's MemoryMappedTensor.from_tensor(filename=None)).
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+#include "../format.h"
+#include "../lazy_impl.h"
+#include "memmap_detail.h"
+
+namespace tensordict {
+
+namespace {
+
+// Moves every tensor leaf of `impl`'s tree into shared memory and marks each
+// level memory-mapped with no path. A lazy stack's members are mapped where
+// they are.
+void map_level(const std::shared_ptr<TensorDictImpl>& impl) {
+  if (const auto* lazy = dynamic_cast<const detail::LazyStackedImpl*>(impl.get())) {
+    for (const auto& member : lazy->members()) map_level(member.impl());
+    detail::memmap::mark_memmapped(impl, {});
+    return;
+  }
+  std::vector<std::pair<std::string, Value>> moved;
+  impl->for_each([&](const std::string& key, const Value& value) {
+    if (value.is_tensordict()) {
+      map_level(value.impl());
+    } else if (value.is_tensor() && !detail::memmap::is_anonymous_mapping(value.tensor())) {
+      const at::Tensor& t = value.tensor();
+      at::Tensor shared = detail::memmap::map_anonymous(t.scalar_type(), t.sizes());
+      shared.copy_(t);
+      moved.emplace_back(key, Value(std::move(shared)));
+    }
+  });
+  for (auto& [key, value] : moved) impl->insert(key, std::move(value));
+  impl->set_meta(impl->batch_size().vec(), at::Device(at::kCPU), impl->names());
+  detail::memmap::mark_memmapped(impl, {});
+}
+
+}  // namespace
+
+TensorDictBase& TensorDictBase::memmap_() {
+  // The leaves of these kinds live elsewhere (the source, the file): they
+  // cannot be replaced by shared memory (tensordict's messages).
+  if (type_name() == "_SubTensorDict") {
+    throw std::invalid_argument("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
+  }
+  if (type_name() == "PersistentTensorDict") {
+    throw std::invalid_argument("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
+  }
+  for (const auto& [key, value] : items(true, true)) {  // checked first: a refusal changes nothing
+    if (value.is_tensor() && value.tensor().is_nested()) {
+      throw std::invalid_argument(
+          fmt::format("memmap_: key {} is a nested tensor, which has no shared-memory form here", key.repr()));
+    }
+  }
+  map_level(impl_);
+  impl_->set_consolidated_storage(at::Tensor());
+  return lock_();
+}
+
+}  // namespace tensordict
