@@ -9,9 +9,12 @@ namespace tensordict {
 
 namespace {
 
+// Casts and copies treat every element alone (OpKind::Leafwise): a nested
+// lazy stack is copied member by member; contiguous() stacks it.
 TensorDict same_batch(const TensorDictBase& td, std::optional<at::Device> device,
-                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, detail::OpKind::Value, fn, op)));
+                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                      detail::OpKind kind = detail::OpKind::Leafwise) {
+  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, kind, fn, op)));
 }
 
 }  // namespace
@@ -41,7 +44,7 @@ TensorDict TensorDictBase::detach() const {
 }
 
 TensorDict TensorDictBase::contiguous() const {
-  return same_batch(*this, device(), [](const at::Tensor& t) { return t.contiguous(); }, "contiguous");
+  return same_batch(*this, device(), [](const at::Tensor& t) { return t.contiguous(); }, "contiguous", detail::OpKind::Value);
 }
 
 bool TensorDictBase::is_shared() const {

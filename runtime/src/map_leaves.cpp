@@ -81,26 +81,42 @@ struct Mapper {
   // A nested lazy stack whose stack dim lies past the source's batch dims:
   // the op reaches the same leading dims of every member, so it runs member
   // by member and the result stays a lazy stack, as in tensordict (whose
-  // members may hold keys and shapes that no dense stack could). Null when
-  // the op also spans the stack dim (the lazy stack is then stacked).
+  // members may hold keys and shapes that no dense stack could). A leafwise
+  // op that keeps the batch size does so across the stack dim too. Null
+  // otherwise (the lazy stack is then stacked).
   const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
     auto lazy = dynamic_cast<const LazyStackedImpl*>(&level);
-    if (!lazy || static_cast<std::size_t>(lazy->stack_dim()) < source_dims) return nullptr;
+    if (!lazy) return nullptr;
     const bool keeps_dims = std::all_of(metas.begin(), metas.end(), [](const PieceMeta& m) { return m.keep_nested_dims; });
-    return keeps_dims ? lazy : nullptr;
+    if (!keeps_dims) return nullptr;
+    if (static_cast<std::size_t>(lazy->stack_dim()) >= source_dims) return lazy;
+    const auto source_batch = level.batch_size().slice(0, source_dims);
+    const bool keeps_batch = std::all_of(metas.begin(), metas.end(), [&](const PieceMeta& m) { return m.batch_size == source_batch; });
+    return kind == OpKind::Leafwise && keeps_batch ? lazy : nullptr;
   }
 
   std::vector<TensorDictBase> run_members(const LazyStackedImpl& lazy) {
     const std::size_t n = metas.size();
+    // Inside the source's batch (a leafwise op): every member keeps its own
+    // batch size and names, and the stack dim stays where it is.
+    const bool inside = static_cast<std::size_t>(lazy.stack_dim()) < source_dims;
     std::vector<std::vector<TensorDictBase>> members(n);
     for (const auto& member : lazy.members()) {
-      auto results = run(*member.impl(), nested_metas(*member.impl()));
+      const TensorDictImpl& m = *member.impl();
+      std::vector<std::shared_ptr<DenseImpl>> results;
+      if (inside) {  // the member is the source of its own walk
+        const std::vector<PieceMeta> same(n, PieceMeta{m.batch_size().vec(), m.names()});
+        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), path};
+        results = walk.run(m, same);
+      } else {
+        results = run(m, nested_metas(m));
+      }
       for (std::size_t i = 0; i < n; ++i) members[i].emplace_back(std::move(results[i]));
     }
     const auto past_source = lazy.stack_dim() - static_cast<int64_t>(source_dims);
     std::vector<TensorDictBase> out;
     for (std::size_t i = 0; i < n; ++i) {
-      const auto stack_dim = static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
+      const auto stack_dim = inside ? lazy.stack_dim() : static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
       out.emplace_back(std::make_shared<LazyStackedImpl>(std::move(members[i]), stack_dim, lazy.stack_dim_name()));
     }
     return out;

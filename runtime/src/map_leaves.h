@@ -35,7 +35,12 @@ using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
 // leaves non-tensor data as it is.
 // A fold (reductions, padding) mixes or invents batch elements: it keeps
 // single non-tensor values and refuses stacks, whose elements it cannot carry.
-enum class OpKind { Batch, Value, Fold };
+// A leafwise op is a value op whose fn treats every element alone (casts,
+// copies, pointwise math, a user's apply, which tensordict runs per member):
+// a nested lazy stack then runs it member by member even when its stack dim
+// lies inside the source's batch dims, so members of different shapes stay
+// lazy.
+enum class OpKind { Batch, Value, Leafwise, Fold };
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
                                                    std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op);

@@ -29,14 +29,22 @@ namespace {
 
 TensorDict wrap(std::shared_ptr<TensorDictImpl> impl) { return TensorDict(TensorDictBase(std::move(impl))); }
 
-TensorDict unary(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
-  return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), OpKind::Value, fn, op));
+// Pointwise by default (OpKind::Leafwise); ops whose fn depends on where the
+// batch dims are (softmax over a batch dim, a batch-shaped mask or operand)
+// pass OpKind::Value.
+TensorDict unary(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                 OpKind kind = OpKind::Leafwise) {
+  return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op));
 }
 
-TensorDict binary(const TensorDictBase& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op) {
+// `pointwise`: fn itself ignores the batch layout (where's batch-shaped
+// condition does not); with a scalar operand the op is then leafwise.
+TensorDict binary(const TensorDictBase& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
+                  bool pointwise = true) {
   if (const TensorDictBase* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
   const at::Tensor t = other.tensor();
-  return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op);
+  const OpKind kind = pointwise && t.dim() == 0 ? OpKind::Leafwise : OpKind::Value;
+  return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op, kind);
 }
 
 void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
@@ -73,7 +81,8 @@ TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<i
                                  std::optional<Names> names) const {
   detail::PieceMeta meta{batch_size ? *batch_size : this->batch_size().vec(), names ? *names : Names{}};
   if (!batch_size && !names) meta.names = this->names();
-  auto out = wrap(detail::map_leaves(*impl_, meta, device(), OpKind::Value, [&](const at::Tensor& t) { return fn(t); }, "apply"));
+  // tensordict runs a lazy stack's apply per member: Leafwise.
+  auto out = wrap(detail::map_leaves(*impl_, meta, device(), OpKind::Leafwise, [&](const at::Tensor& t) { return fn(t); }, "apply"));
   // filter_empty: drop undefined results, then nested levels they emptied.
   // A lazy stack is pruned member by member (its members may not stack).
   auto prune = [](auto&& self, TensorDictBase level) -> bool {
@@ -143,7 +152,8 @@ TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
 TensorDict TensorDictBase::softmax(int64_t dim, std::optional<at::ScalarType> dtype) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "softmax");
   // c10::optional: a distinct type before libtorch 2.x
-  return unary(*this, [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); }, "softmax");
+  return unary(*this, [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); }, "softmax",
+               OpKind::Value);
 }
 
 // ---- unary ops ------------------------------------------------------------------
@@ -341,11 +351,12 @@ TensorDict TensorDictBase::where(const Operand& condition, const Operand& other,
   // With a pad, a key of self only reads where(c, self, pad) and one of
   // `other` only where(c, pad, other): tensordict's where(~c, other, pad).
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::where(expand_right(c, a), a, b); },
-                missing, "where");
+                missing, "where", /*pointwise=*/false);
 }
 
 TensorDict TensorDictBase::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
-  return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(expand_right(mask, t), value); }, "masked_fill");
+  return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(expand_right(mask, t), value); }, "masked_fill",
+               OpKind::Value);
 }
 
 TensorDictBase& TensorDictBase::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {

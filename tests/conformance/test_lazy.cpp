@@ -136,9 +136,10 @@ TEST_CASE("apply_ and apply with another tensordict go member by member (test_la
   TensorDict td1({{"common", at::ones({3}) * 2}}, {3});
   td1.set({"a", "b", "c"}, at::ones({3, 5}) * 2);
   const TensorDict td({{"parent", tensordict::lazy_stack({td0, td1}, 0)}}, {2});
-  // (tensordict pairs it with td.clone(); here a nested lazy stack whose stack
-  // dim lies inside its parent's batch is stacked by the parent's copies.)
-  const TensorDict applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, td);
+  // The stack dim lies inside the parent's batch: clone() copies member by member.
+  const TensorDict copy = td.clone();
+  CHECK(is_lazy(copy.get_td("parent")));
+  const TensorDict applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, copy);
   const auto abc = LazyStackedTensorDict(applied.get_td({"parent", "a", "b"}));
   CHECK((abc.tensordicts()[0].get("c") == 2).all().item<bool>());
   CHECK((abc.tensordicts()[1].get("c") == 4).all().item<bool>());
@@ -325,14 +326,9 @@ TEST_CASE("dense_stack_tds stacks the outer level densely and keeps heterogeneou
       TensorDict td1({{"a", at::zeros({5, 6, 4})}, {"b", at::zeros({5, 6, 2})}}, batch);
       const LazyStackedTensorDict td_lazy = tensordict::lazy_stack({td0, td1}, nested_stack_dim);
       const TensorDict container({{"lazy", td_lazy}}, td_lazy.batch_size());
-      // tensordict clones the container and adds one; a clone of a lazy stack
-      // inside its parent's batch dims is not lazy here yet, so the members
-      // are built directly (see the README's lazy stack notes).
-      const TensorDict container_plus_one(
-          {{"lazy", tensordict::lazy_stack({td0.apply([](const at::Tensor& t) { return t + 1; }),
-                                            td1.apply([](const at::Tensor& t) { return t + 1; })},
-                                           nested_stack_dim)}},
-          td_lazy.batch_size());
+      TensorDict container_plus_one = container.clone();
+      container_plus_one.apply_([](const at::Tensor& t) { return t + 1; });
+      CHECK(is_lazy(container_plus_one.get_td("lazy")));
       const LazyStackedTensorDict td_stack = tensordict::lazy_stack({container, container_plus_one}, stack_dim);
       CHECK(td_stack.stack_dim() == stack_dim);
       const TensorDictBase dense = tensordict::dense_stack_tds(td_stack);
@@ -361,4 +357,42 @@ TEST_CASE("dense_stack_tds stacks the outer level densely and keeps heterogeneou
   // Another kind is returned as it is.
   const TensorDict plain({{"a", at::zeros({2})}}, {2});
   CHECK(tensordict::dense_stack_tds(plain).impl() == plain.impl());
+}
+
+TEST_CASE("copies, casts, apply and pointwise math run member by member across a nested lazy stack's dim inside the batch "
+          "(test_lazy.py::test_stack_apply, _lazy.py apply)",
+          "[conformance][test_lazy.py]") {
+  TensorDict m0({{"x", at::ones({3})}}, {});
+  TensorDict m1({{"x", at::full({2}, 2.0)}, {"y", at::zeros({1})}}, {});
+  const TensorDict td({{"lazy", tensordict::lazy_stack({m0, m1})}, {"d", at::ones({2, 4})}}, {2});
+  // Each result keeps "lazy" a stack along dim 0 of members whose x is
+  // fn(1) and fn(2), and member 1 keeps its own key.
+  auto check = [](const TensorDict& r, double x0, double x1, at::ScalarType dtype) {
+    REQUIRE(is_lazy(r.get_td("lazy")));
+    const LazyStackedTensorDict lazy(r.get_td("lazy"));
+    CHECK(lazy.stack_dim() == 0);
+    CHECK(lazy.tensordicts()[0].get("x").equal(at::full({3}, x0, dtype)));
+    CHECK(lazy.tensordicts()[1].get("x").equal(at::full({2}, x1, dtype)));
+    CHECK(lazy.tensordicts()[1].contains("y"));
+    CHECK(r.get("d").scalar_type() == dtype);
+  };
+  check(td.clone(), 1, 2, at::kFloat);
+  check(td.clone(false), 1, 2, at::kFloat);
+  check(td.detach(), 1, 2, at::kFloat);
+  check(td.to(at::kDouble), 1, 2, at::kDouble);
+  check(td.apply([](const at::Tensor& t) { return t * 3; }), 3, 6, at::kFloat);
+  check(td.neg(), -1, -2, at::kFloat);
+  check(td + 1, 2, 3, at::kFloat);
+  check(td.pow(2), 1, 4, at::kFloat);
+  check(td.clamp(0.0, 1.5), 1, 1.5, at::kFloat);
+  // A copy owns its members' tensors.
+  const TensorDict copy = td.clone();
+  LazyStackedTensorDict(copy.get_td("lazy")).tensordicts()[0].get("x").fill_(9);
+  CHECK(m0.get("x").equal(at::ones({3})));
+  // clone(false) shares them.
+  const TensorDict shallow = td.clone(false);
+  CHECK(LazyStackedTensorDict(shallow.get_td("lazy")).tensordicts()[0].get("x").data_ptr() == m0.get("x").data_ptr());
+  // A batch-shaped operand depends on where the stack dim is: the lazy stack
+  // is stacked, which its members' shapes refuse, naming the key.
+  CHECK_THROWS_WITH(td * at::ones({2}), Catch::Contains("cannot stack key 'x'"));
 }
