@@ -3,7 +3,9 @@
 #pragma once
 
 #include "tensordict/nn/distributions.h"
+#include "tensordict/nn/function.h"
 #include "tensordict/nn/module.h"
+#include "tensordict/nn/module_base.h"
 #include "tensordict/nn/params.h"
 #include "tensordict/nn/probabilistic.h"
 #include "tensordict/nn/sequential.h"

@@ -10,6 +10,7 @@
 
 #include "tensordict/nn/distributions.h"
 #include "tensordict/nn/probabilistic.h"
+#include "text.h"
 
 namespace tensordict::nn {
 
@@ -397,11 +398,6 @@ Keys values_of(const DistributionKeys& keys) {
   for (const auto& [name, key] : keys.map()) out.push_back(key);
   return out;
 }
-std::string keys_repr(const Keys& keys) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
-  return out + "]";
-}
 }  // namespace
 
 ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(DistributionKeys in_keys, Keys out_keys,
@@ -444,12 +440,21 @@ at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& di
   throw std::logic_error("dist_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
 }
 
-TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
-  return run(td, out, /*requires_sample=*/true);
+TensorDictBase ProbabilisticTensorDictModuleImpl::run_impl(const TensorDictBase& td,
+                                                           const std::optional<TensorDictBase>& out) {
+  return sample_into(td, out, /*requires_sample=*/true);
 }
 
-TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td, const std::optional<TensorDictBase>& out,
-                                                      bool requires_sample) {
+TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td,
+                                                      const std::optional<TensorDictBase>& out, bool requires_sample) {
+  return run_selecting(td, out, [&](const TensorDictBase& t, const std::optional<TensorDictBase>& o) {
+    return sample_into(t, o, requires_sample);
+  });
+}
+
+TensorDictBase ProbabilisticTensorDictModuleImpl::sample_into(const TensorDictBase& td,
+                                                              const std::optional<TensorDictBase>& out,
+                                                              bool requires_sample) {
   TensorDictBase dest = out ? *out : td;
   const auto dist = get_dist(td);
   if (requires_sample) {
@@ -467,7 +472,7 @@ std::string ProbabilisticTensorDictModuleImpl::repr() const {
   std::string body = fmt::format(
       "distribution_class={},\ndefault_interaction_type={},\nreturn_log_prob={},\nin_keys={},\nout_keys={}",
       options_.distribution().name, to_string(options_.default_interaction_type()),
-      options_.return_log_prob() ? "True" : "False", keys_repr(in_keys_), keys_repr(out_keys_));
+      options_.return_log_prob() ? "True" : "False", text::keys_repr(in_keys_), text::keys_repr(out_keys()));
   std::string indented = "    ";
   for (char c : body) {
     indented += c;
@@ -478,32 +483,53 @@ std::string ProbabilisticTensorDictModuleImpl::repr() const {
 
 // ---- ProbabilisticTensorDictSequential -------------------------------------------
 
+ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules,
+                                                                             std::vector<std::string> names,
+                                                                             bool partial_tolerant,
+                                                                             const Keys& selected_out_keys)
+    : TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant, selected_out_keys) {
+  // The base constructor's assign() ran the base's hooks.
+  check_modules(modules_);
+  modules_changed();
+}
+
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules,
-                                                                             bool partial_tolerant)
-    : TensorDictSequentialImpl(std::move(modules), partial_tolerant) {
-  if (modules_.empty()) throw std::invalid_argument("ProbabilisticTensorDictSequential: no modules");
-  last_ = std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules_.back());
-  if (!last_) {
+                                                                             bool partial_tolerant,
+                                                                             Keys selected_out_keys)
+    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys) {}
+
+ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(NamedModules modules,
+                                                                             bool partial_tolerant,
+                                                                             Keys selected_out_keys)
+    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys) {}
+
+void ProbabilisticTensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
+  TensorDictSequentialImpl::check_modules(modules);
+  if (modules.empty()) throw std::invalid_argument("ProbabilisticTensorDictSequential: no modules");
+  if (!std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules.back())) {
     throw std::invalid_argument(fmt::format(
         "ProbabilisticTensorDictSequential: the last module must be a ProbabilisticTensorDictModule, got {}",
-        modules_.back()->type_name()));
+        modules.back()->type_name()));
   }
-  const auto det = std::vector<ModulePtr>(modules_.begin(), modules_.end() - 1);
-  const Keys det_out = compute_in_and_out_keys(det).second;
-  requires_sample_ = std::find(det_out.begin(), det_out.end(), last_->out_keys()[0]) == det_out.end();
+}
+
+void ProbabilisticTensorDictSequentialImpl::modules_changed() {
+  last_ = std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules_.back());
+  det_out_keys_ = compute_in_and_out_keys(std::vector<ModulePtr>(modules_.begin(), modules_.end() - 1)).second;
+  requires_sample_ = std::find(det_out_keys_.begin(), det_out_keys_.end(), last_->out_keys()[0]) == det_out_keys_.end();
+}
+
+TensorDictBase ProbabilisticTensorDictSequentialImpl::run_det(const TensorDictBase& td) {
+  InteractionTypeGuard guard(interaction_type().value_or(last_->default_interaction_type()));
+  TensorDictBase current = td;
+  for (std::size_t i = 0; i + 1 < modules_.size(); ++i) current = run_module(*modules_[i], current);
+  return current;
 }
 
 TensorDictBase ProbabilisticTensorDictSequentialImpl::get_dist_params(const TensorDictBase& td,
                                                                       const std::optional<TensorDictBase>& out) {
-  InteractionTypeGuard guard(interaction_type().value_or(last_->default_interaction_type()));
-  TensorDictBase current = td;
-  for (std::size_t i = 0; i + 1 < modules_.size(); ++i) current = run_module(*modules_[i], current);
-  if (out) {
-    TensorDictBase dest = *out;
-    dest.update(current);
-    return dest;
-  }
-  return current;
+  return run_into(td, out, det_out_keys_,
+                  [this](const TensorDictBase& t, const std::optional<TensorDictBase>&) { return run_det(t); });
 }
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::get_dist(const TensorDictBase& td) {
@@ -515,20 +541,19 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::build_dist_
   return last_->get_dist(td);
 }
 
-TensorDictBase ProbabilisticTensorDictSequentialImpl::run(const TensorDictBase& td,
-                                                          const std::optional<TensorDictBase>& out) {
-  TensorDictBase params = get_dist_params(td, out);
-  return last_->run(params, std::nullopt, requires_sample_);
+TensorDictBase ProbabilisticTensorDictSequentialImpl::execute(const TensorDictBase& td) {
+  return last_->run(run_det(td), std::nullopt, requires_sample_);
 }
 
 std::shared_ptr<TensorDictSequentialImpl> ProbabilisticTensorDictSequentialImpl::make_like(
-    std::vector<ModuleRef> modules) const {
-  // Pruned of its distribution, the chain is a plain sequence (tensordict
+    std::vector<ModulePtr> modules, std::vector<std::string> names) const {
+  // Without its distribution, the chain is a plain sequence (tensordict
   // raises here).
-  if (!std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules.back().ptr())) {
-    return TensorDictSequentialImpl::make_like(std::move(modules));
+  if (modules.empty() || !std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules.back())) {
+    return TensorDictSequentialImpl::make_like(std::move(modules), std::move(names));
   }
-  return std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant_);
+  return std::shared_ptr<TensorDictSequentialImpl>(
+      new ProbabilisticTensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}));
 }
 
 }  // namespace tensordict::nn

@@ -79,7 +79,7 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
 
   ProbabilisticTensorDictModuleImpl(DistributionKeys in_keys, Keys out_keys, ProbabilisticOptions options = {});
 
-  TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+  using TensorDictModuleBase::run;
   // requires_sample false: the value is already at out_keys[0]; only the
   // log-probability is written (when asked for).
   TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out, bool requires_sample);
@@ -95,7 +95,13 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   // The value for `type` (nullopt: the default type).
   at::Tensor dist_sample(const Distribution& dist, std::optional<InteractionType> type) const;
 
+ protected:
+  TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+
  private:
+  // Writes the value (and log-probability) into `out`, else into `td`.
+  TensorDictBase sample_into(const TensorDictBase& td, const std::optional<TensorDictBase>& out, bool requires_sample);
+
   DistributionKeys dist_keys_;
   ProbabilisticOptions options_;
 };
@@ -112,31 +118,46 @@ class ProbabilisticTensorDictModule : public TensorDictModuleHolder<Probabilisti
 };
 
 // A sequence ending in a ProbabilisticTensorDictModule (std::invalid_argument
-// otherwise). The modules before it run under the last module's default
-// interaction type unless one is set; when an earlier module already
-// produces the last module's out_key, that value is kept and only its
-// log-probability is computed. select_subsequence keeps this class when the
-// probabilistic module survives the pruning, else gives a plain
+// otherwise, also from set/erase). The modules before it run under the last
+// module's default interaction type unless one is set; when an earlier module
+// already produces the last module's out_key, that value is kept and only its
+// log-probability is computed. select_subsequence and slice keep this class
+// when the probabilistic module survives, else give a plain
 // TensorDictSequential (where tensordict raises).
 class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
  public:
-  explicit ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false);
+  explicit ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false,
+                                                 Keys selected_out_keys = {});
+  explicit ProbabilisticTensorDictSequentialImpl(NamedModules modules, bool partial_tolerant = false,
+                                                 Keys selected_out_keys = {});
 
-  TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
   std::string_view type_name() const override { return "ProbabilisticTensorDictSequential"; }
 
-  // Runs every module but the last (the distribution's parameters).
+  // Runs every module but the last (the distribution's parameters); with
+  // `out`, on a shallow copy of `td`, writing only their out_keys into `out`.
   TensorDictBase get_dist_params(const TensorDictBase& td, const std::optional<TensorDictBase>& out = std::nullopt);
   std::shared_ptr<Distribution> get_dist(const TensorDictBase& td);
   std::shared_ptr<Distribution> build_dist_from_params(const TensorDictBase& td) const;
   ProbabilisticTensorDictModuleImpl& last() const { return *last_; }
 
  protected:
-  std::shared_ptr<TensorDictSequentialImpl> make_like(std::vector<ModuleRef> modules) const override;
+  ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
+                                        bool partial_tolerant, const Keys& selected_out_keys);
+
+  TensorDictBase execute(const TensorDictBase& td) override;
+  void check_modules(const std::vector<ModulePtr>& modules) const override;
+  void modules_changed() override;
+  std::shared_ptr<TensorDictSequentialImpl> make_like(std::vector<ModulePtr> modules,
+                                                      std::vector<std::string> names) const override;
 
  private:
+  // Runs the modules before the last on `td`.
+  TensorDictBase run_det(const TensorDictBase& td);
+
   std::shared_ptr<ProbabilisticTensorDictModuleImpl> last_;
-  bool requires_sample_;
+  // The out_keys of the modules before the last.
+  Keys det_out_keys_;
+  bool requires_sample_ = true;
 };
 
 class ProbabilisticTensorDictSequential : public TensorDictModuleHolder<ProbabilisticTensorDictSequentialImpl> {
@@ -145,8 +166,13 @@ class ProbabilisticTensorDictSequential : public TensorDictModuleHolder<Probabil
   ProbabilisticTensorDictSequential(std::nullptr_t) : Holder(nullptr) {}
   ProbabilisticTensorDictSequential(std::shared_ptr<ProbabilisticTensorDictSequentialImpl> impl)
       : Holder(std::move(impl)) {}
-  ProbabilisticTensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false)
-      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant)) {}
+  ProbabilisticTensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false,
+                                    Keys selected_out_keys = {})
+      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant,
+                                                                       std::move(selected_out_keys))) {}
+  ProbabilisticTensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {})
+      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant,
+                                                                       std::move(selected_out_keys))) {}
 };
 
 }  // namespace tensordict::nn

@@ -1,0 +1,160 @@
+// TensorDictModuleBase: what every tensordict module shares (in_keys,
+// out_keys and their selection, the calling conventions), ModuleRef and the
+// holder template (tensordict.nn.TensorDictModuleBase).
+//
+// Part of tensorclass::nn (<tensordict/nn.h>), the only place where
+// torch/nn headers are included.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <concepts>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "tensordict/base.h"
+#include "tensordict/dense.h"
+#include "tensordict/key.h"
+
+namespace tensordict::nn {
+
+using Keys = std::vector<NestedKey>;
+
+// Python's NotImplementedError (e.g. a distribution without a closed-form mean).
+class NotImplementedError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// The base of every tensordict module: a torch::nn::Module (parameters(),
+// to(), train()/eval(), torch::save work as for any module) with in_keys and
+// out_keys. Call it with a tensordict (returns the tensordict written into) or
+// with tensors in in_keys order (tensordict's dispatch: returns the out_keys'
+// tensors, in order).
+class TensorDictModuleBase : public torch::nn::Module {
+ public:
+  const Keys& in_keys() const { return in_keys_; }
+  // The keys the module writes: the selected ones after select_out_keys.
+  const Keys& out_keys() const { return selected_out_keys_ ? *selected_out_keys_ : out_keys_; }
+  // Every key the module computes, whatever the selection (tensordict's
+  // out_keys_source).
+  const Keys& out_keys_source() const { return out_keys_; }
+
+  // tensordict's select_out_keys(*keys): from now on only `keys` (a subset of
+  // out_keys()) are written; the other outputs are computed and dropped. The
+  // modules run on a shallow copy of the input, then the selected keys and
+  // the input's own leaves are written back, so the input keeps every key it
+  // had (tensordict's TensorDictModule also deletes the input's keys that are
+  // neither in_keys nor selected). Returns this module.
+  TensorDictModuleBase& select_out_keys(const Keys& keys);
+  // Undoes select_out_keys. Returns this module.
+  TensorDictModuleBase& reset_out_keys();
+
+  // Runs the module on `td`, writing into `td` (or into `out` when given) and
+  // returning the tensordict written into.
+  TensorDictBase forward(const TensorDictBase& td) { return run(td, std::nullopt); }
+  TensorDictBase forward(const TensorDictBase& td, const TensorDictBase& out) { return run(td, out); }
+  // The tensor-call form: module(x, y) with one tensor per in_key returns the
+  // tensors written at out_keys ("_" excluded), in order.
+  template <class... T>
+  requires(std::same_as<std::decay_t<T>, at::Tensor>&&...) std::vector<at::Tensor> forward(const T&... tensors) {
+    return forward_tensors({tensors...});
+  }
+  std::vector<at::Tensor> forward_tensors(const std::vector<at::Tensor>& tensors);
+
+  // forward() with the output tensordict optional; applies the selection
+  // around run_impl.
+  TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out);
+
+  // The class name tensordict prints ("TensorDictModule").
+  virtual std::string_view type_name() const = 0;
+  // tensordict's repr.
+  virtual std::string repr() const;
+  void pretty_print(std::ostream& stream) const override { stream << repr(); }
+
+  // The device of the first parameter, cpu when there is none (tensordict's
+  // `device` property).
+  at::Device device() const;
+
+ protected:
+  // An implementation: writes into `out` when given, else into the
+  // tensordict it runs on, and returns the tensordict written into.
+  using Body = std::function<TensorDictBase(const TensorDictBase&, const std::optional<TensorDictBase>&)>;
+
+  TensorDictModuleBase(Keys in_keys, Keys out_keys);
+
+  // The implementation every kind provides: computes every key of
+  // out_keys_source().
+  virtual TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) = 0;
+  // Throws when `keys` may not be selected. tensordict's TensorDictModuleBase
+  // rule: a single key must be one of out_keys() (std::invalid_argument,
+  // "Can't select non existent key: ..."), several keys too
+  // (std::runtime_error, "Some keys are not part of the module out_keys.").
+  virtual void check_selection(const Keys& keys) const;
+  // run() for any implementation: `body` as is without a selection; with
+  // one, `body` runs on a shallow copy of `td` and the selected keys go to
+  // `out` (run_into), or, without `out`, back into `td` with the values the
+  // modules gave `td`'s own leaves (tensordict's sequence.py:660-673).
+  TensorDictBase run_selecting(const TensorDictBase& td, const std::optional<TensorDictBase>& out, const Body& body);
+  // tensordict's tensordict_out rule for a chain: with `out`, `body` runs on a
+  // shallow copy of `td` (which keeps its keys) and only `keys` are written
+  // into `out`; without, `body` runs on `td`.
+  static TensorDictBase run_into(const TensorDictBase& td, const std::optional<TensorDictBase>& out, const Keys& keys,
+                                 const Body& body);
+  // Throws a KeyError naming this module and the in_keys `td` lacks.
+  void check_inputs(const TensorDictBase& td, const Keys& keys) const;
+
+  Keys in_keys_;
+  // Every key computed (out_keys_source()).
+  Keys out_keys_;
+  // The keys select_out_keys kept, if it was called.
+  std::optional<Keys> selected_out_keys_;
+};
+
+using ModulePtr = std::shared_ptr<TensorDictModuleBase>;
+
+// Prints repr(): `std::cout << module` (or a holder) reads like tensordict.
+std::ostream& operator<<(std::ostream& os, const TensorDictModuleBase& module);
+
+// A reference to any tensordict module: a holder (TensorDictModule,
+// TensorDictSequential, ...) or a shared_ptr to an implementation.
+class ModuleRef {
+ public:
+  template <class T>
+  requires std::derived_from<T, TensorDictModuleBase> ModuleRef(std::shared_ptr<T> module) : ptr_(std::move(module)) {}
+  template <class T>
+  requires std::derived_from<T, TensorDictModuleBase> ModuleRef(const torch::nn::ModuleHolder<T>& holder)
+      : ptr_(holder.ptr()) {}
+
+  const ModulePtr& ptr() const { return ptr_; }
+
+ private:
+  ModulePtr ptr_;
+};
+
+// The holder of a tensordict module (like torch::nn::Linear for LinearImpl):
+// module(td), module(td, out), module(x, y) call forward; module->... reaches
+// the implementation.
+template <class Impl>
+class TensorDictModuleHolder : public torch::nn::ModuleHolder<Impl> {
+ public:
+  using torch::nn::ModuleHolder<Impl>::ModuleHolder;
+
+  TensorDictBase operator()(const TensorDictBase& td) { return this->get()->forward(td); }
+  TensorDictBase operator()(const TensorDictBase& td, const TensorDictBase& out) {
+    return this->get()->forward(td, out);
+  }
+  template <class... T>
+  requires(std::same_as<std::decay_t<T>, at::Tensor>&&...) std::vector<at::Tensor>
+  operator()(const T&... tensors) { return this->get()->forward_tensors({tensors...}); }
+};
+
+}  // namespace tensordict::nn
