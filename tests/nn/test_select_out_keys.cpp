@@ -1,17 +1,6 @@
 // select_out_keys / reset_out_keys on TensorDictModule and
 // TensorDictSequential, and the output-tensordict form of a sequence.
-#include <torch/torch.h>
-#include <catch2/catch.hpp>
-
-#include <tensordict/nn.h>
-
-#include "../message_of.h"
-
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::TensorDictBase;
-namespace tnn = tensordict::nn;
-using td_test::message_of;
+#include "nn_test.h"
 
 namespace {
 

@@ -1,18 +1,6 @@
 // TensorDictSequential as a container: indexing, slicing, set/erase, named
 // modules.
-#include <torch/torch.h>
-#include <catch2/catch.hpp>
-
-#include <tensordict/nn.h>
-
-#include "../message_of.h"
-
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::TensorDictBase;
-namespace tnn = tensordict::nn;
-using td_test::message_of;
+#include "nn_test.h"
 
 namespace {
 
