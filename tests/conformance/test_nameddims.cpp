@@ -137,3 +137,19 @@ TEST_CASE("squeeze drops the squeezed dim's name (test_nameddims.py::test_squeez
   CHECK_NAMES(named({3, 4, 5, 6}, {"a", "b", "c", "d"}).squeeze(0), "a", "b", "c", "d");
   CHECK_NAMES(named({3, 1, 5, 6}, {"a", "b", "c", "d"}).squeeze(1), "a", "c", "d");
 }
+
+TEST_CASE("to_h5 keeps the names in memory; the file stores none, as tensordict's h5 backend (test_nameddims.py::test_h5, "
+          "test_h5_td)",
+          "[conformance][test_nameddims.py]") {
+  td_test::TempDir dir;
+  const TensorDict td({{"a", at::zeros({3, 4, 1, 6})}}, {3, 4, 1, 6}, std::nullopt, {"a", "b", "c", "d"});
+  auto tdm = td.to_h5((dir / "file.h5").string());
+  CHECK_NAMES(tdm, "a", "b", "c", "d");
+  CHECK_NAMES(tdm.rename("c", "g"), "a", "b", "g", "d");
+  CHECK_NAMES(tdm, "a", "b", "c", "d");
+  tdm.rename_("c", "g");
+  CHECK_NAMES(tdm, "a", "b", "g", "d");
+  tdm.close();
+  const auto reopened = tensordict::PersistentTensorDict::from_h5((dir / "file.h5").string());
+  CHECK_FALSE(reopened.names()[0].has_value());
+}

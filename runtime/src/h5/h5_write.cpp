@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -316,7 +317,12 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
 }
 
 PersistentTensorDict TensorDictBase::to_h5(const std::string& path, const H5Options& options) const {
-  return PersistentTensorDict::from_dict(*this, path, options);
+  PersistentTensorDict out = PersistentTensorDict::from_dict(*this, path, options);
+  // tensordict names the result in memory: its h5 backend stores no names
+  // (persistent.py: to_h5, _H5Backend's no-op write_attrs_metadata).
+  const Names& dims = names();
+  if (std::any_of(dims.begin(), dims.end(), [](const auto& n) { return n.has_value(); })) out.rename_(dims);
+  return out;
 }
 
 PersistentTensorDict& PersistentTensorDict::set_(const NestedKey& key, const at::Tensor& value) {
