@@ -100,3 +100,20 @@ TEST_CASE("header frontend: TensorClass<Self> through a class template base", "[
   REQUIRE(loaded.schema.classes.size() == 1);
   CHECK(loaded.schema.classes[0].name == "Obs");
 }
+
+// The stand-in headers declare init_'s argument types, which a header's own
+// constructor takes (tests/tensorclass/schemas/tc_header.h does, for real).
+TEST_CASE("header frontend: a constructor taking init_'s argument types", "[equivalence]") {
+  const auto dir = tcgen_test::scratch_dir("hdr_ctor");
+  tcgen_test::write_file(dir / "ctor.h",
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n"
+                         "namespace rl {\n"
+                         "struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {\n  at::Tensor x;\n"
+                         "  Obs() = default;\n"
+                         "  Obs(at::Tensor x, tensordict::BatchSizeArg batch_size, tensordict::DeviceArg device = {},\n"
+                         "      tensordict::Names names = {});\n"
+                         "  Obs(at::Tensor x, at::Device device);\n};\n}\n");
+  auto loaded = tcgen::load_schema((dir / "ctor.h").string(), {});
+  REQUIRE(loaded.schema.classes.size() == 1);
+  CHECK(loaded.schema.classes[0].fields.size() == 1);
+}
