@@ -162,8 +162,8 @@ struct CrtpBase {
   bool is_public;
 };
 
-// A class template's type parameters bound to the arguments of the
-// specialization being looked through, by name.
+// A class template's parameters (by name) bound to the arguments of the
+// specialization being looked through.
 using Bindings = std::vector<std::pair<std::string, CXType>>;
 
 CXType bound(CXType t, const Bindings& bindings) {
