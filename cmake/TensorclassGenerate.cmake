@@ -30,6 +30,13 @@ function(tensorclass_generate)
   if(TCG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tensorclass_generate: unknown arguments ${TCG_UNPARSED_ARGUMENTS}")
   endif()
+  # Checked here: target_sources would fail later with a message that does not
+  # say that the call comes too early.
+  if(NOT TARGET ${TCG_TARGET})
+    message(FATAL_ERROR "tensorclass_generate: there is no target '${TCG_TARGET}' (yet): create it with "
+                        "add_executable(${TCG_TARGET} ...) or add_library(${TCG_TARGET} ...) before calling "
+                        "tensorclass_generate(TARGET ${TCG_TARGET} ...)")
+  endif()
   if(NOT TCG_OUT_DIR)
     set(TCG_OUT_DIR "${CMAKE_CURRENT_BINARY_DIR}/tensorclass_generated/${TCG_TARGET}")
   endif()
@@ -62,6 +69,7 @@ function(tensorclass_generate)
     get_filename_component(_abs "${_schema}" ABSOLUTE)
     get_filename_component(_name "${_abs}" NAME_WLE)
     get_filename_component(_ext "${_abs}" LAST_EXT)
+    _tensorclass_claim_stem(${TCG_TARGET} "${_name}" "${_abs}")
     if(_ext MATCHES "^\\.(h|hpp|hh|hxx)$")
       get_filename_component(_dir "${_abs}" DIRECTORY)
       list(APPEND _header_dirs "${_dir}")
@@ -99,4 +107,30 @@ function(tensorclass_generate)
   if(TARGET tensorclass::runtime)
     target_link_libraries(${TCG_TARGET} PUBLIC tensorclass::runtime)
   endif()
+endfunction()
+
+# Outputs are named by the schema's stem (a.yaml and a.h both give a.tc.h), and
+# every output directory of a target is on its include path: two schemas of one
+# target (in one call or several) with the same stem would overwrite each
+# other's output or make #include "a.tc.h" ambiguous. The stems claimed so far
+# and their schemas are two parallel lists in properties of the target.
+function(_tensorclass_claim_stem target stem schema)
+  get_target_property(_stems ${target} _TENSORCLASS_STEMS)
+  get_target_property(_schemas ${target} _TENSORCLASS_SCHEMAS)
+  if(_stems)
+    list(FIND _stems "${stem}" _index)
+  else()
+    set(_index -1)
+  endif()
+  if(NOT _index EQUAL -1)
+    list(GET _schemas ${_index} _first)
+    if(_first STREQUAL schema)
+      message(FATAL_ERROR "tensorclass_generate: schema ${schema} is given twice for target '${target}'")
+    endif()
+    message(FATAL_ERROR "tensorclass_generate: schemas ${_first} and ${schema} would both generate ${stem}.tc.h "
+                        "for target '${target}' (outputs are named by the schema's file name without its "
+                        "extension); rename one of them")
+  endif()
+  set_property(TARGET ${target} APPEND PROPERTY _TENSORCLASS_STEMS "${stem}")
+  set_property(TARGET ${target} APPEND PROPERTY _TENSORCLASS_SCHEMAS "${schema}")
 endfunction()

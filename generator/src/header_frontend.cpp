@@ -153,6 +153,76 @@ std::string external_python_module(CXCursor decl) {
   return python_module_of(ns_only);
 }
 
+// The tensordict::TensorClass<...> base of a class, found through its bases
+// (the runtime accepts any path: is_base_of); `is_public` when every step of
+// that path is public, as TensorClass's API must be reachable.
+struct CrtpBase {
+  std::string spelling;  // "tensordict::TensorClass<rl::Agent>"
+  CXCursor self;         // the class its argument names
+  bool is_public;
+};
+
+// A class template's parameters (by name) bound to the arguments of the
+// specialization being looked through.
+using Bindings = std::vector<std::pair<std::string, CXType>>;
+
+CXType bound(CXType t, const Bindings& bindings) {
+  const std::string name = take(clang_getTypeSpelling(t));
+  for (const auto& [param, arg] : bindings)
+    if (param == name) return arg;
+  return t;
+}
+
+// `cls`: a class, or a class template read with `bindings`.
+std::optional<CrtpBase> tensorclass_base(CXCursor cls, const Bindings& bindings = {}) {
+  if (clang_Cursor_isNull(cls)) return std::nullopt;  // a base with no definition seen
+  struct Data {
+    const Bindings* bindings;
+    std::optional<CrtpBase> found;
+  } data{&bindings, std::nullopt};
+  clang_visitChildren(
+      cls,
+      [](CXCursor c, CXCursor, CXClientData d) {
+        auto* data = static_cast<Data*>(d);
+        if (clang_getCursorKind(c) != CXCursor_CXXBaseSpecifier) return CXChildVisit_Continue;
+        const CXType type = clang_getCursorType(c);
+        const CXCursor decl = clang_getTypeDeclaration(clang_getCanonicalType(type));
+        const bool is_public = clang_getCXXAccessSpecifier(c) == CX_CXXPublic;
+        auto arg = [&](int i) { return bound(clang_Type_getTemplateArgumentAsType(type, i), *data->bindings); };
+        std::optional<CrtpBase> inner;
+        if (qualified_name(decl) == "tensordict::TensorClass") {
+          const CXType self = clang_getCanonicalType(arg(0));
+          inner = CrtpBase{"tensordict::TensorClass<" + take(clang_getTypeSpelling(self)) + ">",
+                           clang_getTypeDeclaration(self), true};
+        } else if (CXCursor tmpl = clang_getCursorKind(decl) == CXCursor_ClassTemplate
+                                       ? decl
+                                       : clang_getSpecializedCursorTemplate(decl);
+                   !clang_Cursor_isNull(tmpl)) {
+          // libclang shows no bases for an instantiation (Mixin<Obs>): read
+          // the template's, its parameters bound to the arguments.
+          Bindings inner_bindings;
+          clang_visitChildren(
+              tmpl,
+              [](CXCursor p, CXCursor, CXClientData d) {
+                const auto kind = clang_getCursorKind(p);
+                if (kind == CXCursor_TemplateTypeParameter || kind == CXCursor_NonTypeTemplateParameter ||
+                    kind == CXCursor_TemplateTemplateParameter)
+                  static_cast<Bindings*>(d)->emplace_back(take(clang_getCursorSpelling(p)), CXType{});
+                return CXChildVisit_Continue;
+              },
+              &inner_bindings);
+          for (std::size_t i = 0; i < inner_bindings.size(); ++i) inner_bindings[i].second = arg(static_cast<int>(i));
+          inner = tensorclass_base(tmpl, inner_bindings);
+        } else {
+          inner = tensorclass_base(clang_getCursorDefinition(decl));
+        }
+        if (inner) data->found = CrtpBase{inner->spelling, inner->self, is_public && inner->is_public};
+        return data->found ? CXChildVisit_Break : CXChildVisit_Continue;
+      },
+      &data);
+  return data.found;
+}
+
 std::string trim(std::string_view s) {
   std::size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
@@ -284,6 +354,7 @@ class HeaderReader {
                                         "but earlier ones are in '{}'",
                                         name, *ns, schema_.ns));
     }
+    check_crtp_base(c, name, cls.loc);
     cls.doc = doc_comment(c);
     for (const auto& a : parse_args(*args, "TC_TENSORCLASS", cls.loc, {"batch", "doc", "python_module"})) {
       if (a.key == "batch") {
@@ -312,6 +383,27 @@ class HeaderReader {
         },
         &data);
     schema_.classes.push_back(std::move(cls));
+  }
+
+  // The generated FieldTable<T> is only half of a tensorclass: the behaviour
+  // comes from deriving from TensorClass<T>, and without it the output
+  // compiles but the class has none of it.
+  void check_crtp_base(CXCursor c, const std::string& name, const SourceLoc& loc) {
+    const std::string expected = fmt::format("tensordict::TensorClass<{}>", name);
+    const auto base = tensorclass_base(c);
+    if (!base) {
+      diags_.error(loc, fmt::format("tensorclass '{}' must derive from {}: struct TC_TENSORCLASS(...) {} : {} {{ ... }}",
+                                    name, expected, name, expected));
+      return;
+    }
+    if (!clang_equalCursors(clang_getCanonicalCursor(base->self), clang_getCanonicalCursor(c))) {
+      diags_.error(loc, fmt::format("tensorclass '{}' derives from {}; expected {} (the base names the class itself)",
+                                    name, base->spelling, expected));
+    } else if (!base->is_public) {
+      diags_.error(loc, fmt::format("tensorclass '{}' must derive publicly from {} (a class's bases are private "
+                                    "unless marked public)",
+                                    name, expected));
+    }
   }
 
   void check_stray_field_annotations(CXCursor c, const std::string& name) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include <tensordict/tensorclass_members.h>
+
 namespace tcgen {
 
 const std::vector<std::string_view>& known_dtypes() {
@@ -50,23 +52,20 @@ bool is_cpp_keyword(std::string_view name) {
   return std::find(keywords.begin(), keywords.end(), name) != keywords.end();
 }
 
-bool is_reserved_field_name(std::string_view name) {
-  // The members of tensordict::TensorClass<T> (tensordict's method names), and
-  // what persistence adds: a field with one of these names would hide it.
-  static constexpr std::string_view reserved[] = {
-      "TensorClass", "abs",        "all",        "any",       "apply",       "batch_dims",  "batch_size",   "cat",
-      "chunk",       "clone",      "contains",   "contiguous", "cpu",        "cuda",        "detach",       "device",
-      "dim",         "eq",         "exclude",    "expand",    "fields",      "flatten",     "from_h5",      "from_tensordict",
-      "ge",          "get",        "gt",         "has_names", "index",       "is_locked",   "is_shared",    "items",
-      "keys",        "le",         "load",       "load_memmap", "lt",        "masked_fill", "memmap",       "names",
-      "ne",          "neg",        "num_fields", "numel",     "permute",     "repr",        "reshape",      "save",
-      "schema",      "select",     "set",        "shape",     "sizes",       "split",       "squeeze",      "stack",
-      "to",          "to_h5",      "to_tensordict", "transpose", "unbind",   "unflatten",   "unsqueeze",    "update",
-      "values",      "view",       "where"};
-  // A leading '_' is private to tensordict; a trailing '_' marks in-place
-  // methods (lock_, zero_, index_put_...) and the base's own helpers.
-  if (!name.empty() && (name.front() == '_' || name.back() == '_')) return true;
-  return std::find(std::begin(reserved), std::end(reserved), name) != std::end(reserved);
+std::optional<std::string> reserved_field_name_reason(std::string_view name) {
+  // The TensorClass rules come from the runtime's list (one list for both);
+  // the generator adds tensordict's names and the leading '_'.
+  if (tensordict::is_tensorclass_public_member(name))
+    return "it would hide the TensorClass member '" + std::string(name) + "'";
+  if (tensordict::hides_tensorclass_member(name))
+    return "names ending with '_' belong to TensorClass (in-place methods such as lock_ and zero_, and its "
+           "private members)";
+  if (name.front() == '_') return "names starting with '_' are private to tensordict";
+  const auto& future = tensordict::tensorclass_future_members;
+  if (std::find(std::begin(future), std::end(future), name) != std::end(future))
+    return "'" + std::string(name) + "' is a tensordict method that TensorClass may gain; a field so named would "
+           "then hide it";
+  return std::nullopt;
 }
 
 static std::optional<ValueType> scalar_value_type(std::string_view t) {

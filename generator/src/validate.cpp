@@ -220,11 +220,8 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
       } else if (is_cpp_keyword(f.name)) {
         diags.error(f.loc, fmt::format("invalid field name '{}' in class '{}': it is a C++ keyword", f.name, c.name));
         name_ok = false;
-      } else if (is_reserved_field_name(f.name)) {
-        diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: it clashes with a tensorclass "
-                                       "member (reserved: batch_size, device, names, get, set, reshape, ..., and "
-                                       "names starting or ending with '_')",
-                                       f.name, c.name));
+      } else if (auto why = reserved_field_name_reason(f.name)) {
+        diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: {}", f.name, c.name, *why));
         name_ok = false;
       }
       if (name_ok) {

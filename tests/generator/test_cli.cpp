@@ -104,7 +104,7 @@ TEST_CASE("a header that does not compile is an error", "[cli]") {
   const auto bad = (fs::path(tcgen_test::test_dir()) / "bad" / "hdr_does_not_compile.h").string();
   const Result r = run("\"" + bad + "\" -o \"" + out.string() + "\"");
   CHECK(r.rc != 0);
-  CHECK(r.err.find(bad + ":8:3: error: unknown type name 'UnknownType'") != std::string::npos);
+  CHECK(r.err.find(bad + ":9:3: error: unknown type name 'UnknownType'") != std::string::npos);
   CHECK(r.err.find("does not compile") != std::string::npos);
   CHECK(fs::is_empty(out));
 }
@@ -124,10 +124,11 @@ TEST_CASE("header frontend: -I/-D pass through, depfile lists included headers",
   const auto out = tcgen_test::scratch_dir("cli_hdr");
   tcgen_test::write_file(out / "inc" / "extra" / "dims.h", "#pragma once\n#define OBS_DTYPE \"uint8\"\n");
   tcgen_test::write_file(out / "obs.h",
-                         "#pragma once\n#include <tensordict/annotations.h>\n#include <torch/types.h>\n"
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n"
                          "#include <extra/dims.h>\n"
                          "#ifndef WITH_OBS\n#error WITH_OBS must be defined\n#endif\n"
-                         "namespace rl {\nstruct TC_TENSORCLASS() Obs {\n  torch::Tensor pixels;\n};\n}\n");
+                         "namespace rl {\nstruct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {\n"
+                         "  at::Tensor pixels;\n};\n}\n");
   const std::string args = "\"" + (out / "obs.h").string() + "\" -o \"" + (out / "gen").string() + "\" -I \"" +
                            (out / "inc").string() + "\" -D WITH_OBS=1 --depfile \"" + (out / "obs.d").string() +
                            "\"";

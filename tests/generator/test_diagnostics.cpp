@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <tensordict/tensorclass_members.h>
+
 #include "common.h"
 #include "tcgen/driver.h"
 
@@ -83,6 +85,32 @@ TEST_CASE("several errors in one schema are all reported", "[diagnostics]") {
   REQUIRE(actual.size() == 2);
   CHECK(actual[0].find("multi.yaml:5:18: error: unknown dtype 'f32'") != std::string::npos);
   CHECK(actual[1].find("multi.yaml:6:22: error: '...' (the batch dims) must come first") != std::string::npos);
+}
+
+// The bad/ files show the messages; this shows that the generator refuses
+// every name of the runtime's list (tests/tensorclass checks that list against
+// tensorclass.h), so a member added there is refused here with no edit.
+TEST_CASE("every TensorClass member name is a reserved field name", "[diagnostics]") {
+  std::vector<std::string_view> names(std::begin(tensordict::tensorclass_public_members),
+                                      std::end(tensordict::tensorclass_public_members));
+  names.insert(names.end(), std::begin(tensordict::tensorclass_future_members),
+               std::end(tensordict::tensorclass_future_members));
+  std::string yaml = "namespace: rl\ntensorclasses:\n  Obs:\n    fields:\n";
+  for (auto n : names) yaml += "      " + std::string(n) + ": {}\n";
+  const auto dir = tcgen_test::scratch_dir("all_reserved");
+  tcgen_test::write_file(dir / "all.yaml", yaml);
+  std::vector<std::string> actual;
+  try {
+    tcgen::load_schema((dir / "all.yaml").string(), {});
+  } catch (const tcgen::Error& e) {
+    for (const auto& d : e.diagnostics()) actual.push_back(d.str());
+  }
+  REQUIRE(actual.size() == names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    INFO(actual[i]);
+    CHECK(actual[i].find(":" + std::to_string(i + 5) + ":7: error: field name '" + std::string(names[i]) +
+                         "' in class 'Obs' is reserved: ") != std::string::npos);
+  }
 }
 
 TEST_CASE("unknown file types are rejected", "[diagnostics]") {

@@ -65,11 +65,13 @@ TEST_CASE("IR JSON with locations points at the declarations", "[equivalence]") 
 TEST_CASE("header frontend: a nested tensorclass from another header", "[equivalence]") {
   const auto dir = tcgen_test::scratch_dir("hdr_nested");
   tcgen_test::write_file(dir / "inc" / "agent_only.h",
-                         "#pragma once\n#include <tensordict/annotations.h>\n#include <torch/types.h>\n"
-                         "namespace rl::core {\nstruct TC_TENSORCLASS() Agent {\n  torch::Tensor pos;\n};\n}\n");
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n"
+                         "namespace rl::core {\nstruct TC_TENSORCLASS() Agent : tensordict::TensorClass<Agent> {\n"
+                         "  at::Tensor pos;\n};\n}\n");
   tcgen_test::write_file(dir / "obs.h",
                          "#pragma once\n#include <agent_only.h>\n"
-                         "namespace rl {\nstruct TC_TENSORCLASS() Obs {\n  core::Agent agent;\n};\n}\n");
+                         "namespace rl {\nstruct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {\n"
+                         "  core::Agent agent;\n};\n}\n");
   tcgen::HeaderOptions opts;
   opts.include_dirs.push_back((dir / "inc").string());
   auto loaded = tcgen::load_schema((dir / "obs.h").string(), opts);
@@ -81,4 +83,37 @@ TEST_CASE("header frontend: a nested tensorclass from another header", "[equival
   CHECK(text.find("#include \"obs.h\"\n#include \"agent_only.tc.h\"\n") != std::string::npos);
   CHECK(text.find(".type_name = \"rl::core::Agent\"") != std::string::npos);
   CHECK(loaded.dependencies.size() == 2);
+}
+
+// The runtime accepts TensorClass<Self> anywhere among the bases (is_base_of),
+// so the frontend looks through bases, class templates included (the bad/
+// files show what it refuses).
+TEST_CASE("header frontend: TensorClass<Self> through a class template base", "[equivalence]") {
+  const auto dir = tcgen_test::scratch_dir("hdr_mixin");
+  tcgen_test::write_file(dir / "mixin.h",
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n"
+                         "namespace rl {\n"
+                         "template <class T> struct Mixin : tensordict::TensorClass<T> {};\n"
+                         "template <class A, int N, class U> struct Outer : Mixin<U> {};\n"
+                         "struct TC_TENSORCLASS() Obs : Outer<int, 3, Obs> {\n  at::Tensor x;\n};\n}\n");
+  auto loaded = tcgen::load_schema((dir / "mixin.h").string(), {});
+  REQUIRE(loaded.schema.classes.size() == 1);
+  CHECK(loaded.schema.classes[0].name == "Obs");
+}
+
+// The stand-in headers declare init_'s argument types, which a header's own
+// constructor takes (tests/tensorclass/schemas/tc_header.h does, for real).
+TEST_CASE("header frontend: a constructor taking init_'s argument types", "[equivalence]") {
+  const auto dir = tcgen_test::scratch_dir("hdr_ctor");
+  tcgen_test::write_file(dir / "ctor.h",
+                         "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n"
+                         "namespace rl {\n"
+                         "struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {\n  at::Tensor x;\n"
+                         "  Obs() = default;\n"
+                         "  Obs(at::Tensor x, tensordict::BatchSizeArg batch_size, tensordict::DeviceArg device = {},\n"
+                         "      tensordict::Names names = {});\n"
+                         "  Obs(at::Tensor x, at::Device device);\n};\n}\n");
+  auto loaded = tcgen::load_schema((dir / "ctor.h").string(), {});
+  REQUIRE(loaded.schema.classes.size() == 1);
+  CHECK(loaded.schema.classes[0].fields.size() == 1);
 }

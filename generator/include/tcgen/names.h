@@ -16,8 +16,10 @@ bool is_known_dtype(std::string_view name);
 
 bool is_identifier(std::string_view name);
 bool is_cpp_keyword(std::string_view name);
-// Field names that clash with TensorClass methods or members.
-bool is_reserved_field_name(std::string_view name);
+// Why a field may not be named `name` (a TensorClass member it would hide, or
+// a name reserved for tensordict), or nullopt when it may. `name` is a
+// non-empty identifier.
+std::optional<std::string> reserved_field_name_reason(std::string_view name);
 
 // Non-tensor type spellings: string, int, float, bool, list<T>.
 struct ValueTypeSpec {

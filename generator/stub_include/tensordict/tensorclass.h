@@ -1,11 +1,20 @@
-// tensorclass-gen stand-in for the runtime's CRTP base.
+// tensorclass-gen stand-in for the runtime's CRTP base, and the argument types
+// of its init_, which constructors declared in a header take.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <tensordict/annotations.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 namespace torch {
 using at::Tensor;
 }  // namespace torch
 namespace tensordict {
+using BatchSizeArg = std::vector<std::int64_t>;
+using DeviceArg = std::optional<at::Device>;
+using Names = std::vector<std::optional<std::string>>;
 template <class Derived>
 struct TensorClass {};
 }  // namespace tensordict

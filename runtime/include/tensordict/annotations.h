@@ -6,8 +6,8 @@
 //
 //   struct TC_TENSORCLASS(batch = "env,time") Observation
 //       : tensordict::TensorClass<Observation> {
-//     TC_FIELD(dtype = "uint8", shape = "..., 3, H, W") torch::Tensor pixels;
-//     TC_FIELD(optional) torch::Tensor depth;
+//     TC_FIELD(dtype = "uint8", shape = "..., 3, H, W") at::Tensor pixels;
+//     TC_FIELD(optional) at::Tensor depth;
 //   };
 //
 // Argument syntax: a comma-separated list of `key = "string"`,

@@ -38,6 +38,7 @@
 #include "tensordict/non_tensor.h"
 #include "tensordict/persistent.h"
 #include "tensordict/schema.h"
+#include "tensordict/tensorclass_members.h"
 #include "tensordict/tensorclass_persist.h"
 #include "tensordict/tensorclass_support.h"
 
@@ -69,7 +70,14 @@ class TensorClass {
   TensorClass() = default;
 
   // ---- static description -------------------------------------------------------
-  static constexpr const schema::ClassInfo& schema() { return schema::FieldTable<Derived>::info; }
+  static constexpr const schema::ClassInfo& schema() {
+    // Checked in the function every op calls: one clear error among the
+    // confusing ones that a hidden member causes further down.
+    static_assert(no_field_hides_a_member_(),
+                  "a field of this tensorclass is named like a TensorClass member and hides it; rename the field "
+                  "(tensordict/tensorclass_members.h lists the names)");
+    return schema::FieldTable<Derived>::info;
+  }
   static constexpr std::span<const schema::FieldInfo> fields() { return schema().fields; }
   static constexpr std::size_t num_fields() {
     return std::tuple_size_v<std::remove_cvref_t<decltype(schema::FieldTable<Derived>::members)>>;
@@ -643,6 +651,14 @@ class TensorClass {
  private:
   template <class>
   friend class TensorClass;
+
+  // tensorclass-gen refuses these field names; this catches a hand-written field table.
+  static consteval bool no_field_hides_a_member_() {
+    for (const auto& f : schema::FieldTable<Derived>::info.fields) {
+      if (hides_tensorclass_member(f.name)) return false;
+    }
+    return true;
+  }
 
   Derived& derived() { return static_cast<Derived&>(*this); }
   const Derived& derived() const { return static_cast<const Derived&>(*this); }

@@ -1,10 +1,11 @@
 #pragma once
 #include <string>
 #include <tensordict/annotations.h>
+#include <tensordict/tensorclass.h>
 
 namespace rl {
-struct TC_TENSORCLASS() Obs {
+struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {
   TC_FIELD(dtype = "uint8") std::string task;
 };
 }  // namespace rl
-// expect: 7:41: error: 'dtype' applies only to tensor fields, but field 'task' has type 'std::string'
+// expect: 8:41: error: 'dtype' applies only to tensor fields, but field 'task' has type 'std::string'

@@ -1,12 +1,13 @@
 #pragma once
 #include <map>
 #include <tensordict/annotations.h>
+#include <tensordict/tensorclass.h>
 #include <torch/types.h>
 
 namespace rl {
-struct TC_TENSORCLASS() Obs {
+struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {
   torch::Tensor reward;
   std::map<int, int> table;
 };
 }  // namespace rl
-// expect: 9:22: error: unsupported member type 'std::map<int, int>' for field 'table'; expected torch::Tensor, a TC_TENSORCLASS struct, std::string, int64_t, double, bool or std::vector of those
+// expect: 10:22: error: unsupported member type 'std::map<int, int>' for field 'table'; expected torch::Tensor, a TC_TENSORCLASS struct, std::string, int64_t, double, bool or std::vector of those

@@ -1,5 +1,9 @@
-// tensorclass-gen stand-in: only the type name matters to the generator.
+// tensorclass-gen stand-in: only the type names matter to the generator.
 #pragma once
+namespace c10 {
+struct Device {};
+}  // namespace c10
 namespace at {
 class Tensor {};
+using c10::Device;
 }  // namespace at

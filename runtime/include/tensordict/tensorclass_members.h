@@ -1,0 +1,68 @@
+// The member names of tensordict::TensorClass<Derived> that a field of a
+// tensorclass must not take: a field so named would hide the member in the
+// derived struct, and TensorClass's own code (which calls these members on
+// Derived objects) would stop compiling, deep inside tensorclass.h.
+//
+// The one list of them: tensorclass-gen rejects such field names when it
+// reads a schema, and TensorClass<Derived> rejects them at compile time in a
+// hand-written field table. tests/tensorclass/test_member_names.cpp checks
+// that the list is exactly the public members declared in tensorclass.h.
+//
+// Standard headers only: the generator, which does not see libtorch, includes
+// this file too.
+#pragma once
+
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
+namespace tensordict {
+
+// Every public member of TensorClass<Derived>, sorted. Adding a public member
+// to tensorclass.h means adding its name here (the test above fails until then).
+// clang-format off
+inline constexpr std::string_view tensorclass_public_members[] = {
+    "TensorClass",          "abs",                  "all",                  "any",                  "apply",
+    "batch_dims",           "batch_size",           "cat",                  "chunk",                "clone",
+    "consolidate",          "consolidated_storage", "contains",             "contiguous",           "cpu",
+    "detach",               "device",               "dim",                  "expand",               "fields",
+    "flatten",              "from_h5",              "from_tensordict",      "get",                  "has_names",
+    "index",                "index_put_",           "init_",                "is_consolidated",      "is_locked",
+    "is_shared",            "len",                  "load_memmap",          "lock_",                "masked_fill",
+    "masked_fill_",         "memmap",               "memmap_",              "names",                "neg",
+    "num_fields",           "numel",                "permute",              "pin_memory",           "register_memmap",
+    "rename_",              "repr",                 "reshape",              "schema",               "set",
+    "sizes",                "split",                "squeeze",              "stack",                "to",
+    "to_h5",                "to_tensordict",        "transpose",            "unbind",               "unflatten",
+    "unlock_",              "unsqueeze",            "validate",             "view",                 "where",
+    "zero_",
+};
+// clang-format on
+
+// tensordict methods that TensorClass does not have yet. Field names the
+// generator has always refused, kept refused so that adding one of these
+// methods to TensorClass breaks no schema. None of them is a member today
+// (the test above checks that too).
+// clang-format off
+inline constexpr std::string_view tensorclass_future_members[] = {
+    "cuda",    "eq",      "exclude", "ge",      "gt",      "items",   "keys",    "le",
+    "load",    "lt",      "ne",      "save",    "select",  "shape",   "update",  "values",
+};
+// clang-format on
+
+constexpr bool is_tensorclass_public_member(std::string_view name) {
+  return std::find(std::begin(tensorclass_public_members), std::end(tensorclass_public_members), name) !=
+         std::end(tensorclass_public_members);
+}
+
+// Whether a field named `name` would hide a member of TensorClass<Derived>:
+// a public one, or any name ending with '_': the in-place methods' (tensordict's
+// convention) and the private members that TensorClass reaches through Derived
+// objects (tc_batch_size_, map_into_, ...). Its other private helpers
+// (derived, for_each_index, ...) are only named unqualified inside
+// TensorClass, where no field of Derived can hide them.
+constexpr bool hides_tensorclass_member(std::string_view name) {
+  return (!name.empty() && name.back() == '_') || is_tensorclass_public_member(name);
+}
+
+}  // namespace tensordict
