@@ -28,7 +28,20 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
                                            shape_string(value.batch_size()), shape_string(target)));
     }
   }
+  // A nested level the value has and this tensordict lacks is created with
+  // this batch size followed by the level's own extra dims (base.py:18405).
+  auto create_levels = [&](const NestedKey& key) {
+    for (std::size_t depth = 1; depth < key.size(); ++depth) {
+      const NestedKey level(std::vector<std::string>(key.path().begin(), key.path().begin() + static_cast<std::ptrdiff_t>(depth)));
+      if (contains(level)) continue;
+      std::vector<int64_t> batch = batch_size().vec();
+      const auto own = source.get_td(level).batch_size().slice(target.size());
+      batch.insert(batch.end(), own.begin(), own.end());
+      set(level, TensorDict({}, batch, device()));
+    }
+  };
   for (const auto& [key, item] : source.items(true, true)) {
+    create_levels(key);
     if (item.is_non_tensor()) {
       // tensordict writes non-tensor data at the index too; a missing key
       // holds None outside it, as a missing tensor holds zeros.

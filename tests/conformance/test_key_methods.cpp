@@ -184,3 +184,28 @@ TEST_CASE("to_lazystack stacks the slices along a dim lazily (base.py to_lazysta
     CHECK((lazy == f.td).all());
   }
 }
+
+TEST_CASE("indexed assignment into an empty preallocated tensordict creates entries of the full batch "
+          "(test_generic.py::test_tensordict_prealloc_nested, base.py:18405)",
+          "[conformance][test_generic.py]") {
+  const int64_t N = 3, B = 5, T = 4;
+  TensorDict buffer({}, {B, N});
+  TensorDict td_0({{"env.time", at::rand({N, 1})},
+                   {"agent.obs", TensorDict({{"image", at::rand({N, T, 64})}, {"state", at::rand({N, T, 3, 8, 8})}}, {N, T})}},
+                  {N});
+  const TensorDict td_1 = td_0.clone();
+  buffer.index_put_({0}, td_0);
+  buffer.index_put_({1}, td_1);
+  CHECK(buffer.batch_size() == at::IntArrayRef({B, N}));
+  CHECK(buffer.get_td("agent.obs").batch_size() == at::IntArrayRef({B, N, T}));
+  CHECK(buffer.get({"agent.obs", "image"}).sizes() == at::IntArrayRef({B, N, T, 64}));
+  CHECK(buffer.get({"agent.obs", "state"}).sizes() == at::IntArrayRef({B, N, T, 3, 8, 8}));
+  CHECK(buffer.get("env.time").sizes() == at::IntArrayRef({B, N, 1}));
+  CHECK(buffer.get({"agent.obs", "image"})[0].equal(td_0.get({"agent.obs", "image"})));
+  CHECK(buffer.get({"agent.obs", "state"})[1].equal(td_1.get({"agent.obs", "state"})));
+  CHECK((buffer.get("env.time").index({at::indexing::Slice(2)}) == 0).all().item<bool>());
+  // A locked buffer refuses the new keys (tensordict's lock error).
+  TensorDict locked({}, {B});
+  locked.lock_();
+  CHECK_THROWS_WITH(locked.index_put_({0}, TensorDict({{"a", at::ones({2})}}, {})), Contains("Cannot modify locked TensorDict"));
+}
