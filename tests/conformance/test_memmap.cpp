@@ -61,6 +61,11 @@ TEST_CASE("memmap_() without a prefix refuses views and files (test_methods.py::
   CHECK(CONF_MESSAGE(h5.td.memmap_()) == "memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   // A nested (jagged) leaf is refused by name before the tensordict is locked.
   TensorDict jagged({{"x", at::_nested_tensor_from_tensor_list({at::ones({2}), at::ones({3})})}}, {});
-  CHECK(CONF_MESSAGE(jagged.memmap_()) == "memmap_: key 'x' is a nested tensor, which has no shared-memory form here");
+  CHECK(CONF_MESSAGE(jagged.memmap_()) == "memmap_: key 'x' is a nested (jagged) tensor, which memmap does not store yet");
   CHECK_FALSE(jagged.is_locked());
+  // With a prefix too, before anything is written (the issue's libtorch
+  // "NestedTensorImpl doesn't support sizes" leaked before).
+  td_test::TempDir dir;
+  CHECK(CONF_MESSAGE(jagged.memmap((dir / "j").string())) == "memmap: key 'x' is a nested (jagged) tensor, which memmap does not store yet");
+  CHECK_FALSE(std::filesystem::exists(dir / "j"));
 }

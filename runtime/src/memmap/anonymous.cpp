@@ -48,12 +48,7 @@ TensorDictBase& TensorDictBase::memmap_() {
   if (type_name() == "PersistentTensorDict") {
     throw std::invalid_argument("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   }
-  for (const auto& [key, value] : items(true, true)) {  // checked first: a refusal changes nothing
-    if (value.is_tensor() && value.tensor().is_nested()) {
-      throw std::invalid_argument(
-          fmt::format("memmap_: key {} is a nested tensor, which has no shared-memory form here", key.repr()));
-    }
-  }
+  detail::memmap::refuse_nested_tensors(impl_, "memmap_");  // first: a refusal changes nothing
   map_level(impl_);
   impl_->set_consolidated_storage(at::Tensor());
   return lock_();

@@ -132,6 +132,11 @@ std::string device_string(std::optional<at::Device> device);
 // empty `dir`: anonymous shared memory, no saved path).
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir);
 
+// Refuses a tree holding a nested (jagged) tensor leaf, naming its key:
+// tensordict stores those (values and a .shape.memmap of sizes), this
+// writer does not yet. Checked before anything is written.
+void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, std::string_view op);
+
 enum class Mode { InPlace, Copy, Like };
 // Writes the tree of `impl` at `prefix`; the levels `tags` names are written in
 // tensorclass layout. Returns the written (in place: the same) tree, locked.

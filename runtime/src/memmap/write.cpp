@@ -504,9 +504,19 @@ fs::path target_dir(const std::string& prefix) {
   return p;
 }
 
+void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, std::string_view op) {
+  for (const auto& [key, value] : TensorDictBase(impl).items(true, true)) {
+    if (value.is_tensor() && value.tensor().is_nested()) {
+      throw std::invalid_argument(
+          fmt::format("{}: key {} is a nested (jagged) tensor, which memmap does not store yet", op, key.repr()));
+    }
+  }
+}
+
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
                                            Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
   if (prefix.empty()) throw std::invalid_argument("memmap needs a directory prefix, got an empty path");
+  refuse_nested_tensors(impl, "memmap");
   const fs::path target = target_dir(prefix);
   refuse_symlink(target);
   {
