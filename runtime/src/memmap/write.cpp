@@ -504,13 +504,32 @@ fs::path target_dir(const std::string& prefix) {
   return p;
 }
 
-void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, std::string_view op) {
-  for (const auto& [key, value] : TensorDictBase(impl).items(true, true)) {
-    if (value.is_tensor() && value.tensor().is_nested()) {
-      throw std::invalid_argument(
-          fmt::format("{}: key {} is a nested (jagged) tensor, which memmap does not store yet", op, key.repr()));
-    }
+namespace {
+// A lazy stack's members are walked where they are: its stacked values may
+// not exist (members of different shapes).
+void refuse_nested_in(const TensorDictImpl& level, std::string_view op, std::vector<std::string>& path) {
+  if (const auto* lazy = dynamic_cast<const LazyStackedImpl*>(&level)) {
+    for (const auto& member : lazy->members()) refuse_nested_in(*member.impl(), op, path);
+    return;
   }
+  level.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind == EntryKind::NonTensor) return;
+    const Value value = *level.find(key);
+    path.push_back(key);
+    if (kind == EntryKind::TensorDict) {
+      refuse_nested_in(*value.impl(), op, path);
+    } else if (value.tensor().is_nested()) {
+      throw std::invalid_argument(fmt::format("{}: key {} is a nested (jagged) tensor, which memmap does not store yet", op,
+                                              NestedKey(path).repr()));
+    }
+    path.pop_back();
+  });
+}
+}  // namespace
+
+void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, std::string_view op) {
+  std::vector<std::string> path;
+  refuse_nested_in(*impl, op, path);
 }
 
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
