@@ -93,8 +93,20 @@ std::vector<at::Tensor> LazyStackedTensorDict::get_list(const NestedKey& key) co
   return out;
 }
 
+namespace {
+// The tensor at `key` under `td`, a lazy stack met on the way padded rather
+// than stacked (members that are stacks of different shapes).
+at::Tensor padded_get(const TensorDictBase& td, const NestedKey& key, const at::Scalar& value) {
+  if (dynamic_cast<const detail::LazyStackedImpl*>(td.impl().get())) return LazyStackedTensorDict(td).get_padded(key, value);
+  if (!key.is_nested()) return td.get(key);
+  const auto rest = key.path().subspan(1);
+  return padded_get(td.get_td(key.front()), NestedKey(std::vector<std::string>(rest.begin(), rest.end())), value);
+}
+}  // namespace
+
 at::Tensor LazyStackedTensorDict::get_padded(const NestedKey& key, const at::Scalar& value) const {
-  auto parts = get_list(key);
+  std::vector<at::Tensor> parts;
+  for (const auto& m : tensordicts()) parts.push_back(padded_get(m, key, value));
   std::vector<int64_t> largest = parts.front().sizes().vec();
   for (const auto& p : parts) {
     if (p.dim() != static_cast<int64_t>(largest.size())) {

@@ -396,3 +396,23 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
   // is stacked, which its members' shapes refuse, naming the key.
   CHECK_THROWS_WITH(td * at::ones({2}), Catch::Contains("cannot stack key 'x'"));
 }
+
+TEST_CASE("get_padded pads through lazy stacks of members of different shapes (test_lazy.py::test_lazy_get, test_set_list_stack)",
+          "[conformance][test_lazy.py]") {
+  auto leaf = [](int64_t n) { return TensorDict({{"a", at::ones({n})}}, {}); };
+  const LazyStackedTensorDict outer = tensordict::lazy_stack(
+      {tensordict::lazy_stack({leaf(1), leaf(2)}), tensordict::lazy_stack({leaf(3), leaf(1)})}, 0);
+  const at::Tensor padded = outer.get_padded("a", -1);
+  // [2 outer, 2 inner, 3 longest]: ones, then the pad.
+  const at::Tensor expected = at::tensor({1, -1, -1, 1, 1, -1, 1, 1, 1, 1, -1, -1}).to(at::kFloat).view({2, 2, 3});
+  CHECK(padded.equal(expected));
+  // A nested key reaching a lazy stack inside each member.
+  const LazyStackedTensorDict holders = tensordict::lazy_stack(
+      {TensorDict({{"inner", tensordict::lazy_stack({leaf(1), leaf(2)})}}, {2}),
+       TensorDict({{"inner", tensordict::lazy_stack({leaf(3), leaf(1)})}}, {2})});
+  CHECK(holders.get_padded({"inner", "a"}, -1).equal(expected));
+  // Members of different ranks cannot be padded together: named error.
+  const LazyStackedTensorDict ranks =
+      tensordict::lazy_stack({TensorDict({{"a", at::ones({2})}}, {}), TensorDict({{"a", at::ones({2, 2})}}, {})});
+  CHECK_THROWS_WITH(ranks.get_padded("a"), Catch::Contains("key 'a' has tensors of different numbers of dims"));
+}
