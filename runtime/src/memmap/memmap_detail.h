@@ -135,7 +135,7 @@ void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path&
 // Refuses a tree holding a nested (jagged) tensor leaf, naming its key:
 // tensordict stores those (values and a .shape.memmap of sizes), this
 // writer does not yet. Checked before anything is written.
-void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, std::string_view op);
+void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, const char* op);
 
 enum class Mode { InPlace, Copy, Like };
 // Writes the tree of `impl` at `prefix`; the levels `tags` names are written in

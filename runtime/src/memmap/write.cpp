@@ -507,7 +507,8 @@ fs::path target_dir(const std::string& prefix) {
 namespace {
 // A lazy stack's members are walked where they are: its stacked values may
 // not exist (members of different shapes).
-void refuse_nested_in(const TensorDictImpl& level, std::string_view op, std::vector<std::string>& path) {
+void refuse_nested_in(const TensorDictImpl& level, const char* op, std::vector<std::string>& path) {
+  NestingGuard guard(op);  // a hostile depth is a named error, not a stack overflow
   if (const auto* lazy = dynamic_cast<const LazyStackedImpl*>(&level)) {
     for (const auto& member : lazy->members()) refuse_nested_in(*member.impl(), op, path);
     return;
@@ -527,7 +528,7 @@ void refuse_nested_in(const TensorDictImpl& level, std::string_view op, std::vec
 }
 }  // namespace
 
-void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, std::string_view op) {
+void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, const char* op) {
   std::vector<std::string> path;
   refuse_nested_in(*impl, op, path);
 }
