@@ -67,17 +67,13 @@ TensorDict merge(const std::vector<TensorDictBase>& tds, c10::function_ref<const
     for (const auto& [key, value] : td.items(true, true)) {
       if (!settled.insert(key).second) continue;
       const MergeCallback* callback = callback_for(key);
-      std::vector<at::Tensor> values;
-      for (const auto& other : tds) {
-        const auto v = other.get_value(key);
+      std::vector<at::Tensor> values;  // gathered only for a callback
+      for (std::size_t i = 0; callback && *callback && i < tds.size(); ++i) {
+        const auto v = tds[i].get_value(key);
         if (!v || !v->is_tensor()) break;
         values.push_back(v->tensor());
       }
-      if (callback && *callback && values.size() == tds.size()) {
-        out.set(key, (*callback)(values));
-      } else {
-        out.set(key, value);
-      }
+      out.set(key, values.size() == tds.size() ? Value((*callback)(values)) : value);
     }
   }
   return out;

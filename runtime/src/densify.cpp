@@ -16,9 +16,7 @@ namespace tensordict {
 
 namespace {
 
-const detail::LazyStackedImpl* as_lazy(const TensorDictBase& td) {
-  return dynamic_cast<const detail::LazyStackedImpl*>(td.impl().get());
-}
+const detail::LazyStackedImpl* as_lazy(const TensorDictBase& td) { return detail::as_lazy(*td.impl()); }
 
 // The members' tensors at `key` (nullopt where a member lacks it) as one
 // tensor: stacked when their shapes agree, else a nested tensor in which a
@@ -127,7 +125,7 @@ TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t
   // Lazy stacks of as many members along the same dim: stacked member by
   // member, the result lazy along the shifted stack dim.
   const auto* first_lazy = as_lazy(tds.front());
-  const bool member_wise = first_lazy && std::all_of(tds.begin(), tds.end(), [&](const TensorDictBase& td) {
+  const bool member_wise = first_lazy && !first_lazy->members().empty() && std::all_of(tds.begin(), tds.end(), [&](const TensorDictBase& td) {
     const auto* lazy = as_lazy(td);
     return lazy && lazy->stack_dim() == first_lazy->stack_dim() && lazy->members().size() == first_lazy->members().size() &&
            td.batch_size() == tds.front().batch_size();

@@ -97,7 +97,7 @@ namespace {
 // The tensor at `key` under `td`, a lazy stack met on the way padded rather
 // than stacked (members that are stacks of different shapes).
 at::Tensor padded_get(const TensorDictBase& td, const NestedKey& key, const at::Scalar& value) {
-  if (dynamic_cast<const detail::LazyStackedImpl*>(td.impl().get())) return LazyStackedTensorDict(td).get_padded(key, value);
+  if (detail::as_lazy(*td.impl())) return LazyStackedTensorDict(td).get_padded(key, value);
   if (!key.is_nested()) return td.get(key);
   const auto rest = key.path().subspan(1);
   return padded_get(td.get_td(key.front()), NestedKey(std::vector<std::string>(rest.begin(), rest.end())), value);

@@ -60,6 +60,9 @@ class LazyStackedImpl final : public TensorDictImpl {
   Names names_;
 };
 
+// The lazy stack `impl` is, or null for another kind.
+inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return dynamic_cast<const LazyStackedImpl*>(&impl); }
+
 // `other` cut along `lazy`'s stack dim, one part per member, for ops that go
 // member by member: another lazy stack's own members when it stacks along
 // the same dim (no copy, whatever their shapes), otherwise other.unbind().

@@ -262,6 +262,8 @@ TEST_CASE("an empty lazy stack has batch size 0 at the stack dim and takes membe
   CHECK_THROWS_WITH(empty.append(TensorDict({}, {3})), Catch::Contains("batch size [3]"));
   // A lazy stack of no tensordict given as a list is an error, as lazy_stack([]).
   CHECK(CONF_MESSAGE(tensordict::lazy_stack({})) == "lazy_stack: items cannot be empty");
+  // Stacking empty stacks gives a dense [2, 0] (no member to pair up).
+  CHECK(tensordict::maybe_dense_stack({LazyStackedTensorDict(), LazyStackedTensorDict()}).batch_size() == at::IntArrayRef({2, 0}));
   CHECK_THROWS_WITH((LazyStackedTensorDict({TensorDict({}, {2})}, 0, std::vector<int64_t>{3})),
                     Catch::Contains("batch_size [3] differs from the members' batch size [2]"));
 }

@@ -16,7 +16,7 @@ namespace {
 // level memory-mapped with no path. A lazy stack's members are mapped where
 // they are.
 void map_level(const std::shared_ptr<TensorDictImpl>& impl) {
-  if (const auto* lazy = dynamic_cast<const detail::LazyStackedImpl*>(impl.get())) {
+  if (const auto* lazy = detail::as_lazy(*impl)) {
     for (const auto& member : lazy->members()) map_level(member.impl());
     detail::memmap::mark_memmapped(impl, {});
     return;

@@ -509,7 +509,7 @@ namespace {
 // not exist (members of different shapes).
 void refuse_nested_in(const TensorDictImpl& level, const char* op, std::vector<std::string>& path) {
   NestingGuard guard(op);  // a hostile depth is a named error, not a stack overflow
-  if (const auto* lazy = dynamic_cast<const LazyStackedImpl*>(&level)) {
+  if (const auto* lazy = as_lazy(level)) {
     for (const auto& member : lazy->members()) refuse_nested_in(*member.impl(), op, path);
     return;
   }
