@@ -113,7 +113,7 @@ int run(const Settings& s) {
     td::broadcast(weights, group, 0);  // the actors' policies now hold the learner's new weights
   }
   // Every rank agrees on the final weights: their sum is world_size times the learner's.
-  TensorDict total = weights.clone();
+  TensorDict total(weights.clone());
   td::all_reduce(total, group);
   const bool agree = torch::allclose(total.get("weight"), weights.get("weight") * s.world_size);
   std::cout << "rank " << s.rank << ": done, weights agree across ranks: " << (agree ? "yes" : "no") << std::endl;

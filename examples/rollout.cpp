@@ -51,8 +51,11 @@ void typed_rollout(int64_t num_envs, int64_t steps) {
   Transition last = rollout.index({Ellipsis, -1});
   Transition good = rollout.index({rollout.reward.squeeze(-1) > 0});
   std::cout << "last step batch size: " << last.batch_size() << ", rewarded transitions: " << good.len() << "\n";
-  Observation flat = rollout.observation.reshape({-1}).to(torch::kDouble);
-  std::cout << "flattened observations, float64 state: " << flat.state.sizes() << " " << flat.state.dtype() << "\n";
+  // The schema declares uint8 pixels and float32 state, so a typed to(kDouble)
+  // is refused; the tensordict form leaves the schema and casts freely.
+  Observation flat = rollout.observation.reshape({-1});
+  torch::Tensor state64 = flat.to_tensordict().to(torch::kDouble).get("state");
+  std::cout << "flattened observations, float64 state: " << state64.sizes() << " " << state64.dtype() << "\n";
   try {
     Observation({.pixels = torch::zeros({2, 4, 8, 8}, torch::kUInt8), .state = torch::zeros({2, 4})}, {2});
   } catch (const std::exception& e) {

@@ -526,7 +526,7 @@ class HeaderReader {
       supported = false;
     }
     if (!supported) {
-      diags_.error(f.loc, fmt::format("unsupported member type '{}' for field '{}'; expected torch::Tensor, a "
+      diags_.error(f.loc, fmt::format("unsupported member type '{}' for field '{}'; expected at::Tensor, a "
                                       "TC_TENSORCLASS struct, std::string, int64_t, double, bool or std::vector of "
                                       "those",
                                       spelled, f.name));

@@ -223,6 +223,16 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
       } else if (auto why = reserved_field_name_reason(f.name)) {
         diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: {}", f.name, c.name, *why));
         name_ok = false;
+      } else if (f.name == c.name) {
+        diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: a C++ member cannot have its class's "
+                                       "name",
+                                       f.name, c.name));
+        name_ok = false;
+      } else if (s.frontend == Frontend::Yaml && f.name == "Fields") {
+        diags.error(f.loc, fmt::format("field name 'Fields' in class '{}' is reserved: it would hide the generated "
+                                       "struct {}::Fields that the constructor takes",
+                                       c.name, c.name));
+        name_ok = false;
       }
       if (name_ok) {
         auto [it, inserted] = seen.emplace(f.name, &f);

@@ -11,6 +11,7 @@
 #include "tensordict/dense.h"
 #include "tensordict/functional.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/shape_plan.h"
 
 namespace tensordict {
 
@@ -72,13 +73,22 @@ std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) 
 }
 
 // Combines the members level by level: `leaves` merges the tensors of one key,
-// `batch` gives a level's combined batch size from its members' batch sizes.
+// `plan` gives a level's combined batch size and names from its members'
+// (shape::stacked or shape::concatenated).
 struct Combiner {
   const char* op;
   c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> leaves;
-  c10::function_ref<std::vector<int64_t>(const std::vector<TensorDictBase>&)> batch;
-  // A level's names from its members' (tensordict's _torch_func.py rules).
-  c10::function_ref<Names(const std::vector<TensorDictBase>&)> names;
+  c10::function_ref<shape::Combined(const std::vector<TensorDictBase>&)> plan;
+
+  // This level's plan; a nested level's errors name its key.
+  shape::Combined level_plan(const std::vector<TensorDictBase>& tds, const std::vector<std::string>& prefix) {
+    if (prefix.empty()) return plan(tds);
+    try {
+      return plan(tds);
+    } catch (...) {
+      detail::rethrow_for_key(op, NestedKey(prefix));
+    }
+  }
 
   Value combine_non_tensor(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members, const NestedKey& path) {
     std::vector<NonTensorData> items;
@@ -95,10 +105,14 @@ struct Combiner {
   }
 
   TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
+    // This level's batch sizes are checked first, then its keys, then its
+    // nested levels.
+    shape::Combined level = level_plan(tds, prefix);
     check_same_keys(tds, op, prefix);
     const auto dense = aligned_dense(tds);
-    if (!dense.empty()) return run_aligned(tds, dense, prefix);
-    auto out = std::make_shared<detail::DenseImpl>(batch(tds), common_device(tds), names(tds));
+    if (!dense.empty()) return run_aligned(tds, dense, std::move(level), prefix);
+    auto out = std::make_shared<detail::DenseImpl>(std::vector<int64_t>(level.batch.begin(), level.batch.end()),
+                                                   common_device(tds), std::move(level.names));
     std::vector<Value> members;
     members.reserve(tds.size());
     tds.front().impl()->for_each([&](const std::string& key, const Value&) {
@@ -115,10 +129,9 @@ struct Combiner {
   // Entries are taken by position (no lookup) and the result shares the
   // first member's key table (no key is copied).
   TensorDict run_aligned(const std::vector<TensorDictBase>& tds, const std::vector<const detail::DenseImpl*>& dense,
-                         std::vector<std::string>& prefix) {
-    // This level's checks come before its nested levels' (as in run()).
-    std::vector<int64_t> level_batch = batch(tds);
-    Names level_names = detail::checked_names(names(tds), level_batch.size());
+                         shape::Combined level, std::vector<std::string>& prefix) {
+    std::vector<int64_t> level_batch(level.batch.begin(), level.batch.end());
+    Names level_names = detail::checked_names(std::move(level.names), level_batch.size());
     const auto& table = dense.front()->key_table();
     std::vector<Value> values;
     values.reserve(table->size());
@@ -200,60 +213,48 @@ NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, c
 
 }  // namespace detail
 
+namespace {
+
+// A level's batch sizes, for the plans.
+std::vector<at::IntArrayRef> batch_sizes(const std::vector<TensorDictBase>& level) {
+  std::vector<at::IntArrayRef> out;
+  out.reserve(level.size());
+  for (const auto& td : level) out.push_back(td.batch_size());
+  return out;
+}
+
+}  // namespace
+
 TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   check_nonempty(tds, "stack");
-  const auto reference = tds.front().batch_size();
-  for (std::size_t i = 1; i < tds.size(); ++i) {
-    if (tds[i].batch_size() != reference) {
-      throw std::runtime_error(fmt::format("stack: tensordict {} has batch size {} but tensordict 0 has {}; stacked tensordicts need equal batch sizes (lazy_stack accepts different ones)",
-                                           i, shape_string(tds[i].batch_size()), shape_string(reference)));
-    }
-  }
-  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "stack", 1);
-  const auto n = static_cast<int64_t>(tds.size());
-  auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); };
-  auto batch = [&](const std::vector<TensorDictBase>& level) {
-    auto b = level.front().batch_size().vec();
-    b.insert(b.begin() + d, n);
-    return b;
-  };
-  // Members with the same names keep them; otherwise the result is unnamed.
-  auto names = [&](const std::vector<TensorDictBase>& level) {
-    Names out = level.front().names();
-    for (const auto& td : level) {
-      if (td.names() != out) return Names(level.front().batch_dims() + 1, std::nullopt);
-    }
-    out.insert(out.begin() + d, std::nullopt);
+  // The combiner plans the top level before any leaf: that call wraps `d`,
+  // and nested levels use the wrapped dim (a negative one counts from the
+  // top level's batch).
+  int64_t d = dim;
+  auto plan = [&](const std::vector<TensorDictBase>& level) {
+    std::vector<const Names*> names;
+    for (const auto& td : level) names.push_back(&td.names());
+    shape::Combined out = shape::stacked(batch_sizes(level), names, d);
+    d = out.dim;
     return out;
   };
+  auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); };
   std::vector<std::string> prefix;
-  Combiner combiner{"stack", leaves, batch, names, {}};
+  Combiner combiner{"stack", leaves, plan};
   return combiner.run(tds, prefix);
 }
 
 TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   check_nonempty(tds, "cat");
-  const auto reference = tds.front().batch_size();
-  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(reference.size()), "cat");
-  for (std::size_t i = 1; i < tds.size(); ++i) {
-    auto b = tds[i].batch_size();
-    bool ok = b.size() == reference.size();
-    for (std::size_t j = 0; ok && j < b.size(); ++j) ok = static_cast<int64_t>(j) == d || b[j] == reference[j];
-    if (!ok) {
-      throw std::runtime_error(fmt::format("cat: tensordict {} has batch size {} but tensordict 0 has {}; batch sizes must match except in dim {}",
-                                           i, shape_string(b), shape_string(reference), d));
-    }
-  }
-  auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };
-  auto batch = [&](const std::vector<TensorDictBase>& level) {
-    auto b = level.front().batch_size().vec();
-    b[d] = 0;
-    for (const auto& td : level) b[d] += td.batch_size()[d];
-    return b;
+  int64_t d = dim;  // wrapped by the top level's plan, as in stack()
+  auto plan = [&](const std::vector<TensorDictBase>& level) {
+    shape::Combined out = shape::concatenated(batch_sizes(level), level.front().names(), d);
+    d = out.dim;
+    return out;
   };
-  auto names = [](const std::vector<TensorDictBase>& level) { return level.front().names(); };  // the first member's
+  auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };
   std::vector<std::string> prefix;
-  Combiner combiner{"cat", leaves, batch, names, {}};
+  Combiner combiner{"cat", leaves, plan};
   return combiner.run(tds, prefix);
 }
 

@@ -121,7 +121,7 @@ TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim,
   std::vector<TensorDict> padded;
   std::vector<TensorDict> masks;
   for (std::size_t i = 0; i < tds.size(); ++i) {
-    padded.push_back(tds[i].clone(false));
+    padded.push_back(detail::dense_shallow_copy(tds[i], "pad_sequence"));
     // tensordict's masks have the root's batch at every level (functional.py).
     masks.emplace_back(std::vector<TensorDict::Entry>{}, tds[i].batch_size());
   }

@@ -7,44 +7,53 @@
 
 namespace tensordict {
 
-namespace {
-
 // Casts and copies treat every element alone (OpKind::Leafwise): a nested
 // lazy stack is copied member by member; contiguous() stacks it.
-TensorDict same_batch(const TensorDictBase& td, std::optional<at::Device> device,
-                      c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                      detail::OpKind kind = detail::OpKind::Leafwise) {
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, kind, fn, op)));
+TensorDict detail::leafwise(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                            OpKind kind) {
+  return TensorDict(TensorDictBase(map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op)));
 }
 
-}  // namespace
+TensorDict detail::dense_shallow_copy(const TensorDictBase& td, const char* op) {
+  return leafwise(td, [](const at::Tensor& t) { return t; }, op);
+}
 
-TensorDict TensorDictBase::to(at::ScalarType dtype) const {
-  return same_batch(*this, device(), [&](const at::Tensor& t) { return t.to(dtype); }, "to");
+TensorDictBase TensorDictBase::to(at::ScalarType dtype) const {
+  if (auto parts = impl_->map_parts([&](const TensorDictBase& part) { return part.to(dtype); })) return TensorDictBase(parts);
+  return detail::leafwise(*this, [&](const at::Tensor& t) { return t.to(dtype); }, "to");
 }
 
 #define TENSORDICT_DEFINE_CAST(name, dtype) \
-  TensorDict TensorDictBase::name() const { return to(dtype); }
+  TensorDictBase TensorDictBase::name() const { return to(dtype); }
 TENSORDICT_DTYPE_CASTS(TENSORDICT_DEFINE_CAST)
 #undef TENSORDICT_DEFINE_CAST
 
-TensorDict TensorDictBase::cpu() const { return to(at::Device(at::kCPU)); }
+TensorDictBase TensorDictBase::cpu() const { return to(at::Device(at::kCPU)); }
 
-TensorDict TensorDictBase::cuda(std::optional<int> index, bool non_blocking) const {
+TensorDictBase TensorDictBase::cuda(std::optional<int> index, bool non_blocking) const {
   return to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index.value_or(0))), non_blocking);
 }
 
-TensorDict TensorDictBase::clone(bool recurse) const {
-  if (!recurse) return same_batch(*this, device(), [](const at::Tensor& t) { return t; }, "clone");
-  return same_batch(*this, device(), [](const at::Tensor& t) { return t.clone(); }, "clone");
+TensorDictBase TensorDictBase::clone(bool recurse) const {
+  if (auto parts = impl_->map_parts([&](const TensorDictBase& part) { return part.clone(recurse); })) return TensorDictBase(parts);
+  if (!recurse) return detail::dense_shallow_copy(*this, "clone");
+  return detail::leafwise(*this, [](const at::Tensor& t) { return t.clone(); }, "clone");
 }
 
-TensorDict TensorDictBase::detach() const {
-  return same_batch(*this, device(), [](const at::Tensor& t) { return t.detach(); }, "detach");
+TensorDictBase TensorDictBase::detach() const {
+  if (auto parts = impl_->map_parts([](const TensorDictBase& part) { return part.detach(); })) return TensorDictBase(parts);
+  return detail::leafwise(*this, [](const at::Tensor& t) { return t.detach(); }, "detach");
 }
 
 TensorDict TensorDictBase::contiguous() const {
-  return same_batch(*this, device(), [](const at::Tensor& t) { return t.contiguous(); }, "contiguous", detail::OpKind::Value);
+  return detail::leafwise(*this, [](const at::Tensor& t) { return t.contiguous(); }, "contiguous", detail::OpKind::Value);
+}
+
+TensorDict TensorDictBase::to_tensordict() const {
+  // A kind whose entries are built on access (a lazy stack's stacks, an h5
+  // file's reads) gives fresh tensors already.
+  if (!impl_->entries_alias_storage()) return contiguous();
+  return detail::leafwise(*this, [](const at::Tensor& t) { return t.clone(); }, "to_tensordict", detail::OpKind::Value);
 }
 
 bool TensorDictBase::is_shared() const {

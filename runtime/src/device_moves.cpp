@@ -231,7 +231,10 @@ int64_t place(int64_t& end, const at::Tensor& t) {
 
 }  // namespace
 
-TensorDict TensorDictBase::to(at::Device target, bool non_blocking) const {
+TensorDictBase TensorDictBase::to(at::Device target, bool non_blocking) const {
+  if (auto parts = impl_->map_parts([&](const TensorDictBase& part) { return part.to(target, non_blocking); })) {
+    return TensorDictBase(parts);
+  }
   const at::Device device = with_index(target);
   const std::vector<at::Tensor> leaves = detail::tensor_leaves(*impl_, "to");
   Pending pending;

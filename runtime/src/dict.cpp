@@ -124,12 +124,7 @@ TensorDictBase::TensorDictBase(std::shared_ptr<TensorDictImpl> impl) : impl_(std
   if (!impl_) throw std::invalid_argument("a tensordict handle needs an implementation");
 }
 
-bool TensorDictBase::has_names() const {
-  for (const auto& name : names()) {
-    if (name) return true;
-  }
-  return false;
-}
+bool TensorDictBase::has_names() const { return detail::any_named(names()); }
 
 int64_t TensorDictBase::numel() const {
   const auto batch = batch_size();
@@ -329,7 +324,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   if (!starts_with(nested.batch_size(), level.batch_size())) {
     // tensordict's rule: a nested tensordict takes the parent's batch size
     // when its entries allow it (a shallow copy, the original is untouched).
-    TensorDict adapted = nested.clone(false);
+    TensorDictBase adapted = nested.clone(false);
     try {
       adapted.set_batch_size(level.batch_size());
     } catch (const std::exception& e) {
@@ -350,7 +345,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     if (!std::equal(names.begin(), names.end(), own.begin())) {
       Names refined = names;
       refined.insert(refined.end(), own.begin() + leading, own.end());
-      TensorDict copy = nested.clone(false);
+      TensorDictBase copy = nested.clone(false);
       try {
         copy.refine_names(refined);
       } catch (const std::exception& e) {

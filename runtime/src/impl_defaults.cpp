@@ -16,6 +16,12 @@ void TensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, Ent
   for_each([&](const std::string& key, const Value& value) { fn(key, kind_of(value)); });
 }
 
+std::optional<EntryKind> TensorDictImpl::entry_kind(const std::string& key) const {
+  const auto found = find(key);
+  if (!found) return std::nullopt;
+  return kind_of(*found);
+}
+
 TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
   const at::Tensor t = find(key)->tensor();
   return {detail::leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()};

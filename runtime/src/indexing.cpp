@@ -9,11 +9,23 @@
 namespace tensordict {
 
 
-TensorDict TensorDictBase::index(at::ArrayRef<TensorIndex> index) const {
+TensorDictBase TensorDictBase::index(at::ArrayRef<TensorIndex> index) const { return impl_->index(index); }
+
+// The default: every leaf indexed, a dense result.
+TensorDictBase TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
-  detail::PieceMeta meta{resolved.result_batch_size().vec(), has_names() ? resolved.result_names(names()) : Names{}};
-  return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Batch, apply, "index")));
+  detail::PieceMeta meta{resolved.result_batch_size().vec(), detail::any_named(names()) ? resolved.result_names(names()) : Names{}};
+  return TensorDictBase(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index"));
+}
+
+at::Tensor TensorDictImpl::read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>) const {
+  return resolved.apply(find(key)->tensor());
+}
+
+void TensorDictImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>,
+                               const at::Tensor& value) {
+  detail::put_entry(*this, key, find(key)->tensor(), resolved, value);
 }
 
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
@@ -64,7 +76,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
       shape.insert(shape.end(), feature.begin(), feature.end());
       set(key, at::zeros(shape, leaf.options().device(device().value_or(leaf.device()))));
     }
-    put_at(key, resolved, leaf, "index_put_");
+    put_at(key, resolved, index, leaf, "index_put_");
   }
   return *this;
 }
@@ -72,7 +84,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
   const BatchIndex resolved(index, batch_size());
   for (const auto& [key, item] : items(true, true)) {
-    if (item.is_tensor()) put_at(key, resolved, value, "index_put_");
+    if (item.is_tensor()) put_at(key, resolved, index, value, "index_put_");
   }
   return *this;
 }
@@ -81,21 +93,34 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
   return index_put_(index, Operand(value).tensor());
 }
 
+TensorDictBase TensorDictBase::tensor_level(const NestedKey& key) const {
+  TensorDictBase parent = parent_of(key, false);
+  // get()'s KeyError or kind error, from the entry's kind alone (an h5 file
+  // reads no dataset to answer).
+  if (parent.impl_->entry_kind(key.back()) != EntryKind::Tensor) (void)get(key);
+  return parent;
+}
+
 at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
-  return resolved.apply(get(key));
+  const TensorDictBase parent = tensor_level(key);
+  try {
+    return parent.impl_->read_at(key.back(), resolved, index);
+  } catch (...) {
+    detail::rethrow_for_key("get_at", key);
+  }
 }
 
 TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
-  put_at(key, BatchIndex(index, batch_size()), value, "set_at_");
+  put_at(key, BatchIndex(index, batch_size()), index, value, "set_at_");
   return *this;
 }
 
-void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, const at::Tensor& value, const char* op) {
-  TensorDictBase parent = parent_of(key, false);
-  const at::Tensor target = parent.get(key.back());
+void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                            const at::Tensor& value, const char* op) {
+  TensorDictBase parent = tensor_level(key);
   try {
-    detail::put_entry(*parent.impl_, key.back(), target, resolved, value);
+    parent.impl_->assign_at(key.back(), resolved, index, value);
   } catch (...) {
     detail::rethrow_for_key(op, key);
   }

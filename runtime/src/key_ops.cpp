@@ -285,7 +285,7 @@ TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
 }
 
 std::vector<TensorDict> TensorDictBase::split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) const {
-  TensorDict rest = clone(false);  // the structure only: the tensors are shared
+  TensorDict rest = detail::dense_shallow_copy(*this, "split_keys");  // the structure only: the tensors are shared
   auto out = rest.split_keys_(key_lists, strict);
   out.push_back(std::move(rest));
   return out;

@@ -136,20 +136,24 @@ void LazyStackedTensorDict::insert(int64_t position, const TensorDictBase& td) {
   const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(position, td);
 }
 
-TensorDictBase LazyStackedTensorDict::index(at::ArrayRef<TensorIndex> index) const {
-  const int64_t sd = stack_dim();
-  const auto n = static_cast<int64_t>(tensordicts().size());
-  const auto dims = per_dim(index, batch_dims());
-  if (!dims) return TensorDictBase::index(index);  // not expressible per member: the dense result
+// ---- the kind-preserving operations (TensorDictImpl's virtuals) -------------------
+
+namespace detail {
+
+TensorDictBase LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
+  const int64_t sd = stack_dim_;
+  const auto n = static_cast<int64_t>(members_.size());
+  const auto dims = per_dim(index, static_cast<int64_t>(batch_size_.size()));
+  if (!dims) return TensorDictImpl::index(index);  // not expressible per member: the dense result
   // Validates the index and its batch size the usual way.
-  const BatchIndex resolved(index, batch_size());
+  const BatchIndex resolved(index, batch_size_);
 
   const TensorIndex& along = (*dims)[sd];
   std::vector<TensorIndex> others(dims->begin(), dims->end());
   others.erase(others.begin() + sd);
   const bool others_trivial = std::all_of(others.begin(), others.end(), [&](const TensorIndex& i) {
     const auto d = &i - others.data();
-    return is_full_slice(i, lazy_of(*this).member_batch()[d]);
+    return is_full_slice(i, member_batch_[d]);
   });
 
   // The members selected along the stack dim.
@@ -170,62 +174,40 @@ TensorDictBase LazyStackedTensorDict::index(at::ArrayRef<TensorIndex> index) con
       chosen.push_back(i < 0 ? i + n : i);
     }
   }
-  if (chosen.empty()) return TensorDictBase::index(index);  // an empty stack has no members to stack
+  if (chosen.empty()) return TensorDictImpl::index(index);  // an empty stack has no members to stack
 
   // The stack dim's place in the result: the dims before it that survive.
   int64_t new_sd = 0;
   for (int64_t d = 0; d < sd; ++d) new_sd += others[d].is_integer() ? 0 : 1;
   std::vector<TensorDictBase> results;
   for (int64_t i : chosen) {
-    const TensorDictBase& m = tensordicts()[i];
-    results.push_back(others_trivial ? m : TensorDictBase(m.index(others)));
+    const TensorDictBase& m = members_[i];
+    results.push_back(others_trivial ? m : m.index(others));
   }
   if (single) return results.front();
   (void)resolved;
-  return restack(std::move(results), new_sd);
+  return TensorDictBase(restack(std::move(results), new_sd));
 }
 
-std::vector<TensorDictBase> LazyStackedTensorDict::unbind(int64_t dim) const {
-  if (wrap_batch_dim(dim, batch_dims(), "unbind") == stack_dim()) return tensordicts();
+std::vector<TensorDictBase> LazyStackedImpl::unbind(int64_t dim) const {
+  if (wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind") == stack_dim_) return members_;
+  return TensorDictImpl::unbind(dim);
+}
+
+std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
   std::vector<TensorDictBase> out;
-  for (auto& td : TensorDictBase::unbind(dim)) out.push_back(td);
-  return out;
+  out.reserve(members_.size());
+  for (const auto& m : members_) out.push_back(fn(m));
+  return restack(std::move(out), stack_dim_);
 }
 
-LazyStackedTensorDict LazyStackedTensorDict::map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
-  std::vector<TensorDictBase> out;
-  for (const auto& m : tensordicts()) out.push_back(fn(m));
-  return restack(std::move(out), stack_dim());
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {
-  const auto& lazy = lazy_of(*this);
+std::shared_ptr<LazyStackedImpl> LazyStackedImpl::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {
   // No member left: the result describes the same members to come.
-  auto member_batch = members.empty() ? std::optional<std::vector<int64_t>>(lazy.member_batch()) : std::nullopt;
-  return LazyStackedTensorDict(TensorDictBase(std::make_shared<detail::LazyStackedImpl>(
-      std::move(members), stack_dim, lazy.stack_dim_name(), std::move(member_batch), lazy.device())));
+  auto member_batch = members.empty() ? std::optional<std::vector<int64_t>>(member_batch_) : std::nullopt;
+  return std::make_shared<LazyStackedImpl>(std::move(members), stack_dim, stack_dim_name_, std::move(member_batch), device());
 }
 
-LazyStackedTensorDict LazyStackedTensorDict::clone(bool recurse) const {
-  return map_members([&](const TensorDictBase& m) -> TensorDictBase {
-    if (auto lazy = dynamic_cast<const detail::LazyStackedImpl*>(m.impl().get()); lazy) return LazyStackedTensorDict(m).clone(recurse);
-    return m.clone(recurse);
-  });
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::to(at::Device device, bool non_blocking) const {
-  return map_members([&](const TensorDictBase& m) -> TensorDictBase { return m.to(device, non_blocking); });
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::to(at::ScalarType dtype) const {
-  return map_members([&](const TensorDictBase& m) -> TensorDictBase { return m.to(dtype); });
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::apply(const TensorFn& fn) const {
-  return map_members([&](const TensorDictBase& m) -> TensorDictBase { return m.apply(fn); });
-}
-
-TensorDict LazyStackedTensorDict::contiguous() const { return TensorDictBase::contiguous(); }
+}  // namespace detail
 
 LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
   std::vector<TensorDictBase> parts;

@@ -117,6 +117,18 @@ void LazyStackedImpl::for_each_key(c10::function_ref<void(const std::string&, En
   for (const auto& key : common_keys()) fn(key, kind_of(*members_.front().impl()->find(key)));
 }
 
+// A key of every member; its kind is the first member's (find() reports members that disagree).
+std::optional<EntryKind> LazyStackedImpl::entry_kind(const std::string& key) const {
+  if (members_.empty()) return std::nullopt;
+  std::optional<EntryKind> first;
+  for (const auto& m : members_) {
+    const auto kind = m.impl()->entry_kind(key);
+    if (!kind) return std::nullopt;
+    if (!first) first = kind;
+  }
+  return first;
+}
+
 void LazyStackedImpl::for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const {
   for (const auto& key : common_keys()) fn(key, *find(key));
 }

@@ -37,6 +37,17 @@ class LazyStackedImpl final : public TensorDictImpl {
   bool entries_alias_storage() const override { return false; }
   // Locked through lock_(), or when every member is (tensordict's rule).
   bool is_locked() const override;
+  std::optional<EntryKind> entry_kind(const std::string& key) const override;
+  // Along the stack dim: the selected members (an int: the member itself);
+  // across other dims: each member indexed, still stacked lazily.
+  TensorDictBase index(at::ArrayRef<TensorIndex> index) const override;
+  // Along the stack dim: the members themselves.
+  std::vector<TensorDictBase> unbind(int64_t dim) const override;
+  // clone, to, apply, detach: member by member, the result a lazy stack.
+  std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const override;
+  // A lazy stack of `members` along `stack_dim` that keeps this one's stack
+  // dim name and device.
+  std::shared_ptr<LazyStackedImpl> restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;
 
   const std::vector<TensorDictBase>& members() const { return members_; }
   int64_t stack_dim() const { return stack_dim_; }

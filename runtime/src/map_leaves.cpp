@@ -14,10 +14,19 @@
 namespace tensordict::detail {
 
 namespace {
+// libtorch's errors keep their meaning (errors.h): c10's IndexError is an
+// index out of range, its ValueError and TypeError a bad argument; any other
+// c10::Error becomes `Error`.
 template <class Error>
 [[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
   try {
     throw;
+  } catch (const c10::IndexError& e) {
+    throw std::out_of_range(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const c10::ValueError& e) {
+    throw std::invalid_argument(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const c10::TypeError& e) {
+    throw std::invalid_argument(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const c10::Error& e) {
     throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const std::exception& e) {
@@ -193,6 +202,10 @@ struct Mapper {
 };
 
 }  // namespace
+
+bool any_named(const Names& names) {
+  return std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); });
+}
 
 bool writes_through(const TensorDictImpl& td) {
   NestingGuard guard("writes_through");

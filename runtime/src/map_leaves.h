@@ -49,6 +49,17 @@ std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source,
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
                                       OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
 
+// The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
+// its kind (a lazy root is stacked): for ops whose result is dense.
+TensorDict leafwise(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                    OpKind kind = OpKind::Leafwise);
+// A dense shallow copy (the structure; tensors shared where the kind stores
+// them).
+TensorDict dense_shallow_copy(const TensorDictBase& td, const char* op);
+
+// Whether any dim has a name (TensorDictBase::has_names, for an impl's names).
+bool any_named(const Names& names);
+
 // Calls fn on every tensor leaf at any depth; errors name the key.
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
 

@@ -77,12 +77,16 @@ at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf) {
 
 // ---- apply ------------------------------------------------------------------------
 
-TensorDict TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size,
-                                 std::optional<Names> names) const {
+TensorDictBase TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size,
+                                     std::optional<Names> names) const {
+  // tensordict runs a lazy stack's apply per member; the result stays lazy.
+  if (!batch_size && !names) {
+    if (auto parts = impl_->map_parts([&](const TensorDictBase& part) { return part.apply(fn); })) return TensorDictBase(parts);
+  }
   detail::PieceMeta meta{batch_size ? *batch_size : this->batch_size().vec(), names ? *names : Names{}};
   if (!batch_size && !names) meta.names = this->names();
-  // tensordict runs a lazy stack's apply per member: Leafwise.
-  auto out = wrap(detail::map_leaves(*impl_, meta, device(), OpKind::Leafwise, [&](const at::Tensor& t) { return fn(t); }, "apply"));
+  // A nested lazy stack runs per member too: Leafwise.
+  TensorDict out = wrap(detail::map_leaves(*impl_, meta, device(), OpKind::Leafwise, [&](const at::Tensor& t) { return fn(t); }, "apply"));
   // filter_empty: drop undefined results, then nested levels they emptied.
   // A lazy stack is pruned member by member (its members may not stack).
   auto prune = [](auto&& self, TensorDictBase level) -> bool {
@@ -117,7 +121,7 @@ TensorDict TensorDictBase::apply(const BinaryTensorFn& fn, const TensorDictBase&
 }
 
 TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
-  TensorDict out = clone(false);
+  TensorDict out = detail::dense_shallow_copy(*this, "named_apply");
   for (const auto& [key, value] : items(true, true)) {
     if (!value.is_tensor()) continue;
     at::Tensor result;
@@ -333,7 +337,7 @@ bool TensorDictBase::allclose(const TensorDictBase& other, double rtol, double a
 TensorDict TensorDictBase::where(const Operand& condition, const Operand& other, MissingKeys missing) const {
   if (const TensorDictBase* cond = condition.tensordict()) {
     // Condition per key: only the leaves it names are selected.
-    TensorDict out = clone(false);
+    TensorDict out = detail::dense_shallow_copy(*this, "where");
     for (const auto& [key, c] : cond->items(true, true)) {
       if (!c.is_tensor()) continue;
       const at::Tensor alternative = other.tensordict() ? other.tensordict()->get(key) : other.tensor();
@@ -365,7 +369,7 @@ TensorDictBase& TensorDictBase::masked_fill_(const at::Tensor& mask, const at::S
   return *this;
 }
 
-TensorDict TensorDictBase::masked_select(const at::Tensor& mask) const {
+TensorDictBase TensorDictBase::masked_select(const at::Tensor& mask) const {
   if (mask.scalar_type() != at::kBool) {
     throw std::invalid_argument(fmt::format("masked_select: the mask must be a bool tensor, got {}", c10::toString(mask.scalar_type())));
   }

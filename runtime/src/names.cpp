@@ -4,6 +4,7 @@
 
 #include "dense_impl.h"
 #include "format.h"
+#include "map_leaves.h"
 #include "tensordict/dense.h"
 
 namespace tensordict {
@@ -49,13 +50,13 @@ TensorDictBase& TensorDictBase::rename_(const std::string& old_name, const std::
 }
 
 TensorDict TensorDictBase::rename(const Names& names) const {
-  TensorDict out = clone(false);
+  TensorDict out = detail::dense_shallow_copy(*this, "rename");
   out.rename_(names);
   return out;
 }
 
 TensorDict TensorDictBase::rename(const std::string& old_name, const std::string& new_name) const {
-  TensorDict out = clone(false);
+  TensorDict out = detail::dense_shallow_copy(*this, "rename");
   out.rename_(old_name, new_name);
   return out;
 }

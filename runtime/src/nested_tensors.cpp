@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "map_leaves.h"
 #include "tensordict/dense.h"
 
 namespace tensordict {
@@ -62,9 +63,9 @@ TensorDict TensorDictBase::to_padded_tensor(double padding, const std::optional<
                                             mask_key->repr(), shape_string(batch)));
   }
   const auto pad = [padding](const at::Tensor& t) { return t.is_nested() ? at::nested_to_padded_tensor(t, padding) : t; };
-  if (!ragged) return apply(pad);
+  if (!ragged) return detail::leafwise(*this, pad, "to_padded_tensor");
 
-  TensorDict out = apply(pad, std::vector<int64_t>{}, Names{});
+  TensorDict out(apply(pad, std::vector<int64_t>{}, Names{}));  // dense: a batch size is given
   out.auto_batch_size_(batch_dims());
   if (!mask_key) return out;
   for (const auto& [key, value] : items(true, true)) {

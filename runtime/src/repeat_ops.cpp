@@ -11,13 +11,11 @@
 namespace tensordict {
 
 using detail::mapped;
-using detail::names_after;
 
 namespace {
 
-Names same_names(const TensorDictBase& td) {
-  return names_after(td, [](Names&) {});
-}
+// The source's names (none when unnamed): these ops keep every dim in place.
+Names same_names(const TensorDictBase& td) { return td.has_names() ? td.names() : Names{}; }
 
 // Normalised batch dims, each at most once.
 std::vector<int64_t> distinct_dims(at::IntArrayRef dims, int64_t batch_dims, const char* op) {

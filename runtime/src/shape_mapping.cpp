@@ -5,15 +5,6 @@
 
 namespace tensordict::detail {
 
-// The names of the result of a shape op: `edit` rewrites the source's names
-// the way the op rewrites dims; an unnamed tensordict stays unnamed.
-Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit) {
-  if (!td.has_names()) return {};
-  Names names = td.names();
-  edit(names);
-  return names;
-}
-
 TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
                   c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
   TensorDict out(TensorDictBase(

@@ -9,13 +9,10 @@
 
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/shape_plan.h"
 #include "tensordict/tensorclass_support.h"  // with_features, shared with the typed layer
 
 namespace tensordict::detail {
-
-// The names of the result of a shape op: `edit` rewrites the source's names
-// the way the op rewrites dims; an unnamed tensordict stays unnamed.
-Names names_after(const TensorDictBase& td, c10::function_ref<void(Names&)> edit);
 
 // The tensordict of fn(leaf) over batch size `batch`; non-tensor stacks move
 // like the batch. A locked source gives a locked result (tensordict's shape
@@ -26,5 +23,18 @@ TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names na
 // One tensordict per batch size in `batches`; fn writes a leaf's pieces.
 std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
                                       const Names& names, LeafFn fn, const char* op);
+
+// A shape plan (shape_plan.h) run over every leaf.
+template <class Plan>
+TensorDict mapped(const TensorDictBase& td, const Plan& plan) {
+  return mapped(td, std::vector<int64_t>(plan.batch.begin(), plan.batch.end()), plan.names, plan, plan.op);
+}
+template <class Plan>
+std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const Plan& plan) {
+  std::vector<std::vector<int64_t>> batches;
+  batches.reserve(plan.batches.size());
+  for (const auto& b : plan.batches) batches.emplace_back(b.begin(), b.end());
+  return mapped_pieces(td, batches, plan.names, plan, plan.op);
+}
 
 }  // namespace tensordict::detail

@@ -106,6 +106,20 @@ void throw_optional_mismatch(std::string_view op, std::string_view path, std::si
       fmt::format("{}: optional field {} is set in element 0 but not in element {} (or the reverse)", op, path, index));
 }
 
+void check_declared_dtype(std::string_view op, const FieldPath& path, const schema::FieldInfo& field, at::ScalarType got) {
+  const std::string_view name = dtype_name(got);
+  if (name == field.dtype) return;
+  throw std::invalid_argument(fmt::format("{}: {} would be {}, but the schema declares {} (to_tensordict() gives a TensorDict "
+                                          "free of the schema's dtypes)",
+                                          op, path.str(), name, field.dtype));
+}
+
+void throw_h5_non_tensor(std::string_view class_name, const schema::FieldInfo& field, const std::string& value) {
+  throw std::invalid_argument(fmt::format("to_h5: {}.{} holds {}, not its default: h5 stores string non-tensor data only "
+                                          "(memmap() stores every field)",
+                                          class_name, field.name, value));
+}
+
 void throw_empty_list(std::string_view op, std::string_view class_name) {
   throw std::invalid_argument(fmt::format("{}: expected a non-empty list of {}", op, class_name));
 }

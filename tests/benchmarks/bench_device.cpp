@@ -62,7 +62,7 @@ Data* make_data(const Size& s) {
   d->td = TensorDict(std::move(entries), {s.rows});
   d->td_pinned = d->td.pin_memory();
   d->td_consolidated = d->td.consolidate({.device = std::nullopt, .pin_memory = true, .non_blocking = false});
-  d->td_on_gpu = d->td.to(kGpu);
+  d->td_on_gpu = TensorDict(d->td.to(kGpu));
   d->flat_pinned = at::empty({d->bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
   d->flat_gpu = at::empty({d->bytes}, at::TensorOptions().dtype(at::kByte).device(kGpu));
   return d;

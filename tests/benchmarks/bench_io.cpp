@@ -93,7 +93,7 @@ void memmap_write(benchmark::State& state, bool sync) {
   tensordict::MemmapOptions options;
   options.sync = sync;
   for (auto _ : state) {
-    TensorDict written = td.memmap(fresh_dir(state).string(), options);
+    TensorDict written(td.memmap(fresh_dir(state).string(), options));
     benchmark::DoNotOptimize(written);
   }
   state.SetBytesProcessed(state.iterations() * kTotalBytes);

@@ -35,7 +35,7 @@ struct Data {
 
 void add_variant(const std::string& name, TensorDict (*make)(Leaves), const Leaves& a, const Leaves& b,
                  const std::vector<Leaves>& many) {
-  auto* d = new Data{make(a), make(b), make(b).index({Slice(0, kBatch / 2)}), {}, {}};  // never freed
+  auto* d = new Data{make(a), make(b), TensorDict(make(b).index({Slice(0, kBatch / 2)})), {}, {}};  // never freed
   d->pair = {d->x, d->y};
   for (const auto& m : many) d->all.push_back(make(m));
   const Indices* idx = &indices();

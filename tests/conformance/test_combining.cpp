@@ -153,8 +153,8 @@ TEST_CASE("stack and cat with out write into out's tensors (test_generic.py::tes
   tensordict::stack_out(stack_target, {td1, td2}, 1);
   CHECK(stack_target.get("a").equal(at::stack({td1.get("a"), td2.get("a")}, 1)));
   CHECK(stack_target.get({"b", "c"}).equal(at::stack({td1.get({"b", "c"}), td2.get({"b", "c"})}, 1)));
-  TensorDict m0 = td1.clone();
-  TensorDict m1 = td1.clone();
+  TensorDictBase m0 = td1.clone();
+  TensorDictBase m1 = td1.clone();
   m0.zero_();
   m1.zero_();
   tensordict::LazyStackedTensorDict lazy_target = tensordict::lazy_stack({m0, m1}, 0);

@@ -46,7 +46,7 @@ TEST_CASE("*_like constructors (test_misc.py::test_zeros_like)", "[conformance][
     CHECK(tensordict::empty_like(td).get("c").scalar_type() == at::kLong);
     // rand_like / randn_like need floating leaves, as torch's do.
     CHECK_THROWS_AS(tensordict::rand_like(td), std::runtime_error);
-    const TensorDict r = tensordict::rand_like(td.to(at::kFloat));
+    const TensorDictBase r = tensordict::rand_like(td.to(at::kFloat));
     CHECK(((r.get("a") >= 0) & (r.get("a") < 1)).all().item<bool>());
     CHECK(tensordict::randn_like(td.to(at::kFloat)).get("b").sizes() == td.get("b").sizes());
   });
@@ -76,7 +76,7 @@ TEST_CASE("expand_as (test_generic.py::test_expand_as)", "[conformance][test_gen
 TEST_CASE("softmax over every fixture (test_methods.py::test_softmax)", "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDictBase& td) {
     if (name == "sub_td" || name == "sub_td2") return;  // skipped by tensordict too
-    const TensorDict floats = td.to(at::kFloat);
+    const TensorDictBase floats = td.to(at::kFloat);
     for (int64_t dim : {0, 1, -1}) {
       const TensorDict out = floats.softmax(dim);
       CHECK(out.batch_size() == td.batch_size());
@@ -89,7 +89,7 @@ TEST_CASE("softmax over every fixture (test_methods.py::test_softmax)", "[confor
 TEST_CASE("logsumexp over every fixture (test_methods.py::test_logsumexp)", "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDictBase& td) {
     if (name == "td_with_non_tensor") return;
-    const TensorDict floats = td.to(at::kFloat);
+    const TensorDictBase floats = td.to(at::kFloat);
     for (bool keepdim : {false, true}) {
       for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {0}, {1}, {0, 1}, {-1}}) {
         const TensorDict out = floats.logsumexp(dims, keepdim);

@@ -35,7 +35,7 @@ TensorDict nested_lazy_het_td(std::vector<int64_t> batch) {
     members.push_back(td);
   }
   TensorDict obs({{"lazy", tensordict::lazy_stack(members, 0)}, {"dense", at::zeros({3, 3, 2})}}, {});
-  return obs.expand(batch).clone();
+  return TensorDict(obs.expand(batch).clone());  // dense at the top
 }
 
 // Every tensor under `td` (a lazy stack: under each member) equals `value`.
@@ -120,11 +120,11 @@ TEST_CASE("apply_ and apply with another tensordict go member by member (test_la
   for (const auto& batch : kBatchSizes) {
     CAPTURE(batch);
     const TensorDict obs = nested_lazy_het_td(batch);
-    TensorDict obs2 = obs.clone();
+    TensorDictBase obs2 = obs.clone();
     obs2.apply_([](const at::Tensor& t) { return t + 1; });
     CHECK(all_equal(obs2, 1));
     CHECK(all_equal(obs, 0));
-    const TensorDict sum = obs2.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, obs2);
+    const TensorDictBase sum = obs2.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, obs2);
     CHECK(is_lazy(sum.get_td("lazy")));
     CHECK(all_equal(sum, 2));
     CHECK(all_equal(obs2 + obs2, 2));
@@ -137,9 +137,9 @@ TEST_CASE("apply_ and apply with another tensordict go member by member (test_la
   td1.set({"a", "b", "c"}, at::ones({3, 5}) * 2);
   const TensorDict td({{"parent", tensordict::lazy_stack({td0, td1}, 0)}}, {2});
   // The stack dim lies inside the parent's batch: clone() copies member by member.
-  const TensorDict copy = td.clone();
+  const TensorDictBase copy = td.clone();
   CHECK(is_lazy(copy.get_td("parent")));
-  const TensorDict applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, copy);
+  const TensorDictBase applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, copy);
   const auto abc = LazyStackedTensorDict(applied.get_td({"parent", "a", "b"}));
   CHECK((abc.tensordicts()[0].get("c") == 2).all().item<bool>());
   CHECK((abc.tensordicts()[1].get("c") == 4).all().item<bool>());
@@ -151,7 +151,7 @@ TEST_CASE("update and update_ between parents of heterogeneous lazy stacks write
   for (const auto& batch : kBatchSizes) {
     CAPTURE(batch);
     TensorDict dest = nested_lazy_het_td(batch);
-    TensorDict ones = dest.clone();
+    TensorDictBase ones = dest.clone();
     ones.apply_([](const at::Tensor& t) { return t + 1; });
     const auto members_before = LazyStackedTensorDict(dest.get_td("lazy")).tensordicts();
     const auto hetero_ptr = members_before[2].get("hetero").data_ptr();
@@ -159,7 +159,7 @@ TEST_CASE("update and update_ between parents of heterogeneous lazy stacks write
     CHECK(all_equal(dest, 1));
     CHECK(LazyStackedTensorDict(dest.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() == hetero_ptr);
 
-    TensorDict twos = ones.apply([](const at::Tensor& t) { return t + 1; });
+    TensorDictBase twos = ones.apply([](const at::Tensor& t) { return t + 1; });
     dest.update(twos);
     CHECK(all_equal(dest, 2));
     // update keeps the destination's members (it sets into them).
@@ -328,7 +328,7 @@ TEST_CASE("dense_stack_tds stacks the outer level densely and keeps heterogeneou
       TensorDict td1({{"a", at::zeros({5, 6, 4})}, {"b", at::zeros({5, 6, 2})}}, batch);
       const LazyStackedTensorDict td_lazy = tensordict::lazy_stack({td0, td1}, nested_stack_dim);
       const TensorDict container({{"lazy", td_lazy}}, td_lazy.batch_size());
-      TensorDict container_plus_one = container.clone();
+      TensorDictBase container_plus_one = container.clone();
       container_plus_one.apply_([](const at::Tensor& t) { return t + 1; });
       CHECK(is_lazy(container_plus_one.get_td("lazy")));
       const LazyStackedTensorDict td_stack = tensordict::lazy_stack({container, container_plus_one}, stack_dim);
@@ -369,7 +369,7 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
   const TensorDict td({{"lazy", tensordict::lazy_stack({m0, m1})}, {"d", at::ones({2, 4})}}, {2});
   // Each result keeps "lazy" a stack along dim 0 of members whose x is
   // fn(1) and fn(2), and member 1 keeps its own key.
-  auto check = [](const TensorDict& r, double x0, double x1, at::ScalarType dtype) {
+  auto check = [](const TensorDictBase& r, double x0, double x1, at::ScalarType dtype) {
     REQUIRE(is_lazy(r.get_td("lazy")));
     const LazyStackedTensorDict lazy(r.get_td("lazy"));
     CHECK(lazy.stack_dim() == 0);
@@ -388,11 +388,11 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
   check(td.pow(2), 1, 4, at::kFloat);
   check(td.clamp(0.0, 1.5), 1, 1.5, at::kFloat);
   // A copy owns its members' tensors.
-  const TensorDict copy = td.clone();
+  const TensorDictBase copy = td.clone();
   LazyStackedTensorDict(copy.get_td("lazy")).tensordicts()[0].get("x").fill_(9);
   CHECK(m0.get("x").equal(at::ones({3})));
   // clone(false) shares them.
-  const TensorDict shallow = td.clone(false);
+  const TensorDictBase shallow = td.clone(false);
   CHECK(LazyStackedTensorDict(shallow.get_td("lazy")).tensordicts()[0].get("x").data_ptr() == m0.get("x").data_ptr());
   // A batch-shaped operand depends on where the stack dim is: the lazy stack
   // is stacked, which its members' shapes refuse, naming the key.

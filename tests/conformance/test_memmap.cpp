@@ -13,7 +13,7 @@ TEST_CASE("memmap_() without a prefix maps every leaf, locks, and has no saved p
     CAPTURE(name);
     Fixture f = make_fixture(name);
     TensorDictBase& td = f.td;
-    const TensorDict before = td.clone();
+    const TensorDictBase before = td.clone();
     td.memmap_();
     CHECK(td.is_memmap());
     CHECK(td.is_locked());

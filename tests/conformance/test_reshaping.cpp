@@ -144,7 +144,7 @@ TEST_CASE("narrow (test_generic.py::test_narrow, test_methods.py::test_narrow)",
   leaf_is(td.narrow(1, 1, 2), td, "a", [](const at::Tensor& t) { return t.narrow(1, 1, 2); });
   CHECK(shape_of(td.narrow(-1, 0, 2)) == std::vector<int64_t>{2, 2});
   // A view: writes reach the source.
-  TensorDict source = td.clone();
+  TensorDictBase source = td.clone();
   source.narrow(1, 1, 2).fill_("b", 7);
   CHECK(at::equal(source.get("b").index({Slice(), Slice(1, 3)}), at::full({2, 2}, 7.0)));
   CHECK(CONF_MESSAGE(td.narrow(1, 2, 2)) == "narrow: elements [2, 2 + 2) are outside batch dim 1 of size 3");

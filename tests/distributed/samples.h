@@ -38,6 +38,10 @@ inline void check_equal(const tensordict::TensorDictBase& got, const tensordict:
   const auto keys = expected.keys(/*include_nested=*/true, /*leaves_only=*/true);
   check(got.keys(true, true).size() == keys.size(), what + ": number of leaves");
   for (const auto& key : keys) {
+    if (expected.get_value(key)->is_non_tensor()) {
+      check(got.contains(key) && got.get_non_tensor(key) == expected.get_non_tensor(key), what + ": key " + key.repr());
+      continue;
+    }
     const at::Tensor a = got.get(key), b = expected.get(key);
     check(a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() && at::equal(a, b),
           what + ": key " + key.repr());

@@ -14,7 +14,7 @@ TensorDict numbers(int rank) { return sample(rank + 1).exclude({"c"}); }
 
 // What a SUM over `world` ranks gives, computed leaf by leaf here.
 TensorDict expected_sum(int world) {
-  TensorDict out = numbers(0).clone();
+  TensorDict out(numbers(0).clone());
   for (int r = 1; r < world; ++r) {
     const TensorDict other = numbers(r);
     for (const auto& key : out.keys(true, true)) out.set(key, out.get(key) + other.get(key));

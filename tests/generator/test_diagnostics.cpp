@@ -93,6 +93,7 @@ TEST_CASE("several errors in one schema are all reported", "[diagnostics]") {
 TEST_CASE("every TensorClass member name is a reserved field name", "[diagnostics]") {
   std::vector<std::string_view> names(std::begin(tensordict::tensorclass_public_members),
                                       std::end(tensordict::tensorclass_public_members));
+  names.insert(names.end(), std::begin(tensordict::tensorclass_op_members), std::end(tensordict::tensorclass_op_members));
   names.insert(names.end(), std::begin(tensordict::tensorclass_future_members),
                std::end(tensordict::tensorclass_future_members));
   std::string yaml = "namespace: rl\ntensorclasses:\n  Obs:\n    fields:\n";

@@ -152,12 +152,36 @@ TEST_CASE("TensorDictSequential: missing keys and partial tolerance", "[sequenti
   const std::string msg = message_of([&] { make(false)(td.clone()); });
   CHECK(msg ==
         "Some tensors that are necessary for the module call may not have not been found in the input tensordict: "
-        "the following inputs are None: {'z'}.");
+        "the following inputs are None: {'z'}.\n"
+        "Failed while executing module '1'.");
   auto tolerant = make(true);
-  TensorDict copy = td.clone();
+  TensorDict copy(td.clone());
   tolerant(copy);
   CHECK(copy.contains("c"));
   CHECK_FALSE(copy.contains("y"));
+}
+
+TEST_CASE("TensorDictSequential notes which module failed and keeps the error's kind",
+          "[sequential][errors][sequence.py:TensorDictSequential.forward add_note]") {
+  auto bad_value = [](const at::Tensor&) -> at::Tensor { throw std::invalid_argument("bad value"); };
+  TensorDict td({{"a", torch::ones({2})}}, {2});
+  tnn::TensorDictSequential seq({tnn::TensorDictModule(identity, {"a"}, {"b"}), tnn::TensorDictModule(bad_value, {"b"}, {"c"})});
+  CHECK(message_of([&] { seq(td.clone()); }) == "bad value\nFailed while executing module '1'.");
+  CHECK_THROWS_AS(seq(td.clone()), std::invalid_argument);
+  // A named sequence names the module.
+  tnn::TensorDictSequential named(tnn::NamedModules{{"first", tnn::TensorDictModule(identity, {"a"}, {"b"})},
+                                                    {"second", tnn::TensorDictModule(bad_value, {"b"}, {"c"})}});
+  CHECK(message_of([&] { named(td.clone()); }) == "bad value\nFailed while executing module 'second'.");
+  // libtorch's error: a std::runtime_error without libtorch's backtrace.
+  tnn::TensorDictSequential shapes({tnn::TensorDictModule(torch::nn::Linear(3, 4), {"a"}, {"b"})});
+  CHECK_THROWS_AS(shapes(td.clone()), std::runtime_error);
+  const std::string msg = message_of([&] { shapes(td.clone()); });
+  CHECK_THAT(msg, Contains("Failed while executing module '0'."));
+  CHECK_THAT(msg, !Contains("Exception raised from"));
+  // Nested sequences: each level adds its note, inner first (as Python's notes).
+  tnn::TensorDictSequential outer({tnn::TensorDictModule(identity, {"a"}, {"z"}), seq});
+  CHECK(message_of([&] { outer(td.clone()); }) ==
+        "bad value\nFailed while executing module '1'.\nFailed while executing module '1'.");
 }
 
 TEST_CASE("select_subsequence on the branching example", "[sequential]") {
@@ -259,7 +283,7 @@ TEST_CASE("from_module / to_module round trip", "[params]") {
   net->eval();
   auto x = torch::randn({5, 3});
   const auto before = net->forward(x).clone();
-  TensorDict zeros = params.clone();
+  TensorDict zeros(params.clone());
   zeros.zero_();
   const auto original_weight = net[0]->as<torch::nn::Linear>()->weight.clone();
   {
@@ -299,7 +323,7 @@ TEST_CASE("from_modules stacks parameters - ensemble_forward loops over models",
 
   tnn::TensorDictModule module(torch::nn::Linear(3, 2), {"x"}, {"y"});
   TensorDict input({{"x", torch::randn({5, 3})}}, {5});
-  TensorDict params = stacked.clone();
+  TensorDict params(stacked.clone());
   TensorDict module_params({{"module", params}}, {3});
   TensorDict out = tnn::ensemble_forward(module, module_params, input);
   CHECK(out.batch_size() == at::IntArrayRef{3, 5});
@@ -334,7 +358,7 @@ TEST_CASE("A short training loop decreases the loss", "[training]") {
   TensorDict data({{"x", x}, {"target", target}}, {64});
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(0.05));
   auto loss_of = [&] {
-    TensorDict td = data.clone(false);
+    TensorDict td(data.clone(false));
     model(td);
     return torch::mse_loss(td.get("pred"), td.get("target"));
   };

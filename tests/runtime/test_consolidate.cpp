@@ -125,18 +125,18 @@ TEST_CASE("a consolidated tensordict is locked; in-place writes keep it consolid
 TEST_CASE("consolidate round trips: clone, contiguous and to(cpu) give back the original leaves", "[consolidate]") {
   const TensorDict td = mixed();
   const TensorDict c = td.consolidate();
-  const TensorDict cloned = c.clone();
+  const TensorDict cloned(c.clone());
   REQUIRE_FALSE(cloned.is_consolidated());
   REQUIRE_FALSE(cloned.is_locked());
   require_same_tree(cloned, td);
   REQUIRE(cloned.get("a").data_ptr() != c.get("a").data_ptr());
   require_same_tree(c.contiguous(), td);
   // Already on the CPU: tensordict returns the consolidated tensordict itself.
-  const TensorDict same = c.to(at::Device(at::kCPU));
+  const TensorDict same(c.to(at::Device(at::kCPU)));
   REQUIRE(same.impl() == c.impl());
   REQUIRE(same.is_consolidated());
   // Indexing gives views of the storage, but not a consolidated tensordict.
-  const TensorDict first = c.index({0});
+  const TensorDict first(c.index({0}));
   REQUIRE_FALSE(first.is_consolidated());
   REQUIRE(at::equal(first.get("f64"), td.get("f64")[0]));
 }
@@ -262,20 +262,20 @@ TEST_CASE("consolidated tensordicts move to the GPU and back as one storage", "[
     INFO("pinned storage: " << pinned);
     const TensorDict c = td.consolidate({.device = std::nullopt, .pin_memory = pinned, .non_blocking = false});
     REQUIRE(c.consolidated_storage()->is_pinned() == pinned);
-    const TensorDict g = c.to(kGpu);
+    const TensorDict g(c.to(kGpu));
     REQUIRE(g.is_consolidated());
     REQUIRE(g.is_locked());
     REQUIRE(g.consolidated_storage()->device() == kGpu);
     require_on(g, kGpu);
     require_same_tree(g, td);
 
-    const TensorDict back = g.to(at::Device(at::kCPU));
+    const TensorDict back(g.to(at::Device(at::kCPU)));
     REQUIRE(back.is_consolidated());
     REQUIRE(back.consolidated_storage()->is_pinned());  // lands in pinned memory
     require_on(back, at::Device(at::kCPU));
     require_same_tree(back, td);
 
-    const TensorDict async = c.to(kGpu, /*non_blocking=*/true);
+    const TensorDict async(c.to(kGpu, /*non_blocking=*/true));
     tensordict::synchronize(kGpu);
     require_same_tree(async, td);
   }
@@ -290,7 +290,7 @@ TEST_CASE("tensordicts that are not consolidated move with one staging buffer an
     return;
   }
   const TensorDict td = mixed();
-  const TensorDict g = td.to(kGpu);  // pageable leaves: staged through pinned memory
+  const TensorDict g(td.to(kGpu));  // pageable leaves: staged through pinned memory
   REQUIRE_FALSE(g.is_consolidated());
   REQUIRE_FALSE(g.is_locked());
   require_on(g, kGpu);
@@ -298,14 +298,14 @@ TEST_CASE("tensordicts that are not consolidated move with one staging buffer an
   REQUIRE(shares_one_storage(g));
   REQUIRE(g.get("strided").strides() == td.get("strided").strides());  // dense leaves keep their strides
 
-  const TensorDict back = g.to(at::Device(at::kCPU));
+  const TensorDict back(g.to(at::Device(at::kCPU)));
   require_on(back, at::Device(at::kCPU));
   require_same_tree(back, td);
   REQUIRE(all_pinned(back));
 
   // non_blocking: wait on the GPU's stream before reading.
-  const TensorDict async = td.to(kGpu, /*non_blocking=*/true);
-  const TensorDict async_back = async.to(at::Device(at::kCPU), /*non_blocking=*/true);
+  const TensorDict async(td.to(kGpu, /*non_blocking=*/true));
+  const TensorDict async_back(async.to(at::Device(at::kCPU), /*non_blocking=*/true));
   tensordict::record_event(kGpu).synchronize();
   require_same_tree(async_back, td);
 
@@ -314,13 +314,13 @@ TEST_CASE("tensordicts that are not consolidated move with one staging buffer an
   REQUIRE(all_pinned(pinned));
   REQUIRE(shares_one_storage(pinned));
   require_same_tree(pinned, td);
-  const TensorDict from_pinned = pinned.to(kGpu, /*non_blocking=*/true);
+  const TensorDict from_pinned(pinned.to(kGpu, /*non_blocking=*/true));
   tensordict::synchronize(kGpu);
   require_same_tree(from_pinned, td);
 
   // Autograd leaves keep their graph (libtorch's per-leaf to).
   TensorDict grads({{"w", at::ones({3}).requires_grad_()}, {"x", at::ones({3})}}, {3});
-  const TensorDict moved = grads.to(kGpu);
+  const TensorDict moved(grads.to(kGpu));
   REQUIRE(moved.get("w").requires_grad());
   REQUIRE(moved.get("w").grad_fn() != nullptr);
 }

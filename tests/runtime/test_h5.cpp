@@ -159,7 +159,7 @@ TEST_CASE("h5 round trip keeps nested, bool, bfloat16, float16, complex, zero-el
 TEST_CASE("an h5 file converts to a memmap tree and back without Python") {
   TempDir tmp;
   PersistentTensorDict h5 = PersistentTensorDict::from_h5((fixtures_dir() / "h5" / "rollout.h5").string());
-  TensorDict mm = h5.memmap(tmp / "rollout");
+  TensorDict mm(h5.memmap(tmp / "rollout"));
   require_same_leaves(mm, h5.to_tensordict());
   REQUIRE_THAT(TD_MESSAGE(h5.memmap_(tmp / "inplace")), Contains("dense TensorDicts only") && Contains("memmap()"));
   PersistentTensorDict again = TensorDict::load_memmap(tmp / "rollout").to_h5(tmp / "again.h5");

@@ -114,6 +114,9 @@ TEST_CASE("indexing errors say what was wrong") {
   REQUIRE_THAT(TD_MESSAGE(td.index({mask({1, 0})})), Contains("mask of shape [2] does not match") && Contains("[4]"));
   REQUIRE_THAT(TD_MESSAGE(td.index({at::tensor({0.5})})), Contains("index tensors must be long, int or bool"));
   REQUIRE_THAT(TD_MESSAGE(td.index({at::tensor({7}, at::kLong)})), Contains("index failed for key 'a'") && Contains("out of bounds"));
+  // libtorch's IndexError stays an index error (it escaped as a runtime_error before).
+  REQUIRE_THROWS_AS(td.index({at::tensor({7}, at::kLong)}), std::out_of_range);
+  REQUIRE_THROWS_AS(td.index({Slice(), at::tensor({-4}, at::kLong)}), std::out_of_range);
   REQUIRE_THAT(TD_MESSAGE(td.index({at::tensor({0, 1}, at::kLong), at::tensor({0, 1, 2}, at::kLong)})),
                Contains("cannot be broadcast"));
 }

@@ -153,14 +153,14 @@ TEST_CASE("nested lazy stacks, densifying, unbind, append, maybe_dense_stack") {
 TEST_CASE("clone, to and apply keep the stack lazy; lock reaches the members") {
   auto ms = members();
   auto lazy = lazy_stack(ms, 0);
-  auto c = lazy.clone();
+  LazyStackedTensorDict c(lazy.clone());
   REQUIRE(c.tensordicts().size() == 3);
   REQUIRE(c.tensordicts()[0].get("obs").data_ptr() != ms[0].get("obs").data_ptr());
-  auto d = lazy.to(at::kDouble);
+  LazyStackedTensorDict d(lazy.to(at::kDouble));
   REQUIRE(d.get_list("img")[1].scalar_type() == at::kDouble);
-  auto doubled = lazy.apply([](const at::Tensor& t) { return t * 2; });
+  LazyStackedTensorDict doubled(lazy.apply([](const at::Tensor& t) { return t * 2; }));
   REQUIRE(at::equal(doubled.get_list("img")[2], ms[2].get("img") * 2));
-  REQUIRE(lazy.clone(false).tensordicts()[0].get("obs").data_ptr() == ms[0].get("obs").data_ptr());
+  REQUIRE(LazyStackedTensorDict(lazy.clone(false)).tensordicts()[0].get("obs").data_ptr() == ms[0].get("obs").data_ptr());
   lazy.lock_();
   REQUIRE(ms[0].is_locked());
   REQUIRE_THAT(TD_MESSAGE(lazy.set("brand_new", at::zeros({3, 4}))), Contains("Cannot modify locked TensorDict"));

@@ -43,11 +43,12 @@ TEST_CASE("a locked tensordict allows in-place writes") {
 // raises too, and update_() writes in place.
 TEST_CASE("a locked tensordict refuses set() of existing keys; set_ and update_ write in place", "[lock]") {
   auto td = sample({2});
-  const TensorDict copy = sample({2}).apply([](const at::Tensor& t) { return t + 1; });
+  const TensorDict copy(sample({2}).apply([](const at::Tensor& t) { return t + 1; }));
   td.lock_();
-  for (const auto& [key, value] : copy.items(true)) {
+  for (const auto& item : copy.items(true)) {
+    const auto& [key, value] = item;  // (clang 14 lambdas cannot capture structured bindings)
     INFO(key.repr());
-    REQUIRE_THAT(TD_MESSAGE(td.set(key, value)), Contains("Cannot modify locked TensorDict"));
+    REQUIRE_THAT(TD_MESSAGE(td.set(item.first, item.second)), Contains("Cannot modify locked TensorDict"));
   }
   REQUIRE_THAT(TD_MESSAGE(td.update(copy)), Contains("Cannot modify locked TensorDict"));
   REQUIRE(td.allclose(sample({2})));
@@ -103,7 +104,8 @@ TEST_CASE("shape ops of a locked tensordict give locked results", "[lock]") {
       {"flatten", td.flatten(0, 1)},
       {"unflatten", td.unflatten(1, {3, 1})},
   };
-  for (const auto& [name, result] : results) {
+  for (const auto& [name, held] : results) {
+    const TensorDict& result = held;  // (clang 14 lambdas cannot capture structured bindings)
     INFO(name);
     REQUIRE(result.is_locked());
     REQUIRE(result.get_td("nested").is_locked());

@@ -81,7 +81,7 @@ TEST_CASE("a read-only tree maps copy-on-write: writes stay in memory") {
 TEST_CASE("memmap round trip keeps nested, non-tensor, zero-element, bool, bfloat16 and encoded keys") {
   TempDir tmp;
   TensorDict td = rich();
-  TensorDict mm = td.memmap(tmp / "td");
+  TensorDict mm(td.memmap(tmp / "td"));
   require_same(td, mm);
   REQUIRE(mm.is_memmap());
   REQUIRE(mm.is_locked());
@@ -165,7 +165,7 @@ TEST_CASE("memmap_ maps the leaves in place and writes reach the files") {
 TEST_CASE("memmap_like writes full-size files without copying data") {
   TempDir tmp;
   TensorDict td = sample({3});
-  TensorDict like = td.memmap_like(tmp / "like");
+  TensorDict like(td.memmap_like(tmp / "like"));
   REQUIRE(like.keys(true) == td.keys(true));
   REQUIRE(like.get({"nested", "c"}).sizes() == td.get({"nested", "c"}).sizes());
   REQUIRE(like.get("a").eq(0).all().item<bool>());
@@ -176,7 +176,7 @@ TEST_CASE("memmap_like writes full-size files without copying data") {
 TEST_CASE("copy_existing, existsok and num_threads follow tensordict") {
   TempDir tmp;
   TensorDict td = sample({2});
-  TensorDict first = td.memmap(tmp / "one");
+  TensorDict first(td.memmap(tmp / "one"));
   REQUIRE_THAT(TD_MESSAGE(first.memmap(tmp / "two")),
                Contains("already memory-mapped to") && Contains("copy_existing=true"));
   MemmapOptions copy;
@@ -217,7 +217,7 @@ TEST_CASE("memmap without sync writes the same tree, byte for byte") {
 TEST_CASE("save/load are memmap/load_memmap; memmap_refresh_ reloads what was written") {
   TempDir tmp;
   TensorDict td = sample({2});
-  TensorDict saved = td.save(tmp / "s");
+  TensorDict saved(td.save(tmp / "s"));
   require_same(TensorDict::load(tmp / "s"), td);
   // Another writer replaces the tree at the same place.
   TensorDict other({{"z", at::ones({2, 3})}}, {2});
@@ -301,6 +301,9 @@ TEST_CASE("a tensorclass of a class nobody registered loads as a TensorDict of i
   REQUIRE(point.get_non_tensor("label") == "origin");
   REQUIRE(point.get_non_tensor("scale") == 0.5);
   REQUIRE(point.get_non_tensor("__class__") == "<class '__main__.Point'>");
+  // Memory-mapped, saved at the class's directory (it had no saved path before).
+  REQUIRE(point.is_memmap());
+  REQUIRE((point.saved_path() == fs::absolute(dir).string()));
   // The class name follows the fields through batch ops.
   REQUIRE(point.index({1}).get_non_tensor("__class__") == "<class '__main__.Point'>");
 

@@ -125,7 +125,7 @@ TEST_CASE("set, set_, update and index_put_ through a sub-tensordict of a lazy s
 TEST_CASE("update of a sub-tensordict refuses a tensor where the source holds a tensordict, naming the key", "[sub]") {
   auto td = sample({4});
   td.set({"nested", "deep", "x"}, at::ones({4}));
-  const TensorDict before = td.clone();
+  const TensorDict before(td.clone());
   auto sub = td.get_sub_tensordict({Slice(0, 2)});
 
   const std::string top = TD_MESSAGE(sub.update(TensorDict({{"nested", at::ones({2})}}, {2})));

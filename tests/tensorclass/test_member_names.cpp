@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tensordict/op_lists.h"
 #include "tensordict/tensorclass_members.h"
 
 namespace {
@@ -59,16 +61,81 @@ std::optional<std::string> declared_name(const std::string& line, const std::set
   return std::nullopt;
 }
 
+// The op lists of op_lists.h, by macro name: a line `TENSORDICT_X(LOCAL)`
+// declares LOCAL's members for every op of list X.
+#define TEST_OP_NAME(name) #name,
+const std::map<std::string, std::vector<std::string>>& op_lists() {
+  static const std::map<std::string, std::vector<std::string>> lists = {
+      {"TENSORDICT_UNARY_OPS", {TENSORDICT_UNARY_OPS(TEST_OP_NAME)}},
+      {"TENSORDICT_BINARY_OPS", {TENSORDICT_BINARY_OPS(TEST_OP_NAME)}},
+      {"TENSORDICT_BINARY_OPS_NO_INPLACE", {TENSORDICT_BINARY_OPS_NO_INPLACE(TEST_OP_NAME)}},
+      {"TENSORDICT_COMPARISONS", {TENSORDICT_COMPARISONS(TEST_OP_NAME)}},
+      {"TENSORDICT_PREDICATES", {TENSORDICT_PREDICATES(TEST_OP_NAME)}},
+      {"TENSORDICT_REDUCTIONS", {TENSORDICT_REDUCTIONS(TEST_OP_NAME)}},
+  };
+  return lists;
+}
+#undef TEST_OP_NAME
+
+// A function-like macro defined in the file, with the member names its body
+// declares from its last parameter `p`: "p" for `p(`, "p_" for `p##_(`.
+struct LocalMacro {
+  std::vector<std::string> suffixes;  // "" and/or "_"
+};
+
+// The members a line `MACRO(args)` at member indentation declares, or nullopt
+// when the line is no such invocation.
+std::optional<std::vector<std::string>> expanded_names(const std::string& line,
+                                                       const std::map<std::string, LocalMacro>& local) {
+  static const std::regex invocation(R"(^(\w+)\(([^()]*)\)\s*$)");
+  std::smatch m;
+  if (!std::regex_search(line, m, invocation)) return std::nullopt;
+  const std::string macro = m[1].str(), args = m[2].str();
+  std::vector<std::string> names;
+  auto declare = [&](const LocalMacro& def, const std::string& op) {
+    for (const auto& suffix : def.suffixes) names.push_back(op + suffix);
+  };
+  if (auto list = op_lists().find(macro); list != op_lists().end()) {
+    const auto def = local.find(args);
+    if (def == local.end()) return std::nullopt;
+    for (const auto& op : list->second) declare(def->second, op);
+    return names;
+  }
+  const auto def = local.find(macro);
+  if (def == local.end()) return std::nullopt;
+  const std::string last = args.substr(args.find_last_of(',') == std::string::npos ? 0 : args.find_last_of(',') + 1);
+  declare(def->second, std::regex_replace(last, std::regex(R"(\s)"), ""));
+  return names;
+}
+
 // The names declared in the public sections of `class TensorClass {...};`.
 MemberScan scan_public_members(const std::string& text) {
+  // Function-like macros, and what each body declares from its last parameter.
+  std::map<std::string, LocalMacro> local;
+  static const std::regex define(R"(#define (\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*))");
+  for (std::sregex_iterator it(text.begin(), text.end(), define), end; it != end; ++it) {
+    const std::string params = (*it)[2].str();
+    const std::string param = std::regex_replace(params.substr(params.find_last_of(',') == std::string::npos ? 0 : params.find_last_of(',') + 1), std::regex(R"(\s)"), "");
+    // `operator op(` declares an operator, not a member named after `op`.
+    const std::string body = std::regex_replace((*it)[3].str(), std::regex("operator\\s*" + param), "");
+    LocalMacro def;
+    if (std::regex_search(body, std::regex("[^\\w#]" + param + "\\("))) def.suffixes.push_back("");
+    if (std::regex_search(body, std::regex("[^\\w#]" + param + "##_\\("))) def.suffixes.push_back("_");
+    local[(*it)[1].str()] = def;
+  }
   std::set<std::string> macros;
-  static const std::regex define(R"(#define (\w+))");
-  for (std::sregex_iterator it(text.begin(), text.end(), define), end; it != end; ++it) macros.insert((*it)[1].str());
+  for (const auto& [name, def] : local) macros.insert(name);
 
   MemberScan scan;
   std::istringstream in(text);
-  bool inside = false, is_public = false;
+  bool inside = false, is_public = false, in_define = false;
   for (std::string line; std::getline(in, line);) {
+    // A macro's body declares nothing itself: its invocations do.
+    const bool continued = !line.empty() && line.back() == '\\';
+    if (in_define || line.rfind("#define", 0) == 0) {
+      in_define = continued;
+      continue;
+    }
     if (!inside) {
       inside = line == "class TensorClass {";
       continue;
@@ -80,7 +147,9 @@ MemberScan scan_public_members(const std::string& text) {
     }
     // Deeper lines are bodies and continuations; the name is on the first line.
     if (!is_public || line.size() < 3 || line.compare(0, 2, "  ") != 0 || line[2] == ' ') continue;
-    if (auto name = declared_name(line.substr(2), macros)) {
+    if (auto names = expanded_names(line.substr(2), local)) {
+      scan.names.insert(names->begin(), names->end());
+    } else if (auto name = declared_name(line.substr(2), macros)) {
       if (!name->empty()) scan.names.insert(*name);
     } else {
       scan.unreadable.push_back(line);
@@ -101,8 +170,9 @@ TEST_CASE("the reserved field names are exactly TensorClass's public members", "
   }
   REQUIRE(scan.names.size() > 50);
 
-  const std::set<std::string> listed(std::begin(tensordict::tensorclass_public_members),
-                                     std::end(tensordict::tensorclass_public_members));
+  std::set<std::string> listed(std::begin(tensordict::tensorclass_public_members),
+                               std::end(tensordict::tensorclass_public_members));
+  listed.insert(std::begin(tensordict::tensorclass_op_members), std::end(tensordict::tensorclass_op_members));
   for (const auto& name : scan.names) {
     INFO("TensorClass declares `" << name << "`: add it to tensorclass_public_members in tensorclass_members.h");
     CHECK(listed.count(name) == 1);
@@ -117,7 +187,8 @@ TEST_CASE("the reserved field names are exactly TensorClass's public members", "
   }
   CHECK(std::is_sorted(std::begin(tensordict::tensorclass_public_members),
                        std::end(tensordict::tensorclass_public_members)));
-  CHECK(listed.size() == std::size(tensordict::tensorclass_public_members));  // no duplicates
+  // No name twice (in one list or in both).
+  CHECK(listed.size() == std::size(tensordict::tensorclass_public_members) + std::size(tensordict::tensorclass_op_members));
 }
 
 TEST_CASE("the scan reads the declaration forms it claims to", "[tensorclass][names]") {
@@ -135,6 +206,13 @@ TEST_CASE("the scan reads the declaration forms it claims to", "[tensorclass][na
       "#define OPS(op) \\\n"
       "  friend Derived operator op(const Derived& a) { return a; }\n"
       "  OPS(+)\n"
+      "#define UNARY(name) \\\n"
+      "  Derived name() const { return x; } \\\n"
+      "  Derived& name##_() { return y; }\n"
+      "  UNARY(sqrt)\n"
+      "#define PREDICATE(name) \\\n"
+      "  TensorDict name() const;\n"
+      "  TENSORDICT_PREDICATES(PREDICATE)\n"
       "  using Alias = int;\n"
       "  static constexpr int count = 3;\n"
       "  decltype(auto) odd();\n"
@@ -143,7 +221,9 @@ TEST_CASE("the scan reads the declaration forms it claims to", "[tensorclass][na
       "};\n"
       "  void after();\n";
   const MemberScan scan = scan_public_members(text);
-  CHECK(scan.names == std::set<std::string>{"Alias", "TensorClass", "count", "split"});
+  std::set<std::string> expected{"Alias", "TensorClass", "count", "split", "sqrt", "sqrt_"};
+  for (const auto& name : op_lists().at("TENSORDICT_PREDICATES")) expected.insert(name);
+  CHECK(scan.names == expected);
   CHECK(scan.unreadable == std::vector<std::string>{"  decltype(auto) odd();"});
 }
 

@@ -340,11 +340,91 @@ TEST_CASE("shape ops over batch dims") {
   CHECK_THROWS(o.expand({3, 3}));
 }
 
+// The typed layer runs the dynamic core's shape plans (shape_plan.h): every
+// shape op gives the tensordict's batch size, names, leaves and errors.
+namespace {
+void require_same_as_dynamic(const Observation& typed, const tensordict::TensorDictBase& dynamic) {
+  const tensordict::TensorDict got = typed.to_tensordict();
+  REQUIRE(got.batch_size() == dynamic.batch_size());
+  CHECK((got.names() == dynamic.names()));
+  const auto keys = dynamic.keys(true, true);
+  CHECK(got.keys(true, true).size() == keys.size());
+  for (const auto& key : keys) {
+    if (!dynamic.get_value(key)->is_tensor()) continue;
+    CHECK(same(got.get(key), dynamic.get(key)));
+  }
+}
+
+template <class Typed, class Dynamic>
+void require_same_error(Typed&& typed, Dynamic&& dynamic) {
+  const std::string expected = message_of(dynamic);
+  CHECK(expected != "<no exception>");
+  CHECK(message_of(typed) == expected);
+}
+}  // namespace
+
+TEST_CASE("shape ops and their errors are the dynamic TensorDict's") {
+  const auto o = make_obs({2, 3}).rename_({"env", "time"});
+  const tensordict::TensorDict td = o.to_tensordict();
+  require_same_as_dynamic(o.reshape({3, -1}), td.reshape({3, -1}));
+  require_same_as_dynamic(o.view({6}), td.view({6}));
+  require_same_as_dynamic(o.permute({1, 0}), td.permute({1, 0}));
+  require_same_as_dynamic(o.transpose(-1, 0), td.transpose(-1, 0));
+  require_same_as_dynamic(o.unsqueeze(-1).squeeze(), td.unsqueeze(-1).squeeze());
+  require_same_as_dynamic(o.unsqueeze(1), td.unsqueeze(1));
+  require_same_as_dynamic(o.expand({4, -1, 3}), td.expand({4, -1, 3}));
+  require_same_as_dynamic(o.flatten(), td.flatten());
+  require_same_as_dynamic(o.flatten().unflatten(0, {3, -1}), td.flatten().unflatten(0, {3, -1}));
+  require_same_as_dynamic(o.unbind(1)[2], td.unbind(1)[2]);
+  require_same_as_dynamic(o.split(std::vector<int64_t>{1, 2}, 1)[1], td.split(std::vector<int64_t>{1, 2}, 1)[1]);
+  CHECK(o.chunk(2, 1).size() == td.chunk(2, 1).size());
+  CHECK(o.index({Slice(0, 0)}).chunk(3, 0).size() == td.index({Slice(0, 0)}).chunk(3, 0).size());  // torch: 3 empty pieces
+  require_same_as_dynamic(Observation::stack({o, o}, -1), tensordict::stack({td, td}, -1));
+  require_same_as_dynamic(Observation::cat({o, o.index({Slice(0, 1)})}, 0), tensordict::cat({td, td.index({Slice(0, 1)})}, 0));
+
+  // A batchless instance flattens to batch [1] (torch.flatten of a 0-dim
+  // tensor), as the tensordict does.
+  const auto scalar = make_obs({});
+  CHECK(scalar.flatten().batch_size() == at::IntArrayRef({1}));
+  require_same_as_dynamic(scalar.flatten(), scalar.to_tensordict().flatten());
+
+  require_same_error([&] { o.reshape({5}); }, [&] { td.reshape({5}); });
+  require_same_error([&] { o.view({4, -1}); }, [&] { td.view({4, -1}); });
+  require_same_error([&] { o.expand({-2, 2, 3}); }, [&] { td.expand({-2, 2, 3}); });
+  require_same_error([&] { o.expand({3}); }, [&] { td.expand({3}); });
+  require_same_error([&] { o.permute({0, 0}); }, [&] { td.permute({0, 0}); });
+  require_same_error([&] { o.transpose(0, 2); }, [&] { td.transpose(0, 2); });
+  require_same_error([&] { o.flatten(1, 0); }, [&] { td.flatten(1, 0); });
+  require_same_error([&] { o.unflatten(1, {2, 2}); }, [&] { td.unflatten(1, {2, 2}); });
+  require_same_error([&] { o.split(std::vector<int64_t>{1, 1}, 1); }, [&] { td.split(std::vector<int64_t>{1, 1}, 1); });
+  require_same_error([&] { o.split(0, 1); }, [&] { td.split(0, 1); });
+  require_same_error([&] { o.chunk(0, 1); }, [&] { td.chunk(0, 1); });
+  const auto other = make_obs({2, 4});
+  require_same_error([&] { Observation::stack({o, other}); }, [&] { tensordict::stack({td, other.to_tensordict()}); });
+  require_same_error([&] { Observation::cat({o, other}, 0); }, [&] { tensordict::cat({td, other.to_tensordict()}, 0); });
+  CHECK_THROWS_AS(o.reshape({5}), std::runtime_error);
+  CHECK_THROWS_AS(o.permute({0, 0}), std::invalid_argument);
+}
+
 // ---- device, dtype, copies -------------------------------------------------------------
 TEST_CASE("to, clone, detach, contiguous") {
   const auto o = make_obs({3});
-  auto d = o.to(at::kDouble);
-  check_members(d, o, [](const at::Tensor& t) { return t.to(at::kDouble); });
+  // A typed result passes its own validate(): to() casts the fields whose
+  // schema leaves the dtype open and refuses to change a declared one.
+  CHECK(message_of([&] { o.to(at::kDouble); }) ==
+        "to: Observation.pixels would be float64, but the schema declares uint8 (to_tensordict() gives a TensorDict free of "
+        "the schema's dtypes)");
+  CHECK(message_of([&] { o.agent.to(at::kHalf); }) ==
+        "to: Agent.pos would be float16, but the schema declares float32 (to_tensordict() gives a TensorDict free of the "
+        "schema's dtypes)");
+  const tct::Named named({.x = iota({2, 3, 2}), .free = iota({2, 3, 7}, at::kLong)}, {2, 3});
+  const tct::Named as_float = named.to(at::kFloat);  // x is float32 already; free is open
+  CHECK(same(as_float.free, named.free.to(at::kFloat)));
+  CHECK(as_float.x.data_ptr() == named.x.data_ptr());
+  as_float.validate();
+  CHECK(message_of([&] { named.to(at::kDouble); }).rfind("to: Named.x would be float64", 0) == 0);
+  const tensordict::TensorDictBase d = o.to_tensordict().to(at::kDouble);
+  CHECK(d.get("pixels").scalar_type() == at::kDouble);
   auto cpu = o.to(at::Device(at::kCPU));
   CHECK(cpu.device() == at::Device(at::kCPU));
   CHECK(cpu.agent.device() == at::Device(at::kCPU));
@@ -360,22 +440,113 @@ TEST_CASE("to, clone, detach, contiguous") {
 
 // ---- apply, math, comparison --------------------------------------------------------------
 TEST_CASE("apply, math and comparison give the typed class") {
-  const auto o = make_obs({2}).to(at::kFloat);
+  const auto o = make_obs({2});
   check_members(o.apply([](const at::Tensor& t) { return t * 2; }), o, [](const at::Tensor& t) { return t * 2; });
   check_members(o + o, o, [](const at::Tensor& t) { return t + t; });
   check_members(o - 1, o, [](const at::Tensor& t) { return t - 1; });
   check_members(o * 3, o, [](const at::Tensor& t) { return t * 3; });
-  check_members(o / 2, o, [](const at::Tensor& t) { return t / 2; });
+  check_members(o.add(o, 2), o, [](const at::Tensor& t) { return t.add(t, 2); });
+  check_members(o.sub(1, 3), o, [](const at::Tensor& t) { return t.sub(1, 3); });
+  check_members(o.pow(2), o, [](const at::Tensor& t) { return t.pow(2); });
+  check_members(o.maximum(o * 2), o, [](const at::Tensor& t) { return t.maximum(t * 2); });
+  check_members(o.clamp(1, 5), o, [](const at::Tensor& t) { return t.clamp(1, 5); });
+  check_members(o.clamp_max(3), o, [](const at::Tensor& t) { return t.clamp_max(3); });
   check_members(-o, o, [](const at::Tensor& t) { return -t; });
   check_members(o.abs(), o, [](const at::Tensor& t) { return t.abs(); });
-  Observation eq = o == o.clone();
-  CHECK(eq.pixels.scalar_type() == at::kBool);
+  check_members(o.sign(), o, [](const at::Tensor& t) { return t.sign(); });
+  // Ops that would give a declared field another dtype are refused by name.
+  CHECK(message_of([&] { o / 2; }) ==
+        "div: Observation.pixels would be float32, but the schema declares uint8 (to_tensordict() gives a TensorDict free of "
+        "the schema's dtypes)");
+  CHECK(message_of([&] { o.sqrt(); }).rfind("sqrt: Observation.pixels would be float32", 0) == 0);
+  const Agent a = o.agent;
+  CHECK(same(a.sqrt().pos, a.pos.sqrt()));
+  CHECK(same(a.exp().vel, a.vel.exp()));
+  CHECK(same((a / 2).pos, a.pos / 2));
+  CHECK(same(a.div(a.clone() + 1).vel, a.vel.div(a.vel + 1)));
+}
+
+TEST_CASE("in-place math writes into the fields' tensors") {
+  auto o = make_obs({2});
+  const auto before = o.clone();
+  const void* pixels = o.pixels.data_ptr();
+  o.mul_(2).add_(before, 3);
+  CHECK(o.pixels.data_ptr() == pixels);
+  check_members(o, before, [](const at::Tensor& t) { return (t * 2).add(t, 3); });
+  o.agent.tanh_();
+  CHECK(same(o.agent.pos, (before.agent.pos * 2 + before.agent.pos * 3).tanh()));
+  o.clamp_(std::nullopt, 10).sub_(1);
+  CHECK(same(o.reward, (before.reward * 5).clamp_max(10) - 1));
+  // uint8 pixels cannot hold sqrt's floats: refused, naming the key.
+  CHECK(message_of([&] { o.sqrt_(); }).find("pixels") != std::string::npos);
+  auto z = make_obs({2});
+  z.update_(tensordict::TensorDict({{"reward", at::zeros({2})}}, {2}));
+  CHECK(same(z.reward, at::zeros({2})));
+  z.set_({"agent", "pos"}, at::ones({2, 2}));
+  CHECK(same(z.agent.pos, at::ones({2, 2})));
+  CHECK_THROWS_AS(z.set_("reward", at::ones({3})), std::invalid_argument);
+}
+
+TEST_CASE("comparisons, predicates and reductions give TensorDicts") {
+  const auto o = make_obs({2});
+  const tensordict::TensorDict eq(o == o.clone());
+  CHECK(eq.get("pixels").scalar_type() == at::kBool);
   CHECK(eq.all());
-  check_members(o > 3, o, [](const at::Tensor& t) { return t > 3; });
-  check_members(o <= o, o, [](const at::Tensor& t) { return t <= t; });
-  CHECK((o != o).any() == false);
-  check_members(o < 2, o, [](const at::Tensor& t) { return t < 2; });
-  check_members(o >= 2, o, [](const at::Tensor& t) { return t >= 2; });
+  CHECK(same((o > 3).get({"agent", "pos"}), o.agent.pos > 3));
+  CHECK(same((o <= 2).get("reward"), o.reward <= 2));
+  CHECK(same(o.ne(o * 2).get("depth"), o.depth.ne(o.depth * 2)));
+  CHECK(!(o != o).any());
+  CHECK(same(o.isnan().get("reward"), o.reward.isnan()));
+  CHECK(same(o.sum().get("pixels"), o.pixels.sum()));  // every dim of each leaf
+  CHECK(o.sum().get("pixels").scalar_type() == at::kLong);
+  CHECK(same(o.sum({0}).get("pixels"), o.pixels.sum(0)));
+  CHECK(same(o.agent.mean({0}).get("vel"), o.agent.vel.mean(0)));
+  CHECK_THROWS_WITH(o.mean({0}), Catch::Contains("pixels"));  // torch has no mean of uint8
+  CHECK(same(o.amax({0}, true).get("reward"), o.reward.amax(0, true)));
+  const auto [values, indices] = o.max(0);
+  CHECK(same(values.get("depth"), std::get<0>(o.depth.max(0))));
+  CHECK(same(indices.get("depth"), std::get<1>(o.depth.max(0))));
+  CHECK(values.get_non_tensor("task") == "walk");
+}
+
+TEST_CASE("masked_select, gather, select, exclude") {
+  const auto o = make_obs({3});
+  const auto mask = at::tensor(std::vector<int64_t>{1, 0, 1}).to(at::kBool);
+  const Observation picked = o.masked_select(mask);
+  CHECK(picked.batch_size() == at::IntArrayRef({2}));
+  check_members(picked, o, [&](const at::Tensor& t) { return t.index({mask}); });
+  const auto index = at::tensor(std::vector<int64_t>{2, 2, 0, 1});
+  const Observation gathered = o.gather(0, index);
+  CHECK(gathered.batch_size() == at::IntArrayRef({4}));
+  check_members(gathered, o, [&](const at::Tensor& t) { return t.index({index}); });
+  const tensordict::TensorDict some = o.select({"reward", {"agent", "pos"}, "task"});
+  CHECK(some.keys(true, true) == std::vector<tensordict::NestedKey>{"reward", {"agent", "pos"}, "task"});
+  CHECK(some.get("reward").data_ptr() == o.reward.data_ptr());
+  CHECK(some.get_non_tensor("task") == "walk");
+  CHECK(!o.exclude({"pixels", "agent", "tags", "scale"}).contains("pixels"));
+  CHECK(o.exclude({"pixels"}).contains("task"));
+  CHECK_THROWS_AS(o.select({"nope"}), tensordict::KeyError);
+}
+
+TEST_CASE("update sets fields from a tensordict, validated; refused when locked") {
+  auto o = make_obs({2});
+  tensordict::TensorDict in({{"reward", at::full({2}, 7.0)}, {{"agent", "vel"}, at::ones({2, 2})}}, {2});
+  in.set_non_tensor("task", "pendulum");
+  o.update(in);
+  CHECK(same(o.reward, at::full({2}, 7.0)));
+  CHECK(same(o.agent.vel, at::ones({2, 2})));
+  CHECK(o.task == "pendulum");
+  o.update(make_obs({2}) * 0);
+  CHECK(same(o.reward, at::zeros({2})));
+  CHECK(o.task == "walk");
+  // A wrong dtype or an unknown key is refused and changes nothing.
+  const auto before = o.clone();
+  CHECK(message_of([&] { o.update(tensordict::TensorDict({{"reward", at::ones({2}, at::kLong)}}, {2})); }) ==
+        "Observation.reward: dtype must be float32 (got int64)");
+  CHECK_THROWS_AS(o.update(tensordict::TensorDict({{"nope", at::ones({2})}}, {2})), tensordict::KeyError);
+  check_members(o, before, [](const at::Tensor& t) { return t; });
+  o.lock_();
+  CHECK(message_of([&] { o.update(in); }).rfind("Cannot modify locked TensorDict", 0) == 0);
 }
 
 TEST_CASE("where and masked_fill broadcast a batch mask over feature dims") {
@@ -404,11 +575,15 @@ TEST_CASE("to_tensordict and from_tensordict") {
   CHECK(td.batch_size() == at::IntArrayRef({2}));
   CHECK(same(td.get("pixels"), o.pixels));
   CHECK(same(td.get({"agent", "pos"}), o.agent.pos));
-  CHECK(!td.contains("task"));
-  auto back = Observation::from_tensordict(td, o);
+  // Non-tensor fields are non-tensor data: the tree converts back losslessly.
+  CHECK(td.get_non_tensor("task") == "swim");
+  CHECK(td.get_non_tensor("tags") == tensordict::Json::array({"a", "b"}));
+  CHECK(td.get_non_tensor("scale") == 1.0);
+  auto back = Observation::from_tensordict(td);
   check_members(back, o, [](const at::Tensor& t) { return t; });
   CHECK(back.task == "swim");
-  CHECK(Observation::from_tensordict(td).task == "walk");
+  CHECK(Observation::from_tensordict(td.exclude({"task"})).task == "walk");
+  CHECK(Observation::from_tensordict(td.exclude({"task"}), o).task == "swim");
 
   auto bad = td.clone();
   bad.set("pixels", iota({2, 3, 4, 5}));

@@ -188,25 +188,59 @@ TEST_CASE("load_memmap validates against the schema and names the directory") {
   require_same(Observation::load_memmap(dir.string()), make_obs(true));
 }
 
-TEST_CASE("to_h5 / from_h5 round-trip the tensor fields, validated on load") {
+TEST_CASE("to_h5 / from_h5 round-trip the tensor and string fields, validated on load") {
   TempDir tmp;
   const std::string path = (tmp / "obs.h5").string();
   Observation obs = make_obs(true);
-  obs.task = "walk";
-  obs.tags = {"a", "b"};
+  obs.task = "pendulum";  // a string field: a string dataset, as tensordict writes it
+  obs.tags = {"a", "b"};  // other non-tensor fields at their schema defaults are left out
   obs.scale = 1.0;
   obs.to_h5(path).close();
+  const auto file = tensordict::PersistentTensorDict::from_h5(path);
+  CHECK(file.get_non_tensor("task") == "pendulum");
+  CHECK(!file.contains("tags"));
   // Every field has the same leading dims but h5 keeps no batch size: the
   // schema's shapes say it is [2].
-  require_same(Observation::from_h5(path), obs);
+  const Observation back = Observation::from_h5(path);
+  require_same(back, obs);
+  CHECK(back.task == "pendulum");
 
+  // A non-string field away from its default cannot be stored: refused, not lost.
   Observation unset = make_obs(false);
+  CHECK(message_of([&] { unset.to_h5(path); }) ==
+        "to_h5: Observation.tags holds ['x', 'y', 'z'], not its default: h5 stores string non-tensor data only (memmap() "
+        "stores every field)");
+  unset.tags = {"a", "b"};
+  unset.scale = 1.0;
   unset.to_h5(path).close();
   REQUIRE_FALSE(Observation::from_h5(path).depth.defined());
+  CHECK(Observation::from_h5(path).task == "run");
 
-  tensordict::TensorDict wrong = unset.to_tensordict();
+  tensordict::TensorDict wrong = unset.to_tensordict().exclude({"tags", "scale"});
   wrong.set("reward", iota({2}, at::kLong));
   wrong.to_h5(path).close();
   CHECK(message_of([&] { Observation::from_h5(path); }) ==
         path + ": Observation.reward: dtype must be float32 (got int64)");
+}
+
+TEST_CASE("save / load and is_memmap / saved_path") {
+  TempDir tmp;
+  const std::string dir = (tmp / "obs").string();
+  const Observation obs = make_obs(true);
+  CHECK(!obs.is_memmap());
+  CHECK(!obs.saved_path());
+  const Observation saved = obs.save(dir);
+  CHECK(saved.is_memmap());
+  CHECK(saved.saved_path() == dir);
+  CHECK(saved.is_locked());
+  const Observation loaded = Observation::load(dir);
+  require_same(loaded, obs);
+  CHECK(loaded.is_memmap());
+  CHECK(loaded.saved_path() == dir);
+  // What ops derive is not memory-mapped there (as for a TensorDict).
+  CHECK(!loaded.index({0}).is_memmap());
+  CHECK(!loaded.clone().is_memmap());
+  Observation in_place = make_obs(true);
+  in_place.memmap_((tmp / "in_place").string());
+  CHECK(in_place.saved_path() == (tmp / "in_place").string());
 }

@@ -2,9 +2,10 @@
 //
 // A tensordict is a handle with reference semantics, like at::Tensor: copying a
 // handle shares the entries; clone() copies them. The handle holds a
-// TensorDictImpl, the abstract storage a kind implements (dense TensorDict now;
-// lazy stacks, sub-views and h5 later). Every user-facing operation is written
-// once here, against the small TensorDictImpl surface, not per kind.
+// TensorDictImpl, the abstract storage a kind implements (dense, lazy stack,
+// sub-view, h5). Every user-facing operation is written once here, against
+// the small TensorDictImpl surface; kinds differ only in their impl, so a
+// result never depends on the handle's static type.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -146,6 +147,36 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   const at::Tensor& consolidated_storage() const { return consolidated_storage_; }
   void set_consolidated_storage(at::Tensor storage) { consolidated_storage_ = std::move(storage); }
 
+  // Where memmap() wrote this tensordict or load_memmap() read it ("" for
+  // anonymous shared memory: memmap_() without a prefix); nullopt when it is
+  // not memory-mapped (is_memmap, saved_path).
+  const std::optional<std::string>& memmap_dir() const { return memmap_dir_; }
+  void set_memmap_dir(std::optional<std::string> dir) { memmap_dir_ = std::move(dir); }
+
+  // ---- operations whose result keeps the kind ------------------------------------
+  // TensorDictBase validates, then calls these. The defaults build a dense
+  // result leaf by leaf, which is right for a dense tensordict and a sub-view;
+  // a lazy stack keeps its members (lazy_impl.cpp), an h5 file reads and
+  // writes only the hyperslab an index selects (h5/).
+  virtual TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
+  virtual std::vector<TensorDictBase> unbind(int64_t dim) const;
+  // A value op (clone, to, apply, detach) on a kind made of other
+  // tensordicts: the same kind rebuilt from fn(part) (a lazy stack: of its
+  // members); null for the kinds whose result is dense.
+  virtual std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
+    return nullptr;
+  }
+  // The kind of entry `key`, nullopt when there is none; builds no value (an
+  // h5 group and a lazy stack answer from their metadata).
+  virtual std::optional<EntryKind> entry_kind(const std::string& key) const;
+  // The tensor entry `key` at `index` (as written; `resolved` is the same
+  // index resolved against the caller's batch size, which this level's
+  // batch size starts with).
+  virtual at::Tensor read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index) const;
+  // Writes `value` into the tensor entry `key` at `index`, in place.
+  virtual void assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                         const at::Tensor& value);
+
  protected:
   // Whether lock_() was called on this tensordict itself (or a locked parent
   // reached it), whatever the kind derives.
@@ -155,6 +186,7 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   friend class TensorDictBase;
   bool locked_ = false;
   at::Tensor consolidated_storage_;
+  std::optional<std::string> memmap_dir_;
   // The locked tensordicts that locked this one as their child: it stays
   // locked while any of them is (a tensordict may sit in two parents).
   std::vector<std::weak_ptr<const TensorDictImpl>> lock_parents_;
@@ -371,7 +403,7 @@ class TensorDictBase {
   // td[index] over batch dims: int, slice, None, Ellipsis, bool mask, long
   // tensor and lists of these (libtorch's TensorIndex). Basic indices give
   // views.
-  TensorDict index(at::ArrayRef<TensorIndex> index) const;
+  TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
   // td[index] = value: a tensordict (expanded to the indexed batch size), a
   // tensor or a scalar, written into every leaf.
   TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value);
@@ -392,7 +424,7 @@ class TensorDictBase {
   TensorDict expand(at::IntArrayRef batch_size) const;
   TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   TensorDict unflatten(int64_t dim, at::IntArrayRef sizes) const;
-  std::vector<TensorDict> unbind(int64_t dim = 0) const;
+  std::vector<TensorDictBase> unbind(int64_t dim = 0) const;
   // tensordict's to_lazystack: a lazy stack of this tensordict's slices
   // along `dim` (<tensordict/lazy.h>).
   LazyStackedTensorDict to_lazystack(int64_t dim = 0) const;
@@ -451,8 +483,8 @@ class TensorDictBase {
   // carried). A leaf for which fn returns an undefined tensor is dropped, and
   // so is a nested tensordict left empty by that (tensordict's filter_empty).
   // `batch_size`/`names` set the result's when fn changes the batch dims.
-  TensorDict apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size = std::nullopt,
-                   std::optional<Names> names = std::nullopt) const;
+  TensorDictBase apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+                       std::optional<Names> names = std::nullopt) const;
   // fn(leaf, other's leaf at the same key).
   TensorDict apply(const BinaryTensorFn& fn, const TensorDictBase& other,
                    MissingKeys missing = MissingKeys::error()) const;
@@ -530,7 +562,7 @@ class TensorDictBase {
   TensorDict masked_fill(const at::Tensor& mask, const at::Scalar& value) const;
   TensorDictBase& masked_fill_(const at::Tensor& mask, const at::Scalar& value);
   // The elements where the batch mask is true, gathered into one batch dim.
-  TensorDict masked_select(const at::Tensor& mask) const;
+  TensorDictBase masked_select(const at::Tensor& mask) const;
   // torch.gather along batch dim `dim`; `index` has the batch dims and is
   // expanded over feature dims. The result's batch size is index's shape.
   TensorDict gather(int64_t dim, const at::Tensor& index) const;
@@ -596,17 +628,21 @@ class TensorDictBase {
   // with it, the copies may still run: wait with tensordict::synchronize(d)
   // or an event from tensordict::record_event(d) (<tensordict/device_sync.h>),
   // d being the accelerator involved, before reading or freeing the source.
-  TensorDict to(at::Device device, bool non_blocking = false) const;
-  TensorDict to(at::ScalarType dtype) const;
-#define TENSORDICT_DECLARE_CAST(name, dtype) TensorDict name() const;
+  TensorDictBase to(at::Device device, bool non_blocking = false) const;
+  TensorDictBase to(at::ScalarType dtype) const;
+#define TENSORDICT_DECLARE_CAST(name, dtype) TensorDictBase name() const;
   TENSORDICT_DTYPE_CASTS(TENSORDICT_DECLARE_CAST)
 #undef TENSORDICT_DECLARE_CAST
-  TensorDict cpu() const;
-  TensorDict cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
+  TensorDictBase cpu() const;
+  TensorDictBase cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
   // recurse=false copies the structure only; tensors are shared.
-  TensorDict clone(bool recurse = true) const;
-  TensorDict detach() const;
+  TensorDictBase clone(bool recurse = true) const;
+  TensorDictBase detach() const;
+  // A dense tensordict (a lazy stack's members stacked, an h5 file read);
+  // leaves that are already contiguous are shared.
   TensorDict contiguous() const;
+  // tensordict's to_tensordict(): a dense copy, whatever the kind.
+  TensorDict to_tensordict() const;
   // Every CPU leaf in page-locked memory, copied into one pinned allocation
   // (leaves already pinned are kept; a consolidated tensordict pins its
   // storage and stays consolidated). Needs an accelerator in libtorch.
@@ -639,9 +675,12 @@ class TensorDictBase {
   TensorDictBase parent_of(const NestedKey& key, bool create) const;
   // Throws tensordict's lock error if this level is locked.
   void check_unlocked() const;
+  // The level holding the tensor entry `key`; get()'s errors when there is none.
+  TensorDictBase tensor_level(const NestedKey& key) const;
   // target[index] = value for the tensor at `key`, written through whatever
-  // kind holds it.
-  void put_at(const NestedKey& key, const BatchIndex& resolved, const at::Tensor& value, const char* op);
+  // kind holds it (`resolved`: `index` resolved against this batch size).
+  void put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index, const at::Tensor& value,
+              const char* op);
 
   std::shared_ptr<TensorDictImpl> impl_;
 
@@ -657,11 +696,11 @@ class TensorDictBase {
   // saved_path(). Leaves already there stay.
   TensorDictBase& memmap_();
   // A new memory-mapped copy written to `prefix`; this one is unchanged.
-  TensorDict memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
+  TensorDictBase memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
   // Same structure, files of full size (zero-filled), no data copied.
-  TensorDict memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
+  TensorDictBase memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
   // tensordict's save(): memmap() under another name.
-  TensorDict save(const std::string& prefix, const MemmapOptions& options = {}) const;
+  TensorDictBase save(const std::string& prefix, const MemmapOptions& options = {}) const;
   // True for a tensordict written or loaded by the memmap methods.
   bool is_memmap() const;
   // The directory it was written to or loaded from; nullopt if none.

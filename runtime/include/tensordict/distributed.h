@@ -95,45 +95,60 @@ concept DistributedTensorClass = !std::derived_from<T, TensorDictBase> && requir
   { tc.to_tensordict() } -> std::same_as<TensorDict>;
 };
 
+namespace detail {
+// The tensor fields of a tensorclass (its tensordict form without the
+// non-tensor fields, sharing the tensors): what send/recv and the collectives
+// move; each side keeps its own non-tensor fields.
+template <DistributedTensorClass T>
+TensorDict tensor_fields(const T& tc) {
+  TensorDict td = tc.to_tensordict();
+  std::vector<NestedKey> non_tensor;
+  for (const auto& [key, value] : td.items(true, true)) {
+    if (value.is_non_tensor()) non_tensor.push_back(key);
+  }
+  return non_tensor.empty() ? td : td.exclude(non_tensor);
+}
+}  // namespace detail
+
 template <DistributedTensorClass T>
 int send(const T& tc, const ProcessGroupPtr& group, int dst, int init_tag = 0) {
-  return send(tc.to_tensordict(), group, dst, init_tag);
+  return send(detail::tensor_fields(tc), group, dst, init_tag);
 }
 template <DistributedTensorClass T>
 int recv(const T& tc, const ProcessGroupPtr& group, int src, int init_tag = 0) {
-  return recv(tc.to_tensordict(), group, src, init_tag);
+  return recv(detail::tensor_fields(tc), group, src, init_tag);
 }
 template <DistributedTensorClass T>
 Work isend(const T& tc, const ProcessGroupPtr& group, int dst, int init_tag = 0) {
-  return isend(tc.to_tensordict(), group, dst, init_tag);
+  return isend(detail::tensor_fields(tc), group, dst, init_tag);
 }
 template <DistributedTensorClass T>
 Work irecv(const T& tc, const ProcessGroupPtr& group, int src, int init_tag = 0) {
-  return irecv(tc.to_tensordict(), group, src, init_tag);
+  return irecv(detail::tensor_fields(tc), group, src, init_tag);
 }
 template <DistributedTensorClass T>
 Work all_reduce(const T& tc, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM, bool async_op = false) {
-  return all_reduce(tc.to_tensordict(), group, op, async_op);
+  return all_reduce(detail::tensor_fields(tc), group, op, async_op);
 }
 template <DistributedTensorClass T>
 Work reduce(const T& tc, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
             bool async_op = false) {
-  return reduce(tc.to_tensordict(), group, dst, op, async_op);
+  return reduce(detail::tensor_fields(tc), group, dst, op, async_op);
 }
 template <DistributedTensorClass T>
 void broadcast(const T& tc, const ProcessGroupPtr& group, int src) {
-  broadcast(tc.to_tensordict(), group, src);
+  broadcast(detail::tensor_fields(tc), group, src);
 }
 template <DistributedTensorClass T>
 void gather_and_stack(const T& tc, const ProcessGroupPtr& group, int dst) {
-  gather_and_stack(tc.to_tensordict(), group, dst);
+  gather_and_stack(detail::tensor_fields(tc), group, dst);
 }
 template <DistributedTensorClass T>
 void init_remote(const T& tc, const ProcessGroupPtr& group, int dst) {
   init_remote(tc.to_tensordict(), group, dst);
 }
 // The typed receiving side: T::from_tensordict of what arrived (validated
-// against T's schema; T's non-tensor fields keep their defaults).
+// against T's schema; init_remote sends the non-tensor fields too).
 template <DistributedTensorClass T>
 T from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt) {
   return T::from_tensordict(from_remote_init(group, src, device));

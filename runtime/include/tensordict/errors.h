@@ -3,7 +3,13 @@
 //   KeyError          -> tensordict::KeyError (a std::out_of_range)
 //   IndexError        -> std::out_of_range
 //   ValueError        -> std::invalid_argument
+//   TypeError         -> std::invalid_argument
 //   RuntimeError      -> std::runtime_error (shape, device, lock problems)
+// Where libtorch raises for a leaf, its error keeps its meaning the same way
+// (c10::IndexError -> std::out_of_range, c10::ValueError and c10::TypeError ->
+// std::invalid_argument, other c10::Errors -> std::runtime_error), with the
+// op and the key path in front of libtorch's message: no c10::Error escapes
+// an op on a tensordict.
 // Messages name the key path and the shapes involved.
 #pragma once
 

@@ -6,9 +6,9 @@
 // along the stack dim selects members (an int gives the member itself).
 // Members must share a batch size; their keys and feature shapes may differ.
 //
-// Laziness is kept by the methods of this class (index, clone, to, apply,
-// unbind); generic code holding a TensorDictBase gets the same values
-// through dense results.
+// Laziness is kept whatever handle holds the stack: index, unbind, clone,
+// to, apply, detach and memmap of a lazy stack give lazy stacks (or members);
+// contiguous() and to_tensordict() stack them densely.
 #pragma once
 
 #include <optional>
@@ -46,31 +46,11 @@ class LazyStackedTensorDict : public TensorDictBase {
   void append(const TensorDictBase& td);
   void insert(int64_t position, const TensorDictBase& td);
 
-  // Along the stack dim: the selected members (an int: the member itself);
-  // across other dims: each member indexed, still stacked lazily.
-  TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
-  // Along the stack dim: the members themselves.
-  std::vector<TensorDictBase> unbind(int64_t dim = 0) const;
-  LazyStackedTensorDict clone(bool recurse = true) const;
-  LazyStackedTensorDict to(at::Device device, bool non_blocking = false) const;
-  LazyStackedTensorDict to(at::ScalarType dtype) const;
-  LazyStackedTensorDict apply(const TensorFn& fn) const;
-  // A dense copy of the keys every member has.
-  TensorDict contiguous() const;
-  TensorDict to_tensordict() const { return contiguous(); }
-
   // ---- persistence (FORMATS.md: meta.json with _type and stack_dim, members
-  // in sub-directories 0/, 1/, ...). memmap_ (in place, on TensorDictBase)
-  // maps every member where it is.
-  LazyStackedTensorDict memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
-  LazyStackedTensorDict memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
+  // in sub-directories 0/, 1/, ...): memmap(), memmap_like() and memmap_()
+  // on TensorDictBase write this layout.
   // Loads a lazy-stack directory: its members memory-mapped, whatever their keys and shapes.
   static LazyStackedTensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
-
- private:
-  LazyStackedTensorDict map_members(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const;
-  // A lazy stack of `members` that keeps this one's stack dim name.
-  LazyStackedTensorDict restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;
 };
 
 // tensordict's lazy_stack; std::invalid_argument for no tensordict.

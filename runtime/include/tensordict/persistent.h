@@ -2,9 +2,12 @@
 // PersistentTensorDict, h5py's layout: groups for nested levels, one dataset
 // per leaf, strings as scalar UTF-8 string datasets).
 //
-// Nothing is read at open but the tree's shapes; get() reads one dataset,
-// get_at()/index() read hyperslabs, contiguous()/to_tensordict() read all.
-// In "w", "w-"/"x", "a" and "r+" modes set()/set_()/del_() write to the file.
+// Nothing is read at open but the tree's shapes; keys(), contains() and the
+// repr read metadata only; get() reads one dataset, get_at() and index()
+// (ints and slices with positive steps over leading dims) read hyperslabs,
+// contiguous()/to_tensordict() read all. In "w", "w-"/"x", "a" and "r+"
+// modes every write through the TensorDictBase interface (set, set_, set_at_,
+// del_, update_, apply_, zero_, index_put_, ...) reaches the file.
 #pragma once
 
 #include <optional>
@@ -38,18 +41,6 @@ class PersistentTensorDict : public TensorDictBase {
   bool is_open() const;
   const std::string& filename() const;
   const std::string& mode() const;
-
-  // Reads everything into a dense TensorDict (same as contiguous()).
-  TensorDict to_tensordict() const;
-  // td[index] reading only the selected hyperslab of every dataset (ints and
-  // slices with positive steps over leading dims; other indices read the
-  // datasets whole, then index).
-  TensorDict index(at::ArrayRef<TensorIndex> index) const;
-  at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const;
-  // In-place writes that reach the file (the TensorDictBase versions would
-  // write into a tensor read from it).
-  PersistentTensorDict& set_(const NestedKey& key, const at::Tensor& value);
-  PersistentTensorDict& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
 
  private:
   explicit PersistentTensorDict(std::shared_ptr<TensorDictImpl> impl);

@@ -7,7 +7,7 @@
 // cannot replace a source entry by another kind (a tensor where the source
 // holds a tensordict): std::invalid_argument naming the key. Nested
 // tensordicts are sub-views too; the source may be any kind (a lazy stack:
-// writes reach its members). to_tensordict() materialises.
+// writes reach its members). clone() and to_tensordict() give dense copies.
 #pragma once
 
 #include <vector>
@@ -23,8 +23,6 @@ class SubTensorDict : public TensorDictBase {
   explicit SubTensorDict(const TensorDictBase& td);
 
   const TensorDictBase& source() const;
-  // A dense copy of the view (never sharing storage with the source).
-  TensorDict to_tensordict() const { return clone(); }
 };
 
 }  // namespace tensordict

@@ -2,11 +2,14 @@
 // tensorclass, written once.
 //
 // A generated struct derives from TensorClass<Itself> and specialises
-// tensordict::schema::FieldTable<Itself> (see schema.h). Every operation here
-// visits that table at compile time (a fold over the member pointers): a typed
-// op is the hand-written loop over the member tensors, with what can be shared
-// (a resolved BatchIndex, a new batch size) computed once. Results keep the
-// static type: indexing an Observation returns an Observation.
+// tensordict::schema::FieldTable<Itself> (see schema.h). This is the typed
+// layer over the dynamic core, whose semantics it reuses: hot batch ops
+// (indexing, shape ops, stack/cat/unbind/split, copies) visit that table at
+// compile time (a fold over the member pointers) with what the core plans
+// once (a resolved BatchIndex, a shape plan from shape_plan.h); everything
+// else runs the TensorDict op on the tensordict form (the same tensors).
+// Results keep the static type when they fit the schema (indexing an
+// Observation returns an Observation) and are TensorDicts otherwise.
 //
 // Member kinds are read from the member types: at::Tensor members are tensors,
 // members deriving from TensorClass<M> are nested tensorclasses (visited
@@ -14,7 +17,6 @@
 // non-tensor data, copied through ops and required equal by stack/cat.
 #pragma once
 
-#include <ATen/InferSize.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -38,6 +40,7 @@
 #include "tensordict/non_tensor.h"
 #include "tensordict/persistent.h"
 #include "tensordict/schema.h"
+#include "tensordict/shape_plan.h"
 #include "tensordict/tensorclass_members.h"
 #include "tensordict/tensorclass_persist.h"
 #include "tensordict/tensorclass_support.h"
@@ -46,6 +49,14 @@ namespace tensordict {
 
 template <class Derived>
 class TensorClass;
+
+namespace detail {
+// Which non-tensor fields a tensorclass's tensordict form holds (as
+// non-tensor data): all (to_tensordict), none (the dynamic core's ops carry
+// them through the shell), or what h5 stores (strings; a field at its default
+// is left out, any other value refused).
+enum class NonTensorFields { All, None, H5 };
+}  // namespace detail
 
 // True for generated tensorclasses (types deriving from TensorClass<T>).
 template <class T>
@@ -197,212 +208,54 @@ class TensorClass {
     return index_put_(index, at::scalar_tensor(value, at::TensorOptions().dtype(value.type())));
   }
 
-  // ---- stack, cat, unbind, split ------------------------------------------------------
+  // ---- stack, cat, unbind, split (shape_plan.h: the dynamic core's plans) -------------------
   static Derived stack(const std::vector<Derived>& list, int64_t dim = 0) {
     if (list.empty()) detail::throw_empty_list("stack", schema().name);
-    const Derived& first = list.front();
-    const int64_t d = wrap_batch_dim(dim, first.batch_dims(), "stack", 1);
-    BatchSizeArg batch = first.tc_batch_size_;
-    batch.insert(batch.begin() + d, static_cast<int64_t>(list.size()));
-    return combine_(list, batch, [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack",
-                    [&](Names n) {
-                      if (!n.empty()) n.insert(n.begin() + d, std::nullopt);
-                      return n;
-                    });
+    std::vector<const Names*> names;
+    for (const auto& x : list) names.push_back(&x.tc_names_);
+    shape::Combined plan = shape::stacked(batch_sizes_(list), names, dim);
+    const int64_t d = plan.dim;
+    return combine_(list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack");
   }
   static Derived cat(const std::vector<Derived>& list, int64_t dim = 0) {
     if (list.empty()) detail::throw_empty_list("cat", schema().name);
-    const Derived& first = list.front();
-    const int64_t d = wrap_batch_dim(dim, first.batch_dims(), "cat");
-    BatchSizeArg batch = first.tc_batch_size_;
-    batch[d] = 0;
-    for (const auto& x : list) {
-      if (x.batch_dims() != first.batch_dims()) {
-        throw std::runtime_error("cat: " + std::string(schema().name) + " batch sizes " +
-                                 detail::shape_string(first.batch_size()) + " and " + detail::shape_string(x.batch_size()) +
-                                 " have different numbers of dims");
-      }
-      batch[d] += x.tc_batch_size_[d];
-    }
-    return combine_(list, batch, [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat",
-                    [](Names n) { return n; });
+    shape::Combined plan = shape::concatenated(batch_sizes_(list), list.front().tc_names_, dim);
+    const int64_t d = plan.dim;
+    return combine_(list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat");
   }
-  std::vector<Derived> unbind(int64_t dim = 0) const {
-    const int64_t d = wrap_batch_dim(dim, batch_dims(), "unbind");
-    BatchSizeArg b = tc_batch_size_;
-    b.erase(b.begin() + d);
-    return pieces_(std::vector<BatchSizeArg>(tc_batch_size_[d], b), [&](const at::Tensor& t) { return t.unbind(d); },
-                   names_after_([&](Names& names) { names.erase(names.begin() + d); }));
+  std::vector<Derived> unbind(int64_t dim = 0) const { return planned_pieces_(shape::Unbind(batch_size(), tc_names_, dim)); }
+  std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
+    return planned_pieces_(shape::Split(batch_size(), tc_names_, split_sizes.vec(), dim));
   }
   std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
-    if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive");
-    std::vector<BatchSizeArg> batches;
-    for (int64_t start = 0; start < tc_batch_size_[d] || (start == 0 && tc_batch_size_[d] == 0); start += split_size) {
-      auto b = tc_batch_size_;
-      b[d] = std::min(split_size, tc_batch_size_[d] - start);
-      batches.push_back(b);
-      if (tc_batch_size_[d] == 0) break;
-    }
-    return pieces_(batches, [&](const at::Tensor& t) { return t.split(split_size, d); }, tc_names_);
-  }
-  std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
-    const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
-    int64_t total = 0;
-    std::vector<BatchSizeArg> batches;
-    for (int64_t s : split_sizes) {
-      auto b = tc_batch_size_;
-      b[d] = s;
-      total += s;
-      batches.push_back(b);
-    }
-    if (total != tc_batch_size_[d]) {
-      throw std::runtime_error("split: sizes " + detail::shape_string(split_sizes) + " do not sum to batch dim " +
-                               std::to_string(d) + " of " + detail::shape_string(batch_size()));
-    }
-    return pieces_(batches, [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, d); }, tc_names_);
+    return split(shape::split_sizes(tc_batch_size_[d], split_size), d);
   }
   std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
-    if (chunks <= 0) throw std::invalid_argument("chunk: chunks must be positive");
-    const int64_t n = tc_batch_size_[d];
-    const int64_t size = (n + chunks - 1) / chunks;
-    return split(std::max<int64_t>(size, 1), d);
+    return split(shape::chunk_sizes(tc_batch_size_[d], chunks), d);
   }
 
-  // ---- shape ops on batch dims -------------------------------------------------------------
-  Derived reshape(at::IntArrayRef shape) const {
-    const auto b = at::infer_size(shape, numel());
-    const int64_t nb = batch_dims();
-    return mapped_(b, [&](const at::Tensor& t) { return detail::reshape_leaf(t, b, nb); });
-  }
-  Derived view(at::IntArrayRef shape) const {
-    const auto b = at::infer_size(shape, numel());
-    const int64_t nb = batch_dims();
-    return mapped_(b, [&](const at::Tensor& t) { return t.view(detail::with_features(b, t, nb)); });
-  }
-  Derived permute(at::IntArrayRef dims) const {
-    const int64_t nb = batch_dims();
-    if (static_cast<int64_t>(dims.size()) != nb) {
-      throw std::invalid_argument("permute: got " + std::to_string(dims.size()) + " dims for " + std::to_string(nb) +
-                                  " batch dims");
-    }
-    std::vector<int64_t> order, b;
-    std::vector<bool> seen(nb, false);
-    for (int64_t x : dims) {
-      const int64_t w = wrap_batch_dim(x, nb, "permute");
-      if (seen[w]) throw std::invalid_argument("permute: dim " + std::to_string(x) + " is repeated");
-      seen[w] = true;
-      order.push_back(w);
-      b.push_back(tc_batch_size_[w]);
-    }
-    Derived out = mapped_(b, [&](const at::Tensor& t) {
-      std::vector<int64_t> full = order;
-      for (int64_t x = nb; x < t.dim(); ++x) full.push_back(x);
-      return t.permute(full);
-    });
-    if (has_names()) {
-      Names n;
-      for (int64_t w : order) n.push_back(tc_names_[w]);
-      out.tc_names_ = std::move(n);
-    }
-    return out;
-  }
+  // ---- shape ops on batch dims (shape_plan.h) ----------------------------------------------------
+  Derived reshape(at::IntArrayRef shape) const { return planned_(shape::Reshape(batch_size(), shape)); }
+  Derived view(at::IntArrayRef shape) const { return planned_(shape::View(batch_size(), shape)); }
+  Derived permute(at::IntArrayRef dims) const { return planned_(shape::Permute(batch_size(), tc_names_, dims)); }
   Derived transpose(int64_t dim0, int64_t dim1) const {
-    const int64_t d0 = wrap_batch_dim(dim0, batch_dims(), "transpose");
-    const int64_t d1 = wrap_batch_dim(dim1, batch_dims(), "transpose");
-    auto b = tc_batch_size_;
-    std::swap(b[d0], b[d1]);
-    Derived out = mapped_(b, [&](const at::Tensor& t) { return t.transpose(d0, d1); });
-    if (has_names()) {
-      out.tc_names_ = tc_names_;
-      std::swap(out.tc_names_[d0], out.tc_names_[d1]);
-    }
-    return out;
+    return planned_(shape::Transpose(batch_size(), tc_names_, dim0, dim1));
   }
   // Without a dim, removes every batch dim of size 1.
   Derived squeeze(std::optional<int64_t> dim = std::nullopt) const {
-    std::vector<int64_t> drop;  // highest first
-    if (dim) {
-      const int64_t d = wrap_batch_dim(*dim, batch_dims(), "squeeze");
-      if (tc_batch_size_[d] == 1) drop.push_back(d);
-    } else {
-      for (int64_t d = batch_dims() - 1; d >= 0; --d) {
-        if (tc_batch_size_[d] == 1) drop.push_back(d);
-      }
-    }
-    auto b = tc_batch_size_;
-    for (int64_t d : drop) b.erase(b.begin() + d);
-    Derived out = mapped_(b, [&](const at::Tensor& t) {
-      at::Tensor r = t;
-      for (int64_t d : drop) r = r.squeeze(d);
-      return r;
-    });
-    if (has_names()) {
-      out.tc_names_ = tc_names_;
-      for (int64_t d : drop) out.tc_names_.erase(out.tc_names_.begin() + d);
-    }
-    return out;
+    return planned_(shape::Squeeze(batch_size(), tc_names_, dim));
   }
-  Derived unsqueeze(int64_t dim) const {
-    const int64_t d = wrap_batch_dim(dim, batch_dims(), "unsqueeze", 1);
-    auto b = tc_batch_size_;
-    b.insert(b.begin() + d, 1);
-    Derived out = mapped_(b, [&](const at::Tensor& t) { return t.unsqueeze(d); });
-    if (has_names()) {
-      out.tc_names_ = tc_names_;
-      out.tc_names_.insert(out.tc_names_.begin() + d, std::nullopt);
-    }
-    return out;
-  }
+  Derived unsqueeze(int64_t dim) const { return planned_(shape::Unsqueeze(batch_size(), tc_names_, dim)); }
   // The new batch size's trailing dims broadcast against the current ones (-1 keeps a dim).
-  Derived expand(at::IntArrayRef batch_size) const {
-    const int64_t nb = batch_dims();
-    const int64_t n = static_cast<int64_t>(batch_size.size());
-    if (n < nb) {
-      throw std::runtime_error("expand: batch size " + detail::shape_string(batch_size) + " has fewer dims than " +
-                               detail::shape_string(this->batch_size()));
-    }
-    std::vector<int64_t> b = batch_size.vec();
-    for (int64_t i = 0; i < nb; ++i) {
-      auto& target = b[n - nb + i];
-      const int64_t cur = tc_batch_size_[i];
-      if (target == -1) target = cur;
-      if (cur != target && cur != 1) {
-        throw std::runtime_error("expand: batch size " + detail::shape_string(this->batch_size()) +
-                                 " cannot be expanded to " + detail::shape_string(batch_size));
-      }
-    }
-    return mapped_(b, [&](const at::Tensor& t) { return t.expand(detail::with_features(b, t, nb)); },
-                   names_after_([&](Names& names) { names.insert(names.begin(), b.size() - names.size(), std::nullopt); }));
-  }
+  Derived expand(at::IntArrayRef batch_size) const { return planned_(shape::Expand(this->batch_size(), tc_names_, batch_size)); }
+  // No batch dims: batch [1], as torch.flatten of a 0-dim tensor.
   Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const {
-    if (batch_dims() == 0) return derived();
-    const int64_t s = wrap_batch_dim(start_dim, batch_dims(), "flatten");
-    const int64_t e = wrap_batch_dim(end_dim, batch_dims(), "flatten");
-    if (s > e) throw std::invalid_argument("flatten: start_dim must not come after end_dim");
-    std::vector<int64_t> b(tc_batch_size_.begin(), tc_batch_size_.begin() + s);
-    int64_t n = 1;
-    for (int64_t d = s; d <= e; ++d) n *= tc_batch_size_[d];
-    b.push_back(n);
-    b.insert(b.end(), tc_batch_size_.begin() + e + 1, tc_batch_size_.end());
-    return mapped_(b, [&](const at::Tensor& t) { return t.flatten(s, e); }, names_after_([&](Names& names) {
-                     names.erase(names.begin() + s, names.begin() + e + 1);
-                     names.insert(names.begin() + s, std::nullopt);
-                   }));
+    return planned_(shape::Flatten(batch_size(), tc_names_, start_dim, end_dim));
   }
   Derived unflatten(int64_t dim, at::IntArrayRef sizes) const {
-    const int64_t d = wrap_batch_dim(dim, batch_dims(), "unflatten");
-    const auto inner = at::infer_size(sizes, tc_batch_size_[d]);
-    std::vector<int64_t> b(tc_batch_size_.begin(), tc_batch_size_.begin() + d);
-    b.insert(b.end(), inner.begin(), inner.end());
-    b.insert(b.end(), tc_batch_size_.begin() + d + 1, tc_batch_size_.end());
-    const int64_t nb = batch_dims();
-    return mapped_(b, [&](const at::Tensor& t) { return t.reshape(detail::with_features(b, t, nb)); },
-                   names_after_([&](Names& names) {
-                     names.erase(names.begin() + d);
-                     names.insert(names.begin() + d, inner.size(), std::nullopt);
-                   }));
+    return planned_(shape::Unflatten(batch_size(), tc_names_, dim, sizes));
   }
 
   // ---- device, dtype, copies ------------------------------------------------------------------
@@ -438,8 +291,12 @@ class TensorClass {
   std::optional<at::Tensor> consolidated_storage() const {
     return is_consolidated() ? std::optional<at::Tensor>(tc_consolidated_storage_) : std::nullopt;
   }
-  // Casts every tensor field (tensordict's to(dtype)).
+  // Casts every tensor field (tensordict's to(dtype)). A field whose schema
+  // declares another dtype makes it throw std::invalid_argument naming the
+  // field (a typed result always passes its own validate()); the tensordict
+  // form casts freely: to_tensordict().to(dtype).
   Derived to(at::ScalarType dtype) const {
+    check_dtypes_(detail::FieldPath{nullptr, schema().name}, "to", [dtype](const at::Tensor&) { return dtype; });
     return same_batch_([&](const at::Tensor& t) { return t.to(dtype); });
   }
   Derived cpu() const { return to(at::Device(at::kCPU)); }
@@ -486,37 +343,151 @@ class TensorClass {
     visit_([&](const at::Tensor& a) { a.masked_fill_(detail::align_to_leaf(mask, a), value); });
     return derived();
   }
-  Derived abs() const {
-    return apply([](const at::Tensor& t) { return t.abs(); });
-  }
-  Derived neg() const {
-    return apply([](const at::Tensor& t) { return t.neg(); });
-  }
   Derived& zero_() {
     visit_([](const at::Tensor& t) { t.zero_(); });
     return derived();
   }
 
-#define TENSORCLASS_BINARY_OP(op, method)                                                                        \
-  friend Derived operator op(const Derived& a, const Derived& b) {                                              \
-    return a.apply(b, [](const at::Tensor& x, const at::Tensor& y) { return x.method(y); });                   \
-  }                                                                                                              \
-  friend Derived operator op(const Derived& a, const at::Scalar& b) {                                           \
-    return a.apply([&](const at::Tensor& x) { return x.method(b); });                                          \
+  // ---- the TensorDict surface, run by the dynamic core ------------------------------------------
+  // These run TensorDict's op on the tensordict form (the same tensors, no
+  // copy), so both layers share one implementation of tensordict's semantics.
+  // The rule for result types: an op whose result fits the schema returns
+  // the static type, and every tensor field that declares a dtype must keep
+  // it (uint8 pixels / 2 throws std::invalid_argument naming the field; cast
+  // to_tensordict() to leave the schema). Ops whose result does not fit the
+  // schema return a TensorDict: comparisons and predicates (bools),
+  // reductions (batch dims removed, dtypes promoted), select/exclude (other
+  // keys). In-place forms write into the fields' tensors.
+#define TENSORCLASS_UNARY(name)                                          \
+  Derived name() const { return typed_(td_form_().name(), #name); }      \
+  Derived& name##_() {                                                   \
+    td_form_().name##_();                                                \
+    return derived();                                                    \
   }
-  TENSORCLASS_BINARY_OP(+, add)
-  TENSORCLASS_BINARY_OP(-, sub)
-  TENSORCLASS_BINARY_OP(*, mul)
-  TENSORCLASS_BINARY_OP(/, div)
-  // Comparisons give the same class holding bool tensors.
-  TENSORCLASS_BINARY_OP(==, eq)
-  TENSORCLASS_BINARY_OP(!=, ne)
-  TENSORCLASS_BINARY_OP(<, lt)
-  TENSORCLASS_BINARY_OP(<=, le)
-  TENSORCLASS_BINARY_OP(>, gt)
-  TENSORCLASS_BINARY_OP(>=, ge)
-#undef TENSORCLASS_BINARY_OP
+  TENSORDICT_UNARY_OPS(TENSORCLASS_UNARY)
+#undef TENSORCLASS_UNARY
+
+#define TENSORCLASS_BINARY(name)                                                                                     \
+  Derived name(const Derived& other) const { return typed_(td_form_().name(other.td_form_()), #name); }            \
+  Derived name(const Operand& other) const { return typed_(td_form_().name(other), #name); }                       \
+  Derived& name##_(const Derived& other) {                                                                           \
+    td_form_().name##_(other.td_form_());                                                                            \
+    return derived();                                                                                                \
+  }                                                                                                                  \
+  Derived& name##_(const Operand& other) {                                                                           \
+    td_form_().name##_(other);                                                                                       \
+    return derived();                                                                                                \
+  }
+  TENSORDICT_BINARY_OPS(TENSORCLASS_BINARY)
+  TENSORDICT_BINARY_OPS_NO_INPLACE(TENSORCLASS_BINARY)
+  TENSORCLASS_BINARY(clamp_min)
+  TENSORCLASS_BINARY(clamp_max)
+#undef TENSORCLASS_BINARY
+
+  // self + alpha * other, self - alpha * other.
+#define TENSORCLASS_ALPHA_BINARY(name)                                                                               \
+  Derived name(const Derived& other, const at::Scalar& alpha = 1) const {                                            \
+    return typed_(td_form_().name(other.td_form_(), alpha), #name);                                                  \
+  }                                                                                                                  \
+  Derived name(const Operand& other, const at::Scalar& alpha = 1) const {                                            \
+    return typed_(td_form_().name(other, alpha), #name);                                                             \
+  }                                                                                                                  \
+  Derived& name##_(const Derived& other, const at::Scalar& alpha = 1) {                                              \
+    td_form_().name##_(other.td_form_(), alpha);                                                                     \
+    return derived();                                                                                                \
+  }                                                                                                                  \
+  Derived& name##_(const Operand& other, const at::Scalar& alpha = 1) {                                              \
+    td_form_().name##_(other, alpha);                                                                                \
+    return derived();                                                                                                \
+  }
+  TENSORCLASS_ALPHA_BINARY(add)
+  TENSORCLASS_ALPHA_BINARY(sub)
+#undef TENSORCLASS_ALPHA_BINARY
+  Derived clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) const {
+    return typed_(td_form_().clamp(min, max), "clamp");
+  }
+  Derived& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) {
+    td_form_().clamp_(min, max);
+    return derived();
+  }
+
+  // Comparisons and predicates: a TensorDict of bools (the schema's dtypes
+  // do not hold for them).
+#define TENSORCLASS_COMPARISON(name)                                                         \
+  TensorDict name(const Derived& other) const { return to_tensordict().name(other.to_tensordict()); } \
+  TensorDict name(const Operand& other) const { return to_tensordict().name(other); }
+  TENSORDICT_COMPARISONS(TENSORCLASS_COMPARISON)
+#undef TENSORCLASS_COMPARISON
+#define TENSORCLASS_PREDICATE(name) \
+  TensorDict name() const { return to_tensordict().name(); }
+  TENSORDICT_PREDICATES(TENSORCLASS_PREDICATE)
+#undef TENSORCLASS_PREDICATE
+
+  // Reductions over batch dims (TensorDictBase's): a TensorDict.
+#define TENSORCLASS_REDUCTION(name) \
+  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const {                                  \
+    return to_tensordict().name(std::move(dims), keepdim);                                                     \
+  }
+  TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
+#undef TENSORCLASS_REDUCTION
+  // (values, indices) over one batch dim, as TensorDictBase::max(dim).
+  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const { return to_tensordict().max(dim, keepdim); }
+  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const { return to_tensordict().min(dim, keepdim); }
+
+#define TENSORCLASS_OPERATOR(op, method)                                                                    \
+  friend Derived operator op(const Derived& a, const Derived& b) { return a.method(b); }                   \
+  friend Derived operator op(const Derived& a, const Operand& b) { return a.method(b); }
+  TENSORCLASS_OPERATOR(+, add)
+  TENSORCLASS_OPERATOR(-, sub)
+  TENSORCLASS_OPERATOR(*, mul)
+  TENSORCLASS_OPERATOR(/, div)
+#undef TENSORCLASS_OPERATOR
+#define TENSORCLASS_COMPARISON_OPERATOR(op, method)                                                         \
+  friend TensorDict operator op(const Derived& a, const Derived& b) { return a.method(b); }                \
+  friend TensorDict operator op(const Derived& a, const Operand& b) { return a.method(b); }
+  TENSORCLASS_COMPARISON_OPERATOR(==, eq)
+  TENSORCLASS_COMPARISON_OPERATOR(!=, ne)
+  TENSORCLASS_COMPARISON_OPERATOR(<, lt)
+  TENSORCLASS_COMPARISON_OPERATOR(<=, le)
+  TENSORCLASS_COMPARISON_OPERATOR(>, gt)
+  TENSORCLASS_COMPARISON_OPERATOR(>=, ge)
+#undef TENSORCLASS_COMPARISON_OPERATOR
   friend Derived operator-(const Derived& a) { return a.neg(); }
+
+  // The elements where the batch mask is true, in one batch dim.
+  Derived masked_select(const at::Tensor& mask) const { return typed_(td_form_().masked_select(mask), "masked_select"); }
+  // torch.gather along batch dim `dim`; the result's batch size is index's shape.
+  Derived gather(int64_t dim, const at::Tensor& index) const { return typed_(td_form_().gather(dim, index), "gather"); }
+
+  // A TensorDict of the fields `keys` (shared), non-tensor fields included.
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const { return to_tensordict().select(keys, strict); }
+  TensorDict exclude(const std::vector<NestedKey>& keys) const { return to_tensordict().exclude(keys); }
+
+  // Sets every entry of `other` (a tensordict holding fields of this class,
+  // tensor or non-tensor; nested tensorclasses as nested tensordicts), then
+  // validates: a key that is no field is a KeyError, a value that breaks the
+  // schema leaves this object unchanged. Refused when locked.
+  Derived& update(const TensorDictBase& other) {
+    if (tc_locked_) detail::throw_locked(schema().name, other.keys().empty() ? "" : other.keys().front().repr());
+    TensorDict next = to_tensordict();
+    next.update(other);
+    Derived updated = from_tensordict(next, derived());
+    updated.tc_consolidated_storage_ = at::Tensor();
+    derived() = std::move(updated);
+    return derived();
+  }
+  Derived& update(const Derived& other) { return update(other.to_tensordict()); }
+  // In place: every tensor of `other` is written into the field's tensor.
+  Derived& update_(const TensorDictBase& other) {
+    td_form_().update_(other);
+    return derived();
+  }
+  Derived& update_(const Derived& other) { return update_(other.td_form_()); }
+  // Writes into the existing tensor field at `key` in place.
+  Derived& set_(const NestedKey& key, const at::Tensor& value) {
+    td_form_().set_(key, value);
+    return derived();
+  }
 
   // True when every element of every tensor member is true / nonzero.
   bool all() const {
@@ -533,21 +504,7 @@ class TensorClass {
   // ---- conversion ----------------------------------------------------------------------
   // A TensorDict with one entry per tensor field (nested tensorclasses become
   // nested tensordicts; unset optional fields and non-tensor fields are left out).
-  TensorDict to_tensordict() const {
-    std::vector<TensorDict::Entry> entries;
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& m = derived().*p;
-      const std::string name(fields()[I].name);
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (m.defined()) entries.emplace_back(name, m);
-      } else if constexpr (is_tensorclass_v<M>) {
-        entries.emplace_back(name, m.to_tensordict());
-      }
-    });
-    return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
-  }
+  TensorDict to_tensordict() const { return tensordict_form_(detail::NonTensorFields::All); }
   // The inverse, validated. Non-tensor fields come from the tensordict's
   // non-tensor entries, else from `non_tensor` (defaults when omitted). A key
   // of `td` that is no field is a KeyError unless `strict` is false.
@@ -555,6 +512,7 @@ class TensorClass {
     Derived out = non_tensor;
     out.set_locked_tree_(false);
     out.tc_consolidated_storage_ = at::Tensor();
+    out.tc_saved_path_.reset();
     out.from_td_(td, strict);
     out.validate();
     return out;
@@ -571,11 +529,12 @@ class TensorClass {
   Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
     MemmapClassTags tags;
     collect_tags_(tags, {});
-    const TensorDict mapped = memmap_tensorclass(to_tensordict(), prefix, tags, options);
+    const TensorDict mapped = memmap_tensorclass(tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
     Derived out = shell_();
     out.set_locked_tree_(false);
     out.from_td_(mapped);
     out.set_locked_tree_(true);
+    out.tc_saved_path_ = prefix;
     return out;
   }
   // memmap() in place: the tensor members become the mapped ones.
@@ -591,7 +550,9 @@ class TensorClass {
     const Json meta = read_memmap_meta(prefix);
     detail::check_memmap_class(meta, schema(), prefix);
     const TensorDict td = load_tensorclass_level(prefix, meta, device);
-    return from_loaded_(td, prefix, false);
+    Derived out = from_loaded_(td, prefix, false);
+    out.tc_saved_path_ = prefix;
+    return out;
   }
   // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
   // this class (and of its nested tensorclasses) as TensorDicts holding the
@@ -611,11 +572,24 @@ class TensorClass {
     }();
     (void)registered;
   }
-  // Writes the tensordict form (tensor fields; non-tensor fields are not
-  // stored, as h5 holds no attributes) to a new h5 file.
+  // Writes the tensordict form to a new h5 file: tensor fields as datasets,
+  // string fields as tensordict's string datasets. h5 stores no other
+  // non-tensor data: such a field holding its schema default is left out (on
+  // load it takes the default again); any other value is refused, naming the
+  // field, rather than lost (memmap() stores every field).
   PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const {
-    return to_tensordict().to_h5(path, options);
+    return tensordict_form_(detail::NonTensorFields::H5).to_h5(path, options);
   }
+  // tensordict's save / load: memmap() and load_memmap().
+  Derived save(const std::string& prefix, const MemmapOptions& options = {}) const { return memmap(prefix, options); }
+  static Derived load(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
+    return load_memmap(prefix, device);
+  }
+  // True for an instance memmap()/memmap_() wrote or load_memmap() loaded
+  // (not for what ops derive from it, as for a TensorDict).
+  bool is_memmap() const { return tc_saved_path_.has_value(); }
+  // The directory it was written to or loaded from.
+  const std::optional<std::string>& saved_path() const { return tc_saved_path_; }
   // Reads an h5 file written by to_h5 (or h5py): the batch size comes from the
   // schema's declared shapes, non-tensor fields take their defaults. Validated.
   static Derived from_h5(const std::string& path) {
@@ -685,15 +659,6 @@ class TensorClass {
     }
     return {};
   }
-  // This object's names edited by `edit` (the way an op moves dims); none if unnamed.
-  template <class Edit>
-  Names names_after_(Edit&& edit) const {
-    if (!has_names()) return {};
-    Names n = tc_names_;
-    edit(n);
-    return n;
-  }
-
   void set_names_(Names names) {
     bool any = false;
     for (const auto& n : names) any = any || n.has_value();
@@ -778,10 +743,56 @@ class TensorClass {
     });
   }
 
+  TensorDict tensordict_form_(detail::NonTensorFields which) const {
+    std::vector<TensorDict::Entry> entries;
+    for_each_index([&](auto I) {
+      constexpr auto p = member_ptr<I>();
+      using M = member_t<I>;
+      const auto& m = derived().*p;
+      const std::string name(fields()[I].name);
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (m.defined()) entries.emplace_back(name, m);
+      } else if constexpr (is_tensorclass_v<M>) {
+        entries.emplace_back(name, m.tensordict_form_(which));
+      } else {
+        if (which == detail::NonTensorFields::None) return;
+        if (which == detail::NonTensorFields::H5 && fields()[I].value_type != schema::ValueType::String) {
+          if (m == Derived{}.*p) return;
+          detail::throw_h5_non_tensor(schema().name, fields()[I], detail::python_repr(m));
+        }
+        entries.emplace_back(name, NonTensorData(Json(m)));
+      }
+    });
+    return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
+  }
+
+  // A tensordict the dynamic core derived from td_form_() by an op that
+  // keeps the schema's shapes, as this class: declared dtypes must be kept.
+  Derived typed_(const TensorDictBase& td, const char* op) const {
+    Derived out = from_form_(td);
+    out.check_dtypes_(detail::FieldPath{nullptr, schema().name}, op, [](const at::Tensor& t) { return t.scalar_type(); });
+    return out;
+  }
+  // Throws naming the field when `dtype_of(tensor)` differs from a tensor
+  // field's declared dtype (fields with an open dtype take any).
+  template <class DtypeOf>
+  void check_dtypes_(const detail::FieldPath& path, const char* op, const DtypeOf& dtype_of) const {
+    for_each_index([&](auto I) {
+      using M = member_t<I>;
+      const auto& m = derived().*member_ptr<I>();
+      const detail::FieldPath field{&path, fields()[I].name};
+      if constexpr (std::is_same_v<M, at::Tensor>) {
+        if (m.defined() && !fields()[I].dtype.empty()) detail::check_declared_dtype(op, field, fields()[I], dtype_of(m));
+      } else if constexpr (is_tensorclass_v<M>) {
+        m.check_dtypes_(field, op, dtype_of);
+      }
+    });
+  }
+
   // The tensordict form with our consolidated storage (if any), so that the
   // dynamic core's moves treat it as one block.
   TensorDict td_form_() const {
-    TensorDict td = to_tensordict();
+    TensorDict td = tensordict_form_(detail::NonTensorFields::None);
     if (tc_consolidated_storage_.defined()) td.impl()->set_consolidated_storage(tc_consolidated_storage_);
     return td;
   }
@@ -827,6 +838,31 @@ class TensorClass {
     out.tc_names_ = unnamed_if_empty_(std::move(names));
     out.set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
+    return out;
+  }
+  // A shape plan (shape_plan.h) applied to every tensor field.
+  template <class Plan>
+  Derived planned_(const Plan& plan) const {
+    return mapped_(BatchSizeArg(at::IntArrayRef(plan.batch)), plan, plan.names);
+  }
+  template <class Plan>
+  std::vector<Derived> planned_pieces_(const Plan& plan) const {
+    std::vector<Derived> out(plan.batches.size(), shell_());
+    std::vector<Derived*> ptrs;
+    const Names piece_names = unnamed_if_empty_(plan.names);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].tc_batch_size_ = BatchSizeArg(at::IntArrayRef(plan.batches[i]));
+      out[i].tc_names_ = piece_names;
+      out[i].set_locked_tree_(false);
+      ptrs.push_back(&out[i]);
+    }
+    pieces_into_(ptrs, plan, batch_dims());
+    return out;
+  }
+  static std::vector<at::IntArrayRef> batch_sizes_(const std::vector<Derived>& list) {
+    std::vector<at::IntArrayRef> out;
+    out.reserve(list.size());
+    for (const auto& x : list) out.push_back(x.batch_size());
     return out;
   }
   // Same batch size and names.
@@ -897,30 +933,17 @@ class TensorClass {
     });
   }
 
-  // Pieces: fn(tensor) -> vector of tensors (unbind, split).
-  template <class Fn>
-  std::vector<Derived> pieces_(const std::vector<BatchSizeArg>& batches, Fn&& fn, const Names& names = {}) const {
-    std::vector<Derived> out(batches.size(), shell_());
-    std::vector<Derived*> ptrs;
-    const Names piece_names = unnamed_if_empty_(names);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i].tc_batch_size_ = batches[i];
-      out[i].tc_names_ = piece_names;
-      out[i].set_locked_tree_(false);
-      ptrs.push_back(&out[i]);
-    }
-    pieces_into_(ptrs, fn, batch_dims());
-    return out;
-  }
+  // Pieces: fn(tensor, out) writes one tensor per piece (shape::Unbind, shape::Split).
   template <class Fn>
   void pieces_into_(const std::vector<Derived*>& outs, Fn&& fn, int64_t nb) const {
+    std::vector<at::Tensor> parts(outs.size());  // one field's pieces, reused field after field
     for_each_index([&](auto I) {
       constexpr auto p = member_ptr<I>();
       using M = member_t<I>;
       const auto& src = derived().*p;
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (src.defined()) {
-          auto parts = fn(src);
+          fn(src, parts.data());
           for (std::size_t i = 0; i < outs.size(); ++i) outs[i]->*p = std::move(parts[i]);
         }
       } else if constexpr (is_tensorclass_v<M>) {
@@ -929,21 +952,18 @@ class TensorClass {
     });
   }
 
-  // stack / cat.
-  template <class Fn, class NamesFn>
-  static Derived combine_(const std::vector<Derived>& list, BatchSizeArg batch, Fn&& fn, const char* op,
-                          NamesFn&& names_fn) {
+  // stack / cat: `plan` gives the batch size and names.
+  template <class Fn>
+  static Derived combine_(const std::vector<Derived>& list, shape::Combined plan, Fn&& fn, const char* op) {
     std::vector<const Derived*> srcs;
     for (const auto& x : list) srcs.push_back(&x);
     Derived out = list.front().shell_();
-    out.tc_batch_size_ = std::move(batch);
+    out.tc_batch_size_ = BatchSizeArg(at::IntArrayRef(plan.batch));
+    out.tc_names_ = unnamed_if_empty_(std::move(plan.names));
     out.set_locked_tree_(false);
-    bool same_names = true;
     for (const auto* s : srcs) {
       if (s->tc_device_ != out.tc_device_) out.tc_device_ = std::nullopt;
-      same_names = same_names && s->tc_names_ == list.front().tc_names_;
     }
-    out.tc_names_ = same_names ? names_fn(list.front().tc_names_) : Names{};
     combine_into_(out, srcs, fn, list.front().batch_dims(), op, std::string(schema().name));
     return out;
   }
@@ -1208,6 +1228,9 @@ class TensorClass {
   // was built, and later writes to public members are unchecked until
   // validate(), as they are for the parent's own members.
   bool tc_validated_ = false;
+  // Where memmap() wrote this instance or load_memmap() read it; not copied
+  // by ops (what they derive is not memory-mapped there).
+  std::optional<std::string> tc_saved_path_;
 };
 
 }  // namespace tensordict

@@ -54,6 +54,13 @@ void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::In
                                             const std::string& other, std::size_t index);
 // std::runtime_error: an optional tensor field is set in some inputs only.
 [[noreturn]] void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index);
+// std::invalid_argument: `op` would give the tensor field at `path` the dtype
+// `got` where the schema declares another (the typed layer keeps declared
+// dtypes; the tensordict form may leave them).
+void check_declared_dtype(std::string_view op, const FieldPath& path, const schema::FieldInfo& field, at::ScalarType got);
+// std::invalid_argument: to_h5 cannot store the non-tensor field `field`
+// (not a string) of `class_name`, which holds `value`, not its default.
+[[noreturn]] void throw_h5_non_tensor(std::string_view class_name, const schema::FieldInfo& field, const std::string& value);
 // std::invalid_argument for an empty input list.
 [[noreturn]] void throw_empty_list(std::string_view op, std::string_view class_name);
 

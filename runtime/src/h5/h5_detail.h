@@ -127,6 +127,14 @@ class PersistentImpl final : public TensorDictImpl {
   // result and assign() it, which writes the dataset.
   bool entries_alias_storage() const override { return false; }
   void assign(const std::string& key, const at::Tensor& value) override { write_data(key, value, nullptr); }
+  std::optional<EntryKind> entry_kind(const std::string& key) const override;
+  // td[index] reading only the selected hyperslab of every dataset (ints and
+  // slices with positive steps over leading dims; other indices read the
+  // datasets whole, then index): a dense TensorDict.
+  TensorDictBase index(at::ArrayRef<TensorIndex> index) const override;
+  at::Tensor read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index) const override;
+  void assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                 const at::Tensor& value) override;
 
   H5Options options;  // dataset creation options for later writes
 

@@ -10,6 +10,7 @@
 
 #include "../format.h"
 #include "../libtorch_compat.h"
+#include "../map_leaves.h"
 #include "../nesting.h"
 #include "h5_detail.h"
 #include "tensordict/persistent.h"
@@ -441,29 +442,50 @@ const std::string& PersistentTensorDict::filename() const { return persistent_im
 
 const std::string& PersistentTensorDict::mode() const { return persistent_impl(*this).file()->mode; }
 
-TensorDict PersistentTensorDict::to_tensordict() const { return contiguous(); }
+// ---- the kind-specific operations (TensorDictImpl's virtuals) ------------------------
 
-at::Tensor PersistentTensorDict::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
-  TensorDictBase level = key.is_nested() ? get_td(key.parent()) : TensorDictBase(impl_);
-  auto& impl = persistent_impl(level);
-  if (!impl.find(key.back()))
-    throw KeyError(fmt::format("key {} not found in PersistentTensorDict {}", key.repr(), impl.file()->path));
-  std::vector<TensorIndex> idx(index.begin(), index.end());
-  if (detail::h5::is_slab_index(idx)) return impl.read(key.back(), &idx).tensor();
-  return BatchIndex(index, impl.batch_size()).apply(impl.read(key.back(), nullptr).tensor());
+namespace detail::h5 {
+
+std::optional<EntryKind> PersistentImpl::entry_kind(const std::string& key) const {
+  if (!has_key(key)) return std::nullopt;
+  if (is_group(key)) return EntryKind::TensorDict;
+  bool is_string = false;
+  dataset_shape(key, &is_string);
+  return is_string ? EntryKind::NonTensor : EntryKind::Tensor;
 }
 
-TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
-  const BatchIndex resolved(index, batch_size());
+at::Tensor PersistentImpl::read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index) const {
   std::vector<TensorIndex> idx(index.begin(), index.end());
-  const bool slab = detail::h5::is_slab_index(idx);
+  if (h5::is_slab_index(idx)) return read(key, &idx).tensor();
+  return resolved.apply(read(key, nullptr).tensor());
+}
+
+TensorDictBase PersistentImpl::index(at::ArrayRef<TensorIndex> index) const {
+  std::vector<TensorIndex> idx(index.begin(), index.end());
+  // Other indices read every dataset whole: the default does that.
+  if (!h5::is_slab_index(idx)) return TensorDictImpl::index(index);
+  const BatchIndex resolved(index, batch_size());
+  const std::size_t top_dims = batch_size().size();
+  // Named dims (set in memory: h5 stores no names) follow the index as in
+  // every kind.
+  const Names& own = names();
+  const bool named = detail::any_named(own);
+  const Names result_names = named ? resolved.result_names(own) : Names{};
   // Each level: the indexed batch size followed by the level's own extra dims.
   auto build = [&](auto&& self, const PersistentImpl& level) -> TensorDict {
     std::vector<int64_t> batch = resolved.result_batch_size().vec();
     const auto own = level.batch_size();
     // (past the top's batch dims, which the index replaced)
-    batch.insert(batch.end(), own.begin() + static_cast<std::ptrdiff_t>(batch_size().size()), own.end());
+    batch.insert(batch.end(), own.begin() + static_cast<std::ptrdiff_t>(top_dims), own.end());
     TensorDict out({}, batch, level.device());
+    if (named) {
+      Names level_names = result_names;
+      const Names& extra = level.names();
+      for (std::size_t d = top_dims; d < level.batch_size().size(); ++d) {  // the level's own dims
+        level_names.push_back(d < extra.size() ? extra[d] : std::nullopt);
+      }
+      out.impl()->set_meta(batch, level.device(), std::move(level_names));
+    }
     for (const auto& key : level.link_names()) {
       if (level.is_group(key)) {
         out.set(key, self(self, *level.child(key)));
@@ -472,13 +494,12 @@ TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
       bool is_string = false;
       level.dataset_shape(key, &is_string);
       if (!is_string) {
-        // Only the selected hyperslab is read when the index allows it.
-        out.set(key, slab ? level.read(key, &idx) : Value(resolved.apply(level.read(key, nullptr).tensor())));
+        out.set(key, level.read(key, &idx));  // only the selected hyperslab
         continue;
       }
       Value value = level.read(key, nullptr);
       const NonTensorData& data = value.non_tensor();
-      if (data.is_stack() && !detail::h5::starts_with(data.ids().sizes(), level.batch_size())) {
+      if (data.is_stack() && !h5::starts_with(data.ids().sizes(), level.batch_size())) {
         throw std::runtime_error(fmt::format(
             "{}: cannot index the string dataset '{}' of shape {}: it does not start with its group's batch size {}",
             level.file()->path, key, shape_string(data.ids().sizes()), shape_string(level.batch_size())));
@@ -487,7 +508,9 @@ TensorDict PersistentTensorDict::index(at::ArrayRef<TensorIndex> index) const {
     }
     return out;
   };
-  return build(build, persistent_impl(*this));
+  return build(build, *this);
 }
+
+}  // namespace detail::h5
 
 }  // namespace tensordict

@@ -325,32 +325,16 @@ PersistentTensorDict TensorDictBase::to_h5(const std::string& path, const H5Opti
   return out;
 }
 
-PersistentTensorDict& PersistentTensorDict::set_(const NestedKey& key, const at::Tensor& value) {
-  TensorDictBase level = key.is_nested() ? get_td(key.parent()) : TensorDictBase(impl_);
-  try {
-    impl_of(level).write_data(key.back(), value, nullptr);
-  } catch (const KeyError&) {
-    throw;
-  } catch (...) {
-    detail::rethrow_for_key("set_", key);
-  }
-  return *this;
-}
-
-PersistentTensorDict& PersistentTensorDict::set_at_(const NestedKey& key, const at::Tensor& value,
-                                                    at::ArrayRef<TensorIndex> index) {
-  TensorDictBase level = key.is_nested() ? get_td(key.parent()) : TensorDictBase(impl_);
+void PersistentImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                               const at::Tensor& value) {
   std::vector<TensorIndex> idx(index.begin(), index.end());
-  auto& impl = impl_of(level);
-  if (detail::h5::is_slab_index(idx)) {
-    (void)BatchIndex(index, impl.batch_size());  // validates against the batch
-    impl.write_data(key.back(), value, &idx);
-  } else {
-    at::Tensor whole = impl.read(key.back(), nullptr).tensor();
-    BatchIndex(index, impl.batch_size()).put(whole, value);
-    impl.write_data(key.back(), whole, nullptr);
+  if (h5::is_slab_index(idx)) {
+    write_data(key, value, &idx);  // only the hyperslab
+    return;
   }
-  return *this;
+  at::Tensor whole = read(key, nullptr).tensor();
+  resolved.put(whole, value);
+  write_data(key, whole, nullptr);
 }
 
 }  // namespace tensordict

@@ -34,6 +34,8 @@ TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std:
     }
     td.set_non_tensor(key, value);
   }
+  // The class's directory is where it was saved (not its _tensordict/).
+  if (td.is_memmap()) detail::memmap::mark_memmapped(td.impl(), dir);
   return td;
 }
 

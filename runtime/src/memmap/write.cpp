@@ -17,10 +17,8 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
-#include <unordered_map>
 
 #include "../dense_impl.h"
 #include "../format.h"
@@ -39,48 +37,10 @@ namespace tensordict {
 
 namespace detail::memmap {
 
-// ---- memmap state ---------------------------------------------------------------
-
-namespace {
-
-struct MemmapState {
-  std::weak_ptr<TensorDictImpl> impl;
-  fs::path dir;
-};
-
-std::mutex& state_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::unordered_map<const TensorDictImpl*, MemmapState>& states() {
-  static std::unordered_map<const TensorDictImpl*, MemmapState> s;
-  return s;
-}
-
-std::optional<fs::path> state_of(const TensorDictImpl* impl) {
-  std::lock_guard lock(state_mutex());
-  auto it = states().find(impl);
-  if (it == states().end()) return std::nullopt;
-  auto alive = it->second.impl.lock();
-  if (alive.get() != impl) return std::nullopt;  // a new object at a recycled address
-  return it->second.dir;
-}
-
-}  // namespace
+// ---- memmap state (on the impl: TensorDictImpl::memmap_dir) ----------------------------
 
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir) {
-  std::lock_guard lock(state_mutex());
-  auto& s = states();
-  // Entries of dead tensordicts are dropped when the table has doubled since
-  // the last sweep: amortised O(1) per call (a sweep on every call was
-  // quadratic when many memory-mapped levels are alive).
-  static std::size_t sweep_at = 64;
-  if (s.size() > sweep_at) {
-    std::erase_if(s, [](const auto& kv) { return kv.second.impl.expired(); });
-    sweep_at = std::max<std::size_t>(64, 2 * s.size());
-  }
-  s[impl.get()] = MemmapState{impl, dir.empty() ? dir : fs::absolute(dir)};
+  impl->set_memmap_dir(dir.empty() ? std::string() : fs::absolute(dir).string());
 }
 
 // ---- writer -----------------------------------------------------------------------
@@ -595,54 +555,30 @@ TensorDictBase& TensorDictBase::memmap_(const std::string& prefix, const MemmapO
   return *this;
 }
 
-namespace {
-// memmap() and memmap_like() return a TensorDict; a lazy stack's copy is a
-// lazy stack, which LazyStackedTensorDict's own methods return.
-void refuse_lazy_root(const TensorDictImpl& impl, std::string_view method) {
-  if (dynamic_cast<const detail::LazyStackedImpl*>(&impl)) {
-    throw std::invalid_argument(fmt::format(
-        "{}() of a LazyStackedTensorDict gives a LazyStackedTensorDict, not a TensorDict: call "
-        "LazyStackedTensorDict(td).{}(prefix)",
-        method, method));
-  }
-}
-}  // namespace
-
-TensorDict TensorDictBase::memmap(const std::string& prefix, const MemmapOptions& options) const {
-  refuse_lazy_root(*impl_, "memmap");
-  return TensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options)));
+// A lazy stack is written in its layout and comes back a lazy stack.
+TensorDictBase TensorDictBase::memmap(const std::string& prefix, const MemmapOptions& options) const {
+  return TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options));
 }
 
-TensorDict TensorDictBase::memmap_like(const std::string& prefix, const MemmapOptions& options) const {
-  refuse_lazy_root(*impl_, "memmap_like");
-  return TensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Like, options)));
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::memmap(const std::string& prefix, const MemmapOptions& options) const {
-  return LazyStackedTensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options)));
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::memmap_like(const std::string& prefix,
-                                                         const MemmapOptions& options) const {
-  return LazyStackedTensorDict(TensorDictBase(write_tree(impl_, prefix, Mode::Like, options)));
+TensorDictBase TensorDictBase::memmap_like(const std::string& prefix, const MemmapOptions& options) const {
+  return TensorDictBase(write_tree(impl_, prefix, Mode::Like, options));
 }
 
 TensorDict memmap_tensorclass(const TensorDictBase& td, const std::string& prefix, const MemmapClassTags& tags,
                               const MemmapOptions& options) {
-  refuse_lazy_root(*td.impl(), "memmap");
   return TensorDict(TensorDictBase(write_tree(td.impl(), prefix, Mode::Copy, options, &tags)));
 }
 
-TensorDict TensorDictBase::save(const std::string& prefix, const MemmapOptions& options) const {
+TensorDictBase TensorDictBase::save(const std::string& prefix, const MemmapOptions& options) const {
   return memmap(prefix, options);
 }
 
-bool TensorDictBase::is_memmap() const { return state_of(impl_.get()).has_value(); }
+bool TensorDictBase::is_memmap() const { return impl_->memmap_dir().has_value(); }
 
 std::optional<std::string> TensorDictBase::saved_path() const {
-  auto dir = state_of(impl_.get());
+  const auto& dir = impl_->memmap_dir();
   if (!dir || dir->empty()) return std::nullopt;
-  return dir->string();
+  return *dir;
 }
 
 }  // namespace tensordict

@@ -31,7 +31,7 @@ TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& m
   }
   // The stacked parameters are new leaves (as tensordict's from_modules makes
   // them parameters): trainable where the originals were.
-  return stack(tds, 0).apply([](const at::Tensor& t) { return t.detach().requires_grad_(t.requires_grad()); });
+  return TensorDict(stack(tds, 0).apply([](const at::Tensor& t) { return t.detach().requires_grad_(t.requires_grad()); }));  // dense: a dense stack
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <exception>
 #include <typeinfo>
 
 #include "text.h"
@@ -209,9 +210,54 @@ TensorDictBase TensorDictSequentialImpl::run_module(TensorDictModuleBase& module
   return module.run(td, std::nullopt);
 }
 
+namespace {
+// `E` with `e`'s message and `note` on a line of its own after it (Python's
+// add_note); a cause nested in `e` stays nested.
+template <class E>
+[[noreturn]] void throw_noted(const std::exception& e, const std::string& note) {
+  std::string message = fmt::format("{}\n{}", e.what(), note);
+  if (auto nested = dynamic_cast<const std::nested_exception*>(&e); nested && nested->nested_ptr()) {
+    try {
+      nested->rethrow_nested();
+    } catch (...) {
+      std::throw_with_nested(E(std::move(message)));
+    }
+  }
+  throw E(std::move(message));
+}
+
+// Rethrows the exception in flight with `note`, keeping its kind.
+[[noreturn]] void rethrow_with_note(const std::string& note) {
+  try {
+    throw;
+  } catch (const KeyError& e) {
+    throw_noted<KeyError>(e, note);
+  } catch (const std::out_of_range& e) {
+    throw_noted<std::out_of_range>(e, note);
+  } catch (const std::invalid_argument& e) {
+    throw_noted<std::invalid_argument>(e, note);
+  } catch (const NotImplementedError& e) {
+    throw_noted<NotImplementedError>(e, note);
+  } catch (const std::logic_error& e) {
+    throw_noted<std::logic_error>(e, note);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("{}\n{}", e.what_without_backtrace(), note));
+  } catch (const std::exception& e) {
+    throw_noted<std::runtime_error>(e, note);
+  }
+}
+}  // namespace
+
 TensorDictBase TensorDictSequentialImpl::execute(const TensorDictBase& td) {
   TensorDictBase current = td;
-  for (const auto& module : modules_) current = run_module(*module, current);
+  for (std::size_t i = 0; i < modules_.size(); ++i) {
+    try {
+      current = run_module(*modules_[i], current);
+    } catch (...) {
+      // tensordict notes which module failed (sequence.py: e.add_note).
+      rethrow_with_note(fmt::format("Failed while executing module '{}'.", names_.empty() ? std::to_string(i) : names_[i]));
+    }
+  }
   return current;
 }
 

@@ -62,6 +62,19 @@ class TensorDictModuleBase : public torch::nn::Module {
   // returning the tensordict written into.
   TensorDictBase forward(const TensorDictBase& td) { return run(td, std::nullopt); }
   TensorDictBase forward(const TensorDictBase& td, const TensorDictBase& out) { return run(td, out); }
+  // A generated tensorclass (tensordict's tensorclass support): in_keys and
+  // out_keys name fields (nested ones by path). The module runs on the
+  // object's tensordict form and its outputs are set with the object's
+  // update(): validated against the schema, an out_key that is no field is a
+  // KeyError, a locked object refuses. Returns the object.
+  template <class T>
+  requires(!std::derived_from<T, TensorDictBase> && requires(T& tc, const TensorDictBase& td) {
+    { tc.to_tensordict() } -> std::same_as<TensorDict>;
+    tc.update(td);
+  }) T& forward(T& tc) {
+    tc.update(forward(tc.to_tensordict()));
+    return tc;
+  }
   // The tensor-call form: module(x, y) with one tensor per in_key returns the
   // tensors written at out_keys ("_" excluded), in order.
   template <class... T>

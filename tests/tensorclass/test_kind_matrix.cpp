@@ -1,0 +1,225 @@
+// The kind matrix: one set of values held by every kind of tensordict (dense,
+// nested, a lazy stack, a sub-view, an h5 file opened "r+", a memmap-loaded
+// tree) and by a generated tensorclass. Every operation runs through each
+// holder; results are compared with the per-tensor computation on the plain
+// values, and in-place writes are read back where they must land (the
+// members, the source, the file, the mapped files, the fields).
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+#include <tensordict/tensordict.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../temp_dir.h"
+#include "tc_matrix.tc.h"
+
+using at::indexing::Slice;
+using tct::matrix::Matrix;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+using tensordict::TensorDictBase;
+
+namespace {
+
+const std::vector<int64_t> kBatch{3, 2};
+
+// The values: float leaves a [3, 2, 5], b [3, 2, 10] and n.inner [3, 2, 2].
+TensorDict reference() {
+  auto values = [](std::vector<int64_t> shape, double offset) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return (at::arange(n, at::kFloat) * 0.25 - offset).reshape(shape);
+  };
+  TensorDict td({{"a", values({3, 2, 5}, 0)}, {"b", values({3, 2, 10}, 3)}}, kBatch);
+  td.set({"n", "inner"}, values({3, 2, 2}, 1));
+  return td;
+}
+
+// One holder of the reference values, and where its in-place writes land.
+struct Kind {
+  std::string name;
+  std::optional<TensorDictBase> td;  // the dynamic kinds
+  std::optional<Matrix> tc;          // the generated class
+  std::function<TensorDict()> destination;
+  std::shared_ptr<td_test::TempDir> dir;
+};
+
+std::vector<Kind> kinds() {
+  std::vector<Kind> out;
+  {
+    TensorDict td = reference();
+    out.push_back({"dense", td, std::nullopt, [td] { return td.to_tensordict(); }, nullptr});
+  }
+  {
+    TensorDict parent({{"x", reference()}}, kBatch);
+    out.push_back({"nested", parent.get_td("x"), std::nullopt, [parent] { return parent.get_td("x").to_tensordict(); },
+                   nullptr});
+  }
+  {
+    std::vector<TensorDictBase> members;
+    for (const auto& m : reference().unbind(0)) members.push_back(m.clone());
+    out.push_back({"lazy", tensordict::lazy_stack(members, 0), std::nullopt,
+                   [members] { return tensordict::stack(members, 0); }, nullptr});
+  }
+  {
+    TensorDict source = tensordict::stack({reference() * 0 - 1, reference()}, 0);
+    out.push_back({"sub_view", TensorDictBase(source.get_sub_tensordict({1})), std::nullopt,
+                   [source] { return source.index({1}).to_tensordict(); }, nullptr});
+  }
+  {
+    auto dir = std::make_shared<td_test::TempDir>();
+    const std::string path = (*dir / "td.h5").string();
+    tensordict::PersistentTensorDict::from_dict(reference(), path).close();
+    auto file = tensordict::PersistentTensorDict::from_h5(path, "r+", kBatch);
+    out.push_back({"h5_r+", file, std::nullopt,
+                   [path] { return tensordict::PersistentTensorDict::from_h5(path, "r", std::vector<int64_t>(kBatch)).to_tensordict(); },
+                   dir});
+  }
+  {
+    auto dir = std::make_shared<td_test::TempDir>();
+    const std::string prefix = (*dir / "td").string();
+    reference().memmap(prefix);
+    out.push_back({"memmap", TensorDict::load_memmap(prefix), std::nullopt,
+                   [prefix] { return TensorDict::load_memmap(prefix).to_tensordict(); }, dir});
+  }
+  {
+    auto tc = std::make_shared<Matrix>(Matrix::from_tensordict(reference()));
+    out.push_back({"tensorclass", std::nullopt, *tc, nullptr, nullptr});
+  }
+  // The typed holder's destination is its own fields (the object in the list).
+  Kind& typed = out.back();
+  typed.destination = [&typed] { return typed.tc->to_tensordict(); };
+  return out;
+}
+
+TensorDict dense(const TensorDictBase& td) { return td.contiguous(); }
+TensorDict dense(const Matrix& tc) { return tc.to_tensordict(); }
+
+// fn(holder), as a dense TensorDict, whatever the holder's type.
+template <class Fn>
+TensorDict on(Kind& k, Fn&& fn) {
+  if (k.tc) return dense(fn(*k.tc));
+  return dense(fn(*k.td));
+}
+
+// The reference's leaves mapped by `fn`, over batch `batch`.
+TensorDict per_leaf(const TensorDict& ref, const std::function<at::Tensor(const at::Tensor&)>& fn,
+                    std::vector<int64_t> batch) {
+  TensorDict out({}, batch);
+  for (const auto& key : ref.keys(true, true)) out.set(key, fn(ref.get(key)));
+  return out;
+}
+
+void require_same(const TensorDict& got, const TensorDict& expected, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.batch_size() == expected.batch_size());
+  const auto keys = expected.keys(true, true);
+  REQUIRE(got.keys(true, true).size() == keys.size());
+  for (const auto& key : keys) {
+    INFO("key " << key.repr());
+    const at::Tensor g = got.get(key), e = expected.get(key);
+    REQUIRE(g.scalar_type() == e.scalar_type());
+    REQUIRE(g.sizes() == e.sizes());
+    CHECK(at::allclose(g.to(at::kDouble), e.to(at::kDouble)));
+  }
+}
+
+// An out-of-place op: run on every holder, compared with the per-leaf computation.
+template <class Op>
+void check_op(const std::string& name, Op&& op, const std::function<at::Tensor(const at::Tensor&)>& leaf,
+              std::vector<int64_t> batch) {
+  const TensorDict expected = per_leaf(reference(), leaf, batch);
+  for (Kind& k : kinds()) require_same(on(k, op), expected, name + " on " + k.name);
+}
+
+// An in-place op: run on every holder, then its destination read back.
+template <class Op>
+void check_in_place(const std::string& name, Op&& op, const std::function<at::Tensor(const at::Tensor&)>& leaf) {
+  const TensorDict expected = per_leaf(reference(), leaf, kBatch);
+  auto holders = kinds();
+  for (Kind& k : holders) {
+    if (k.tc) {
+      op(*k.tc);
+    } else {
+      op(*k.td);
+    }
+    require_same(k.destination(), expected, name + " written through " + k.name);
+  }
+}
+
+at::Tensor mask() { return at::tensor(std::vector<int64_t>{1, 0, 1}).to(at::kBool); }
+
+at::Tensor mask_leaf(const at::Tensor& t) {
+  std::vector<int64_t> shape(t.dim(), 1);
+  shape[0] = 3;
+  return mask().reshape(shape);
+}
+
+}  // namespace
+
+TEST_CASE("kind matrix: indexing and shape ops on every kind give the per-tensor results", "[matrix]") {
+  check_op("index int", [](auto& x) { return x.index({1}); }, [](const at::Tensor& t) { return t.index({1}); }, {2});
+  check_op("index slice", [](auto& x) { return x.index({Slice(0, 2)}); },
+           [](const at::Tensor& t) { return t.index({Slice(0, 2)}); }, {2, 2});
+  check_op("index mask", [](auto& x) { return x.index({mask()}); }, [](const at::Tensor& t) { return t.index({mask()}); },
+           {2, 2});
+  check_op("reshape", [](auto& x) { return x.reshape({6}); },
+           [](const at::Tensor& t) {
+             std::vector<int64_t> shape{6};
+             shape.insert(shape.end(), t.sizes().begin() + 2, t.sizes().end());
+             return t.reshape(shape);
+           },
+           {6});
+  check_op("transpose", [](auto& x) { return x.transpose(0, 1); }, [](const at::Tensor& t) { return t.transpose(0, 1); },
+           {2, 3});
+  check_op("unsqueeze", [](auto& x) { return x.unsqueeze(1); }, [](const at::Tensor& t) { return t.unsqueeze(1); },
+           {3, 1, 2});
+  check_op("expand", [](auto& x) { return x.expand({4, 3, 2}); },
+           [](const at::Tensor& t) {
+             std::vector<int64_t> shape{4};
+             shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
+             return t.expand(shape);
+           },
+           {4, 3, 2});
+  check_op("unbind", [](auto& x) { return x.unbind(0)[2]; }, [](const at::Tensor& t) { return t.unbind(0)[2]; }, {2});
+  check_op("split", [](auto& x) { return x.split(2, 0)[1]; }, [](const at::Tensor& t) { return t.split(2, 0)[1]; }, {1, 2});
+}
+
+TEST_CASE("kind matrix: copies, math, comparisons and reductions on every kind", "[matrix]") {
+  check_op("clone", [](auto& x) { return x.clone(); }, [](const at::Tensor& t) { return t; }, kBatch);
+  check_op("apply", [](auto& x) { return x.apply([](const at::Tensor& t) { return t * 2 + 1; }); },
+           [](const at::Tensor& t) { return t * 2 + 1; }, kBatch);
+  check_op("abs", [](auto& x) { return x.abs(); }, [](const at::Tensor& t) { return t.abs(); }, kBatch);
+  check_op("mul", [](auto& x) { return x * 3; }, [](const at::Tensor& t) { return t * 3; }, kBatch);
+  check_op("add self", [](auto& x) { return x + x; }, [](const at::Tensor& t) { return t + t; }, kBatch);
+  check_op("clamp", [](auto& x) { return x.clamp(-1, 1); }, [](const at::Tensor& t) { return t.clamp(-1, 1); }, kBatch);
+  check_op("gt", [](auto& x) { return x > 0.5; }, [](const at::Tensor& t) { return t > 0.5; }, kBatch);
+  check_op("sum over dim 0", [](auto& x) { return x.sum({0}); }, [](const at::Tensor& t) { return t.sum(0); }, {2});
+  check_op("amax over dim 1", [](auto& x) { return x.amax({1}); }, [](const at::Tensor& t) { return t.amax(1); }, {3});
+  check_op("masked_fill", [](auto& x) { return x.masked_fill(mask(), 7); },
+           [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), 7); }, kBatch);
+  check_op("where", [](auto& x) { return x.where(mask(), 0); },
+           [](const at::Tensor& t) { return t.where(mask_leaf(t), at::zeros_like(t)); }, kBatch);
+}
+
+TEST_CASE("kind matrix: in-place writes land in every kind's storage", "[matrix]") {
+  check_in_place("zero_", [](auto& x) { x.zero_(); }, [](const at::Tensor& t) { return at::zeros_like(t); });
+  check_in_place("mul_", [](auto& x) { x.mul_(2); }, [](const at::Tensor& t) { return t * 2; });
+  check_in_place("add_", [](auto& x) { x.add_(1); }, [](const at::Tensor& t) { return t + 1; });
+  check_in_place("masked_fill_", [](auto& x) { x.masked_fill_(mask(), -3); },
+                 [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), -3); });
+  check_in_place("index_put_", [](auto& x) { x.index_put_({1}, 5.0); },
+                 [](const at::Tensor& t) {
+                   at::Tensor out = t.clone();
+                   out.index_put_({1}, 5.0);
+                   return out;
+                 });
+  check_in_place("set_", [](auto& x) { x.set_("a", at::full({3, 2, 5}, 9.0)); },
+                 [](const at::Tensor& t) { return t.size(-1) == 5 ? at::full({3, 2, 5}, 9.0) : t; });
+  check_in_place("update_", [](auto& x) { x.update_(TensorDict({{"b", at::ones({3, 2, 10})}}, {3, 2})); },
+                 [](const at::Tensor& t) { return t.size(-1) == 10 ? at::ones({3, 2, 10}) : t; });
+}
