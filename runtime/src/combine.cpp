@@ -1,12 +1,14 @@
 // stack and cat: one tensordict from several, leaf by leaf.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string_view>
 
 #include "dense_impl.h"
 #include "format.h"
+#include "lazy_impl.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
 #include "tensordict/functional.h"
@@ -244,8 +246,11 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   return combiner.run(tds, prefix);
 }
 
-TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDictBase cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   check_nonempty(tds, "cat");
+  if (std::any_of(tds.begin(), tds.end(), [](const TensorDictBase& td) { return detail::as_lazy(*td.impl()) != nullptr; })) {
+    return detail::lazy_cat(tds, dim);
+  }
   int64_t d = dim;  // wrapped by the top level's plan, as in stack()
   auto plan = [&](const std::vector<TensorDictBase>& level) {
     shape::Combined out = shape::concatenated(batch_sizes(level), level.front().names(), d);
@@ -261,7 +266,7 @@ TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
 namespace {
 // tensordict's out= of torch.stack / torch.cat: the result is written into
 // out's tensors (whatever out's kind), whose batch size must be the result's.
-TensorDictBase& write_out(TensorDictBase& out, const TensorDict& result, const char* op) {
+TensorDictBase& write_out(TensorDictBase& out, const TensorDictBase& result, const char* op) {
   if (out.batch_size() != result.batch_size()) {
     throw std::runtime_error(fmt::format("{}: out.batch_size and {} batch size must match, got out.batch_size={} and batch_size={}",
                                          op, std::string_view(op) == "stack" ? "stacked" : "cat", shape_string(out.batch_size()),

@@ -63,7 +63,9 @@ KeysAt keys_at(const std::vector<NestedKey>& keys, const std::string& key) {
 
 }  // namespace
 
-TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool strict) const {
+TensorDictBase TensorDictBase::select(const std::vector<NestedKey>& keys, bool strict) const {
+  // A lazy stack: its members' selections, sharing their tensors.
+  if (auto parts = impl_->map_parts([&](const TensorDictBase& m) { return m.select(keys, strict); })) return TensorDictBase(parts);
   TensorDict out = no_entries_like(*this);
   for (const auto& key : keys) {
     auto value = get_value(key);
@@ -76,8 +78,9 @@ TensorDict TensorDictBase::select(const std::vector<NestedKey>& keys, bool stric
   return out;
 }
 
-TensorDict TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
-  // Built from the kept keys only: a lazy stack never stacks what it drops.
+TensorDictBase TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
+  if (auto parts = impl_->map_parts([&](const TensorDictBase& m) { return m.exclude(keys); })) return TensorDictBase(parts);
+  // Built from the kept keys only: a nested lazy stack never stacks what it drops.
   TensorDict out = no_entries_like(*this);
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     const KeysAt excluded = keys_at(keys, key);
@@ -295,7 +298,7 @@ std::vector<TensorDict> TensorDictBase::split_keys_(const std::vector<std::vecto
   std::vector<TensorDict> out;
   std::vector<NestedKey> taken;
   for (const auto& keys : key_lists) {  // a missing key throws before anything moves
-    out.push_back(select(keys, strict));
+    out.push_back(detail::dense_shallow_copy(select(keys, strict), "split_keys"));  // a lazy stack's selection stacked
     taken.insert(taken.end(), keys.begin(), keys.end());
   }
   check_unlocked();

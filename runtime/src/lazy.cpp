@@ -10,6 +10,8 @@
 #include "format.h"
 #include "libtorch_compat.h"
 #include "lazy_impl.h"
+#include "map_leaves.h"
+#include "tensordict/shape_plan.h"
 
 namespace tensordict {
 
@@ -199,6 +201,131 @@ std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<Ten
   out.reserve(members_.size());
   for (const auto& m : members_) out.push_back(fn(m));
   return restack(std::move(out), stack_dim_);
+}
+
+// tensordict's LazyStackedTensorDict shape ops (_lazy.py): each member gets
+// the op with the stack dim taken out, and the stack dim moves with the op.
+std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp& op) const {
+  if (members_.empty()) return std::nullopt;  // nothing to run it on: the dense result
+  const int64_t sd = stack_dim_;
+  const auto n = static_cast<int64_t>(members_.size());
+  // A batch dim other than the stack dim, as the members count it.
+  auto member_dim = [&](int64_t d) { return d < sd ? d : d - 1; };
+  std::vector<TensorDictBase> out;
+  out.reserve(members_.size());
+  switch (op.kind) {
+    case BatchShapeOp::Kind::Unsqueeze: {
+      const int64_t d = op.dims.front();
+      for (const auto& m : members_) out.push_back(m.unsqueeze(d <= sd ? d : d - 1));
+      return TensorDictBase(restack(std::move(out), d <= sd ? sd + 1 : sd));
+    }
+    case BatchShapeOp::Kind::Squeeze: {
+      const int64_t d = op.dims.front();
+      if (d == sd) return members_.front();  // a stack of one member
+      for (const auto& m : members_) out.push_back(m.squeeze(member_dim(d)));
+      return TensorDictBase(restack(std::move(out), d < sd ? sd - 1 : sd));
+    }
+    case BatchShapeOp::Kind::Permute: {
+      const auto& order = op.dims;
+      std::vector<int64_t> member_order;
+      for (int64_t o : order) {
+        if (o != sd) member_order.push_back(member_dim(o));
+      }
+      for (const auto& m : members_) out.push_back(m.permute(member_order));
+      const auto new_sd = static_cast<int64_t>(std::find(order.begin(), order.end(), sd) - order.begin());
+      return TensorDictBase(restack(std::move(out), new_sd));
+    }
+    case BatchShapeOp::Kind::Expand: {
+      // New dims lead; the stack dim keeps its place from the end.
+      const std::vector<int64_t>& shape = op.dims;
+      const int64_t new_dims = static_cast<int64_t>(shape.size() - batch_size_.size());
+      const int64_t new_sd = new_dims + sd;
+      const int64_t count = shape[new_sd];
+      if (count == 0) return std::nullopt;
+      std::vector<int64_t> member_shape = shape;
+      member_shape.erase(member_shape.begin() + new_sd);
+      // The plan allows count != n only for one member, which is repeated.
+      for (int64_t i = 0; i < count; ++i) out.push_back(members_[count == n ? i : 0].expand(member_shape));
+      // tensordict stacks the expanded members densely where it can.
+      TensorDictBase result = maybe_dense_stack(out, new_sd);
+      Names names = names_;
+      if (!as_lazy(*result.impl()) && any_named(names)) {
+        names.insert(names.begin(), new_dims, std::nullopt);
+        result.rename_(names);
+      }
+      return result;
+    }
+  }
+  return std::nullopt;
+}
+
+// tensordict's LazyStackedTensorDict.split: along the stack dim, groups of
+// members; along another dim, each member split, the pieces stacked lazily.
+std::optional<std::vector<TensorDictBase>> LazyStackedImpl::split_parts(at::IntArrayRef sizes, int64_t dim) const {
+  if (members_.empty()) return std::nullopt;
+  std::vector<std::vector<TensorDictBase>> groups(sizes.size());
+  if (dim == stack_dim_) {
+    auto next = members_.begin();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      groups[i].assign(next, next + sizes[i]);
+      next += sizes[i];
+    }
+  } else {
+    for (const auto& m : members_) {
+      auto pieces = m.split(sizes, dim < stack_dim_ ? dim : dim - 1);
+      for (std::size_t i = 0; i < pieces.size(); ++i) groups[i].push_back(std::move(pieces[i]));
+    }
+  }
+  std::vector<TensorDictBase> out;
+  out.reserve(groups.size());
+  for (auto& group : groups) out.emplace_back(restack(std::move(group), stack_dim_));
+  return out;
+}
+
+// torch.cat with a lazy stack among `tds` (tensordict's _lazy_cat).
+TensorDictBase lazy_cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
+  const LazyStackedImpl* first = nullptr;
+  for (const auto& td : tds) {
+    const LazyStackedImpl* lazy = as_lazy(*td.impl());
+    if (!lazy) continue;
+    if (!first) first = lazy;
+    if (lazy->stack_dim() != first->stack_dim()) {
+      throw std::runtime_error(fmt::format("cat: lazy stacks must have the same stack dim, got {} and {}", first->stack_dim(),
+                                           lazy->stack_dim()));
+    }
+  }
+  const int64_t sd = first->stack_dim();
+  const int64_t d = wrap_batch_dim(dim, tds.front().batch_dims(), "cat");
+  std::vector<at::IntArrayRef> batches;
+  for (const auto& td : tds) batches.push_back(td.batch_size());
+  auto check_batches = [&] { shape::concatenated(batches, tds.front().names(), d); };  // tensordict's errors
+  for (const auto& b : batches) {
+    if (b.size() != batches.front().size()) check_batches();
+  }
+  // Every input cut along the stack dim (a dense one is unbound); tensordict
+  // counts the parts before it compares the batch sizes.
+  std::vector<std::vector<TensorDictBase>> parts;
+  for (const auto& td : tds) {
+    const LazyStackedImpl* lazy = as_lazy(*td.impl());
+    parts.push_back(lazy ? lazy->members() : td.unbind(sd));
+    if (d != sd && parts.back().size() != parts.front().size()) {
+      throw std::runtime_error(fmt::format(
+          "cat: lazy stacks along a dim other than their stack dim need the same number of stacked tensordicts, got {} and {}",
+          parts.front().size(), parts.back().size()));
+    }
+  }
+  check_batches();
+  std::vector<TensorDictBase> members;
+  if (d == sd) {
+    for (auto& p : parts) members.insert(members.end(), p.begin(), p.end());
+  } else {
+    for (std::size_t i = 0; i < parts.front().size(); ++i) {
+      std::vector<TensorDictBase> row;
+      for (const auto& p : parts) row.push_back(p[i]);
+      members.push_back(tensordict::cat(row, d < sd ? d : d - 1));
+    }
+  }
+  return TensorDictBase(first->restack(std::move(members), sd));
 }
 
 std::shared_ptr<LazyStackedImpl> LazyStackedImpl::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {

@@ -45,6 +45,11 @@ class LazyStackedImpl final : public TensorDictImpl {
   std::vector<TensorDictBase> unbind(int64_t dim) const override;
   // clone, to, apply, detach: member by member, the result a lazy stack.
   std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const override;
+  // permute, squeeze, unsqueeze: member by member; expand: the members
+  // expanded, stacked densely where they allow (tensordict's rules).
+  std::optional<TensorDictBase> reshape_parts(const BatchShapeOp& op) const override;
+  // Along the stack dim: groups of members; along another: split members.
+  std::optional<std::vector<TensorDictBase>> split_parts(at::IntArrayRef sizes, int64_t dim) const override;
   // A lazy stack of `members` along `stack_dim` that keeps this one's stack
   // dim name and device.
   std::shared_ptr<LazyStackedImpl> restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;
@@ -70,6 +75,10 @@ class LazyStackedImpl final : public TensorDictImpl {
   std::vector<int64_t> batch_size_;
   Names names_;
 };
+
+// cat() of `tds` when one of them is a lazy stack: a lazy stack of every
+// member (along the stack dim) or of the members concatenated pairwise.
+TensorDictBase lazy_cat(const std::vector<TensorDictBase>& tds, int64_t dim);
 
 // The lazy stack `impl` is, or null for another kind.
 inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return dynamic_cast<const LazyStackedImpl*>(&impl); }

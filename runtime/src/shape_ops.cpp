@@ -13,36 +13,72 @@ namespace tensordict {
 using detail::mapped;
 using detail::mapped_pieces;
 
+namespace {
+// The op run part by part where the kind does (a lazy stack keeps its
+// members), else the plan over every leaf.
+template <class Plan>
+TensorDictBase parts_or_mapped(const TensorDictBase& td, const Plan& plan, BatchShapeOp::Kind kind, std::vector<int64_t> dims) {
+  if (auto parts = td.impl()->reshape_parts(BatchShapeOp{kind, std::move(dims)})) return std::move(*parts);
+  return mapped(td, plan);
+}
+
+std::vector<int64_t> identity_order(int64_t n) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+}  // namespace
+
 TensorDict TensorDictBase::reshape(at::IntArrayRef shape) const { return mapped(*this, shape::Reshape(batch_size(), shape)); }
 
 TensorDict TensorDictBase::view(at::IntArrayRef shape) const { return mapped(*this, shape::View(batch_size(), shape)); }
 
-TensorDict TensorDictBase::permute(at::IntArrayRef dims) const {
-  return mapped(*this, shape::Permute(batch_size(), names(), dims));
+TensorDictBase TensorDictBase::permute(at::IntArrayRef dims) const {
+  const shape::Permute plan(batch_size(), names(), dims);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order());
 }
 
-TensorDict TensorDictBase::transpose(int64_t dim0, int64_t dim1) const {
-  return mapped(*this, shape::Transpose(batch_size(), names(), dim0, dim1));
+TensorDictBase TensorDictBase::transpose(int64_t dim0, int64_t dim1) const {
+  const shape::Transpose plan(batch_size(), names(), dim0, dim1);
+  auto order = identity_order(batch_dims());
+  std::swap(order[plan.dim0()], order[plan.dim1()]);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, std::move(order));
 }
 
-TensorDict TensorDictBase::squeeze(std::optional<int64_t> dim) const {
-  return mapped(*this, shape::Squeeze(batch_size(), names(), dim));
+TensorDictBase TensorDictBase::squeeze(std::optional<int64_t> dim) const {
+  const shape::Squeeze plan(batch_size(), names(), dim);
+  // Nothing to squeeze: the same dims (an identity permutation).
+  if (plan.dropped().empty()) return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()));
+  // One dim at a time, the highest first (the lower dims keep their place).
+  const auto& drop = plan.dropped();
+  auto first = impl_->reshape_parts(BatchShapeOp{BatchShapeOp::Kind::Squeeze, {drop.front()}});
+  if (!first) return mapped(*this, plan);
+  TensorDictBase out = std::move(*first);
+  for (std::size_t i = 1; i < drop.size(); ++i) out = out.squeeze(drop[i]);
+  return out;
 }
 
-TensorDict TensorDictBase::unsqueeze(int64_t dim) const { return mapped(*this, shape::Unsqueeze(batch_size(), names(), dim)); }
+TensorDictBase TensorDictBase::unsqueeze(int64_t dim) const {
+  const shape::Unsqueeze plan(batch_size(), names(), dim);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()});
+}
 
-TensorDict TensorDictBase::expand(at::IntArrayRef shape) const { return mapped(*this, shape::Expand(batch_size(), names(), shape)); }
+TensorDictBase TensorDictBase::expand(at::IntArrayRef shape) const {
+  const shape::Expand plan(batch_size(), names(), shape);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, {plan.batch.begin(), plan.batch.end()});
+}
 
 TensorDict TensorDictBase::broadcast_to(at::IntArrayRef shape) const {
   return mapped(*this, shape::Expand(batch_size(), names(), shape, /*is_broadcast_to=*/true));
 }
 
-TensorDict TensorDictBase::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }
+TensorDictBase TensorDictBase::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }
 
 TensorDict TensorDictBase::expand_as(const TensorDictBase& other) const {
   // First to the other's batch size, then each leaf to its counterpart's
   // feature dims too.
-  return expand(other.batch_size()).apply([](const at::Tensor& a, const at::Tensor& b) { return a.expand_as(b); }, other);
+  return mapped(*this, shape::Expand(batch_size(), names(), other.batch_size()))
+      .apply([](const at::Tensor& a, const at::Tensor& b) { return a.expand_as(b); }, other);
 }
 
 TensorDict TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -55,38 +91,46 @@ TensorDict TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
 
 std::vector<TensorDictBase> TensorDictBase::unbind(int64_t dim) const { return impl_->unbind(dim); }
 
-// The default: every leaf unbound, dense pieces.
+// The defaults: dense results.
+std::optional<TensorDictBase> TensorDictImpl::reshape_parts(const BatchShapeOp&) const { return std::nullopt; }
+
+std::optional<std::vector<TensorDictBase>> TensorDictImpl::split_parts(at::IntArrayRef, int64_t) const { return std::nullopt; }
+
+// Every leaf unbound, dense pieces.
 std::vector<TensorDictBase> TensorDictImpl::unbind(int64_t dim) const {
   const TensorDictBase self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
   auto pieces = mapped_pieces(self, shape::Unbind(batch_size(), names(), dim));
   return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
 }
 
-std::vector<TensorDict> TensorDictBase::split(at::IntArrayRef split_sizes, int64_t dim) const {
-  return mapped_pieces(*this, shape::Split(batch_size(), names(), split_sizes.vec(), dim));
+std::vector<TensorDictBase> TensorDictBase::split(at::IntArrayRef split_sizes, int64_t dim) const {
+  const shape::Split plan(batch_size(), names(), split_sizes.vec(), dim);
+  if (auto parts = impl_->split_parts(plan.sizes(), plan.dim())) return std::move(*parts);
+  auto pieces = mapped_pieces(*this, plan);
+  return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
 }
 
-std::vector<TensorDict> TensorDictBase::split(int64_t split_size, int64_t dim) const {
+std::vector<TensorDictBase> TensorDictBase::split(int64_t split_size, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
   return split(shape::split_sizes(batch_size()[d], split_size), d);
 }
 
-std::vector<TensorDict> TensorDictBase::chunk(int64_t chunks, int64_t dim) const {
+std::vector<TensorDictBase> TensorDictBase::chunk(int64_t chunks, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
   return split(shape::chunk_sizes(batch_size()[d], chunks), d);
 }
 
-std::vector<TensorDict> TensorDictBase::tensor_split(int64_t sections, int64_t dim) const {
+std::vector<TensorDictBase> TensorDictBase::tensor_split(int64_t sections, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "tensor_split");
   return split(shape::tensor_split_sizes(batch_size()[d], sections), d);
 }
 
-std::vector<TensorDict> TensorDictBase::tensor_split(at::IntArrayRef indices, int64_t dim) const {
+std::vector<TensorDictBase> TensorDictBase::tensor_split(at::IntArrayRef indices, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "tensor_split");
   return split(shape::tensor_split_sizes(batch_size()[d], indices), d);
 }
 
-TensorDict TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef destination) const {
+TensorDictBase TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef destination) const {
   if (source.size() != destination.size()) {
     throw std::invalid_argument(fmt::format("movedim: source {} and destination {} must have the same number of dims",
                                             shape_string(source), shape_string(destination)));
@@ -112,13 +156,13 @@ TensorDict TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef desti
   return permute(order);
 }
 
-TensorDict TensorDictBase::movedim(int64_t source, int64_t destination) const {
+TensorDictBase TensorDictBase::movedim(int64_t source, int64_t destination) const {
   return movedim(at::IntArrayRef(source), at::IntArrayRef(destination));
 }
 
-TensorDict TensorDictBase::swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+TensorDictBase TensorDictBase::swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
 
-TensorDict TensorDictBase::swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+TensorDictBase TensorDictBase::swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
 
 TensorDict TensorDictBase::narrow(int64_t dim, int64_t start, int64_t length) const {
   return mapped(*this, shape::Narrow(batch_size(), names(), dim, start, length));

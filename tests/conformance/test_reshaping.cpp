@@ -32,7 +32,7 @@ TensorDict td23() {
 
 TEST_CASE("movedim over every fixture (test_methods.py::test_movedim)", "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDictBase& td) {
-    const TensorDict moved = td.movedim(0, -1);
+    const auto moved = td.movedim(0, -1);
     CHECK(shape_of(moved) == std::vector<int64_t>{3, 2, 1, 4});
     for (const auto& key : td.keys(true, true)) {
       if (!td.get_value(key)->is_tensor()) continue;
@@ -50,12 +50,12 @@ TEST_CASE("movedim over every fixture (test_methods.py::test_movedim)", "[confor
 
 TEST_CASE("movedim matches torch.movedim (test_generic.py::test_movedim)", "[conformance][test_generic.py]") {
   const TensorDict td = td456();
-  const TensorDict moved = td.movedim(0, 2);
+  const auto moved = td.movedim(0, 2);
   CHECK(shape_of(moved) == std::vector<int64_t>{5, 6, 4});
   leaf_is(moved, td, "a", [](const at::Tensor& t) { return at::movedim(t, 0, 2); });
   CHECK(shape_of(td.movedim(-1, 0)) == std::vector<int64_t>{6, 4, 5});
   leaf_is(td.movedim(-1, 0), td, "c", [](const at::Tensor& t) { return at::movedim(t, -1, 0); });
-  const TensorDict tuple = td.movedim({0, 1}, {2, 0});
+  const auto tuple = td.movedim({0, 1}, {2, 0});
   CHECK(shape_of(tuple) == std::vector<int64_t>{5, 6, 4});
   leaf_is(tuple, td, "a", [](const at::Tensor& t) { return at::movedim(t, {0, 1}, {2, 0}); });
   CHECK(same_tensor(td.movedim(1, 1).get("a"), td.get("a")));
@@ -86,7 +86,7 @@ TEST_CASE("movedim after view and on a lazy stack (test_generic.py::test_movedim
 TEST_CASE("swapaxes and swapdims (test_generic.py::test_swapaxes, test_methods.py::test_swapaxes)",
           "[conformance][test_generic.py][test_methods.py]") {
   const TensorDict td = td456();
-  const TensorDict swapped = td.swapaxes(0, 2);
+  const auto swapped = td.swapaxes(0, 2);
   CHECK(shape_of(swapped) == std::vector<int64_t>{6, 5, 4});
   leaf_is(swapped, td, "a", [](const at::Tensor& t) { return at::swapaxes(t, 0, 2); });
   CHECK(shape_of(td.swapdims(0, 2)) == std::vector<int64_t>{6, 5, 4});

@@ -216,7 +216,7 @@ TEST_CASE("to_h5 / from_h5 round-trip the tensor and string fields, validated on
   REQUIRE_FALSE(Observation::from_h5(path).depth.defined());
   CHECK(Observation::from_h5(path).task == "run");
 
-  tensordict::TensorDict wrong = unset.to_tensordict().exclude({"tags", "scale"});
+  tensordict::TensorDict wrong(unset.to_tensordict().exclude({"tags", "scale"}));
   wrong.set("reward", iota({2}, at::kLong));
   wrong.to_h5(path).close();
   CHECK(message_of([&] { Observation::from_h5(path); }) ==

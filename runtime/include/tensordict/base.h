@@ -88,6 +88,16 @@ struct TensorMeta {
   bool is_shared;
 };
 
+// A batch-shape op as TensorDictImpl::reshape_parts receives it, its
+// arguments checked and wrapped.
+struct BatchShapeOp {
+  enum class Kind : uint8_t { Expand, Permute, Squeeze, Unsqueeze };
+  Kind kind;
+  // Expand: the new batch size; Permute: the order of the batch dims;
+  // Squeeze (a dim of size 1), Unsqueeze: the one dim.
+  std::vector<int64_t> dims;
+};
+
 // The storage a tensordict kind implements. No validation happens here: the
 // handle validates, then calls these.
 class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
@@ -166,6 +176,11 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   virtual std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
     return nullptr;
   }
+  // A batch-shape op run part by part (a lazy stack: member by member, lazy
+  // where tensordict's stays lazy); nullopt for the kinds whose result is
+  // dense. The handle has checked the op.
+  virtual std::optional<TensorDictBase> reshape_parts(const BatchShapeOp& op) const;
+  virtual std::optional<std::vector<TensorDictBase>> split_parts(at::IntArrayRef sizes, int64_t dim) const;
   // The kind of entry `key`, nullopt when there is none; builds no value (an
   // h5 group and a lazy stack answer from their metadata).
   virtual std::optional<EntryKind> entry_kind(const std::string& key) const;
@@ -338,9 +353,10 @@ class TensorDictBase {
   std::vector<std::pair<NestedKey, Value>> items(bool include_nested = false, bool leaves_only = false) const;
 
   // A new tensordict with only `keys` (sharing their values). strict: a
-  // missing key is a KeyError, else it is skipped.
-  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
-  TensorDict exclude(const std::vector<NestedKey>& keys) const;
+  // missing key is a KeyError, else it is skipped. A lazy stack gives a lazy
+  // stack of its members' selections.
+  TensorDictBase select(const std::vector<NestedKey>& keys, bool strict = true) const;
+  TensorDictBase exclude(const std::vector<NestedKey>& keys) const;
   // In place (tensordict's inplace=True): the keys not selected (the keys
   // given) are deleted from this tensordict, which is returned.
   TensorDictBase& select_(const std::vector<NestedKey>& keys, bool strict = true);
@@ -413,15 +429,18 @@ class TensorDictBase {
   TensorDictBase& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
 
   // ---- shape ops on batch dims (negative dims count from the batch's end) --------
+  // permute, transpose, squeeze, unsqueeze, expand, split and their aliases
+  // keep a lazy stack lazy (member by member, tensordict's rules: expand
+  // stacks densely where the members allow); the others give a dense result.
   TensorDict reshape(at::IntArrayRef shape) const;
   TensorDict view(at::IntArrayRef shape) const;
-  TensorDict permute(at::IntArrayRef dims) const;
-  TensorDict transpose(int64_t dim0, int64_t dim1) const;
+  TensorDictBase permute(at::IntArrayRef dims) const;
+  TensorDictBase transpose(int64_t dim0, int64_t dim1) const;
   // Without a dim, removes every batch dim of size 1.
-  TensorDict squeeze(std::optional<int64_t> dim = std::nullopt) const;
-  TensorDict unsqueeze(int64_t dim) const;
+  TensorDictBase squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  TensorDictBase unsqueeze(int64_t dim) const;
   // The new batch size's trailing dims broadcast against the current ones.
-  TensorDict expand(at::IntArrayRef batch_size) const;
+  TensorDictBase expand(at::IntArrayRef batch_size) const;
   TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   TensorDict unflatten(int64_t dim, at::IntArrayRef sizes) const;
   std::vector<TensorDictBase> unbind(int64_t dim = 0) const;
@@ -434,26 +453,26 @@ class TensorDictBase {
   // along the last dim), become nested (jagged) tensors, which needs the
   // stack dim to be 0.
   TensorDict densify() const;
-  std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
-  std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
-  std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<TensorDictBase> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<TensorDictBase> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<TensorDictBase> chunk(int64_t chunks, int64_t dim = 0) const;
   // torch.tensor_split: `sections` pieces whose sizes differ by at most one
   // (the first ones longer), or pieces cut at `indices`.
-  std::vector<TensorDict> tensor_split(int64_t sections, int64_t dim = 0) const;
-  std::vector<TensorDict> tensor_split(at::IntArrayRef indices, int64_t dim = 0) const;
+  std::vector<TensorDictBase> tensor_split(int64_t sections, int64_t dim = 0) const;
+  std::vector<TensorDictBase> tensor_split(at::IntArrayRef indices, int64_t dim = 0) const;
   // Moves batch dims `source` to positions `destination` (a permute).
-  TensorDict movedim(at::IntArrayRef source, at::IntArrayRef destination) const;
-  TensorDict movedim(int64_t source, int64_t destination) const;
+  TensorDictBase movedim(at::IntArrayRef source, at::IntArrayRef destination) const;
+  TensorDictBase movedim(int64_t source, int64_t destination) const;
   // Aliases of transpose.
-  TensorDict swapaxes(int64_t dim0, int64_t dim1) const;
-  TensorDict swapdims(int64_t dim0, int64_t dim1) const;
+  TensorDictBase swapaxes(int64_t dim0, int64_t dim1) const;
+  TensorDictBase swapdims(int64_t dim0, int64_t dim1) const;
   // Batch elements [start, start + length) of batch dim `dim` (a view).
   TensorDict narrow(int64_t dim, int64_t start, int64_t length) const;
   // expand() without -1 entries; the result has no names (as in tensordict).
   TensorDict broadcast_to(at::IntArrayRef batch_size) const;
   // expand(other.sizes()); for a tensordict, every leaf is expanded as the
   // other's leaf at its key, the result taking the other's batch size.
-  TensorDict expand_as(const at::Tensor& other) const;
+  TensorDictBase expand_as(const at::Tensor& other) const;
   TensorDict expand_as(const TensorDictBase& other) const;
 
   // ---- ops that reorder or repeat batch elements (copies; runtime/src/repeat_ops.cpp)
@@ -760,7 +779,10 @@ class LockGuard {
 // A dense stack along a new batch dim; every member needs the same keys and
 // batch size.
 TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
-// Concatenation along an existing batch dim.
-TensorDict cat(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+// Concatenation along an existing batch dim. With a lazy stack among `tds`,
+// a lazy stack (tensordict's rule): along the stack dim, of every member;
+// along another dim, of the members concatenated pairwise (dense inputs are
+// cut along the stack dim first).
+TensorDictBase cat(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
 
 }  // namespace tensordict

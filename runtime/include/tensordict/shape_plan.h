@@ -57,6 +57,7 @@ class Permute : public Planned {
  public:
   Permute(at::IntArrayRef batch, const Names& names, at::IntArrayRef dims);
   at::Tensor operator()(const at::Tensor& leaf) const;
+  const std::vector<int64_t>& order() const { return order_; }  // wrapped
 
  private:
   std::vector<int64_t> order_;
@@ -66,6 +67,8 @@ class Transpose : public Planned {
  public:
   Transpose(at::IntArrayRef batch, const Names& names, int64_t dim0, int64_t dim1);
   at::Tensor operator()(const at::Tensor& leaf) const { return leaf.transpose(d0_, d1_); }
+  int64_t dim0() const { return d0_; }  // wrapped
+  int64_t dim1() const { return d1_; }
 
  private:
   int64_t d0_, d1_;
@@ -76,6 +79,8 @@ class Squeeze : public Planned {
  public:
   Squeeze(at::IntArrayRef batch, const Names& names, std::optional<int64_t> dim);
   at::Tensor operator()(const at::Tensor& leaf) const;
+  // The dims removed, highest first.
+  const std::vector<int64_t>& dropped() const { return drop_; }
 
  private:
   std::vector<int64_t> drop_;  // highest first
@@ -85,6 +90,7 @@ class Unsqueeze : public Planned {
  public:
   Unsqueeze(at::IntArrayRef batch, const Names& names, int64_t dim);
   at::Tensor operator()(const at::Tensor& leaf) const { return leaf.unsqueeze(d_); }
+  int64_t dim() const { return d_; }  // wrapped
 
  private:
   int64_t d_;
@@ -153,6 +159,8 @@ class Split : public PlannedPieces {
  public:
   Split(at::IntArrayRef batch, const Names& names, std::vector<int64_t> sizes, int64_t dim, const char* op = "split");
   void operator()(const at::Tensor& leaf, at::Tensor* out) const;
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  int64_t dim() const { return d_; }  // wrapped
 
  private:
   std::vector<int64_t> sizes_;

@@ -460,8 +460,10 @@ class TensorClass {
   Derived gather(int64_t dim, const at::Tensor& index) const { return typed_(td_form_().gather(dim, index), "gather"); }
 
   // A TensorDict of the fields `keys` (shared), non-tensor fields included.
-  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const { return to_tensordict().select(keys, strict); }
-  TensorDict exclude(const std::vector<NestedKey>& keys) const { return to_tensordict().exclude(keys); }
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const {
+    return TensorDict(to_tensordict().select(keys, strict));
+  }
+  TensorDict exclude(const std::vector<NestedKey>& keys) const { return TensorDict(to_tensordict().exclude(keys)); }
 
   // Sets every entry of `other` (a tensordict holding fields of this class,
   // tensor or non-tensor; nested tensorclasses as nested tensordicts), then
