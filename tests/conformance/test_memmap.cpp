@@ -1,6 +1,9 @@
-// Ports of tensordict's tests of memmap_() without a prefix: the leaves move
-// into anonymous shared memory (test_methods.py::test_memmap_existing,
-// test_memmap_prefix, test_generic.py::test_memory_lock).
+// Ports of tensordict's memmap tests: memmap_() without a prefix (the leaves move
+// into anonymous shared memory: test_methods.py::test_memmap_existing,
+// test_memmap_prefix, test_generic.py::test_memory_lock) and nested (jagged)
+// leaves in a directory (test_memmap.py::test_save_td_with_nested).
+#include <fstream>
+
 #include "fixtures.h"
 
 using namespace conformance;
@@ -59,13 +62,35 @@ TEST_CASE("memmap_() without a prefix refuses views and files (test_methods.py::
   CHECK_FALSE(sub.td.is_memmap());
   Fixture h5 = make_fixture("td_h5");
   CHECK(CONF_MESSAGE(h5.td.memmap_()) == "memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
-  // A nested (jagged) leaf is refused by name before the tensordict is locked.
+  // Shared memory holds no nested (jagged) leaf: refused by name before the
+  // tensordict is locked (a directory holds it: the next case).
   TensorDict jagged({{"x", at::_nested_tensor_from_tensor_list({at::ones({2}), at::ones({3})})}}, {});
-  CHECK(CONF_MESSAGE(jagged.memmap_()) == "memmap_: key 'x' is a nested (jagged) tensor, which memmap does not store yet");
+  CHECK(CONF_MESSAGE(jagged.memmap_()) ==
+        "memmap_: key 'x' is a nested (jagged) tensor, which shared memory does not hold: memmap it into a directory");
   CHECK_FALSE(jagged.is_locked());
-  // With a prefix too, before anything is written (the issue's libtorch
-  // "NestedTensorImpl doesn't support sizes" leaked before).
+}
+
+TEST_CASE("memmap stores nested (jagged) tensors as tensordict does: values, then a .shape.memmap of sizes "
+          "(test_memmap.py::test_save_td_with_nested, _td_memmap.py:_populate_memmap)",
+          "[conformance][test_memmap.py]") {
+  const std::vector<at::Tensor> parts{at::arange(12, at::kDouble).view({3, 4}), at::arange(15, at::kDouble).view({3, 5}) + 100};
+  TensorDict td({{"a", at::_nested_tensor_from_tensor_list(parts)}, {"x", at::zeros({2, 3})}}, {2, 3});
+  td.set({"inner", "a"}, at::_nested_tensor_from_tensor_list({parts[1], parts[0]}));
   td_test::TempDir dir;
-  CHECK(CONF_MESSAGE(jagged.memmap((dir / "j").string())) == "memmap: key 'x' is a nested (jagged) tensor, which memmap does not store yet");
-  CHECK_FALSE(std::filesystem::exists(dir / "j"));
+  const auto saved = td.memmap((dir / "j").string());
+  for (const TensorDictBase& loaded : {saved, TensorDictBase(TensorDict::load_memmap((dir / "j").string()))}) {
+    REQUIRE(loaded.get("a").is_nested());
+    const auto got = loaded.get("a").unbind(0);
+    REQUIRE(got.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) CHECK(at::equal(got[i], parts[i]));
+    CHECK(at::equal(loaded.get({"inner", "a"}).unbind(0)[0], parts[1]));
+  }
+  // tensordict's files: the values one after the other, the sizes as int64 [2, 2].
+  CHECK(std::filesystem::file_size(dir / "j" / "a.memmap") == 27 * sizeof(double));
+  std::vector<int64_t> sizes(4);
+  std::ifstream(dir / "j" / "a.shape.memmap", std::ios::binary).read(reinterpret_cast<char*>(sizes.data()), 32);
+  CHECK(sizes == std::vector<int64_t>{3, 4, 3, 5});
+  // memmap_like keeps the components' shapes, with zero values.
+  const auto like = td.memmap_like((dir / "like").string());
+  CHECK(at::equal(like.get("a").unbind(0)[1], at::zeros({3, 5}, at::kDouble)));
 }

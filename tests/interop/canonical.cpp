@@ -48,6 +48,11 @@ Json names_of(const TensorDictBase& td) {
 }  // namespace
 
 Json canonical_tensor(const at::Tensor& t) {
+  if (t.is_nested()) {
+    Json components = Json::array();
+    for (const auto& c : t.unbind(0)) components.push_back(canonical_tensor(c));
+    return {{"kind", "nested_tensor"}, {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))}, {"components", components}};
+  }
   return {{"kind", "tensor"},
           {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))},
           {"shape", t.sizes().vec()},

@@ -156,6 +156,13 @@ TensorDict consolidated() {
   return out;
 }
 
+// Nested (jagged) leaves: values plus a .shape.memmap of sizes.
+TensorDict jagged() {
+  const at::Tensor ragged = at::_nested_tensor_from_tensor_list({values({3, 4}, at::kDouble), values({3, 5}, at::kDouble) + 1});
+  const at::Tensor ids = at::_nested_tensor_from_tensor_list({values({2}, at::kLong), values({5}, at::kLong)});
+  return TensorDict({{"ragged", ragged}, {"child", TensorDict({{"ids", ids}}, {2})}, {"dense", values({2, 3}, at::kFloat)}}, {2});
+}
+
 std::vector<WrittenCase> write_cases(const fs::path& dir) {
   std::vector<WrittenCase> out;
   auto memmap_case = [&](const std::string& name, const TensorDictBase& td) {
@@ -178,6 +185,7 @@ std::vector<WrittenCase> write_cases(const fs::path& dir) {
   memmap_case("lazy_hetero", lazy_hetero());
   memmap_case("dense_stack", dense_stack());
   memmap_case("consolidated", consolidated());
+  memmap_case("jagged", jagged());
 
   const TensorDict fields = obs_fields();
   const fs::path obs_path = dir / "tensorclass";

@@ -94,6 +94,12 @@ def _names(td) -> list | None:
 
 def canonical(obj) -> dict:
     """The canonical JSON form of a tensor, non-tensor value or tensordict."""
+    if isinstance(obj, torch.Tensor) and obj.is_nested:
+        return {
+            "kind": "nested_tensor",
+            "dtype": str(obj.dtype).removeprefix("torch."),
+            "components": [canonical(c) for c in obj.unbind(0)],
+        }
     if isinstance(obj, torch.Tensor):
         return {
             "kind": "tensor",
@@ -227,6 +233,14 @@ def py_zero_element() -> TensorDict:
     )
 
 
+def py_jagged() -> TensorDict:
+    """Nested (jagged) leaves: values plus a .shape.memmap of sizes."""
+    ragged = torch.nested.nested_tensor([values((3, 4), torch.float64, 1), values((3, 5), torch.float64, 2)])
+    ids = torch.nested.nested_tensor([values((2,), torch.int64, 3), values((5,), torch.int64, 4)])
+    child = TensorDict({"ids": ids}, [2])
+    return TensorDict({"ragged": ragged, "child": child, "dense": values((2, 3), torch.float32)}, [2])
+
+
 def py_encoded_keys(with_slash=True) -> TensorDict:
     td = TensorDict(
         {
@@ -320,6 +334,7 @@ PY_CASES = [
     ("lazy_hetero", "memmap", py_lazy_hetero),
     ("dense_stack", "memmap", py_dense_stack),
     ("consolidated", "memmap", py_consolidated),
+    ("jagged", "memmap", py_jagged),
     ("tensorclass", "memmap", py_tensorclass),
     ("nested_tensorclass", "memmap", py_nested_tensorclass),
     ("h5_dtypes", "h5", lambda: py_dtypes(with_bfloat16=False)),
@@ -330,7 +345,7 @@ PY_CASES = [
 # The C++ cases run_interop expects interop_tool to write; a missing one fails.
 CPP_CASES = [
     "dtypes", "nested_names", "longer_nested_batch", "zero_element", "encoded_keys", "non_tensor",
-    "lazy_hetero", "dense_stack", "consolidated", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
+    "lazy_hetero", "dense_stack", "consolidated", "jagged", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
 ]
 
 # Known disagreements, by case ("py->cpp/name" or "cpp->py/name") -> reason.

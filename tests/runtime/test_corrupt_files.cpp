@@ -1,4 +1,6 @@
 // Corrupt or hostile memmap trees: every case is a clear error naming the path.
+#include <fstream>
+
 #include "persist_helpers.h"
 
 using namespace tensordict;
@@ -136,7 +138,8 @@ TEST_CASE("corrupt memmap: malformed entries and levels") {
   write_text(dir / "meta.json",
              R"({"x": {"device": "cpu", "shape": [4], "dtype": "torch.float32", "is_nested": true}, )"
              R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
-  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("nested (jagged)"));
+  REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) && Contains("key 'x' is a nested tensor whose shape [4] is "
+                                                                                    "not [components, dims]"));
   write_text(dir / "meta.json",
              R"({"x": {"device": "cpu", "shape": [3], "dtype": "torch.float32", "is_nested": false}, )"
              R"("shape": [4], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
@@ -177,4 +180,39 @@ TEST_CASE("hostile memmap: keys in meta.json never lead outside the directory") 
   write_text(dir / "meta.json", R"({"..": {"type": "TensorDict"}, "shape": [4], "device": "cpu", )"
                                 R"("_type": "<class 'tensordict._td.TensorDict'>"})");
   REQUIRE_THAT(load_error(dir), Contains("key '..'") && Contains("%2E%2E") && Contains("missing"));
+}
+
+TEST_CASE("corrupt memmap: a nested (jagged) leaf's sizes file missing, hostile or disagreeing with its values") {
+  TempDir tmp;
+  const std::vector<at::Tensor> parts{iota({2, 3}), iota({4, 3})};
+  TensorDict({{"j", at::_nested_tensor_from_tensor_list(parts)}}, {2}).memmap(tmp / "t");
+  const fs::path dir = tmp.path() / "t";
+  REQUIRE(at::equal(TensorDict::load_memmap(dir.string()).get("j").unbind(0)[1], parts[1]));
+  const fs::path sizes = dir / "j.shape.memmap";
+  auto write_sizes = [&](std::vector<int64_t> v) {
+    std::ofstream(sizes, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(v.data()),
+                                                                   static_cast<std::streamsize>(v.size() * sizeof(int64_t)));
+  };
+  SECTION("missing") {
+    fs::remove(sizes);
+    REQUIRE_THAT(load_error(dir), Contains("cannot open the data file") && Contains(sizes.string()) && Contains("'j'"));
+  }
+  SECTION("a negative size") {
+    write_sizes({2, 3, -4, 3});
+    REQUIRE_THAT(load_error(dir), Contains(sizes.string()) && Contains("component 1 of key 'j' has size -4 in dim 0, which is negative"));
+  }
+  SECTION("sizes whose product overflows") {
+    write_sizes({2, 3, int64_t{1} << 40, int64_t{1} << 40});
+    REQUIRE_THAT(load_error(dir), Contains(sizes.string()) && Contains("which is too large"));
+  }
+  SECTION("more values than the file holds") {
+    write_sizes({2, 3, 5, 3});
+    REQUIRE_THAT(load_error(dir), Contains((dir / "j.memmap").string()) && Contains("truncated"));
+  }
+  SECTION("components that do not match the batch size") {
+    write_text(dir / "meta.json", R"({"j": {"device": "cpu", "shape": [2, 2], "dtype": "torch.float32", "is_nested": true}, )"
+                                  R"("shape": [3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
+    REQUIRE_THAT(load_error(dir), Contains((dir / "meta.json").string()) &&
+                                      Contains("key 'j' is a nested tensor of shape [2, -1, 3], which does not start with the batch size [3]"));
+  }
 }

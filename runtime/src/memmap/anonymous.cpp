@@ -6,11 +6,36 @@
 
 #include "../format.h"
 #include "../lazy_impl.h"
+#include "../nesting.h"
 #include "memmap_detail.h"
 
 namespace tensordict {
 
 namespace {
+
+// Refuses a tree holding a nested (jagged) tensor leaf, naming its key:
+// anonymous shared memory holds one strided buffer per leaf. Walks a lazy
+// stack's members where they are (its stacked values may not exist).
+void refuse_jagged(const TensorDictImpl& level, std::vector<std::string>& path) {
+  detail::NestingGuard guard("memmap_");  // a hostile depth is a named error, not a stack overflow
+  if (const auto* lazy = detail::as_lazy(level)) {
+    for (const auto& member : lazy->members()) refuse_jagged(*member.impl(), path);
+    return;
+  }
+  level.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind == EntryKind::NonTensor) return;
+    const Value value = *level.find(key);
+    path.push_back(key);
+    if (kind == EntryKind::TensorDict) {
+      refuse_jagged(*value.impl(), path);
+    } else if (value.tensor().is_nested()) {
+      throw std::invalid_argument(fmt::format(
+          "memmap_: key {} is a nested (jagged) tensor, which shared memory does not hold: memmap it into a directory",
+          NestedKey(path).repr()));
+    }
+    path.pop_back();
+  });
+}
 
 // Moves every tensor leaf of `impl`'s tree into shared memory and marks each
 // level memory-mapped with no path. A lazy stack's members are mapped where
@@ -48,7 +73,8 @@ TensorDictBase& TensorDictBase::memmap_() {
   if (type_name() == "PersistentTensorDict") {
     throw std::invalid_argument("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   }
-  detail::memmap::refuse_nested_tensors(impl_, "memmap_");  // first: a refusal changes nothing
+  std::vector<std::string> path;
+  refuse_jagged(*impl_, path);  // first: a refusal changes nothing
   map_level(impl_);
   impl_->set_consolidated_storage(at::Tensor());
   return lock_();

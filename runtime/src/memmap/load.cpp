@@ -17,6 +17,7 @@
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/tensorclass_support.h"  // leaf_shape, leaf_starts_with
 
 namespace tensordict {
 
@@ -175,12 +176,19 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
       throw std::runtime_error(fmt::format("{}: key '{}' has unknown dtype '{}' (expected one of {})", file.string(),
                                            key, dtype_json.get<std::string>(), known_dtypes()));
     }
-    if (entry.contains("is_nested") && entry["is_nested"] == true) {
-      throw std::runtime_error(
-          fmt::format("{}: key '{}' is a nested (jagged) tensor, which is not supported", file.string(), key));
-    }
     const auto shape =
         read_shape(entry.contains("shape") ? entry["shape"] : Json(), file, fmt::format("the shape of key '{}'", key));
+    if (entry.contains("is_nested") && entry["is_nested"] == true) {
+      at::Tensor nested = load_jagged(leaf_file(dir, key), *dtype, shape, key);
+      if (!leaf_starts_with(nested, batch)) {
+        throw std::runtime_error(fmt::format("{}: key '{}' is a nested tensor of shape {}, which does not start with the batch "
+                                             "size {}",
+                                             file.string(), key, shape_string(leaf_shape(nested)), shape_string(batch)));
+      }
+      if (level_device && !level_device->is_cpu()) nested = nested.to(*level_device);
+      impl->insert(key, Value(std::move(nested)));
+      continue;
+    }
     if (!starts_with(shape, batch)) {
       throw std::runtime_error(fmt::format("{}: key '{}' has shape {}, which does not start with the batch size {}",
                                            file.string(), key, shape_string(shape), shape_string(batch)));

@@ -93,6 +93,24 @@ inline constexpr std::size_t kMaxMetaBytes = std::size_t{256} << 20;
 // The deepest JSON nesting read from a meta.json.
 inline constexpr std::size_t kMaxJsonDepth = 512;
 
+// ---- nested (jagged) tensor leaves (jagged.cpp) ------------------------------------
+// tensordict's layout: <key>.memmap holds the components' values one after the
+// other (each C-contiguous), <key>.shape.memmap their sizes (int64, one row per
+// component), and meta.json's "shape" is the shape of those sizes, with
+// "is_nested": true.
+fs::path jagged_sizes_file(const fs::path& values_file);
+struct JaggedParts {
+  at::Tensor values;  // 1-D
+  at::Tensor sizes;   // int64 [components, dims]
+};
+// Throws std::invalid_argument naming `key` for a nested tensor without
+// components (tensordict writes no file for it and drops it when loading).
+JaggedParts jagged_parts(const at::Tensor& nested, std::string_view key);
+// The nested tensor stored at `values_file` (and its sizes file), `sizes_shape`
+// being meta.json's "shape". Loaded into memory: libtorch's C++ API builds
+// nested tensors by copying. Errors name the files and `key`.
+at::Tensor load_jagged(const fs::path& values_file, at::ScalarType dtype, at::IntArrayRef sizes_shape, std::string_view key);
+
 // ---- memory-mapped storage (mapped_file.cpp) --------------------------------------
 // A tensor over the first numel*itemsize bytes of `path`, mapped shared (writes
 // reach the file) when the file is writable, else copy-on-write. Checks the
@@ -122,8 +140,6 @@ inline constexpr int64_t kFormatVersion = 1;
 Json read_meta(const fs::path& dir);
 // The JSON text written to meta.json (compact, as tensordict with orjson).
 std::string dump_meta(const Json& meta);
-// A leaf's entry: {"device", "shape", "dtype", "is_nested"}.
-Json leaf_entry(const at::Tensor& tensor);
 // The device string of a level ("cpu", or "None" without a device).
 std::string device_string(std::optional<at::Device> device);
 
@@ -132,10 +148,6 @@ std::string device_string(std::optional<at::Device> device);
 // empty `dir`: anonymous shared memory, no saved path).
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir);
 
-// Refuses a tree holding a nested (jagged) tensor leaf, naming its key:
-// tensordict stores those (values and a .shape.memmap of sizes), this
-// writer does not yet. Checked before anything is written.
-void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, const char* op);
 
 enum class Mode { InPlace, Copy, Like };
 // Writes the tree of `impl` at `prefix`; the levels `tags` names are written in

@@ -148,13 +148,4 @@ std::string dump_meta(const Json& meta) { return meta.dump(); }
 
 std::string device_string(std::optional<at::Device> device) { return device ? device->str() : "None"; }
 
-Json leaf_entry(const at::Tensor& tensor) {
-  Json entry = Json::object();
-  entry["device"] = tensor.device().str();
-  entry["shape"] = tensor.sizes().vec();
-  entry["dtype"] = "torch." + std::string(dtype_name(tensor.scalar_type()));
-  entry["is_nested"] = false;
-  return entry;
-}
-
 }  // namespace tensordict::detail::memmap

@@ -54,6 +54,7 @@ struct Job {
   NestedKey key;
   fs::path link_from;  // an existing file to hard-link instead of writing
   std::exception_ptr error;
+  bool always_data = false;  // written even by memmap_like (a jagged leaf's sizes)
 };
 
 struct Level;
@@ -64,6 +65,7 @@ struct Entry {
   std::size_t job = SIZE_MAX;    // tensor leaf written by a job
   at::Tensor kept;               // tensor leaf already mapped at its file
   std::unique_ptr<Level> child;  // nested tensordict
+  std::size_t sizes_job = SIZE_MAX;  // a jagged leaf: the job of its sizes file (`job` writes its values)
 };
 
 struct Level {
@@ -89,12 +91,14 @@ std::string entry_type(const Level& level) {
   return name;
 }
 
-Json leaf_meta(const at::Tensor& t) {
+// A tensor leaf's entry; for a jagged leaf `t` is its values and `sizes` the
+// components' sizes, whose shape meta.json gives.
+Json leaf_meta(const at::Tensor& t, const at::Tensor& sizes = {}) {
   Json entry = Json::object();
   entry["device"] = "cpu";
-  entry["shape"] = t.sizes().vec();
+  entry["shape"] = sizes.defined() ? sizes.sizes().vec() : t.sizes().vec();
   entry["dtype"] = "torch." + std::string(dtype_name(t.scalar_type()));
-  entry["is_nested"] = false;
+  entry["is_nested"] = sizes.defined();
   return entry;
 }
 
@@ -219,7 +223,7 @@ class Writer {
         if (bytes == 0) return;  // tensordict writes no file for an empty tensor
         if (!job.link_from.empty() && link_file(job.link_from, job.file)) return;
         at::Tensor data;
-        if (mode_ != Mode::Like || !job.link_from.empty()) {
+        if (mode_ != Mode::Like || !job.link_from.empty() || job.always_data) {
           data = job.source.cpu().resolve_conj().resolve_neg().contiguous();
         }
         write_data_file(job.file, data, bytes, options_.sync);
@@ -275,7 +279,8 @@ class Writer {
           members.emplace_back(entry.key,
                                Json{{"type", entry.value.non_tensor().is_stack() ? "NonTensorStack" : "NonTensorData"}});
         } else {
-          members.emplace_back(entry.key, leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept));
+          const at::Tensor sizes = entry.sizes_job != SIZE_MAX ? jobs_[entry.sizes_job].source : at::Tensor();
+          members.emplace_back(entry.key, leaf_meta(entry.job != SIZE_MAX ? jobs_[entry.job].source : entry.kept, sizes));
         }
       }
       meta["shape"] = src.batch_size().vec();
@@ -387,7 +392,10 @@ class Writer {
         if (mode_ != Mode::InPlace) out->insert(entry.key, entry.value);
       } else {
         at::Tensor t = entry.kept;
-        if (entry.job != SIZE_MAX) {
+        if (entry.sizes_job != SIZE_MAX) {
+          const Job& job = jobs_[entry.job];
+          t = load_jagged(job.target, job.source.scalar_type(), jobs_[entry.sizes_job].source.sizes(), entry.key);
+        } else if (entry.job != SIZE_MAX) {
           const Job& job = jobs_[entry.job];
           t = map_existing(job.target, job.source.scalar_type(), job.source.sizes(), entry.key);
         }
@@ -404,6 +412,10 @@ class Writer {
     // Never replace a symbolic link of the existing tree (a leaf file linked
     // elsewhere): refuse, as writing through it would have been refused.
     refuse_symlink(target);
+    if (tensor.is_nested()) {
+      plan_jagged(entry, tensor, file, target, key);
+      return;
+    }
     Job job{file, target, tensor.detach(), key, {}, nullptr};
     if (mode_ != Mode::Like) {
       if (auto existing = mapped_path(tensor)) {
@@ -427,6 +439,22 @@ class Writer {
     }
     entry.job = jobs_.size();
     jobs_.push_back(std::move(job));
+  }
+
+  // A jagged leaf: two new files (values, sizes), as tensordict writes them.
+  void plan_jagged(Entry& entry, const at::Tensor& tensor, const fs::path& file, const fs::path& target, const NestedKey& key) {
+    const fs::path sizes_target = jagged_sizes_file(target);
+    refuse_symlink(sizes_target);
+    for (const auto& t : {target, sizes_target}) {
+      if (!options_.existsok && fs::exists(fs::symlink_status(t))) {
+        throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", t.string()));
+      }
+    }
+    auto [values, sizes] = jagged_parts(tensor.detach(), key.repr());
+    entry.job = jobs_.size();
+    jobs_.push_back(Job{file, target, std::move(values), key, {}, nullptr});
+    entry.sizes_job = jobs_.size();
+    jobs_.push_back(Job{jagged_sizes_file(file), sizes_target, std::move(sizes), key, {}, nullptr, /*always_data=*/true});
   }
 
   Mode mode_;
@@ -464,39 +492,9 @@ fs::path target_dir(const std::string& prefix) {
   return p;
 }
 
-namespace {
-// A lazy stack's members are walked where they are: its stacked values may
-// not exist (members of different shapes).
-void refuse_nested_in(const TensorDictImpl& level, const char* op, std::vector<std::string>& path) {
-  NestingGuard guard(op);  // a hostile depth is a named error, not a stack overflow
-  if (const auto* lazy = as_lazy(level)) {
-    for (const auto& member : lazy->members()) refuse_nested_in(*member.impl(), op, path);
-    return;
-  }
-  level.for_each_key([&](const std::string& key, EntryKind kind) {
-    if (kind == EntryKind::NonTensor) return;
-    const Value value = *level.find(key);
-    path.push_back(key);
-    if (kind == EntryKind::TensorDict) {
-      refuse_nested_in(*value.impl(), op, path);
-    } else if (value.tensor().is_nested()) {
-      throw std::invalid_argument(fmt::format("{}: key {} is a nested (jagged) tensor, which memmap does not store yet", op,
-                                              NestedKey(path).repr()));
-    }
-    path.pop_back();
-  });
-}
-}  // namespace
-
-void refuse_nested_tensors(const std::shared_ptr<TensorDictImpl>& impl, const char* op) {
-  std::vector<std::string> path;
-  refuse_nested_in(*impl, op, path);
-}
-
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
                                            Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
   if (prefix.empty()) throw std::invalid_argument("memmap needs a directory prefix, got an empty path");
-  refuse_nested_tensors(impl, "memmap");
   const fs::path target = target_dir(prefix);
   refuse_symlink(target);
   {
