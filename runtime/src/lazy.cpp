@@ -192,8 +192,19 @@ TensorDictBase LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
 }
 
 std::vector<TensorDictBase> LazyStackedImpl::unbind(int64_t dim) const {
-  if (wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind") == stack_dim_) return members_;
-  return TensorDictImpl::unbind(dim);
+  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind");
+  if (d == stack_dim_) return members_;
+  if (members_.empty()) return TensorDictImpl::unbind(dim);
+  // Across the stack dim: each member unbound, the slices stacked lazily.
+  std::vector<std::vector<TensorDictBase>> slices(static_cast<std::size_t>(batch_size_[d]));
+  for (const auto& m : members_) {
+    auto parts = m.unbind(d < stack_dim_ ? d : d - 1);
+    for (std::size_t k = 0; k < parts.size(); ++k) slices[k].push_back(std::move(parts[k]));
+  }
+  std::vector<TensorDictBase> out;
+  out.reserve(slices.size());
+  for (auto& s : slices) out.emplace_back(restack(std::move(s), d < stack_dim_ ? stack_dim_ - 1 : stack_dim_));
+  return out;
 }
 
 std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
@@ -235,6 +246,8 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
       const auto new_sd = static_cast<int64_t>(std::find(order.begin(), order.end(), sd) - order.begin());
       return TensorDictBase(restack(std::move(out), new_sd));
     }
+    case BatchShapeOp::Kind::Reshape:
+      return regroup(op.dims);
     case BatchShapeOp::Kind::Expand: {
       // New dims lead; the stack dim keeps its place from the end.
       const std::vector<int64_t>& shape = op.dims;
@@ -257,6 +270,48 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
     }
   }
   return std::nullopt;
+}
+
+// tensordict's lazy view/reshape (_lazy.py:3695 _view): flattening dims
+// [i, j] unbinds them and stacks every piece lazily at i; unflattening dim i
+// chunks it and stacks the chunks lazily, dim after dim. Other shapes (and
+// empty dims) give nullopt: the dense result.
+std::optional<TensorDictBase> LazyStackedImpl::regroup(at::IntArrayRef shape) const {
+  const at::IntArrayRef batch = batch_size_;
+  const std::size_t nb = batch.size(), ns = shape.size();
+  if (std::find(batch.begin(), batch.end(), 0) != batch.end()) return std::nullopt;
+  // The leading and trailing dims both shapes share; what lies between changes.
+  std::size_t lead = 0;
+  while (lead < nb && lead < ns && batch[lead] == shape[lead]) ++lead;
+  std::size_t trail = 0;
+  while (trail < nb - lead && trail < ns - lead && batch[nb - 1 - trail] == shape[ns - 1 - trail]) ++trail;
+  const std::size_t from = nb - lead - trail, to = ns - lead - trail;
+  const auto i = static_cast<int64_t>(lead);
+  const TensorDictBase self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
+  std::optional<TensorDictBase> out;
+  if (from == 0 && to == 0) {
+    out = TensorDictBase(restack(members_, stack_dim_));  // the same shape
+  } else if (from >= 1 && to == 1) {
+    std::vector<TensorDictBase> pieces{self};
+    for (std::size_t k = 0; k < from; ++k) {
+      std::vector<TensorDictBase> next;
+      for (const auto& p : pieces) {
+        for (auto& q : p.unbind(i)) next.push_back(std::move(q));
+      }
+      pieces = std::move(next);
+    }
+    out = TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(pieces), i));
+  } else if (from == 1 && to > 1) {
+    TensorDictBase stacked = self;
+    for (int64_t k = i; k < i + static_cast<int64_t>(to) - 1; ++k) {
+      stacked = TensorDictBase(std::make_shared<LazyStackedImpl>(stacked.chunk(shape[k], k), k));
+    }
+    out = std::move(stacked);
+  } else {
+    return std::nullopt;
+  }
+  if (is_locked()) out->lock_();  // tensordict's shape ops keep the lock
+  return out;
 }
 
 // tensordict's LazyStackedTensorDict.split: along the stack dim, groups of

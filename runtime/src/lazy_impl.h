@@ -41,7 +41,8 @@ class LazyStackedImpl final : public TensorDictImpl {
   // Along the stack dim: the selected members (an int: the member itself);
   // across other dims: each member indexed, still stacked lazily.
   TensorDictBase index(at::ArrayRef<TensorIndex> index) const override;
-  // Along the stack dim: the members themselves.
+  // Along the stack dim: the members themselves; across it, lazy stacks of
+  // the members' slices.
   std::vector<TensorDictBase> unbind(int64_t dim) const override;
   // clone, to, apply, detach: member by member, the result a lazy stack.
   std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const override;
@@ -50,6 +51,9 @@ class LazyStackedImpl final : public TensorDictImpl {
   std::optional<TensorDictBase> reshape_parts(const BatchShapeOp& op) const override;
   // Along the stack dim: groups of members; along another: split members.
   std::optional<std::vector<TensorDictBase>> split_parts(at::IntArrayRef sizes, int64_t dim) const override;
+  // reshape, view, flatten, unflatten to `shape` (checked): the members
+  // regrouped where the op flattens or unflattens dims, else nullopt.
+  std::optional<TensorDictBase> regroup(at::IntArrayRef shape) const;
   // A lazy stack of `members` along `stack_dim` that keeps this one's stack
   // dim name and device.
   std::shared_ptr<LazyStackedImpl> restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;

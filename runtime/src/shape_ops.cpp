@@ -29,9 +29,15 @@ std::vector<int64_t> identity_order(int64_t n) {
 }
 }  // namespace
 
-TensorDict TensorDictBase::reshape(at::IntArrayRef shape) const { return mapped(*this, shape::Reshape(batch_size(), shape)); }
+TensorDictBase TensorDictBase::reshape(at::IntArrayRef shape) const {
+  const shape::Reshape plan(batch_size(), shape);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
+}
 
-TensorDict TensorDictBase::view(at::IntArrayRef shape) const { return mapped(*this, shape::View(batch_size(), shape)); }
+TensorDictBase TensorDictBase::view(at::IntArrayRef shape) const {
+  const shape::View plan(batch_size(), shape);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
+}
 
 TensorDictBase TensorDictBase::permute(at::IntArrayRef dims) const {
   const shape::Permute plan(batch_size(), names(), dims);
@@ -81,12 +87,14 @@ TensorDict TensorDictBase::expand_as(const TensorDictBase& other) const {
       .apply([](const at::Tensor& a, const at::Tensor& b) { return a.expand_as(b); }, other);
 }
 
-TensorDict TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
-  return mapped(*this, shape::Flatten(batch_size(), names(), start_dim, end_dim));
+TensorDictBase TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
+  const shape::Flatten plan(batch_size(), names(), start_dim, end_dim);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
 }
 
-TensorDict TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
-  return mapped(*this, shape::Unflatten(batch_size(), names(), dim, sizes));
+TensorDictBase TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
+  const shape::Unflatten plan(batch_size(), names(), dim, sizes);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
 }
 
 std::vector<TensorDictBase> TensorDictBase::unbind(int64_t dim) const { return impl_->unbind(dim); }

@@ -230,3 +230,62 @@ TEST_CASE("cat keeps a lazy stack whose members cannot be stacked densely (test_
   CHECK(CONF_MESSAGE(tensordict::cat({lazy, tensordict::lazy_stack({TensorDict({{"a", at::ones({1, 2})}}, {1})}, 1)}, 0)) ==
         "cat: lazy stacks must have the same stack dim, got 0 and 1");
 }
+
+TEST_CASE("view, reshape, unflatten and flatten regroup a lazy stack's members (test_lazy.py::test_lazy_stack_view_full_size)",
+          "[conformance][test_lazy.py]") {
+  std::vector<TensorDictBase> members;
+  for (int64_t i = 0; i < 60; ++i) members.push_back(TensorDict({{"a", at::scalar_tensor(i, at::kLong)}}, {}));
+  const auto tds = tensordict::lazy_stack(members, 0);
+  const auto tdview = tds.view({3, 4, 5});
+  REQUIRE(is_lazy(tdview));
+  CHECK(tdview.batch_size() == at::IntArrayRef({3, 4, 5}));
+  CHECK(is_lazy(tdview.index({0})));
+  CHECK(is_lazy(tdview.index({0, 0})));
+  CHECK(at::equal(tdview.get("a").view({60}), tds.get("a")));
+  CHECK(tdview.index({1, 2, 3}).impl() == members[1 * 20 + 2 * 5 + 3].impl());  // the member itself
+  CHECK(at::equal(tdview.view({60}).get("a"), tds.get("a")));
+  CHECK(at::equal(tds.unflatten(0, {3, 4, 5}).get("a"), tdview.get("a")));
+  CHECK(at::equal(tdview.flatten().get("a"), tds.get("a")));
+  CHECK(is_lazy(tdview.flatten()));
+  CHECK(is_lazy(tds.reshape({6, 10})));
+}
+
+TEST_CASE("view of part of a lazy stack's batch regroups members across the stack dim (test_lazy.py::test_lazy_stack_view_part_size)",
+          "[conformance][test_lazy.py]") {
+  std::vector<TensorDictBase> members;
+  for (const auto& a : at::arange(120).chunk(60)) members.push_back(TensorDict({{"a", a}}, {2}));
+  const auto tds = tensordict::lazy_stack(members, 1);
+  REQUIRE(tds.batch_size() == at::IntArrayRef({2, 60}));
+  const auto tdview = tds.view({2, 3, 4, 5});
+  REQUIRE(is_lazy(tdview));
+  CHECK(is_lazy(tdview.index({0})));
+  CHECK(is_lazy(tdview.index({0, 0})));
+  CHECK(is_lazy(tdview.index({0, 0, 0})));
+  CHECK(at::equal(tdview.get("a").reshape({120}), tds.get("a").reshape({120})));
+  CHECK(at::equal(tdview.view({2, 60}).get("a"), tds.get("a")));
+  CHECK(at::equal(tds.unflatten(1, {3, 4, 5}).get("a"), tdview.get("a")));
+  CHECK(at::equal(tdview.flatten(1, -1).get("a"), tds.get("a")));
+  // A heterogeneous stack too: the members' own shapes survive the regrouping.
+  const auto het = hetero(1);  // batch [3, 2, 4]
+  const auto flat = het.flatten(0, 1);
+  REQUIRE(is_lazy(flat));
+  CHECK(flat.batch_size() == at::IntArrayRef({6, 4}));
+  CHECK(same_tensor(flat.index({3}).get("x"), het.tensordicts()[1].get("x")[1]));
+  CHECK(flat.index({3}).contains("only1"));
+  // A shape that neither flattens nor unflattens dims gives the dense result.
+  CHECK(tds.reshape({4, 30}).type_name() == "TensorDict");
+}
+
+TEST_CASE("unbind of a lazy stack gives its members along the stack dim, lazy slices across it (test_lazy.py::test_unbind_lazystack)",
+          "[conformance][test_lazy.py]") {
+  TensorDict td0({{"c", values({3, 4}, 0)}}, {3, 4});
+  td0.set({"a", "b"}, values({3, 4}, 10));
+  const auto td = tensordict::lazy_stack({td0, td0, td0}, 1);
+  for (const auto& part : td.unbind(1)) CHECK(part.impl() == td0.impl());
+  const auto het = hetero(1);
+  const auto rows = het.unbind(0);
+  REQUIRE(rows.size() == 3);
+  REQUIRE(is_lazy(rows[2]));
+  CHECK(same_tensor(member(rows[2], 1).get("x"), het.tensordicts()[1].get("x")[2]));
+  CHECK(member(rows[2], 0).contains("only0"));
+}

@@ -91,10 +91,10 @@ struct TensorMeta {
 // A batch-shape op as TensorDictImpl::reshape_parts receives it, its
 // arguments checked and wrapped.
 struct BatchShapeOp {
-  enum class Kind : uint8_t { Expand, Permute, Squeeze, Unsqueeze };
+  enum class Kind : uint8_t { Expand, Permute, Squeeze, Unsqueeze, Reshape };
   Kind kind;
-  // Expand: the new batch size; Permute: the order of the batch dims;
-  // Squeeze (a dim of size 1), Unsqueeze: the one dim.
+  // Expand, Reshape: the new batch size; Permute: the order of the batch
+  // dims; Squeeze (a dim of size 1), Unsqueeze: the one dim.
   std::vector<int64_t> dims;
 };
 
@@ -429,11 +429,12 @@ class TensorDictBase {
   TensorDictBase& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
 
   // ---- shape ops on batch dims (negative dims count from the batch's end) --------
-  // permute, transpose, squeeze, unsqueeze, expand, split and their aliases
-  // keep a lazy stack lazy (member by member, tensordict's rules: expand
-  // stacks densely where the members allow); the others give a dense result.
-  TensorDict reshape(at::IntArrayRef shape) const;
-  TensorDict view(at::IntArrayRef shape) const;
+  // A lazy stack stays lazy, member by member (tensordict's rules): expand
+  // stacks densely where the members allow; reshape, view, flatten and
+  // unflatten regroup the members when they flatten or unflatten dims, and
+  // give a dense result for other shapes.
+  TensorDictBase reshape(at::IntArrayRef shape) const;
+  TensorDictBase view(at::IntArrayRef shape) const;
   TensorDictBase permute(at::IntArrayRef dims) const;
   TensorDictBase transpose(int64_t dim0, int64_t dim1) const;
   // Without a dim, removes every batch dim of size 1.
@@ -441,8 +442,8 @@ class TensorDictBase {
   TensorDictBase unsqueeze(int64_t dim) const;
   // The new batch size's trailing dims broadcast against the current ones.
   TensorDictBase expand(at::IntArrayRef batch_size) const;
-  TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  TensorDict unflatten(int64_t dim, at::IntArrayRef sizes) const;
+  TensorDictBase flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  TensorDictBase unflatten(int64_t dim, at::IntArrayRef sizes) const;
   std::vector<TensorDictBase> unbind(int64_t dim = 0) const;
   // tensordict's to_lazystack: a lazy stack of this tensordict's slices
   // along `dim` (<tensordict/lazy.h>).
