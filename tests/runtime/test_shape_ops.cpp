@@ -105,7 +105,7 @@ TEST_CASE("flatten and unflatten") {
 TEST_CASE("flatten of a tensordict with no batch dims gives batch [1], as torch.flatten of a 0-dim tensor") {
   const TensorDict td({{"a", at::arange(2.0)}}, {});
   for (const auto& [start, end] : std::vector<std::pair<int64_t, int64_t>>{{0, -1}, {0, 0}}) {
-    const TensorDict flat = td.flatten(start, end);
+    const auto flat = td.flatten(start, end);
     REQUIRE(flat.batch_size() == at::IntArrayRef({1}));
     REQUIRE(at::equal(flat.get("a"), at::arange(2.0).unsqueeze(0)));
   }
