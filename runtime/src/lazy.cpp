@@ -237,7 +237,7 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
       return TensorDictBase(restack(std::move(out), d < sd ? sd - 1 : sd));
     }
     case BatchShapeOp::Kind::Permute: {
-      const auto& order = op.dims;
+      const at::IntArrayRef order = op.dims;
       std::vector<int64_t> member_order;
       for (int64_t o : order) {
         if (o != sd) member_order.push_back(member_dim(o));
@@ -250,12 +250,12 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
       return regroup(op.dims);
     case BatchShapeOp::Kind::Expand: {
       // New dims lead; the stack dim keeps its place from the end.
-      const std::vector<int64_t>& shape = op.dims;
+      const at::IntArrayRef shape = op.dims;
       const int64_t new_dims = static_cast<int64_t>(shape.size() - batch_size_.size());
       const int64_t new_sd = new_dims + sd;
       const int64_t count = shape[new_sd];
       if (count == 0) return std::nullopt;
-      std::vector<int64_t> member_shape = shape;
+      std::vector<int64_t> member_shape = shape.vec();
       member_shape.erase(member_shape.begin() + new_sd);
       // The plan allows count != n only for one member, which is repeated.
       for (int64_t i = 0; i < count; ++i) out.push_back(members_[count == n ? i : 0].expand(member_shape));

@@ -17,13 +17,13 @@ namespace {
 // The op run part by part where the kind does (a lazy stack keeps its
 // members), else the plan over every leaf.
 template <class Plan>
-TensorDictBase parts_or_mapped(const TensorDictBase& td, const Plan& plan, BatchShapeOp::Kind kind, std::vector<int64_t> dims) {
-  if (auto parts = td.impl()->reshape_parts(BatchShapeOp{kind, std::move(dims)})) return std::move(*parts);
+TensorDictBase parts_or_mapped(const TensorDictBase& td, const Plan& plan, BatchShapeOp::Kind kind, at::IntArrayRef dims) {
+  if (auto parts = td.impl()->reshape_parts(BatchShapeOp{kind, dims})) return std::move(*parts);
   return mapped(td, plan);
 }
 
-std::vector<int64_t> identity_order(int64_t n) {
-  std::vector<int64_t> order(n);
+shape::BatchDims identity_order(int64_t n) {
+  shape::BatchDims order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   return order;
 }
@@ -31,12 +31,12 @@ std::vector<int64_t> identity_order(int64_t n) {
 
 TensorDictBase TensorDictBase::reshape(at::IntArrayRef shape) const {
   const shape::Reshape plan(batch_size(), shape);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
 TensorDictBase TensorDictBase::view(at::IntArrayRef shape) const {
   const shape::View plan(batch_size(), shape);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
 TensorDictBase TensorDictBase::permute(at::IntArrayRef dims) const {
@@ -48,7 +48,7 @@ TensorDictBase TensorDictBase::transpose(int64_t dim0, int64_t dim1) const {
   const shape::Transpose plan(batch_size(), names(), dim0, dim1);
   auto order = identity_order(batch_dims());
   std::swap(order[plan.dim0()], order[plan.dim1()]);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, std::move(order));
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order);
 }
 
 TensorDictBase TensorDictBase::squeeze(std::optional<int64_t> dim) const {
@@ -71,7 +71,7 @@ TensorDictBase TensorDictBase::unsqueeze(int64_t dim) const {
 
 TensorDictBase TensorDictBase::expand(at::IntArrayRef shape) const {
   const shape::Expand plan(batch_size(), names(), shape);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, {plan.batch.begin(), plan.batch.end()});
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, plan.batch);
 }
 
 TensorDict TensorDictBase::broadcast_to(at::IntArrayRef shape) const {
@@ -89,12 +89,12 @@ TensorDict TensorDictBase::expand_as(const TensorDictBase& other) const {
 
 TensorDictBase TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
   const shape::Flatten plan(batch_size(), names(), start_dim, end_dim);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
 TensorDictBase TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
   const shape::Unflatten plan(batch_size(), names(), dim, sizes);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, {plan.batch.begin(), plan.batch.end()});
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
 std::vector<TensorDictBase> TensorDictBase::unbind(int64_t dim) const { return impl_->unbind(dim); }

@@ -94,8 +94,9 @@ struct BatchShapeOp {
   enum class Kind : uint8_t { Expand, Permute, Squeeze, Unsqueeze, Reshape };
   Kind kind;
   // Expand, Reshape: the new batch size; Permute: the order of the batch
-  // dims; Squeeze (a dim of size 1), Unsqueeze: the one dim.
-  std::vector<int64_t> dims;
+  // dims; Squeeze (a dim of size 1), Unsqueeze: the one dim. A view of the
+  // caller's plan (nothing is allocated for a dense tensordict).
+  at::IntArrayRef dims;
 };
 
 // The storage a tensordict kind implements. No validation happens here: the
