@@ -62,11 +62,13 @@ std::string member_type(const Schema& s, const Field& f) {
   switch (f.kind) {
     case FieldKind::Tensor: return "::at::Tensor";
     case FieldKind::TensorClass: {
+      // An optional class is absent as nullopt (tensordict stores None).
       const std::string prefix = s.ns + "::";
-      if (!s.ns.empty() && f.type_cpp.rfind(prefix, 0) == 0 &&
-          f.type_cpp.find("::", prefix.size()) == std::string::npos)
-        return f.type_cpp.substr(prefix.size());
-      return "::" + f.type_cpp;
+      const std::string type = !s.ns.empty() && f.type_cpp.rfind(prefix, 0) == 0 &&
+                                       f.type_cpp.find("::", prefix.size()) == std::string::npos
+                                   ? f.type_cpp.substr(prefix.size())
+                                   : "::" + f.type_cpp;
+      return f.optional ? "std::optional<" + type + ">" : type;
     }
     case FieldKind::NonTensor:
       if (f.value_type == ValueType::List) return "std::vector<" + scalar_cpp_type(f.element_type) + ">";

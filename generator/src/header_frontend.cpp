@@ -482,6 +482,20 @@ class HeaderReader {
     }
   }
 
+  // `f` is a field of the TC_TENSORCLASS class `decl` (declared in this
+  // header or in another one, which is then included).
+  void nested_class(Field& f, CXCursor decl) {
+    f.kind = FieldKind::TensorClass;
+    f.type_name = take(clang_getCursorSpelling(decl));
+    if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
+      externals_.emplace(f.type_name,
+                         ExternalClass{f.type_name, qualified_name(decl), location_of(decl), external_python_module(decl)});
+      const std::string inc = fs::path(location_of(decl).file).stem().string() + ".tc.h";
+      if (std::find(schema_.extra_includes.begin(), schema_.extra_includes.end(), inc) == schema_.extra_includes.end())
+        schema_.extra_includes.push_back(inc);
+    }
+  }
+
   void field(Class& cls, CXCursor c) {
     Field f;
     f.name = take(clang_getCursorSpelling(c));
@@ -510,14 +524,16 @@ class HeaderReader {
           supported = false;
         }
       } else if (annotation(decl, kClassPrefix)) {
-        f.kind = FieldKind::TensorClass;
-        f.type_name = take(clang_getCursorSpelling(decl));
-        if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
-          externals_.emplace(f.type_name, ExternalClass{f.type_name, q, location_of(decl), external_python_module(decl)});
-          const std::string inc = fs::path(location_of(decl).file).stem().string() + ".tc.h";
-          if (std::find(schema_.extra_includes.begin(), schema_.extra_includes.end(), inc) ==
-              schema_.extra_includes.end())
-            schema_.extra_includes.push_back(inc);
+        nested_class(f, decl);
+      } else if (q == "std::optional" && clang_Type_getNumTemplateArguments(canon) == 1) {
+        // An optional nested class: absent is nullopt (tensordict's None).
+        const CXType inner = clang_getCanonicalType(clang_Type_getTemplateArgumentAsType(canon, 0));
+        const CXCursor inner_decl = clang_getTypeDeclaration(inner);
+        if (inner.kind == CXType_Record && annotation(inner_decl, kClassPrefix)) {
+          nested_class(f, inner_decl);
+          f.optional = true;
+        } else {
+          supported = false;
         }
       } else {
         supported = false;
@@ -527,8 +543,8 @@ class HeaderReader {
     }
     if (!supported) {
       diags_.error(f.loc, fmt::format("unsupported member type '{}' for field '{}'; expected at::Tensor, a "
-                                      "TC_TENSORCLASS struct, std::string, int64_t, double, bool or std::vector of "
-                                      "those",
+                                      "TC_TENSORCLASS struct (or std::optional of one), std::string, int64_t, double, bool "
+                                      "or std::vector of those",
                                       spelled, f.name));
       return;
     }
@@ -548,7 +564,13 @@ class HeaderReader {
           for (auto& t : split_commas(a.string_value)) dims.push_back({t, f.loc});
           f.shape = std::move(dims);
         } else if (a.key == "optional") {
-          if (expect_flag(a, "TC_FIELD", f.loc)) f.optional = true;
+          if (!expect_flag(a, "TC_FIELD", f.loc)) continue;
+          if (f.kind == FieldKind::TensorClass && !f.optional) {
+            diags_.error(f.loc, fmt::format("field '{}': an optional nested tensorclass is declared as std::optional<{}>",
+                                            f.name, f.type_name));
+            continue;
+          }
+          f.optional = true;
         } else if (a.key == "doc") {
           if (expect_string(a, "TC_FIELD", f.loc)) f.doc = a.string_value;
         }

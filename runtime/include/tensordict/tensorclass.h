@@ -62,6 +62,28 @@ enum class NonTensorFields { All, None, H5 };
 template <class T>
 inline constexpr bool is_tensorclass_v = std::is_base_of_v<TensorClass<T>, T>;
 
+// The class of a nested tensorclass field: the member's type itself, or T for
+// a std::optional<T> member (a field the schema marks optional: absent is
+// nullopt, as tensordict stores None); void for other members.
+template <class M, class = void>
+struct nested_class {
+  using type = void;
+};
+template <class M>
+struct nested_class<M, std::enable_if_t<is_tensorclass_v<M>>> {
+  using type = M;
+};
+template <class M>
+struct nested_class<std::optional<M>, std::enable_if_t<is_tensorclass_v<M>>> {
+  using type = M;
+};
+template <class M>
+using nested_class_t = typename nested_class<M>::type;
+template <class M>
+inline constexpr bool is_nested_v = !std::is_void_v<nested_class_t<M>>;
+template <class M>
+inline constexpr bool is_optional_nested_v = is_nested_v<M> && !is_tensorclass_v<M>;
+
 // Argument types of the generated constructors.
 // A batch size held inline up to 6 dims, so that building a tensorclass (and
 // every op that makes one) allocates nothing for it. Built from a braced
@@ -150,13 +172,15 @@ class TensorClass {
       auto& m = derived().*p;
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (device && m.defined()) m = m.to(*device);
-      } else if constexpr (is_tensorclass_v<M>) {
-        if (m.tc_batch_size_.empty() && !tc_batch_size_.empty()) {
-          m.init_(tc_batch_size_, device);
+      } else if constexpr (is_nested_v<M>) {
+        auto* n = present_(m);
+        if (!n) return;
+        if (n->tc_batch_size_.empty() && !tc_batch_size_.empty()) {
+          n->init_(tc_batch_size_, device);
         } else if (device) {
           auto move = [&](const at::Tensor& t) { return t.to(*device); };
-          m.map_into_(m, move, 0);
-          m.set_device_(device);
+          n->map_into_(*n, move, 0);
+          n->set_device_(device);
         }
       }
     });
@@ -568,7 +592,7 @@ class TensorClass {
       register_memmap_class(std::string(schema().name), loader);
       for_each_index([](auto I) {
         using M = member_t<I>;
-        if constexpr (is_tensorclass_v<M>) M::register_memmap();
+        if constexpr (is_nested_v<M>) nested_class_t<M>::register_memmap();
       });
       return true;
     }();
@@ -614,8 +638,12 @@ class TensorClass {
         } else {
           others.push_back(name + "=None");
         }
-      } else if constexpr (is_tensorclass_v<M>) {
-        tensors.push_back(name + "=" + m.repr());
+      } else if constexpr (is_nested_v<M>) {
+        if (const auto* n = present_(m)) {
+          tensors.push_back(name + "=" + n->repr());
+        } else {
+          others.push_back(name + "=None");
+        }
       } else {
         others.push_back(name + "=" + detail::python_repr(m));
       }
@@ -654,6 +682,16 @@ class TensorClass {
     }(std::make_index_sequence<num_fields()>{});
   }
 
+  // The object of a nested tensorclass field, or null for an absent optional one.
+  template <class M>
+  static auto* present_(M& m) {
+    if constexpr (is_optional_nested_v<std::remove_const_t<M>>) {
+      return m ? &*m : nullptr;
+    } else {
+      return &m;
+    }
+  }
+
   // Names with no name left mean "unnamed" (an empty list).
   static Names unnamed_if_empty_(Names names) {
     for (const auto& n : names) {
@@ -682,12 +720,12 @@ class TensorClass {
     if (tc_names_.empty()) return;
     for_each_index([&](auto I) {
       using M = member_t<I>;
-      if constexpr (is_tensorclass_v<M>) {
-        auto& m = derived().*member_ptr<I>();
-        if (m.tc_names_.empty() && m.tc_batch_size_.size() >= tc_names_.size()) {
-          m.tc_names_ = tc_names_;
-          m.tc_names_.resize(m.tc_batch_size_.size());
-          m.name_from_schema_();
+      if constexpr (is_nested_v<M>) {
+        auto* m = present_(derived().*member_ptr<I>());
+        if (m && m->tc_names_.empty() && m->tc_batch_size_.size() >= tc_names_.size()) {
+          m->tc_names_ = tc_names_;
+          m->tc_names_.resize(m->tc_batch_size_.size());
+          m->name_from_schema_();
         }
       }
     });
@@ -697,7 +735,9 @@ class TensorClass {
     tc_device_ = device;
     for_each_index([&](auto I) {
       using M = member_t<I>;
-      if constexpr (is_tensorclass_v<M>) (derived().*member_ptr<I>()).set_device_(device);
+      if constexpr (is_nested_v<M>) {
+        if (auto* n = present_(derived().*member_ptr<I>())) n->set_device_(device);
+      }
     });
   }
 
@@ -713,9 +753,11 @@ class TensorClass {
       const detail::FieldPath field{&path, fields()[I].name};
       if constexpr (std::is_same_v<M, at::Tensor>) {
         detail::validate_tensor_field(field, fields()[I], m, tc_batch_size_, symbols);
-      } else if constexpr (is_tensorclass_v<M>) {
-        detail::validate_nested_batch(field, m.tc_batch_size_, tc_batch_size_);
-        if (!(trust_built && m.tc_validated_)) m.validate_(field, trust_built);
+      } else if constexpr (is_nested_v<M>) {
+        const auto* n = present_(m);
+        if (!n) return;  // an absent optional class
+        detail::validate_nested_batch(field, n->tc_batch_size_, tc_batch_size_);
+        if (!(trust_built && n->tc_validated_)) n->validate_(field, trust_built);
       }
     });
   }
@@ -732,15 +774,24 @@ class TensorClass {
       auto& dst = out.*p;
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (src.defined()) dst = fn(src);
-      } else if constexpr (is_tensorclass_v<M>) {
-        if (&dst != &src) {
-          BatchSizeArg b = out.tc_batch_size_;
-          b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
-          dst.tc_batch_size_ = std::move(b);
-          if (dst.tc_names_.size() != dst.tc_batch_size_.size()) dst.tc_names_.clear();
-          dst.tc_locked_ = false;
+      } else if constexpr (is_nested_v<M>) {
+        const auto* s = present_(src);
+        if constexpr (is_optional_nested_v<M>) {
+          if (!s) {
+            dst.reset();
+            return;
+          }
+          if (!dst) dst.emplace(s->shell_());
         }
-        src.map_into_(dst, fn, nb);
+        auto& d = *present_(dst);
+        if (&d != s) {
+          BatchSizeArg b = out.tc_batch_size_;
+          b.insert(b.end(), s->tc_batch_size_.begin() + std::min<int64_t>(nb, s->batch_dims()), s->tc_batch_size_.end());
+          d.tc_batch_size_ = std::move(b);
+          if (d.tc_names_.size() != d.tc_batch_size_.size()) d.tc_names_.clear();
+          d.tc_locked_ = false;
+        }
+        s->map_into_(d, fn, nb);
       }
     });
   }
@@ -754,8 +805,8 @@ class TensorClass {
       const std::string name(fields()[I].name);
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (m.defined()) entries.emplace_back(name, m);
-      } else if constexpr (is_tensorclass_v<M>) {
-        entries.emplace_back(name, m.tensordict_form_(which));
+      } else if constexpr (is_nested_v<M>) {
+        if (const auto* n = present_(m)) entries.emplace_back(name, n->tensordict_form_(which));
       } else {
         if (which == detail::NonTensorFields::None) return;
         if (which == detail::NonTensorFields::H5 && fields()[I].value_type != schema::ValueType::String) {
@@ -785,8 +836,8 @@ class TensorClass {
       const detail::FieldPath field{&path, fields()[I].name};
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (m.defined() && !fields()[I].dtype.empty()) detail::check_declared_dtype(op, field, fields()[I], dtype_of(m));
-      } else if constexpr (is_tensorclass_v<M>) {
-        m.check_dtypes_(field, op, dtype_of);
+      } else if constexpr (is_nested_v<M>) {
+        if (const auto* n = present_(m)) n->check_dtypes_(field, op, dtype_of);
       }
     });
   }
@@ -826,6 +877,15 @@ class TensorClass {
       using M = member_t<I>;
       if constexpr (is_tensorclass_v<M>) {
         (derived().*p).copy_shell_(src.*p);
+      } else if constexpr (is_optional_nested_v<M>) {
+        auto& d = derived().*p;
+        const auto& s = src.*p;
+        if (!s) {
+          d.reset();
+        } else {
+          if (!d) d.emplace();
+          d->copy_shell_(*s);
+        }
       } else if constexpr (!std::is_same_v<M, at::Tensor>) {
         derived().*p = src.*p;
       }
@@ -889,8 +949,17 @@ class TensorClass {
         } else if (a.defined() != b.defined()) {
           detail::throw_optional_mismatch("apply", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
         }
-      } else if constexpr (is_tensorclass_v<M>) {
-        a.map2_into_(out.*p, b, fn);
+      } else if constexpr (is_nested_v<M>) {
+        const auto* x = present_(a);
+        const auto* y = present_(b);
+        if (!x || !y) {
+          if (x || y) detail::throw_optional_mismatch("apply", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
+          return;
+        }
+        if constexpr (is_optional_nested_v<M>) {
+          if (!(out.*p)) (out.*p).emplace(x->shell_());
+        }
+        x->map2_into_(*present_(out.*p), *y, fn);
       }
     });
   }
@@ -903,8 +972,8 @@ class TensorClass {
       auto& m = derived().*member_ptr<I>();
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (m.defined()) fn(m);
-      } else if constexpr (is_tensorclass_v<M>) {
-        m.visit_(fn);
+      } else if constexpr (is_nested_v<M>) {
+        if (auto* n = present_(m)) n->visit_(fn);
       }
     });
   }
@@ -915,8 +984,8 @@ class TensorClass {
       const auto& m = derived().*member_ptr<I>();
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (m.defined()) fn(m);
-      } else if constexpr (is_tensorclass_v<M>) {
-        m.visit_const_(fn);
+      } else if constexpr (is_nested_v<M>) {
+        if (const auto* n = present_(m)) n->visit_const_(fn);
       }
     });
   }
@@ -929,8 +998,15 @@ class TensorClass {
       const auto& b = other.*p;
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (a.defined() && b.defined()) fn(a, b);
-      } else if constexpr (is_tensorclass_v<M>) {
-        a.visit2_(b, fn);
+      } else if constexpr (is_nested_v<M>) {
+        auto* x = present_(a);
+        const auto* y = present_(b);
+        if (x && y) {
+          x->visit2_(*y, fn);
+        } else if (x || y) {
+          // The value's field would be lost (or has nothing to write).
+          detail::throw_optional_mismatch("write", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
+        }
       }
     });
   }
@@ -948,7 +1024,7 @@ class TensorClass {
           fn(src, parts.data());
           for (std::size_t i = 0; i < outs.size(); ++i) outs[i]->*p = std::move(parts[i]);
         }
-      } else if constexpr (is_tensorclass_v<M>) {
+      } else if constexpr (is_nested_v<M>) {
         pieces_nested_(outs, p, fn, nb);
       }
     });
@@ -986,7 +1062,7 @@ class TensorClass {
           if (t.defined()) tensors.push_back(t);
         }
         out.*p = tensors.empty() ? at::Tensor() : fn(tensors);
-      } else if constexpr (is_tensorclass_v<M>) {
+      } else if constexpr (is_nested_v<M>) {
         combine_nested_(out, srcs, p, fn, nb, op, sub());
       } else {
         const auto& first = srcs[0]->*p;
@@ -1003,33 +1079,44 @@ class TensorClass {
   // of their own, with the field's type deduced from the member pointer: GCC
   // 13 crashes (tsubst_copy) on a type built from the visitor lambda's local
   // alias of the field type (std::vector<M*> and the like).
+  // The outputs are shells of this object: an optional class is present in
+  // them exactly when it is here.
   template <class M, class Fn>
   void pieces_nested_(const std::vector<Derived*>& outs, M Derived::*p, Fn& fn, int64_t nb) const {
-    const M& src = derived().*p;
-    std::vector<M*> sub;
+    using N = nested_class_t<M>;
+    const N* src = present_(derived().*p);
+    if (!src) return;
+    std::vector<N*> sub;
     for (Derived* o : outs) {
-      M& dst = o->*p;
+      N& dst = *present_(o->*p);
       BatchSizeArg b = o->tc_batch_size_;
-      b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
+      b.insert(b.end(), src->tc_batch_size_.begin() + std::min<int64_t>(nb, src->batch_dims()), src->tc_batch_size_.end());
       dst.tc_batch_size_ = std::move(b);
       dst.tc_names_.clear();
       sub.push_back(&dst);
     }
-    src.pieces_into_(sub, fn, nb);
+    src->pieces_into_(sub, fn, nb);
   }
+  // An optional class must be present in every input or in none.
   template <class M, class Fn>
   static void combine_nested_(Derived& out, const std::vector<const Derived*>& srcs, M Derived::*p, Fn& fn, int64_t nb,
                               const char* op, const std::string& path) {
-    std::vector<const M*> sub_srcs;
-    for (const auto* s : srcs) sub_srcs.push_back(&(s->*p));
-    M& dst = out.*p;
+    using N = nested_class_t<M>;
+    std::vector<const N*> sub_srcs;
+    for (std::size_t i = 0; i < srcs.size(); ++i) {
+      const N* s = present_(srcs[i]->*p);
+      if ((s == nullptr) != (present_(srcs.front()->*p) == nullptr)) detail::throw_optional_mismatch(op, path, i);
+      sub_srcs.push_back(s);
+    }
+    if (!sub_srcs.front()) return;  // absent in every input, as in `out` (a shell of the first)
+    N& dst = *present_(out.*p);
     BatchSizeArg b = out.tc_batch_size_;
-    const M& first = *sub_srcs.front();
+    const N& first = *sub_srcs.front();
     b.insert(b.end(), first.tc_batch_size_.begin() + std::min<int64_t>(nb, first.batch_dims()), first.tc_batch_size_.end());
     dst.tc_batch_size_ = std::move(b);
     dst.tc_names_.clear();
     dst.tc_device_ = out.tc_device_;
-    M::combine_into_(dst, sub_srcs, fn, nb, op, path);
+    N::combine_into_(dst, sub_srcs, fn, nb, op, path);
   }
 
   const at::Tensor* find_tensor_(std::span<const std::string> path, std::size_t at, bool required) const {
@@ -1048,11 +1135,14 @@ class TensorClass {
         } else if (required) {
           detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
         }
-      } else if constexpr (is_tensorclass_v<M>) {
+      } else if constexpr (is_nested_v<M>) {
+        const auto* n = present_(m);
         if (last) {
           if (required) detail::throw_not_tensor(schema().name, path[at], "a nested tensorclass; use the member");
-        } else {
-          found = m.find_tensor_(path, at + 1, required);
+        } else if (n) {
+          found = n->find_tensor_(path, at + 1, required);
+        } else if (required) {
+          throw KeyError(std::string(schema().name) + "." + path[at] + " is not set (optional field)");
         }
       } else {
         if (required) detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
@@ -1081,9 +1171,11 @@ class TensorClass {
           m = old;
           throw;
         }
-      } else if constexpr (is_tensorclass_v<M>) {
+      } else if constexpr (is_nested_v<M>) {
         if (last) detail::throw_not_tensor(schema().name, path[at], "a nested tensorclass; assign the member");
-        m.set_path_(path, at + 1, value);
+        auto* n = present_(m);
+        if (!n) throw KeyError(std::string(schema().name) + "." + path[at] + " is not set (optional field); assign the member");
+        n->set_path_(path, at + 1, value);
       } else {
         detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
       }
@@ -1095,7 +1187,9 @@ class TensorClass {
   void set_locked_tree_(bool locked) {
     tc_locked_ = locked;
     for_each_index([&](auto I) {
-      if constexpr (is_tensorclass_v<member_t<I>>) (derived().*member_ptr<I>()).set_locked_tree_(locked);
+      if constexpr (is_nested_v<member_t<I>>) {
+        if (auto* n = present_(derived().*member_ptr<I>())) n->set_locked_tree_(locked);
+      }
     });
   }
 
@@ -1136,8 +1230,15 @@ class TensorClass {
       const std::string name(fields()[I].name);
       if constexpr (std::is_same_v<M, at::Tensor>) {
         m = td.contains(name) ? td.get(name) : at::Tensor();
-      } else if constexpr (is_tensorclass_v<M>) {
-        if (td.contains(name)) m.from_td_(td.get_td(name), strict);
+      } else if constexpr (is_nested_v<M>) {
+        if (td.contains(name)) {
+          if constexpr (is_optional_nested_v<M>) {
+            if (!m) m.emplace();
+          }
+          present_(m)->from_td_(td.get_td(name), strict);
+        } else if constexpr (is_optional_nested_v<M>) {
+          m.reset();
+        }
       } else {
         const auto value = td.get_value(name);
         if (!value) return;
@@ -1157,10 +1258,15 @@ class TensorClass {
       const std::string name(fields()[I].name);
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (!m.defined()) tag.fields[name] = nullptr;
-      } else if constexpr (is_tensorclass_v<M>) {
+      } else if constexpr (is_nested_v<M>) {
+        const auto* n = present_(m);
+        if (!n) {
+          tag.fields[name] = nullptr;  // Python's tensorclass stores None
+          return;
+        }
         auto sub = path;
         sub.push_back(name);
-        m.collect_tags_(tags, std::move(sub));
+        n->collect_tags_(tags, std::move(sub));
       } else {
         tag.fields[name] = m;
       }
@@ -1202,9 +1308,16 @@ class TensorClass {
       if constexpr (std::is_same_v<M, at::Tensor>) {
         if (value && !value->is_tensor()) throw std::invalid_argument(sub + ": stored entry is not a tensor");
         m = value ? value->tensor() : at::Tensor();
-      } else if constexpr (is_tensorclass_v<M>) {
+      } else if constexpr (is_nested_v<M>) {
+        if constexpr (is_optional_nested_v<M>) {
+          if (!value) {
+            m.reset();
+            return;
+          }
+          m.emplace();
+        }
         if (!value || !value->is_tensordict()) throw std::invalid_argument(sub + ": nested tensorclass is not stored");
-        m.read_loaded_(value->tensordict(), where, sub, at::IntArrayRef(tc_batch_size_), infer_batch);
+        present_(m)->read_loaded_(value->tensordict(), where, sub, at::IntArrayRef(tc_batch_size_), infer_batch);
       } else {
         if (!value) {
           if (!fields()[I].has_default && !fields()[I].optional) {

@@ -39,7 +39,7 @@ struct Scalars : ::tensordict::TensorClass<Scalars> {
   /// line
   std::string label = "tab\there";
   ::at::Tensor image;
-  Empty empty;
+  std::optional<Empty> empty;
 
   /// The fields, for construction with designated initializers:
   /// `Scalars({.field = value, ...}, batch_size)`.
@@ -49,7 +49,7 @@ struct Scalars : ::tensordict::TensorClass<Scalars> {
     std::vector<bool> flags = {};
     std::string label = "tab\there";
     ::at::Tensor image{};
-    Empty empty{};
+    std::optional<Empty> empty{};
   };
 
   Scalars() = default;
