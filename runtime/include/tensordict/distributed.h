@@ -106,7 +106,7 @@ TensorDict tensor_fields(const T& tc) {
   for (const auto& [key, value] : td.items(true, true)) {
     if (value.is_non_tensor()) non_tensor.push_back(key);
   }
-  return non_tensor.empty() ? td : td.exclude(non_tensor);
+  return non_tensor.empty() ? td : TensorDict(td.exclude(non_tensor));
 }
 }  // namespace detail
 
