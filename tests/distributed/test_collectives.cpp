@@ -10,7 +10,7 @@ namespace td = tensordict;
 namespace {
 
 // Each rank's contribution: sample(rank + 1) without the bool leaf (Gloo reduces no bools).
-TensorDict numbers(int rank) { return sample(rank + 1).exclude({"c"}); }
+TensorDict numbers(int rank) { return TensorDict(sample(rank + 1).exclude({"c"})); }
 
 // What a SUM over `world` ranks gives, computed leaf by leaf here.
 TensorDict expected_sum(int world) {

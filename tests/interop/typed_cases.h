@@ -84,6 +84,8 @@ T make_instance(const std::vector<int64_t>& batch, bool with_optional) {
                 if (!info.optional || with_optional) m = detail::field_tensor(info, batch, symbols);
               } else if constexpr (tensordict::is_tensorclass_v<M>) {
                 m = make_instance<M>(batch, with_optional);
+              } else if constexpr (tensordict::is_optional_nested_v<M>) {
+                if (with_optional) m = make_instance<tensordict::nested_class_t<M>>(batch, with_optional);
               } else {
                 m = detail::field_value<M>(info.name);
               }
@@ -111,6 +113,8 @@ tensordict::Json typed_canonical(const T& obj) {
                 if (m.defined()) entries[name] = canonical_tensor(m);
               } else if constexpr (tensordict::is_tensorclass_v<M>) {
                 entries[name] = typed_canonical(m);
+              } else if constexpr (tensordict::is_optional_nested_v<M>) {
+                if (m) entries[name] = typed_canonical(*m);
               } else {
                 entries[name] = detail::value_json(m);
               }

@@ -92,7 +92,7 @@ TEST_CASE("a sub-tensordict's lock is its source's; locking the view raises", "[
 TEST_CASE("shape ops of a locked tensordict give locked results", "[lock]") {
   auto td = sample({2, 3});
   td.lock_();
-  const std::vector<std::pair<std::string, TensorDict>> results = {
+  const std::vector<std::pair<std::string, TensorDictBase>> results = {
       {"view", td.view({6})},
       {"reshape", td.reshape({6})},
       {"permute", td.permute({1, 0})},
@@ -105,7 +105,7 @@ TEST_CASE("shape ops of a locked tensordict give locked results", "[lock]") {
       {"unflatten", td.unflatten(1, {3, 1})},
   };
   for (const auto& [name, held] : results) {
-    const TensorDict& result = held;  // (clang 14 lambdas cannot capture structured bindings)
+    const TensorDictBase& result = held;  // (clang 14 lambdas cannot capture structured bindings)
     INFO(name);
     REQUIRE(result.is_locked());
     REQUIRE(result.get_td("nested").is_locked());
