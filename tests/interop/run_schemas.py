@@ -73,6 +73,8 @@ def make_instance(cls: type, batch: list[int], with_optional: bool):
             dtype = getattr(torch, field.dtype or "float32")
             kwargs[field.name] = values(tuple(batch + dims), dtype, seed=len(field.name))
         elif field.kind == "class":
+            if field.optional and not with_optional:
+                continue  # None, as schema_tool leaves an optional class absent
             nested = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Union else hint
             kwargs[field.name] = make_instance(nested, batch, with_optional)
         else:
