@@ -38,6 +38,8 @@ class LazyStackedImpl final : public TensorDictImpl {
   // Locked through lock_(), or when every member is (tensordict's rule).
   bool is_locked() const override;
   std::optional<EntryKind> entry_kind(const std::string& key) const override;
+  // From the members' keys: nothing is stacked (members may differ in shape).
+  bool has_key(const std::string& key) const override { return entry_kind(key).has_value(); }
   // Along the stack dim: the selected members (an int: the member itself);
   // across other dims: each member indexed, still stacked lazily.
   TensorDictBase index(at::ArrayRef<TensorIndex> index) const override;
