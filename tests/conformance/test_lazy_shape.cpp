@@ -29,6 +29,13 @@ LazyStackedTensorDict hetero(int64_t stack_dim) {
   return tensordict::lazy_stack({m0, m1}, stack_dim);
 }
 
+// test_cat_mixed_lazy_*'s members: two [2, 3] tensordicts whose "a" is all i.
+std::vector<TensorDictBase> filled_members() {
+  std::vector<TensorDictBase> members;
+  for (int64_t i = 0; i < 2; ++i) members.push_back(TensorDict({{"a", at::full({2, 3}, static_cast<double>(i))}}, {2, 3}));
+  return members;
+}
+
 }  // namespace
 
 TEST_CASE("select and exclude of a lazy stack select in each member and share its tensors (_lazy.py:2421 _select, _exclude)",
@@ -162,8 +169,7 @@ TEST_CASE("split of a lazy stack gives lazy stacks: groups of members along the 
 TEST_CASE("cat of a lazy stack with dense tensordicts along the stack dim adds members (test_lazy.py::"
           "test_cat_mixed_lazy_dense_stack_dim, test_cat_mixed_lazy_zero_length_dense_stack_dim)",
           "[conformance][test_lazy.py]") {
-  std::vector<TensorDictBase> members;
-  for (int64_t i = 0; i < 2; ++i) members.push_back(TensorDict({{"a", at::full({2, 3}, static_cast<double>(i))}}, {2, 3}));
+  const auto members = filled_members();
   const auto lazy = tensordict::lazy_stack(members, 0);
   const TensorDict dense({{"a", values({2, 2, 3}, 0)}}, {2, 2, 3});
 
@@ -186,8 +192,7 @@ TEST_CASE("cat of a lazy stack with dense tensordicts along the stack dim adds m
 TEST_CASE("cat of a lazy stack with dense tensordicts along another dim concatenates member by member (test_lazy.py::"
           "test_cat_mixed_lazy_dense_non_stack_dim, test_cat_mixed_lazy_dense_non_stack_dim_mismatched_slices)",
           "[conformance][test_lazy.py]") {
-  std::vector<TensorDictBase> members;
-  for (int64_t i = 0; i < 2; ++i) members.push_back(TensorDict({{"a", at::full({2, 3}, static_cast<double>(i))}}, {2, 3}));
+  const auto members = filled_members();
   const auto lazy = tensordict::lazy_stack(members, 0);
   const TensorDict dense({{"a", values({2, 3, 3}, 0)}}, {2, 3, 3});
   for (int64_t dim : {1, -2}) {
