@@ -3,7 +3,9 @@
 // tensordict operand).
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "format.h"
 #include "lazy_impl.h"
@@ -37,14 +39,42 @@ TensorDict unary(const TensorDictBase& td, c10::function_ref<at::Tensor(const at
   return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op));
 }
 
+// A tensor operand with dims is shaped like the batch (tensordict's
+// _maybe_broadcast_other, base.py:319): the batch size and the operand's
+// shape broadcast together, and each leaf meets the operand aligned with its
+// batch dims, expanded over its own trailing dims. The broadcast batch size.
+std::vector<int64_t> operand_batch(const TensorDictBase& td, const at::Tensor& t, const char* op) {
+  const at::IntArrayRef batch = td.batch_size();
+  std::vector<int64_t> out(std::max(batch.size(), static_cast<std::size_t>(t.dim())));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto from_end = [&](at::IntArrayRef s) { return i < s.size() ? s[s.size() - 1 - i] : int64_t{1}; };
+    const int64_t a = from_end(batch), b = from_end(t.sizes());
+    if (a != b && a != 1 && b != 1) {
+      throw std::invalid_argument(fmt::format("{}: a tensor operand of shape {} does not broadcast with the batch size {} "
+                                              "(a tensor operand is shaped like the batch)",
+                                              op, shape_string(t.sizes()), shape_string(batch)));
+    }
+    out[out.size() - 1 - i] = a == 1 ? b : a;
+  }
+  return out;
+}
+
+// The batch-shaped operand `t` (over `batch`) made broadcastable against `leaf`.
+at::Tensor operand_for(const at::Tensor& t, at::IntArrayRef batch, const at::Tensor& leaf);
+
 // `pointwise`: fn itself ignores the batch layout (where's batch-shaped
 // condition does not); with a scalar operand the op is then leafwise.
 TensorDict binary(const TensorDictBase& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
                   bool pointwise = true) {
   if (const TensorDictBase* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
   const at::Tensor t = other.tensor();
-  const OpKind kind = pointwise && t.dim() == 0 ? OpKind::Leafwise : OpKind::Value;
-  return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op, kind);
+  if (t.dim() == 0 || !pointwise) {
+    const OpKind kind = pointwise ? OpKind::Leafwise : OpKind::Value;
+    return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op, kind);
+  }
+  const std::vector<int64_t> batch = operand_batch(td, t, op);
+  const TensorDictBase source = batch == td.batch_size() ? td : td.expand(batch);
+  return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, operand_for(t, batch, leaf)); }, op, OpKind::Value);
 }
 
 void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
@@ -54,9 +84,15 @@ void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at
     return;
   }
   const at::Tensor t = other.tensor();
+  if (t.dim() > 0 && operand_batch(td, t, op) != td.batch_size()) {
+    throw std::invalid_argument(fmt::format("{}: a tensor operand of shape {} would broadcast the batch size {} to {}, which "
+                                            "an in-place op cannot",
+                                            op, shape_string(t.sizes()), shape_string(td.batch_size()),
+                                            shape_string(operand_batch(td, t, op))));
+  }
   detail::for_each_tensor(*td.impl(), [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
-    fn(target, t);
+    fn(target, t.dim() == 0 ? t : operand_for(t, td.batch_size(), leaf));
   }, op);
 }
 
@@ -72,6 +108,8 @@ at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf) {
   shape.resize(std::max<std::size_t>(leaf.dim(), shape.size()), 1);
   return t.reshape(shape);
 }
+
+at::Tensor operand_for(const at::Tensor& t, at::IntArrayRef batch, const at::Tensor& leaf) { return expand_right(t.expand(batch), leaf); }
 
 }  // namespace
 

@@ -76,12 +76,32 @@ TEST_CASE("binary ops with a tensordict, a tensor or a scalar") {
     REQUIRE(ints.mul(0.5).get("i").scalar_type() == at::kFloat);
     REQUIRE(at::equal((ints + 1).get("i"), at::arange(1, 5)));
   }
-  SECTION("tensor operand broadcasts against every leaf") {
-    TensorDict td({{"x", iota({2, 3})}, {"y", iota({4, 3}) + 1}}, {});
-    require_close(td.mul(row), td, [&](const at::Tensor& t) { return t * row; });
-    auto c = td.clone();
+  SECTION("a tensor operand is shaped like the batch: aligned with each leaf's batch dims (base.py:319 _maybe_broadcast_other)") {
+    // a has batch [2, 3]: row [3] broadcasts with it, then spans each leaf's trailing dims.
+    auto aligned = [&](const at::Tensor& t) {
+      std::vector<int64_t> shape{1, 3};
+      shape.resize(static_cast<std::size_t>(t.dim()), 1);
+      return row.view(shape);
+    };
+    require_close(a.mul(row), a, [&](const at::Tensor& t) { return t * aligned(t); });
+    auto c = a.clone();
     c.div_(row);
-    require_close(c, td, [&](const at::Tensor& t) { return t / row; });
+    require_close(c, a, [&](const at::Tensor& t) { return t / aligned(t); });
+    // The case: batch [3, 4], a [3, 4, 5] leaf, an operand of [4].
+    const TensorDict td({{"x", iota({3, 4, 5})}}, {3, 4});
+    const at::Tensor four = at::arange(4, at::kFloat) + 1;
+    REQUIRE(at::equal((td * four).get("x"), iota({3, 4, 5}) * four.view({1, 4, 1})));
+    // The batch itself broadcasts (tensordict expands the tensordict first).
+    const TensorDict flat({{"x", iota({2, 3})}}, {});
+    const auto wide = flat * row;
+    REQUIRE(wide.batch_size() == at::IntArrayRef({3}));
+    REQUIRE(at::equal(wide.get("x"), iota({2, 3}).expand({3, 2, 3}) * row.view({3, 1, 1})));
+    REQUIRE(TD_MESSAGE(a.mul(at::ones({4}))) ==
+            "mul: a tensor operand of shape [4] does not broadcast with the batch size [2, 3] (a tensor operand is shaped like "
+            "the batch)");
+    TensorDict in_place(flat.clone());
+    REQUIRE(TD_MESSAGE(in_place.mul_(row)) ==
+            "mul_: a tensor operand of shape [3] would broadcast the batch size [] to [3], which an in-place op cannot");
   }
   SECTION("clamp, clamp_min, clamp_max, lerp, addcmul, addcdiv") {
     require_close(a.clamp(0.3, 0.6), a, [](const at::Tensor& t) { return t.clamp(0.3, 0.6); });
