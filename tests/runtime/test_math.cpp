@@ -192,7 +192,10 @@ TEST_CASE("comparisons, all, any, allclose") {
   REQUIRE(at::equal((td >= 5).get("a"), td.get("a") >= 5));
   const at::Tensor threshold = at::scalar_tensor(10.0);
   REQUIRE(at::equal((td < threshold).get("a"), td.get("a") < threshold));
-  REQUIRE_THAT(TD_MESSAGE(td < at::zeros({5})), Contains("lt failed for key 'a'"));
+  // A tensor operand is shaped like the batch: [5] does not fit [2, 3].
+  REQUIRE_THAT(TD_MESSAGE(td < at::zeros({5})), Contains("lt: a tensor operand of shape [5] does not broadcast with the batch size [2, 3]"));
+  // One that fits but that the leaf op refuses names the key.
+  REQUIRE_THAT(TD_MESSAGE(td < at::zeros({2, 3}, at::kComplexFloat)), Contains("lt failed for key 'a'"));
   REQUIRE((td == td).all());
   REQUIRE_FALSE((td != td).any());
   REQUIRE((td > -1).all());
