@@ -59,8 +59,8 @@ std::vector<int64_t> operand_batch(const TensorDictBase& td, const at::Tensor& t
   return out;
 }
 
-// The batch-shaped operand `t` (over `batch`) made broadcastable against `leaf`.
-at::Tensor operand_for(const at::Tensor& t, at::IntArrayRef batch, const at::Tensor& leaf);
+// A batch-shaped tensor made broadcastable against `leaf` (trailing 1s).
+at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf);
 
 // `pointwise`: fn itself ignores the batch layout (where's batch-shaped
 // condition does not); with a scalar operand the op is then leafwise.
@@ -74,7 +74,8 @@ TensorDict binary(const TensorDictBase& td, const Operand& other, detail::PairFn
   }
   const std::vector<int64_t> batch = operand_batch(td, t, op);
   const TensorDictBase source = batch == td.batch_size() ? td : td.expand(batch);
-  return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, operand_for(t, batch, leaf)); }, op, OpKind::Value);
+  const at::Tensor shaped = t.expand(batch);  // once, not per leaf
+  return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, expand_right(shaped, leaf)); }, op, OpKind::Value);
 }
 
 void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
@@ -90,9 +91,10 @@ void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at
                                             op, shape_string(t.sizes()), shape_string(td.batch_size()),
                                             shape_string(operand_batch(td, t, op))));
   }
+  const at::Tensor shaped = t.dim() == 0 ? t : t.expand(td.batch_size());
   detail::for_each_tensor(*td.impl(), [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
-    fn(target, t.dim() == 0 ? t : operand_for(t, td.batch_size(), leaf));
+    fn(target, t.dim() == 0 ? t : expand_right(shaped, leaf));
   }, op);
 }
 
@@ -102,14 +104,11 @@ c10::optional<at::Scalar> to_c10(const std::optional<at::Scalar>& value) {
   return value ? c10::optional<at::Scalar>(*value) : c10::nullopt;
 }
 
-// A batch-shaped tensor made broadcastable against `leaf` (trailing 1s).
 at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf) {
   std::vector<int64_t> shape = t.sizes().vec();
   shape.resize(std::max<std::size_t>(leaf.dim(), shape.size()), 1);
   return t.reshape(shape);
 }
-
-at::Tensor operand_for(const at::Tensor& t, at::IntArrayRef batch, const at::Tensor& leaf) { return expand_right(t.expand(batch), leaf); }
 
 }  // namespace
 

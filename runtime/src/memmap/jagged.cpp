@@ -23,14 +23,16 @@ JaggedParts jagged_parts(const at::Tensor& nested, std::string_view key) {
                                             key));
   }
   const int64_t dims = components.front().dim();
-  at::Tensor sizes = at::empty({static_cast<int64_t>(components.size()), dims}, at::kLong);
+  std::vector<int64_t> sizes;  // row by row, as the sizes file holds them
   std::vector<at::Tensor> flat;
+  sizes.reserve(components.size() * static_cast<std::size_t>(dims));
   flat.reserve(components.size());
-  for (std::size_t i = 0; i < components.size(); ++i) {
-    for (int64_t d = 0; d < dims; ++d) sizes[static_cast<int64_t>(i)][d] = components[i].size(d);
-    flat.push_back(components[i].reshape(-1));
+  for (const auto& c : components) {
+    sizes.insert(sizes.end(), c.sizes().begin(), c.sizes().end());
+    flat.push_back(c.reshape(-1));
   }
-  return {at::cat(flat), sizes};
+  const auto n = static_cast<int64_t>(components.size());
+  return {at::cat(flat), at::from_blob(sizes.data(), {n, dims}, at::kLong).clone()};
 }
 
 at::Tensor load_jagged(const fs::path& values_file, at::ScalarType dtype, at::IntArrayRef sizes_shape, std::string_view key) {
