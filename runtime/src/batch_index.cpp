@@ -1,4 +1,5 @@
 #include "tensordict/batch_index.h"
+#include "tensordict/errors.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/TensorBody.h>
@@ -21,8 +22,9 @@ namespace tensordict {
 int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra) {
   const int64_t n = batch_dims + extra;
   if (dim < -n || dim >= n) {
-    throw std::out_of_range(fmt::format("{}: dim {} is out of range for a tensordict with {} batch dims (expected a dim in [{}, {}])",
-                                        op, dim, batch_dims, -n, n - 1));
+    throw IndexError(
+        fmt::format("{}: dim {} is out of range for a tensordict with {} batch dims (expected a dim in [{}, {}])", op,
+                    dim, batch_dims, -n, n - 1));
   }
   return dim < 0 ? dim + n : dim;
 }
@@ -57,11 +59,12 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
     ellipses += item.is_ellipsis();
   }
   if (ellipses > 1) {
-    throw std::invalid_argument(fmt::format("an index can only have a single ellipsis (got {})", ellipses));
+    throw ValueError(fmt::format("an index can only have a single ellipsis (got {})", ellipses));
   }
   if (consumed > batch_dims) {
-    throw std::out_of_range(fmt::format("too many indices for a tensordict with batch_size {}: {} batch dims indexed but only {} exist",
-                                        shape_string(batch_size), consumed, batch_dims));
+    throw IndexError(
+        fmt::format("too many indices for a tensordict with batch_size {}: {} batch dims indexed but only {} exist",
+                    shape_string(batch_size), consumed, batch_dims));
   }
 
   std::vector<int64_t> shape(batch_size.begin(), batch_size.end());  // the stepped batch shape
@@ -102,8 +105,8 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       const int64_t size = shape[cur];
       int64_t i = item.is_integer() ? detail::index_integer(item) : item.tensor().item<int64_t>();
       if (i < -size || i >= size) {
-        throw std::out_of_range(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
-                                            size, shape_string(batch_size)));
+        throw IndexError(fmt::format("index {} is out of range for batch dim {} of size {} (batch_size {})", i, src,
+                                     size, shape_string(batch_size)));
       }
       if (i < 0) i += size;
       steps_.push_back({Op::Select, cur, i});
@@ -114,7 +117,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
       const auto s = detail::slice_bounds(item.slice());
       const int64_t step = s.step;
       if (step <= 0) {
-        throw std::invalid_argument(fmt::format("slice step must be positive, got {} (batch dim {})", step, src));
+        throw ValueError(fmt::format("slice step must be positive, got {} (batch dim {})", step, src));
       }
       const int64_t size = shape[cur];
       const int64_t start = clamp_bound(s.start, size);
@@ -136,9 +139,9 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
         }
         const auto covered = at::IntArrayRef(shape).slice(cur, t.dim());
         if (t.sizes() != covered) {
-          throw std::invalid_argument(fmt::format("mask of shape {} does not match batch dims {}..{} of shape {} (batch_size {})",
-                                                  shape_string(t.sizes()), src, src + t.dim() - 1, shape_string(covered),
-                                                  shape_string(batch_size)));
+          throw ValueError(fmt::format("mask of shape {} does not match batch dims {}..{} of shape {} (batch_size {})",
+                                       shape_string(t.sizes()), src, src + t.dim() - 1, shape_string(covered),
+                                       shape_string(batch_size)));
         }
         // nonzero once for every leaf: one index tensor per masked dim.
         const at::Tensor nz = t.nonzero();
@@ -153,7 +156,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
         ++src;
         ++cur;
       } else {
-        throw std::invalid_argument(fmt::format("index tensors must be long, int or bool; got {}", c10::toString(type)));
+        throw ValueError(fmt::format("index tensors must be long, int or bool; got {}", c10::toString(type)));
       }
     }
   }
@@ -172,8 +175,8 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
     try {
       block = at::infer_size(block, t.sizes());
     } catch (const c10::Error&) {
-      throw std::invalid_argument(fmt::format("index tensors of shapes {} and {} cannot be broadcast together",
-                                              shape_string(block), shape_string(t.sizes())));
+      throw ValueError(fmt::format("index tensors of shapes {} and {} cannot be broadcast together",
+                                   shape_string(block), shape_string(t.sizes())));
     }
   }
   const int64_t first = advanced.front().first;
@@ -246,7 +249,7 @@ at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
       case Op::Unsqueeze: fits = s.dim <= ndim; break;
     }
     if (!fits) {
-      throw std::invalid_argument(fmt::format(
+      throw ValueError(fmt::format(
           "cannot apply a batch index to a leaf of shape {}: it does not start with the batch size the index was "
           "resolved for",
           shape_string(leaf.sizes())));

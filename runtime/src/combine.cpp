@@ -11,6 +11,7 @@
 #include "lazy_impl.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/functional.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/shape_plan.h"
@@ -180,7 +181,7 @@ struct Combiner {
 };
 
 void check_nonempty(const std::vector<TensorDictBase>& tds, const char* op) {
-  if (tds.empty()) throw std::invalid_argument(fmt::format("{} needs at least one tensordict", op));
+  if (tds.empty()) throw ValueError(fmt::format("{} needs at least one tensordict", op));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/device_sync.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -27,24 +28,27 @@ constexpr int64_t kLeafAlignment = 8;
 // the key.
 void check_consolidatable(const at::Tensor& t) {
   if (t.is_nested()) {
-    throw std::invalid_argument(
-        "a nested tensor cannot be consolidated: tensordict consolidates jagged-layout nested tensors only, which libtorch's "
+    throw ValueError(
+        "a nested tensor cannot be consolidated: tensordict consolidates jagged-layout nested tensors only, which "
+        "libtorch's "
         "C++ API does not build; pad it with to_padded_tensor() or exclude the key first");
   }
   if (t.layout() != at::kStrided) {
     std::ostringstream layout;
     layout << t.layout();
-    throw std::invalid_argument("a tensor of layout " + layout.str() +
-                                " cannot be consolidated: only strided tensors can be views of one flat storage; call to_dense() "
-                                "or exclude the key first");
+    throw ValueError("a tensor of layout " + layout.str() +
+                     " cannot be consolidated: only strided tensors can be views of one flat storage; call to_dense() "
+                     "or exclude the key first");
   }
   if (t.is_quantized()) {
-    throw std::invalid_argument("a quantized tensor cannot be consolidated: its quantizer is not part of a flat storage; "
-                                "dequantize() it or exclude the key first");
+    throw ValueError(
+        "a quantized tensor cannot be consolidated: its quantizer is not part of a flat storage; "
+        "dequantize() it or exclude the key first");
   }
   if (t.requires_grad()) {
-    throw std::invalid_argument("a tensor that requires grad cannot be consolidated: a copy into one storage keeps no autograd "
-                                "history; detach() it first");
+    throw ValueError(
+        "a tensor that requires grad cannot be consolidated: a copy into one storage keeps no autograd "
+        "history; detach() it first");
   }
 }
 
@@ -62,8 +66,8 @@ at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
 TensorDict TensorDictBase::consolidate(const ConsolidateOptions& options) const {
   const at::Device device = options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
   if (options.pin_memory && !device.is_cpu()) {
-    throw std::invalid_argument(
-        fmt::format("consolidate: pin_memory=true pins a storage on the CPU, but the storage goes to {}", device.str()));
+    throw ValueError(fmt::format("consolidate: pin_memory=true pins a storage on the CPU, but the storage goes to {}",
+                                 device.str()));
   }
   if (const auto storage = consolidated_storage()) {
     // Already one storage: tensordict returns it as it is; a storage elsewhere

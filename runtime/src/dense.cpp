@@ -1,4 +1,5 @@
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 
 #include <stdexcept>
 
@@ -18,8 +19,8 @@ TensorDict::TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size, s
 
 TensorDict::TensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
   if (!dynamic_cast<const detail::DenseImpl*>(impl_.get())) {
-    throw std::invalid_argument(std::string("a ") + std::string(td.type_name()) +
-                                " is not a dense TensorDict; use contiguous() or to_tensordict() to make one");
+    throw TypeError(std::string("a ") + std::string(td.type_name()) +
+                    " is not a dense TensorDict; use contiguous() or to_tensordict() to make one");
   }
 }
 

@@ -5,18 +5,19 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "tensordict/errors.h"
 
 namespace tensordict::detail {
 
 Names checked_names(Names names, std::size_t batch_dims) {
   if (names.empty()) return Names(batch_dims);
   if (names.size() != batch_dims) {
-    throw std::invalid_argument(fmt::format("got {} names for {} batch dims; give one name (or none) per batch dim",
-                                            names.size(), batch_dims));
+    throw ValueError(
+        fmt::format("got {} names for {} batch dims; give one name (or none) per batch dim", names.size(), batch_dims));
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     for (std::size_t j = i + 1; names[i] && j < names.size(); ++j) {
-      if (names[i] == names[j]) throw std::invalid_argument(fmt::format("duplicate dim name '{}' in names", *names[i]));
+      if (names[i] == names[j]) throw ValueError(fmt::format("duplicate dim name '{}' in names", *names[i]));
     }
   }
   return names;
@@ -25,8 +26,8 @@ Names checked_names(Names names, std::size_t batch_dims) {
 void check_batch_size(at::IntArrayRef batch_size) {
   for (auto s : batch_size) {
     if (s < -1) {
-      throw std::invalid_argument(fmt::format(
-          "invalid batch size {}: sizes must be non-negative (or -1 for a ragged dim)", shape_string(batch_size)));
+      throw ValueError(fmt::format("invalid batch size {}: sizes must be non-negative (or -1 for a ragged dim)",
+                                   shape_string(batch_size)));
     }
   }
 }

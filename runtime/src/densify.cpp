@@ -10,6 +10,7 @@
 #include "format.h"
 #include "lazy_impl.h"
 #include "map_leaves.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 
 namespace tensordict {
@@ -34,7 +35,7 @@ at::Tensor dense_tensor(const detail::LazyStackedImpl& lazy, const std::string& 
         continue;
       }
       if (model.dim() == 0) {
-        throw std::invalid_argument(fmt::format(
+        throw ValueError(fmt::format(
             "densify: key '{}' is missing from some members and its tensors have an empty shape: there is no dim to "
             "leave empty for them",
             key));
@@ -45,7 +46,7 @@ at::Tensor dense_tensor(const detail::LazyStackedImpl& lazy, const std::string& 
     }
     if (same) return at::stack(list, lazy.stack_dim());
     if (lazy.stack_dim() != 0) {
-      throw std::invalid_argument(fmt::format(
+      throw ValueError(fmt::format(
           "densify: the members' tensors at key '{}' differ in shape and the stack dim is {}: a nested tensor stacks "
           "along dim 0 only",
           key, lazy.stack_dim()));
@@ -79,7 +80,7 @@ TensorDict densify_lazy(const TensorDictBase& td, const detail::LazyStackedImpl&
     }
     const auto stacked = lazy.find(key);  // nested levels and non-tensor data that every member has
     if (!stacked) {
-      throw std::invalid_argument(fmt::format(
+      throw ValueError(fmt::format(
           "densify: key '{}' holds tensordicts or non-tensor data that not every member has; only tensors can be "
           "densified when some members lack them",
           key));
@@ -120,7 +121,7 @@ TensorDict TensorDictBase::densify() const {
 }
 
 TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
-  if (tds.empty()) throw std::invalid_argument("maybe_dense_stack needs at least one tensordict");
+  if (tds.empty()) throw ValueError("maybe_dense_stack needs at least one tensordict");
   const int64_t d = wrap_batch_dim(dim, tds.front().batch_dims(), "maybe_dense_stack", 1);
   // Lazy stacks of as many members along the same dim: stacked member by
   // member, the result lazy along the shifted stack dim.

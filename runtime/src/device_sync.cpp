@@ -1,6 +1,7 @@
 // synchronize() and DeviceEvent: waiting for asynchronous copies through c10's
 // device-generic streams and events (no CUDA API named here).
 #include "tensordict/device_sync.h"
+#include "tensordict/errors.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 
@@ -13,8 +14,9 @@ namespace {
 
 c10::Event recorded(at::Device device) {
   if (device.is_cpu()) {
-    throw std::invalid_argument(
-        "record_event: the CPU has no stream to record on; copies between host and accelerator run on the accelerator's "
+    throw ValueError(
+        "record_event: the CPU has no stream to record on; copies between host and accelerator run on the "
+        "accelerator's "
         "stream, so record the event there (e.g. record_event(at::Device(at::kCUDA, 0)))");
   }
   c10::impl::VirtualGuardImpl guard(device.type());

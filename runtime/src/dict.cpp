@@ -11,6 +11,7 @@
 #include "map_leaves.h"
 #include "nesting.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -29,24 +30,24 @@ const char* kind_of(const Value& v) {
 }  // namespace
 
 const at::Tensor& Value::tensor() const& {
-  if (!is_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not a tensor", kind_of(*this)));
+  if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", kind_of(*this)));
   return std::get<0>(value_);
 }
 
 at::Tensor Value::tensor() && {
-  if (!is_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not a tensor", kind_of(*this)));
+  if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", kind_of(*this)));
   return std::move(std::get<0>(value_));
 }
 
 const NonTensorData& Value::non_tensor() const {
-  if (!is_non_tensor()) throw std::invalid_argument(fmt::format("the value is {}, not non-tensor data", kind_of(*this)));
+  if (!is_non_tensor()) throw TypeError(fmt::format("the value is {}, not non-tensor data", kind_of(*this)));
   return *std::get<2>(value_);
 }
 
 TensorDictBase Value::tensordict() const { return TensorDictBase(impl()); }
 
 const std::shared_ptr<TensorDictImpl>& Value::impl() const {
-  if (!is_tensordict()) throw std::invalid_argument(fmt::format("the value is {}, not a tensordict", kind_of(*this)));
+  if (!is_tensordict()) throw TypeError(fmt::format("the value is {}, not a tensordict", kind_of(*this)));
   return std::get<1>(value_);
 }
 
@@ -72,7 +73,7 @@ std::vector<std::string> level_keys(const TensorDictImpl& impl) {
 
 // A leaf must start with the batch size of the level that holds it.
 void check_leaf(const TensorDictImpl& level, const NestedKey& key, const at::Tensor& tensor) {
-  if (!tensor.defined()) throw std::invalid_argument(fmt::format("cannot set key {}: the tensor is undefined", key.repr()));
+  if (!tensor.defined()) throw ValueError(fmt::format("cannot set key {}: the tensor is undefined", key.repr()));
   const auto batch = level.batch_size();
   if (!detail::leaf_starts_with(tensor, batch)) {
     throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensor's shape {} does not start with the batch size {}",
@@ -100,14 +101,14 @@ void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, con
   std::unordered_set<const TensorDictImpl*> seen;
   auto walk = [&](auto&& self, const TensorDictImpl& td, std::size_t depth) -> void {
     if (&td == &level) {
-      throw std::invalid_argument(fmt::format(
+      throw ValueError(fmt::format(
           "cannot set key {}: a tensordict cannot contain itself (the value is, or holds, the tensordict it would be "
           "set in)",
           key.repr()));
     }
     if (depth >= detail::kMaxNestingDepth) {
-      throw std::invalid_argument(fmt::format("cannot set key {}: the value nests tensordicts more than {} levels deep",
-                                              key.repr(), detail::kMaxNestingDepth));
+      throw ValueError(fmt::format("cannot set key {}: the value nests tensordicts more than {} levels deep",
+                                   key.repr(), detail::kMaxNestingDepth));
     }
     // An h5 file's groups hold no in-memory tensordict: nothing to walk.
     if (!seen.insert(&td).second || td.type_name() == "PersistentTensorDict") return;
@@ -121,7 +122,7 @@ void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, con
 // ---- TensorDictBase --------------------------------------------------------------
 
 TensorDictBase::TensorDictBase(std::shared_ptr<TensorDictImpl> impl) : impl_(std::move(impl)) {
-  if (!impl_) throw std::invalid_argument("a tensordict handle needs an implementation");
+  if (!impl_) throw ValueError("a tensordict handle needs an implementation");
 }
 
 bool TensorDictBase::has_names() const { return detail::any_named(names()); }
@@ -206,8 +207,9 @@ TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) cons
       level = found->tensordict();
     } else {
       // tensordict's ValueError (_td.py _get_tuple): the path exists, but not as a tensordict.
-      throw std::invalid_argument(fmt::format("key {} cannot be reached: {} is a tensor, not a tensordict", key.repr(),
-                                 NestedKey(std::vector<std::string>(key.path().begin(), key.path().begin() + depth + 1)).repr()));
+      throw ValueError(
+          fmt::format("key {} cannot be reached: {} is a tensor, not a tensordict", key.repr(),
+                      NestedKey(std::vector<std::string>(key.path().begin(), key.path().begin() + depth + 1)).repr()));
     }
   }
   return level;
@@ -241,11 +243,11 @@ std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
 at::Tensor TensorDictBase::get(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
   if (found.is_non_tensor()) {
-    throw std::invalid_argument(fmt::format("key {} holds non-tensor data, not a tensor; use get_non_tensor()", key.repr()));
+    throw TypeError(fmt::format("key {} holds non-tensor data, not a tensor; use get_non_tensor()", key.repr()));
   }
   if (!found.is_tensor()) {
-    throw std::invalid_argument(fmt::format("key {} holds a {}, not a tensor; use get_td() for nested tensordicts",
-                                            key.repr(), found.tensordict().type_name()));
+    throw TypeError(fmt::format("key {} holds a {}, not a tensor; use get_td() for nested tensordicts", key.repr(),
+                                found.tensordict().type_name()));
   }
   return found.tensor();
 }
@@ -253,8 +255,8 @@ at::Tensor TensorDictBase::get(const NestedKey& key) const {
 Json TensorDictBase::get_non_tensor(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
   if (!found.is_non_tensor()) {
-    throw std::invalid_argument(fmt::format("key {} holds {}, not non-tensor data", key.repr(),
-                                            found.is_tensor() ? "a tensor" : "a tensordict"));
+    throw TypeError(fmt::format("key {} holds {}, not non-tensor data", key.repr(),
+                                found.is_tensor() ? "a tensor" : "a tensordict"));
   }
   return found.non_tensor().data();
 }
@@ -277,10 +279,10 @@ at::Tensor TensorDictBase::get(const NestedKey& key, const at::Tensor& default_v
 
 TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
-  if (found.is_non_tensor()) throw std::invalid_argument(fmt::format("key {} holds non-tensor data, not a tensordict", key.repr()));
+  if (found.is_non_tensor()) throw TypeError(fmt::format("key {} holds non-tensor data, not a tensordict", key.repr()));
   if (!found.is_tensordict()) {
-    throw std::invalid_argument(fmt::format("key {} holds a tensor of shape {}, not a tensordict; use get()", key.repr(),
-                                            shape_string(detail::leaf_shape(found.tensor()))));
+    throw TypeError(fmt::format("key {} holds a tensor of shape {}, not a tensordict; use get()", key.repr(),
+                                shape_string(detail::leaf_shape(found.tensor()))));
   }
   return found.tensordict();
 }
@@ -299,8 +301,8 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   auto insert = [&](Value v) {
     try {
       level.insert(key.back(), std::move(v));
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("cannot set key {}: {}", key.repr(), e.what()));
+    } catch (const std::invalid_argument&) {
+      rethrow_reworded([&](std::string_view what) { return fmt::format("cannot set key {}: {}", key.repr(), what); });
     }
   };
   if (value.is_tensor()) {
@@ -483,7 +485,7 @@ TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
         self(self, target->tensordict(), theirs.impl_->find(key)->tensordict());
       } else {
         try {
-          if (kind == EntryKind::TensorDict) throw std::invalid_argument("the entry is not a tensordict");
+          if (kind == EntryKind::TensorDict) throw ValueError("the entry is not a tensordict");
           mine.impl_->assign(key, theirs.impl_->find(key)->tensor());
         } catch (...) {
           detail::rethrow_invalid_for_key("update_", full);

@@ -10,6 +10,7 @@
 #include "ivalue_dict.h"
 #include "nesting.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
 
@@ -97,9 +98,10 @@ void fill_level(TensorDictBase& td, const IDict& dict, std::vector<std::string>&
     } else if (auto json = to_json(value)) {
       td.set_non_tensor(here, *json);
     } else {
-      throw std::invalid_argument(fmt::format("from_dict: key {} holds a {}; expected a tensor, a dict with string keys, "
-                                              "or a string, number, bool, None or list of them",
-                                              key.repr(), value.tagKind()));
+      throw TypeError(
+          fmt::format("from_dict: key {} holds a {}; expected a tensor, a dict with string keys, "
+                      "or a string, number, bool, None or list of them",
+                      key.repr(), value.tagKind()));
     }
     path.pop_back();
   }
@@ -111,7 +113,7 @@ c10::Dict<std::string, c10::IValue> TensorDictBase::to_dict() const { return lev
 
 TensorDict TensorDict::from_dict(const c10::Dict<std::string, c10::IValue>& dict, std::optional<std::vector<int64_t>> batch_size,
                                  std::optional<at::Device> device, bool auto_batch_size, std::optional<int64_t> batch_dims) {
-  if (batch_size && batch_dims) throw std::invalid_argument("Cannot pass both batch_size and batch_dims to `from_dict`.");
+  if (batch_size && batch_dims) throw ValueError("Cannot pass both batch_size and batch_dims to `from_dict`.");
   TensorDict out({}, batch_size ? at::IntArrayRef(*batch_size) : at::IntArrayRef(), device);
   std::vector<std::string> path;
   fill_level(out, dict, path);

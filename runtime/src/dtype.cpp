@@ -1,4 +1,5 @@
 #include "tensordict/dtype.h"
+#include "tensordict/errors.h"
 
 #include <array>
 #include <stdexcept>
@@ -29,7 +30,7 @@ std::string_view dtype_name(at::ScalarType dtype) {
   for (const auto& [type, name] : kDtypeNames) {
     if (type == dtype) return name;
   }
-  throw std::invalid_argument(std::string("dtype ") + c10::toString(dtype) + " has no tensordict name");
+  throw ValueError(std::string("dtype ") + c10::toString(dtype) + " has no tensordict name");
 }
 
 std::optional<at::ScalarType> dtype_from_name(std::string_view name) {

@@ -4,6 +4,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -61,8 +62,9 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
       TensorDictBase parent = parent_of(key, false);
       const Value current = *parent.impl_->find(key.back());
       if (!current.is_non_tensor()) {
-        throw std::invalid_argument(fmt::format("index_put_ failed for key {}: the tensordict holds {} there and the value non-tensor data",
-                                                key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
+        throw ValueError(
+            fmt::format("index_put_ failed for key {}: the tensordict holds {} there and the value non-tensor data",
+                        key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
       }
       // Like indexed tensor writes, allowed on a locked tensordict.
       parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, item.non_tensor()));

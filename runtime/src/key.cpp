@@ -2,11 +2,13 @@
 
 #include <stdexcept>
 
+#include "tensordict/errors.h"
+
 namespace tensordict {
 
 namespace {
 void require_parts(std::size_t n) {
-  if (n == 0) throw std::invalid_argument("a NestedKey needs at least one part; got an empty path");
+  if (n == 0) throw ValueError("a NestedKey needs at least one part; got an empty path");
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "map_leaves.h"
 #include "nesting.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -280,7 +281,7 @@ TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
     }
     NestedKey key(std::move(parts));
     if (out.contains(key)) {
-      throw std::invalid_argument(fmt::format("unflatten_keys: '{}' and another key both unflatten to {}", flat, key.repr()));
+      throw ValueError(fmt::format("unflatten_keys: '{}' and another key both unflatten to {}", flat, key.repr()));
     }
     out.set(key, value);
   });

@@ -1,5 +1,6 @@
 // LazyStackedTensorDict: the handle's lazy operations.
 #include "tensordict/lazy.h"
+#include "tensordict/errors.h"
 
 #include <ATen/ATen.h>
 
@@ -61,7 +62,7 @@ LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensord
 
 LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
   if (!dynamic_cast<const detail::LazyStackedImpl*>(impl_.get())) {
-    throw std::invalid_argument(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
+    throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
   }
 }
 
@@ -227,7 +228,7 @@ LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
 }
 
 LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
-  if (tds.empty()) throw std::invalid_argument("lazy_stack: items cannot be empty");
+  if (tds.empty()) throw ValueError("lazy_stack: items cannot be empty");
   return LazyStackedTensorDict(tds, dim);
 }
 

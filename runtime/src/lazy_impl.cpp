@@ -8,6 +8,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {
@@ -64,7 +65,8 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
   }
   const auto n = static_cast<int64_t>(members_.size());
   if (position < -n - 1 || position > n) {
-    throw std::out_of_range(fmt::format("insert: position {} is out of range for a lazy stack of {} tensordicts", position, n));
+    throw IndexError(
+        fmt::format("insert: position {} is out of range for a lazy stack of {} tensordicts", position, n));
   }
   if (position < 0) position += n + 1;
   members_.insert(members_.begin() + position, td);
@@ -235,8 +237,8 @@ std::vector<TensorDictBase> parts_for_members(const LazyStackedImpl& lazy, const
     for (auto& part : other.unbind(dim)) out.emplace_back(std::move(part));
   }
   if (out.size() != lazy.members().size()) {
-    throw std::invalid_argument(fmt::format("{}: a stack of {} tensordicts cannot take {} along its stack dim", op,
-                                            lazy.members().size(), out.size()));
+    throw ValueError(fmt::format("{}: a stack of {} tensordicts cannot take {} along its stack dim", op,
+                                 lazy.members().size(), out.size()));
   }
   return out;
 }

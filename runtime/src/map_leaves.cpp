@@ -9,24 +9,24 @@
 #include "format.h"
 #include "lazy_impl.h"
 #include "nesting.h"
+#include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {
 
 namespace {
-// libtorch's errors keep their meaning (errors.h): c10's IndexError is an
-// index out of range, its ValueError and TypeError a bad argument; any other
-// c10::Error becomes `Error`.
+// libtorch's errors keep their meaning (errors.h): c10's IndexError,
+// ValueError and TypeError become ours; any other c10::Error becomes `Error`.
 template <class Error>
 [[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
   try {
     throw;
   } catch (const c10::IndexError& e) {
-    throw std::out_of_range(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+    throw IndexError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const c10::ValueError& e) {
-    throw std::invalid_argument(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+    throw ValueError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const c10::TypeError& e) {
-    throw std::invalid_argument(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+    throw TypeError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const c10::Error& e) {
     throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const std::exception& e) {
@@ -37,7 +37,7 @@ template <class Error>
 
 void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<std::runtime_error>(op, key); }
 
-void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<std::invalid_argument>(op, key); }
+void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<ValueError>(op, key); }
 
 namespace {
 
@@ -161,8 +161,9 @@ struct Mapper {
         const NonTensorData& data = value.non_tensor();
         if (kind == OpKind::Fold && data.is_stack()) {
           path.push_back(key);
-          throw std::invalid_argument(fmt::format("{}: key {} holds a non-tensor stack, whose elements it cannot carry; exclude it first",
-                                                  op, NestedKey(path).repr()));
+          throw ValueError(
+              fmt::format("{}: key {} holds a non-tensor stack, whose elements it cannot carry; exclude it first", op,
+                          NestedKey(path).repr()));
         }
         if (kind != OpKind::Batch || !data.is_stack()) {
           for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);

@@ -91,11 +91,12 @@ void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value);
 NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
                                  c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join);
 
-// Rethrows the exception in flight as std::runtime_error naming `op` and `key`
-// (libtorch's message without its backtrace). Call from a catch block.
+// Rethrows the exception in flight naming `op` and `key` (libtorch's message
+// without its backtrace): libtorch's IndexError, ValueError and TypeError as
+// ours, anything else as std::runtime_error. Call from a catch block.
 [[noreturn]] void rethrow_for_key(const char* op, const NestedKey& key);
-// The same as std::invalid_argument: for in-place writes (set_, update_),
-// whose failures tensordict reports as ValueError.
+// The same with ValueError for anything else: for in-place writes (set_,
+// update_), whose failures tensordict reports as ValueError.
 [[noreturn]] void rethrow_invalid_for_key(const char* op, const NestedKey& key);
 
 }  // namespace tensordict::detail

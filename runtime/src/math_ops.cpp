@@ -12,6 +12,7 @@
 #include "map_leaves.h"
 #include "map_pairs.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -50,9 +51,10 @@ std::vector<int64_t> operand_batch(const TensorDictBase& td, const at::Tensor& t
     const auto from_end = [&](at::IntArrayRef s) { return i < s.size() ? s[s.size() - 1 - i] : int64_t{1}; };
     const int64_t a = from_end(batch), b = from_end(t.sizes());
     if (a != b && a != 1 && b != 1) {
-      throw std::invalid_argument(fmt::format("{}: a tensor operand of shape {} does not broadcast with the batch size {} "
-                                              "(a tensor operand is shaped like the batch)",
-                                              op, shape_string(t.sizes()), shape_string(batch)));
+      throw ValueError(
+          fmt::format("{}: a tensor operand of shape {} does not broadcast with the batch size {} "
+                      "(a tensor operand is shaped like the batch)",
+                      op, shape_string(t.sizes()), shape_string(batch)));
     }
     out[out.size() - 1 - i] = a == 1 ? b : a;
   }
@@ -86,10 +88,10 @@ void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at
   }
   const at::Tensor t = other.tensor();
   if (t.dim() > 0 && operand_batch(td, t, op) != td.batch_size()) {
-    throw std::invalid_argument(fmt::format("{}: a tensor operand of shape {} would broadcast the batch size {} to {}, which "
-                                            "an in-place op cannot",
-                                            op, shape_string(t.sizes()), shape_string(td.batch_size()),
-                                            shape_string(operand_batch(td, t, op))));
+    throw ValueError(fmt::format(
+        "{}: a tensor operand of shape {} would broadcast the batch size {} to {}, which "
+        "an in-place op cannot",
+        op, shape_string(t.sizes()), shape_string(td.batch_size()), shape_string(operand_batch(td, t, op))));
   }
   const at::Tensor shaped = t.dim() == 0 ? t : t.expand(td.batch_size());
   detail::for_each_tensor(*td.impl(), [&](const at::Tensor& leaf) {
@@ -408,7 +410,8 @@ TensorDictBase& TensorDictBase::masked_fill_(const at::Tensor& mask, const at::S
 
 TensorDictBase TensorDictBase::masked_select(const at::Tensor& mask) const {
   if (mask.scalar_type() != at::kBool) {
-    throw std::invalid_argument(fmt::format("masked_select: the mask must be a bool tensor, got {}", c10::toString(mask.scalar_type())));
+    throw ValueError(
+        fmt::format("masked_select: the mask must be a bool tensor, got {}", c10::toString(mask.scalar_type())));
   }
   return index({mask});
 }
@@ -416,8 +419,8 @@ TensorDictBase TensorDictBase::masked_select(const at::Tensor& mask) const {
 TensorDict TensorDictBase::gather(int64_t dim, const at::Tensor& index) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "gather");
   if (index.dim() != batch_dims()) {
-    throw std::invalid_argument(fmt::format("gather: the index has {} dims but the tensordict has {} batch dims", index.dim(),
-                                            batch_dims()));
+    throw ValueError(
+        fmt::format("gather: the index has {} dims but the tensordict has {} batch dims", index.dim(), batch_dims()));
   }
   auto fn = [&](const at::Tensor& t) {
     std::vector<int64_t> shape = index.sizes().vec();

@@ -6,6 +6,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -31,8 +32,8 @@ TensorDictBase& TensorDictBase::rename_(const Names& names) {
     try {
       nested.rename_(inherited);
     } catch (const std::exception& e) {
-      throw std::invalid_argument(fmt::format("rename_: nested tensordict {} cannot take names {}: {}", NestedKey(key).repr(),
-                                              show(inherited), e.what()));
+      throw ValueError(fmt::format("rename_: nested tensordict {} cannot take names {}: {}", NestedKey(key).repr(),
+                                   show(inherited), e.what()));
     }
   });
   impl_->set_meta(batch_size().vec(), device(), checked);
@@ -43,7 +44,7 @@ TensorDictBase& TensorDictBase::rename_(const std::string& old_name, const std::
   Names names = this->names();
   auto it = std::find(names.begin(), names.end(), std::optional<std::string>(old_name));
   if (it == names.end()) {
-    throw std::invalid_argument(fmt::format("rename_: no dim is named '{}' (names are {})", old_name, show(names)));
+    throw ValueError(fmt::format("rename_: no dim is named '{}' (names are {})", old_name, show(names)));
   }
   *it = new_name;
   return rename_(names);
@@ -69,21 +70,21 @@ TensorDictBase& TensorDictBase::refine_names(const Names& names) {
     wanted = names;
   } else {
     if (std::find(ellipsis + 1, names.end(), std::optional<std::string>("...")) != names.end()) {
-      throw std::invalid_argument("refine_names: at most one '...' is allowed");
+      throw ValueError("refine_names: at most one '...' is allowed");
     }
     const std::size_t listed = names.size() - 1;
-    if (listed > nb) throw std::invalid_argument(fmt::format("refine_names: {} names for {} batch dims", listed, nb));
+    if (listed > nb) throw ValueError(fmt::format("refine_names: {} names for {} batch dims", listed, nb));
     wanted.assign(names.begin(), ellipsis);
     wanted.insert(wanted.end(), nb - listed, std::nullopt);
     wanted.insert(wanted.end(), ellipsis + 1, names.end());
   }
-  if (wanted.size() != nb) throw std::invalid_argument(fmt::format("refine_names: {} names for {} batch dims", wanted.size(), nb));
+  if (wanted.size() != nb) throw ValueError(fmt::format("refine_names: {} names for {} batch dims", wanted.size(), nb));
   Names refined = this->names();
   for (std::size_t d = 0; d < nb; ++d) {
     if (!wanted[d]) continue;
     if (refined[d] && refined[d] != wanted[d]) {
-      throw std::invalid_argument(fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d],
-                                              *wanted[d]));
+      throw ValueError(
+          fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d], *wanted[d]));
     }
     refined[d] = wanted[d];
   }

@@ -8,6 +8,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -59,8 +60,8 @@ TensorDict TensorDictBase::to_padded_tensor(double padding, const std::optional<
   const auto batch = batch_size();
   const bool ragged = std::find(batch.begin(), batch.end(), -1) != batch.end();
   if (mask_key && !ragged) {
-    throw std::invalid_argument(fmt::format("to_padded_tensor: mask_key {} needs a ragged (-1) dim in the batch size, which is {}",
-                                            mask_key->repr(), shape_string(batch)));
+    throw ValueError(fmt::format("to_padded_tensor: mask_key {} needs a ragged (-1) dim in the batch size, which is {}",
+                                 mask_key->repr(), shape_string(batch)));
   }
   const auto pad = [padding](const at::Tensor& t) { return t.is_nested() ? at::nested_to_padded_tensor(t, padding) : t; };
   if (!ragged) return detail::leafwise(*this, pad, "to_padded_tensor");
@@ -76,7 +77,8 @@ TensorDict TensorDictBase::to_padded_tensor(double padding, const std::optional<
     out.set(*mask_key, mask);
     return out;
   }
-  throw std::invalid_argument(fmt::format("to_padded_tensor: mask_key {} was given but no leaf is a nested tensor", mask_key->repr()));
+  throw ValueError(
+      fmt::format("to_padded_tensor: mask_key {} was given but no leaf is a nested tensor", mask_key->repr()));
 }
 
 }  // namespace tensordict

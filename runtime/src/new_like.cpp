@@ -8,6 +8,7 @@
 #include "format.h"
 
 #include "map_leaves.h"
+#include "tensordict/errors.h"
 #include "tensordict/functional.h"
 
 namespace tensordict {
@@ -21,7 +22,7 @@ namespace {
 TensorDict with_new_batch(const TensorDictBase& td, at::IntArrayRef batch, std::optional<at::ScalarType> dtype,
                           c10::function_ref<at::Tensor(at::IntArrayRef, const at::TensorOptions&)> make, const char* op) {
   for (int64_t s : batch) {
-    if (s < 0) throw std::invalid_argument(fmt::format("{}: negative size in batch size {}", op, shape_string(batch)));
+    if (s < 0) throw ValueError(fmt::format("{}: negative size in batch size {}", op, shape_string(batch)));
   }
   const int64_t nb = td.batch_dims();
   Names names;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tensordict/errors.h"
 #include "tensordict/tensorclass_support.h"
 
 #include <stdexcept>
@@ -20,8 +21,8 @@ NonTensorData NonTensorData::stack(std::vector<Json> values, at::IntArrayRef bat
   int64_t n = 1;
   for (auto s : batch_size) n *= s;
   if (static_cast<int64_t>(values.size()) != n) {
-    throw std::invalid_argument(fmt::format("a non-tensor stack over batch size [{}] needs {} values, got {}",
-                                            fmt::join(batch_size, ", "), n, values.size()));
+    throw ValueError(fmt::format("a non-tensor stack over batch size [{}] needs {} values, got {}",
+                                 fmt::join(batch_size, ", "), n, values.size()));
   }
   auto ids = at::arange(n, at::kLong).reshape(batch_size);
   return from_ids(std::make_shared<const std::vector<Json>>(std::move(values)), ids);

@@ -9,6 +9,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -16,7 +17,7 @@ namespace {
 
 bool unbiased(int64_t correction) {
   if (correction != 0 && correction != 1) {
-    throw std::invalid_argument(fmt::format("std/var: correction must be 0 or 1, got {}", correction));
+    throw ValueError(fmt::format("std/var: correction must be 0 or 1, got {}", correction));
   }
   return correction == 1;
 }
@@ -65,7 +66,7 @@ std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t bat
   for (int64_t d : dims) out.push_back(wrap_batch_dim(d, batch_dims, op));
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
-    throw std::invalid_argument(fmt::format("{}: a dim appears twice in {}", op, shape_string(dims)));
+    throw ValueError(fmt::format("{}: a dim appears twice in {}", op, shape_string(dims)));
   }
   return out;
 }
@@ -122,7 +123,7 @@ TensorDict TensorDictBase::norm() const {
 }
 
 TensorDict TensorDictBase::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
-  if (batch_dims() == 0) throw std::invalid_argument("logsumexp: the tensordict has no batch dim to reduce over");
+  if (batch_dims() == 0) throw ValueError("logsumexp: the tensordict has no batch dim to reduce over");
   std::vector<int64_t> over = batch_dims_of(dims, batch_dims(), "logsumexp");
   if (over.empty()) {  // tensordict's dim=None: every batch dim
     for (int64_t d = 0; d < batch_dims(); ++d) over.push_back(d);
@@ -193,7 +194,7 @@ at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool 
   std::vector<int64_t> shape = batch_size().vec();
   shape.push_back(-1);
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { parts.push_back(t.reshape(shape)); }, name);
-  if (parts.empty()) throw std::invalid_argument(fmt::format("{}: the tensordict has no tensor to reduce", name));
+  if (parts.empty()) throw ValueError(fmt::format("{}: the tensordict has no tensor to reduce", name));
   at::ScalarType common = parts.front().scalar_type();
   for (const auto& p : parts) common = at::promote_types(common, p.scalar_type());
   for (auto& p : parts) p = p.to(common);

@@ -7,6 +7,7 @@
 
 #include "format.h"
 #include "shape_mapping.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -23,7 +24,7 @@ std::vector<int64_t> distinct_dims(at::IntArrayRef dims, int64_t batch_dims, con
   std::vector<bool> seen(batch_dims, false);
   for (int64_t d : dims) {
     const int64_t w = wrap_batch_dim(d, batch_dims, op);
-    if (seen[w]) throw std::invalid_argument(fmt::format("{}: dim {} appears twice in {}", op, d, shape_string(dims)));
+    if (seen[w]) throw ValueError(fmt::format("{}: dim {} appears twice in {}", op, d, shape_string(dims)));
     seen[w] = true;
     out.push_back(w);
   }
@@ -56,8 +57,8 @@ TensorDict TensorDictBase::flipud() const {
 
 TensorDict TensorDictBase::roll(at::IntArrayRef shifts, at::IntArrayRef dims) const {
   if (shifts.size() != dims.size() || dims.empty()) {
-    throw std::invalid_argument(fmt::format("roll: got {} shifts {} for {} dims {} (one shift per batch dim)", shifts.size(),
-                                            shape_string(shifts), dims.size(), shape_string(dims)));
+    throw ValueError(fmt::format("roll: got {} shifts {} for {} dims {} (one shift per batch dim)", shifts.size(),
+                                 shape_string(shifts), dims.size(), shape_string(dims)));
   }
   std::vector<int64_t> wrapped;
   for (int64_t d : dims) wrapped.push_back(wrap_batch_dim(d, batch_dims(), "roll"));
@@ -70,13 +71,14 @@ TensorDict TensorDictBase::roll(int64_t shift, int64_t dim) const { return roll(
 TensorDict TensorDictBase::repeat(at::IntArrayRef repeats) const {
   const int64_t nb = batch_dims();
   if (static_cast<int64_t>(repeats.size()) != nb) {
-    throw std::invalid_argument(fmt::format(
-        "repeat: the number of repeat counts must match the number of batch dims of the tensordict: got {} for {} batch dims",
-        shape_string(repeats), nb));
+    throw ValueError(
+        fmt::format("repeat: the number of repeat counts must match the number of batch dims of the tensordict: got {} "
+                    "for {} batch dims",
+                    shape_string(repeats), nb));
   }
   std::vector<int64_t> batch;
   for (int64_t d = 0; d < nb; ++d) {
-    if (repeats[d] < 0) throw std::invalid_argument(fmt::format("repeat: negative count in {}", shape_string(repeats)));
+    if (repeats[d] < 0) throw ValueError(fmt::format("repeat: negative count in {}", shape_string(repeats)));
     batch.push_back(batch_size()[d] * repeats[d]);
   }
   return mapped(*this, batch, same_names(*this), [&](const at::Tensor& t) { return t.repeat(over_features(repeats, t, nb)); },
@@ -85,7 +87,7 @@ TensorDict TensorDictBase::repeat(at::IntArrayRef repeats) const {
 
 TensorDict TensorDictBase::tile(at::IntArrayRef reps) const {
   for (int64_t r : reps) {
-    if (r < 0) throw std::invalid_argument(fmt::format("tile: negative count in {}", shape_string(reps)));
+    if (r < 0) throw ValueError(fmt::format("tile: negative count in {}", shape_string(reps)));
   }
   // torch.tile's alignment, on the batch dims only: counts go to the last
   // batch dims; more counts than batch dims add leading dims of size 1 first.
@@ -104,7 +106,7 @@ TensorDict TensorDictBase::tile(at::IntArrayRef reps) const {
 }
 
 TensorDict TensorDictBase::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
-  if (repeats < 0) throw std::invalid_argument(fmt::format("repeat_interleave: repeats must be non-negative, got {}", repeats));
+  if (repeats < 0) throw ValueError(fmt::format("repeat_interleave: repeats must be non-negative, got {}", repeats));
   return repeat_interleave(at::scalar_tensor(repeats, at::kLong), dim);
 }
 
@@ -116,12 +118,13 @@ TensorDict TensorDictBase::repeat_interleave(const at::Tensor& repeats, std::opt
   const int64_t d = wrap_batch_dim(*dim, batch_dims(), "repeat_interleave");
   const int64_t n = batch_size()[d];
   if (repeats.dim() > 1 || (repeats.dim() == 1 && repeats.numel() != n && repeats.numel() != 1)) {
-    throw std::invalid_argument(fmt::format("repeat_interleave: repeats must be one count or one per element of batch dim {} "
-                                            "(size {}), got shape {}",
-                                            d, n, shape_string(repeats.sizes())));
+    throw ValueError(
+        fmt::format("repeat_interleave: repeats must be one count or one per element of batch dim {} "
+                    "(size {}), got shape {}",
+                    d, n, shape_string(repeats.sizes())));
   }
   const at::Tensor counts = repeats.to(at::kCPU, at::kLong);
-  if (counts.lt(0).any().item<bool>()) throw std::invalid_argument("repeat_interleave: repeats must be non-negative");
+  if (counts.lt(0).any().item<bool>()) throw ValueError("repeat_interleave: repeats must be non-negative");
   std::vector<int64_t> batch = batch_size().vec();
   batch[d] = counts.numel() == n && counts.dim() == 1 ? counts.sum().item<int64_t>() : n * counts.reshape({}).item<int64_t>();
   const int64_t total = batch[d];

@@ -7,6 +7,7 @@
 
 #include "format.h"
 #include "shape_mapping.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -35,7 +36,7 @@ TensorDictBase TensorDictBase::reshape(at::IntArrayRef shape) const {
 }
 
 TensorDictBase TensorDictBase::view(at::IntArrayRef shape) const {
-  const shape::View plan(batch_size(), shape);
+  const shape::Reshape plan(batch_size(), shape, shape::Reshape::Mode::View);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
@@ -140,8 +141,8 @@ std::vector<TensorDictBase> TensorDictBase::tensor_split(at::IntArrayRef indices
 
 TensorDictBase TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef destination) const {
   if (source.size() != destination.size()) {
-    throw std::invalid_argument(fmt::format("movedim: source {} and destination {} must have the same number of dims",
-                                            shape_string(source), shape_string(destination)));
+    throw ValueError(fmt::format("movedim: source {} and destination {} must have the same number of dims",
+                                 shape_string(source), shape_string(destination)));
   }
   const int64_t nb = batch_dims();
   std::vector<int64_t> order(nb, -1);  // order[destination] = source

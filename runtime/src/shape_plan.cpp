@@ -1,6 +1,7 @@
 // Batch-shape plans (shape_plan.h): the checks, result batch sizes and names
 // of tensordict's shape ops, written once for the dynamic and typed layers.
 #include "tensordict/shape_plan.h"
+#include "tensordict/errors.h"
 
 #include <ATen/ATen.h>
 #include <ATen/InferSize.h>
@@ -35,7 +36,7 @@ int64_t wrap_dim_as_invalid(int64_t dim, int64_t batch_dims, const char* op) {
   try {
     return wrap_batch_dim(dim, batch_dims, op);
   } catch (const std::out_of_range& e) {
-    throw std::invalid_argument(e.what());
+    throw ValueError(e.what());
   }
 }
 
@@ -56,25 +57,25 @@ int64_t ndim(at::IntArrayRef batch) { return static_cast<int64_t>(batch.size());
 
 }  // namespace
 
-Reshape::Reshape(at::IntArrayRef batch, at::IntArrayRef shape)
-    : Planned{infer_shape(shape, numel_of(batch), batch, "reshape"), {}, "reshape"}, source_dims_(ndim(batch)) {}
+Reshape::Reshape(at::IntArrayRef batch, at::IntArrayRef shape, Mode mode)
+    : Planned{{}, {}, mode == Mode::View ? "view" : "reshape"}, source_dims_(ndim(batch)), mode_(mode) {
+  this->batch = infer_shape(shape, numel_of(batch), batch, op);
+}
 
-at::Tensor Reshape::operator()(const at::Tensor& leaf) const { return detail::reshape_leaf(leaf, batch, source_dims_); }
-
-View::View(at::IntArrayRef batch, at::IntArrayRef shape)
-    : Planned{infer_shape(shape, numel_of(batch), batch, "view"), {}, "view"}, source_dims_(ndim(batch)) {}
-
-at::Tensor View::operator()(const at::Tensor& leaf) const { return leaf.view(detail::with_features(batch, leaf, source_dims_)); }
+at::Tensor Reshape::operator()(const at::Tensor& leaf) const {
+  if (mode_ == Mode::View) return leaf.view(detail::with_features(batch, leaf, source_dims_));
+  return detail::reshape_leaf(leaf, batch, source_dims_);
+}
 
 Permute::Permute(at::IntArrayRef batch, const Names& names, at::IntArrayRef dims) : Planned{{}, {}, "permute"} {
   const int64_t nb = ndim(batch);
   if (ndim(dims) != nb) {
-    throw std::invalid_argument(fmt::format("permute: got {} dims {} for {} batch dims", dims.size(), shape_string(dims), nb));
+    throw ValueError(fmt::format("permute: got {} dims {} for {} batch dims", dims.size(), shape_string(dims), nb));
   }
   std::vector<bool> seen(nb, false);
   for (int64_t d : dims) {
     const int64_t w = wrap_dim_as_invalid(d, nb, "permute");
-    if (seen[w]) throw std::invalid_argument(fmt::format("permute: dim {} is repeated in {}", d, shape_string(dims)));
+    if (seen[w]) throw ValueError(fmt::format("permute: dim {} is repeated in {}", d, shape_string(dims)));
     seen[w] = true;
     order_.push_back(w);
     this->batch.push_back(batch[w]);
@@ -164,7 +165,7 @@ Flatten::Flatten(at::IntArrayRef batch, const Names& names, int64_t start_dim, i
   }
   start_ = wrap_batch_dim(start_dim, ndim(batch), "flatten");
   end_ = wrap_batch_dim(end_dim, ndim(batch), "flatten");
-  if (start_ > end_) throw std::invalid_argument(fmt::format("flatten: start_dim {} comes after end_dim {}", start_dim, end_dim));
+  if (start_ > end_) throw ValueError(fmt::format("flatten: start_dim {} comes after end_dim {}", start_dim, end_dim));
   this->batch.assign(batch.begin(), batch.begin() + start_);
   this->batch.push_back(numel_of(batch.slice(start_, end_ - start_ + 1)));
   this->batch.append(batch.begin() + end_ + 1, batch.end());
@@ -201,8 +202,8 @@ Narrow::Narrow(at::IntArrayRef batch, const Names& names, int64_t dim, int64_t s
       start_(start < 0 ? start + batch[d_] : start),
       length_(length) {
   if (start_ < 0 || length < 0 || start_ + length > batch[d_]) {
-    throw std::out_of_range(fmt::format("narrow: elements [{}, {} + {}) are outside batch dim {} of size {}", start, start,
-                                        length, d_, batch[d_]));
+    throw IndexError(fmt::format("narrow: elements [{}, {} + {}) are outside batch dim {} of size {}", start, start,
+                                 length, d_, batch[d_]));
   }
   this->batch[d_] = length;
 }
@@ -224,11 +225,11 @@ Split::Split(at::IntArrayRef batch, const Names& names, std::vector<int64_t> siz
     : PlannedPieces{{}, names_after(names, [](Names&) {}), op}, sizes_(std::move(sizes)), d_(wrap_batch_dim(dim, ndim(batch), op)) {
   const int64_t total = std::accumulate(sizes_.begin(), sizes_.end(), int64_t{0});
   if (total != batch[d_]) {
-    throw std::invalid_argument(fmt::format("{}: sizes {} sum to {} but batch dim {} has size {}", op, shape_string(sizes_), total,
-                                            d_, batch[d_]));
+    throw ValueError(fmt::format("{}: sizes {} sum to {} but batch dim {} has size {}", op, shape_string(sizes_), total,
+                                 d_, batch[d_]));
   }
   for (int64_t s : sizes_) {
-    if (s < 0) throw std::invalid_argument(fmt::format("{}: negative size in {}", op, shape_string(sizes_)));
+    if (s < 0) throw ValueError(fmt::format("{}: negative size in {}", op, shape_string(sizes_)));
     batches.push_back(dims_of(batch));
     batches.back()[d_] = s;
   }
@@ -240,7 +241,7 @@ void Split::operator()(const at::Tensor& leaf, at::Tensor* out) const {
 }
 
 std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
-  if (split_size <= 0 && n > 0) throw std::invalid_argument(fmt::format("split: split_size must be positive, got {}", split_size));
+  if (split_size <= 0 && n > 0) throw ValueError(fmt::format("split: split_size must be positive, got {}", split_size));
   // torch's rule: full pieces of split_size, the last one shorter; one piece
   // when the dim is empty.
   std::vector<int64_t> sizes;
@@ -250,14 +251,14 @@ std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
 }
 
 std::vector<int64_t> chunk_sizes(int64_t n, int64_t chunks) {
-  if (chunks <= 0) throw std::invalid_argument(fmt::format("chunk: chunks must be positive, got {}", chunks));
+  if (chunks <= 0) throw ValueError(fmt::format("chunk: chunks must be positive, got {}", chunks));
   if (n == 0) return std::vector<int64_t>(chunks, 0);  // torch gives `chunks` empty pieces
   return split_sizes(n, (n + chunks - 1) / chunks);
 }
 
 std::vector<int64_t> tensor_split_sizes(int64_t n, int64_t sections) {
   if (sections <= 0) {
-    throw std::invalid_argument(fmt::format("tensor_split: number of sections must be greater than 0, but was {}", sections));
+    throw ValueError(fmt::format("tensor_split: number of sections must be greater than 0, but was {}", sections));
   }
   std::vector<int64_t> sizes;
   for (int64_t i = 0; i < sections; ++i) sizes.push_back(n / sections + (i < n % sections ? 1 : 0));

@@ -1,5 +1,6 @@
 // state_dict / load_state_dict in tensordict's structure.
 #include "tensordict/state_dict.h"
+#include "tensordict/errors.h"
 
 #include <stdexcept>
 
@@ -104,8 +105,8 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
       sub.push_back(key);
       load(existing->tensordict(), c10::impl::toTypedDict<std::string, c10::IValue>(v.toGenericDict()), strict, assign, sub);
     } else {
-      throw std::invalid_argument(fmt::format("load_state_dict: entry {} is a {}, expected a tensor or a dict", where(key),
-                                              v.tagKind()));
+      throw TypeError(
+          fmt::format("load_state_dict: entry {} is a {}, expected a tensor or a dict", where(key), v.tagKind()));
     }
   }
   if (strict) {

@@ -7,6 +7,7 @@
 #include "format.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/sub.h"
 
@@ -52,10 +53,11 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
   // another kind would replace it outside the index too (tensordict's
   // _SubTensorDict.update raises ValueError). The handle names the key.
   if (existing && (existing->is_tensor() != value.is_tensor() || existing->is_tensordict() != value.is_tensordict())) {
-    throw std::invalid_argument(fmt::format(
-        "the source of this sub-tensordict holds {} there; a sub-tensordict writes into its source's entries and cannot "
-        "replace one by another kind: expected {}, got {}",
-        kind_of(*existing), kind_of(*existing), kind_of(value)));
+    throw ValueError(
+        fmt::format("the source of this sub-tensordict holds {} there; a sub-tensordict writes into its source's "
+                    "entries and cannot "
+                    "replace one by another kind: expected {}, got {}",
+                    kind_of(*existing), kind_of(*existing), kind_of(value)));
   }
   if (value.is_tensor()) {
     const at::Tensor& t = value.tensor();
@@ -104,7 +106,7 @@ SubTensorDict::SubTensorDict(const TensorDictBase& source, at::ArrayRef<TensorIn
 
 SubTensorDict::SubTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
   if (!dynamic_cast<const detail::SubTensorDictImpl*>(impl_.get())) {
-    throw std::invalid_argument(std::string("a ") + std::string(td.type_name()) + " is not a SubTensorDict");
+    throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a SubTensorDict");
   }
 }
 

@@ -20,18 +20,19 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
                            at::IntArrayRef batch_size, SymbolTable& symbols) {
   if (!tensor.defined()) {
     if (field.optional) return;
-    throw std::invalid_argument(fmt::format("{}: required field is not set", path.str()));
+    throw ValueError(fmt::format("{}: required field is not set", path.str()));
   }
   if (tensor.is_nested()) {
     // Declared dims need a size per dim, which a ragged dim does not have.
-    throw std::invalid_argument(fmt::format(
+    throw ValueError(fmt::format(
         "{}: a nested (jagged) tensor cannot be a tensorclass field; pad it (at::nested_to_padded_tensor) or keep it "
         "in a TensorDict",
         path.str()));
   }
   if (!field.dtype.empty()) {
     const std::string_view got = dtype_name(tensor.scalar_type());
-    if (got != field.dtype) throw std::invalid_argument(fmt::format("{}: dtype must be {} (got {})", path.str(), field.dtype, got));
+    if (got != field.dtype)
+      throw ValueError(fmt::format("{}: dtype must be {} (got {})", path.str(), field.dtype, got));
   }
   const auto sizes = tensor.sizes();
   const int64_t nb = static_cast<int64_t>(batch_size.size());
@@ -92,7 +93,7 @@ void throw_no_field(std::string_view class_name, std::string_view key) {
 }
 
 void throw_not_tensor(std::string_view class_name, std::string_view key, std::string_view what) {
-  throw std::invalid_argument(fmt::format("{}.{} is {}", class_name, key, what));
+  throw TypeError(fmt::format("{}.{} is {}", class_name, key, what));
 }
 
 void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
@@ -109,19 +110,21 @@ void throw_optional_mismatch(std::string_view op, std::string_view path, std::si
 void check_declared_dtype(std::string_view op, const FieldPath& path, const schema::FieldInfo& field, at::ScalarType got) {
   const std::string_view name = dtype_name(got);
   if (name == field.dtype) return;
-  throw std::invalid_argument(fmt::format("{}: {} would be {}, but the schema declares {} (to_tensordict() gives a TensorDict "
-                                          "free of the schema's dtypes)",
-                                          op, path.str(), name, field.dtype));
+  throw ValueError(
+      fmt::format("{}: {} would be {}, but the schema declares {} (to_tensordict() gives a TensorDict "
+                  "free of the schema's dtypes)",
+                  op, path.str(), name, field.dtype));
 }
 
 void throw_h5_non_tensor(std::string_view class_name, const schema::FieldInfo& field, const std::string& value) {
-  throw std::invalid_argument(fmt::format("to_h5: {}.{} holds {}, not its default: h5 stores string non-tensor data only "
-                                          "(memmap() stores every field)",
-                                          class_name, field.name, value));
+  throw ValueError(
+      fmt::format("to_h5: {}.{} holds {}, not its default: h5 stores string non-tensor data only "
+                  "(memmap() stores every field)",
+                  class_name, field.name, value));
 }
 
 void throw_empty_list(std::string_view op, std::string_view class_name) {
-  throw std::invalid_argument(fmt::format("{}: expected a non-empty list of {}", op, class_name));
+  throw ValueError(fmt::format("{}: expected a non-empty list of {}", op, class_name));
 }
 
 

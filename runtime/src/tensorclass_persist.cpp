@@ -49,18 +49,6 @@ void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const s
   throw std::runtime_error(fmt::format("{} holds a {}, not a {} ({})", file, type, info.cpp_name, info.python_type));
 }
 
-void rethrow_with_location(const std::string& where) {
-  try {
-    throw;
-  } catch (const KeyError& e) {
-    throw KeyError(fmt::format("{}: {}", where, e.what()));
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("{}: {}", where, e.what()));
-  } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
-  }
-}
-
 std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDictBase& td,
                                       std::optional<at::IntArrayRef> parent) {
   std::optional<std::size_t> dims;
@@ -89,12 +77,11 @@ std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const Tenso
 }
 
 void throw_bad_non_tensor(const std::string& path, const schema::FieldInfo& field, const Json& got) {
-  throw std::invalid_argument(fmt::format("{}: non-tensor field must be a {}{}, got {}", path,
-                                          value_type_name(field.value_type),
-                                          field.value_type == schema::ValueType::List
-                                              ? fmt::format(" of {}", value_type_name(field.element_type))
-                                              : std::string(),
-                                          got.dump()));
+  throw TypeError(fmt::format("{}: non-tensor field must be a {}{}, got {}", path, value_type_name(field.value_type),
+                              field.value_type == schema::ValueType::List
+                                  ? fmt::format(" of {}", value_type_name(field.element_type))
+                                  : std::string(),
+                              got.dump()));
 }
 
 }  // namespace tensordict::detail

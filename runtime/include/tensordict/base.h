@@ -167,7 +167,7 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // ---- operations whose result keeps the kind ------------------------------------
   // TensorDictBase validates, then calls these. The defaults build a dense
   // result leaf by leaf, which is right for a dense tensordict and a sub-view;
-  // a lazy stack keeps its members (lazy_impl.cpp), an h5 file reads and
+  // a lazy stack keeps its members (lazy.cpp, lazy_shape.cpp), an h5 file reads and
   // writes only the hyperslab an index selects (h5/).
   virtual TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
   virtual std::vector<TensorDictBase> unbind(int64_t dim) const;

@@ -35,22 +35,17 @@ struct Planned {
   const char* op;
 };
 
+// reshape and view: a new batch shape (one dim may be -1); a view refuses a
+// leaf that cannot be viewed so, as Tensor::view does.
 class Reshape : public Planned {
  public:
-  Reshape(at::IntArrayRef batch, at::IntArrayRef shape);
+  enum class Mode { Reshape, View };
+  Reshape(at::IntArrayRef batch, at::IntArrayRef shape, Mode mode = Mode::Reshape);
   at::Tensor operator()(const at::Tensor& leaf) const;
 
  private:
   int64_t source_dims_;
-};
-
-class View : public Planned {
- public:
-  View(at::IntArrayRef batch, at::IntArrayRef shape);
-  at::Tensor operator()(const at::Tensor& leaf) const;
-
- private:
-  int64_t source_dims_;
+  Mode mode_;
 };
 
 class Permute : public Planned {

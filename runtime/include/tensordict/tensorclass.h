@@ -262,7 +262,9 @@ class TensorClass {
 
   // ---- shape ops on batch dims (shape_plan.h) ----------------------------------------------------
   Derived reshape(at::IntArrayRef shape) const { return planned_(shape::Reshape(batch_size(), shape)); }
-  Derived view(at::IntArrayRef shape) const { return planned_(shape::View(batch_size(), shape)); }
+  Derived view(at::IntArrayRef shape) const {
+    return planned_(shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View));
+  }
   Derived permute(at::IntArrayRef dims) const { return planned_(shape::Permute(batch_size(), tc_names_, dims)); }
   Derived transpose(int64_t dim0, int64_t dim1) const {
     return planned_(shape::Transpose(batch_size(), tc_names_, dim0, dim1));
@@ -703,8 +705,8 @@ class TensorClass {
     bool any = false;
     for (const auto& n : names) any = any || n.has_value();
     if (!names.empty() && names.size() != tc_batch_size_.size()) {
-      throw std::invalid_argument(std::string(schema().name) + ": got " + std::to_string(names.size()) +
-                                  " names for batch size " + detail::shape_string(batch_size()));
+      throw ValueError(std::string(schema().name) + ": got " + std::to_string(names.size()) + " names for batch size " +
+                       detail::shape_string(batch_size()));
     }
     tc_names_ = any ? std::move(names) : Names{};
   }
@@ -1198,7 +1200,7 @@ class TensorClass {
   template <class M>
   static void read_non_tensor_(M& m, const Value& value, const std::string& sub, const schema::FieldInfo& field,
                                std::string_view what) {
-    if (!value.is_non_tensor()) throw std::invalid_argument(sub + ": " + std::string(what) + " is not non-tensor data");
+    if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
     const Json json = value.non_tensor().data();
     try {
       m = json.template get<M>();
@@ -1282,7 +1284,7 @@ class TensorClass {
       out.read_loaded_(td, where, std::string(schema().name), std::nullopt, infer_batch);
       out.validate();
     } catch (...) {
-      detail::rethrow_with_location(where);
+      rethrow_reworded([&](std::string_view what) { return where + ": " + std::string(what); });
     }
     return out;
   }
@@ -1306,7 +1308,7 @@ class TensorClass {
       const std::string sub = path + "." + name;
       const auto value = td.get_value(name);
       if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (value && !value->is_tensor()) throw std::invalid_argument(sub + ": stored entry is not a tensor");
+        if (value && !value->is_tensor()) throw TypeError(sub + ": stored entry is not a tensor");
         m = value ? value->tensor() : at::Tensor();
       } else if constexpr (is_nested_v<M>) {
         if constexpr (is_optional_nested_v<M>) {
@@ -1316,12 +1318,12 @@ class TensorClass {
           }
           m.emplace();
         }
-        if (!value || !value->is_tensordict()) throw std::invalid_argument(sub + ": nested tensorclass is not stored");
+        if (!value || !value->is_tensordict()) throw ValueError(sub + ": nested tensorclass is not stored");
         present_(m)->read_loaded_(value->tensordict(), where, sub, at::IntArrayRef(tc_batch_size_), infer_batch);
       } else {
         if (!value) {
           if (!fields()[I].has_default && !fields()[I].optional) {
-            throw std::invalid_argument(sub + ": required non-tensor field is not stored");
+            throw ValueError(sub + ": required non-tensor field is not stored");
           }
           return;  // keeps the schema default
         }

@@ -16,11 +16,6 @@ namespace tensordict::detail {
 // writes it); throws std::runtime_error naming the file and both classes.
 void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const std::string& dir);
 
-// Rethrows the exception in flight with "<where>: " in front of its message,
-// keeping its kind (KeyError, std::invalid_argument, std::runtime_error), so
-// that a validation error on load names the file it came from.
-[[noreturn]] void rethrow_with_location(const std::string& where);
-
 // h5 stores no batch size: the number of batch dims of a `info` level comes
 // from a tensor field with a declared shape (its dims minus the declared
 // feature dims) or the class's declared batch names; without either, the

@@ -14,6 +14,7 @@
 #include "../flat_storage.h"
 #include "../format.h"
 #include "calls.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "wire.h"
 
@@ -51,7 +52,7 @@ void check_structure(const ProcessGroupPtr& group, const dist::Leaves& leaves, c
   dist::guarded(context, [&] { group->allreduce(check, max)->wait(); });
   const at::Tensor r = check[0].cpu();
   if (r.data_ptr<int64_t>()[0] == -r.data_ptr<int64_t>()[1]) {
-    if (descriptor.starts_with(kLocalError)) throw std::invalid_argument(context + ": " + descriptor.substr(2));
+    if (descriptor.starts_with(kLocalError)) throw ValueError(context + ": " + descriptor.substr(2));
     return;
   }
   // The structures differ somewhere: every rank learns every descriptor.
@@ -71,7 +72,7 @@ void check_structure(const ProcessGroupPtr& group, const dist::Leaves& leaves, c
   for (int r = 0; r < world; ++r) text_out[0].push_back(at::empty_like(text_in[0]));
   dist::guarded(context, [&] { group->allgather(text_out, text_in)->wait(); });
 
-  if (descriptor.starts_with(kLocalError)) throw std::invalid_argument(context + ": " + descriptor.substr(2));
+  if (descriptor.starts_with(kLocalError)) throw ValueError(context + ": " + descriptor.substr(2));
   for (int r = 0; r < world; ++r) {
     const std::string theirs = gathered_text(text_out[0][r], sizes[r]);
     if (theirs.starts_with(kLocalError)) {

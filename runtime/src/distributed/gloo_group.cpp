@@ -15,6 +15,8 @@
 
 #include "calls.h"
 
+#include "tensordict/errors.h"
+
 namespace tensordict {
 
 namespace {
@@ -40,7 +42,7 @@ ProcessGroupPtr gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store,
                                    std::chrono::milliseconds timeout, const std::optional<std::string>& hostname) {
   const std::string context = fmt::format("gloo_process_group(rank {} of {})", rank, world_size);
   if (world_size < 1 || rank < 0 || rank >= world_size) {
-    throw std::invalid_argument(context + ": the rank must be in [0, world_size)");
+    throw ValueError(context + ": the rank must be in [0, world_size)");
   }
   return dist::guarded(context, [&] {
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);

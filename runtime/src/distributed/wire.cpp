@@ -12,6 +12,7 @@
 #include "../flat_storage.h"
 #include "../format.h"
 #include "tensordict/dtype.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 
 namespace tensordict::dist {
@@ -41,7 +42,7 @@ void check_sendable(const at::Tensor& t, const std::string& path, const char* op
   if (what) {
     std::ostringstream layout;
     layout << t.layout();
-    throw std::invalid_argument(fmt::format(
+    throw ValueError(fmt::format(
         "{}: key {} is {} (layout {}): only dense strided tensors travel between processes; call to_dense() or "
         "to_padded_tensor(), or exclude the key first",
         op, path, what, layout.str()));
@@ -70,9 +71,10 @@ void walk(const TensorDictBase& td, std::vector<std::string>& parts, Leaves& out
       Leaf leaf{path_repr(parts), td, name, value.tensor(), 0};
       check_sendable(leaf.tensor, leaf.path, op);
       if (out.device && *out.device != leaf.tensor.device()) {
-        throw std::invalid_argument(fmt::format("{}: key {} is on {} but earlier leaves are on {}: move the tensordict to one "
-                                                "device first",
-                                                op, leaf.path, leaf.tensor.device().str(), out.device->str()));
+        throw ValueError(
+            fmt::format("{}: key {} is on {} but earlier leaves are on {}: move the tensordict to one "
+                        "device first",
+                        op, leaf.path, leaf.tensor.device().str(), out.device->str()));
       }
       out.device = leaf.tensor.device();
       const int64_t size = leaf.tensor.element_size();

@@ -13,6 +13,7 @@
 #include "../map_leaves.h"
 #include "../nesting.h"
 #include "h5_detail.h"
+#include "tensordict/errors.h"
 #include "tensordict/persistent.h"
 
 namespace tensordict {
@@ -87,7 +88,8 @@ std::optional<Slab> hyperslab(const std::vector<TensorIndex>& index, at::IntArra
       int64_t i = detail::index_integer(idx);
       if (i < 0) i += n;
       if (i < 0 || i >= n) {
-        throw std::out_of_range(fmt::format("index {} is out of bounds for dim {} of size {}", detail::index_integer(idx), d, n));
+        throw IndexError(
+            fmt::format("index {} is out of bounds for dim {} of size {}", detail::index_integer(idx), d, n));
       }
       slab.start.push_back(static_cast<hsize_t>(i));
       slab.count.push_back(1);
@@ -125,7 +127,7 @@ std::optional<Slab> hyperslab(const std::vector<TensorIndex>& index, at::IntArra
 
 Slab hyperslab_of(const std::vector<TensorIndex>& index, at::IntArrayRef dims) {
   auto slab = hyperslab(index, dims);
-  if (!slab) throw std::invalid_argument("the index is not a hyperslab (ints and positive-step slices only)");
+  if (!slab) throw ValueError("the index is not a hyperslab (ints and positive-step slices only)");
   return *slab;
 }
 
@@ -373,7 +375,7 @@ namespace {
 PersistentImpl& persistent_impl(const TensorDictBase& td) {
   auto* impl = dynamic_cast<PersistentImpl*>(td.impl().get());
   if (!impl) {
-    throw std::invalid_argument(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
+    throw TypeError(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
   }
   return *impl;
 }
@@ -409,7 +411,7 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
     id = exists ? H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
                 : H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
   } else {
-    throw std::invalid_argument(fmt::format("unknown h5 mode '{}' (expected r, r+, w, w-, x or a)", mode));
+    throw ValueError(fmt::format("unknown h5 mode '{}' (expected r, r+, w, w-, x or a)", mode));
   }
   if (id < 0 && mode != "r" && mode != "r+" && errno != 0 && errno != ENOENT) {
     // Creating failed for a reason the system names (permissions, a full disk).

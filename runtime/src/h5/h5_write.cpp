@@ -16,6 +16,7 @@
 #include "../memmap/memmap_detail.h"
 #include "../nesting.h"
 #include "h5_detail.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/persistent.h"
 
@@ -27,7 +28,7 @@ void check_link_name(const std::string& key, const std::string& where) {
   if (key.empty() || key == "." || key.find('/') != std::string::npos || key.find('\0') != std::string::npos) {
     std::string shown = key;  // a NUL would end the message here
     for (std::size_t at = shown.find('\0'); at != std::string::npos; at = shown.find('\0', at)) shown.replace(at, 1, "\\0");
-    throw std::invalid_argument(fmt::format(
+    throw ValueError(fmt::format(
         "cannot store key '{}' in {}: HDF5 names cannot be empty, '.' or contain '/' (it separates groups) or a NUL "
         "character",
         shown, where));
@@ -50,7 +51,7 @@ Hid creation_properties(const H5Options& options, const std::vector<hsize_t>& di
   }
   if (options.gzip_level) {
     if (*options.gzip_level < 0 || *options.gzip_level > 9) {
-      throw std::invalid_argument(fmt::format("{}: gzip level {} is not in 0..9", where, *options.gzip_level));
+      throw ValueError(fmt::format("{}: gzip level {} is not in 0..9", where, *options.gzip_level));
     }
     H5Pset_deflate(dcpl.get(), static_cast<unsigned>(*options.gzip_level));
   }
@@ -66,7 +67,7 @@ void check_dense_writable(const TensorDictBase& td, const std::string& where) {
   const auto exclusive = lazy.exclusive_keys();
   for (std::size_t i = 0; i < exclusive.size(); ++i) {
     if (!exclusive[i].empty()) {
-      throw std::invalid_argument(fmt::format(
+      throw ValueError(fmt::format(
           "cannot write {} to h5: a LazyStackedTensorDict is stored densely, but member {} has key '{}' that not every "
           "member has (heterogeneous lazy stacks can be saved with memmap)",
           where, i, exclusive[i].front()));
@@ -79,7 +80,7 @@ void check_dense_writable(const TensorDictBase& td, const std::string& where) {
     for (std::size_t i = 1; i < members.size(); ++i) {
       const auto shape = members[i].impl()->tensor_meta(key).shape;
       if (shape != first) {
-        throw std::invalid_argument(fmt::format(
+        throw ValueError(fmt::format(
             "cannot write {} to h5: a LazyStackedTensorDict is stored densely, but key '{}' has shape {} in member 0 "
             "and {} in member {} (heterogeneous lazy stacks can be saved with memmap)",
             where, key, detail::shape_string(first), detail::shape_string(shape), i));
@@ -156,15 +157,15 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
     std::vector<const char*> ptrs;
     for (const auto& v : values) {
       if (!v.is_string()) {
-        throw std::invalid_argument(
+        throw ValueError(
             fmt::format("cannot write {}: only string non-tensor data can be stored in h5, got {}", where, v.dump()));
       }
       const std::string& text = v.get_ref<const std::string&>();
       // HDF5's variable-length strings end at the first NUL: the rest would be lost.
       if (text.find('\0') != std::string::npos) {
-        throw std::invalid_argument(fmt::format(
-            "cannot write {}: the string {} holds a NUL character, which an HDF5 string cannot store", where,
-            v.dump()));
+        throw ValueError(
+            fmt::format("cannot write {}: the string {} holds a NUL character, which an HDF5 string cannot store",
+                        where, v.dump()));
       }
       ptrs.push_back(text.c_str());
     }
@@ -220,8 +221,7 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
   if (!dset.valid()) throw KeyError(fmt::format("no dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   ReadType rt = read_type(ftype.get(), where);
-  if (rt.kind != ReadType::Kind::Tensor)
-    throw std::invalid_argument(fmt::format("{} holds strings, not a tensor", where));
+  if (rt.kind != ReadType::Kind::Tensor) throw TypeError(fmt::format("{} holds strings, not a tensor", where));
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
@@ -250,7 +250,7 @@ using detail::h5::PersistentImpl;
 namespace {
 PersistentImpl& impl_of(const TensorDictBase& td) {
   auto* impl = dynamic_cast<PersistentImpl*>(td.impl().get());
-  if (!impl) throw std::invalid_argument(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
+  if (!impl) throw TypeError(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
   return *impl;
 }
 }  // namespace
@@ -272,7 +272,7 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
   namespace fs = std::filesystem;
   detail::h5::check_dense_writable(td, path);
   const fs::path target(path);
-  if (target.filename().empty()) throw std::invalid_argument(fmt::format("to_h5 needs a file name, got '{}'", path));
+  if (target.filename().empty()) throw ValueError(fmt::format("to_h5 needs a file name, got '{}'", path));
   // One writer of a path at a time; temporaries found under the lock are
   // those of writers that died.
   detail::memmap::PrefixLock lock(target);

@@ -8,6 +8,7 @@
 #include "../lazy_impl.h"
 #include "../nesting.h"
 #include "memmap_detail.h"
+#include "tensordict/errors.h"
 
 namespace tensordict {
 
@@ -29,7 +30,7 @@ void refuse_jagged(const TensorDictImpl& level, std::vector<std::string>& path) 
     if (kind == EntryKind::TensorDict) {
       refuse_jagged(*value.impl(), path);
     } else if (value.tensor().is_nested()) {
-      throw std::invalid_argument(fmt::format(
+      throw ValueError(fmt::format(
           "memmap_: key {} is a nested (jagged) tensor, which shared memory does not hold: memmap it into a directory",
           NestedKey(path).repr()));
     }
@@ -68,10 +69,10 @@ TensorDictBase& TensorDictBase::memmap_() {
   // The leaves of these kinds live elsewhere (the source, the file): they
   // cannot be replaced by shared memory (tensordict's messages).
   if (type_name() == "_SubTensorDict") {
-    throw std::invalid_argument("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
+    throw ValueError("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
   }
   if (type_name() == "PersistentTensorDict") {
-    throw std::invalid_argument("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
+    throw ValueError("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   }
   std::vector<std::string> path;
   refuse_jagged(*impl_, path);  // first: a refusal changes nothing

@@ -6,6 +6,7 @@
 
 #include "../format.h"
 #include "memmap_detail.h"
+#include "tensordict/errors.h"
 
 namespace tensordict::detail::memmap {
 
@@ -18,9 +19,10 @@ fs::path jagged_sizes_file(const fs::path& values_file) {
 JaggedParts jagged_parts(const at::Tensor& nested, std::string_view key) {
   const auto components = nested.unbind(0);
   if (components.empty()) {
-    throw std::invalid_argument(fmt::format("memmap: key {} is a nested (jagged) tensor without components, which "
-                                            "tensordict's layout cannot hold (it writes no file and drops the key when loading)",
-                                            key));
+    throw ValueError(
+        fmt::format("memmap: key {} is a nested (jagged) tensor without components, which "
+                    "tensordict's layout cannot hold (it writes no file and drops the key when loading)",
+                    key));
   }
   const int64_t dims = components.front().dim();
   std::vector<int64_t> sizes;  // row by row, as the sizes file holds them

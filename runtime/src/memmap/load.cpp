@@ -14,6 +14,7 @@
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
@@ -334,13 +335,13 @@ TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device)
 }  // namespace detail::memmap
 
 void register_memmap_class(const std::string& type, MemmapLoader loader) {
-  if (type.empty() || !loader) throw std::invalid_argument("register_memmap_class needs a type name and a loader");
+  if (type.empty() || !loader) throw ValueError("register_memmap_class needs a type name and a loader");
   std::lock_guard lock(detail::memmap::registry_mutex());
   detail::memmap::registry()[type] = std::move(loader);
 }
 
 TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> device) {
-  if (prefix.empty()) throw std::invalid_argument("load_memmap needs a directory, got an empty path");
+  if (prefix.empty()) throw ValueError("load_memmap needs a directory, got an empty path");
   if (!std::filesystem::is_directory(prefix)) {
     throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
   }
@@ -350,7 +351,7 @@ TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> 
 TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
   TensorDictBase td = tensordict::load_memmap(prefix, device);
   if (td.type_name() == "LazyStackedTensorDict") {
-    throw std::invalid_argument(fmt::format(
+    throw ValueError(fmt::format(
         "{} holds a LazyStackedTensorDict, not a TensorDict: load it with LazyStackedTensorDict::load_memmap or "
         "tensordict::load_memmap",
         prefix));
@@ -361,9 +362,8 @@ TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::
 LazyStackedTensorDict LazyStackedTensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
   TensorDictBase td = tensordict::load_memmap(prefix, device);
   if (td.type_name() != "LazyStackedTensorDict") {
-    throw std::invalid_argument(
-        fmt::format("{} holds a {}, not a LazyStackedTensorDict: load it with tensordict::load_memmap", prefix,
-                    td.type_name()));
+    throw ValueError(fmt::format("{} holds a {}, not a LazyStackedTensorDict: load it with tensordict::load_memmap",
+                                 prefix, td.type_name()));
   }
   return LazyStackedTensorDict(td);
 }

@@ -28,6 +28,7 @@
 #include "memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
+#include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
@@ -182,7 +183,7 @@ class Writer {
       return level;
     }
     if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
-      throw std::invalid_argument(
+      throw ValueError(
           fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
                       "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
@@ -192,7 +193,7 @@ class Writer {
       path.push_back(key);
       const NestedKey nested(path);
       if (is_reserved(key)) {
-        throw std::invalid_argument(fmt::format(
+        throw ValueError(fmt::format(
             "cannot memmap key {} to {}: '{}' is reserved in meta.json (shape, device and _type describe the level); "
             "rename the key",
             nested.repr(), target.string(), key));
@@ -474,7 +475,7 @@ void refuse_working_directory(const fs::path& target) {
   if (ec) return;
   const auto rel = cwd.lexically_relative(target);
   if (!rel.empty() && *rel.begin() != "..") {
-    throw std::invalid_argument(fmt::format(
+    throw ValueError(fmt::format(
         "memmap cannot replace {}: it is (or contains) the current working directory, which the write would delete; "
         "name a sub-directory",
         target.string()));
@@ -487,14 +488,14 @@ fs::path target_dir(const std::string& prefix) {
   fs::path p = fs::absolute(fs::path(prefix)).lexically_normal();
   if (!p.has_filename()) p = p.parent_path();
   if (p == p.root_path() || p.filename() == "..") {
-    throw std::invalid_argument(fmt::format("memmap cannot write a tensordict to {}: name a directory", prefix));
+    throw ValueError(fmt::format("memmap cannot write a tensordict to {}: name a directory", prefix));
   }
   return p;
 }
 
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
                                            Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
-  if (prefix.empty()) throw std::invalid_argument("memmap needs a directory prefix, got an empty path");
+  if (prefix.empty()) throw ValueError("memmap needs a directory prefix, got an empty path");
   const fs::path target = target_dir(prefix);
   refuse_symlink(target);
   {

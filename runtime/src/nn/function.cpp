@@ -1,5 +1,6 @@
 // Kwargs and the arity check of wrapped functions.
 #include "tensordict/nn/function.h"
+#include "tensordict/errors.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +12,7 @@ namespace tensordict::nn {
 Kwargs::Kwargs(std::vector<std::string> names, std::vector<at::Tensor> values)
     : names_(std::move(names)), values_(std::move(values)) {
   if (names_.size() != values_.size()) {
-    throw std::invalid_argument(fmt::format("Kwargs: {} name(s) for {} tensor(s)", names_.size(), values_.size()));
+    throw ValueError(fmt::format("Kwargs: {} name(s) for {} tensor(s)", names_.size(), values_.size()));
   }
 }
 
@@ -24,8 +25,8 @@ const at::Tensor& Kwargs::operator[](std::string_view name) const {
   if (it == names_.end()) {
     std::string given;
     for (const auto& n : names_) given += fmt::format("{}'{}'", given.empty() ? "" : ", ", n);
-    throw std::invalid_argument(fmt::format("missing keyword argument '{}' (the keyword arguments are: {})", name,
-                                            given.empty() ? "none" : given));
+    throw ValueError(fmt::format("missing keyword argument '{}' (the keyword arguments are: {})", name,
+                                 given.empty() ? "none" : given));
   }
   return values_[static_cast<std::size_t>(it - names_.begin())];
 }
@@ -33,7 +34,7 @@ const at::Tensor& Kwargs::operator[](std::string_view name) const {
 namespace detail {
 void check_arity(std::size_t expected, std::size_t got) {
   if (expected != got) {
-    throw std::invalid_argument(
+    throw ValueError(
         fmt::format("TensorDictModule: the wrapped function takes {} tensor(s) but {} were given", expected, got));
   }
 }

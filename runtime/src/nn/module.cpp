@@ -1,5 +1,6 @@
 // TensorDictModule.
 #include "tensordict/nn/module.h"
+#include "tensordict/errors.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -15,7 +16,7 @@ namespace {
 
 void check_no_out_to_in_map(const TensorDictModuleOptions& options) {
   if (options.out_to_in_map()) {
-    throw std::invalid_argument("out_to_in_map is not None but is only used when in_key is a dictionary.");
+    throw ValueError("out_to_in_map is not None but is only used when in_key is a dictionary.");
   }
 }
 
@@ -28,12 +29,10 @@ std::pair<Keys, std::vector<std::string>> split_key_map(const KeyMap& map, bool 
     const NestedKey& name = out_to_in_map ? first : second;
     const NestedKey& key = out_to_in_map ? second : first;
     if (name.is_nested()) {
-      throw std::invalid_argument(
-          fmt::format("TensorDictModule: a keyword argument name must be a string, got {}", name.repr()));
+      throw ValueError(fmt::format("TensorDictModule: a keyword argument name must be a string, got {}", name.repr()));
     }
     if (std::find(names.begin(), names.end(), name.front()) != names.end()) {
-      throw std::invalid_argument(
-          fmt::format("TensorDictModule: keyword argument '{}' is mapped more than once", name.front()));
+      throw ValueError(fmt::format("TensorDictModule: keyword argument '{}' is mapped more than once", name.front()));
     }
     keys.push_back(key);
     names.push_back(name.front());
@@ -52,7 +51,7 @@ std::vector<at::Tensor> any_value_to_tensors(torch::nn::AnyValue& value) {
   if (auto* lstm = value.try_get<std::tuple<at::Tensor, std::tuple<at::Tensor, at::Tensor>>>()) {
     return {std::get<0>(*lstm), std::get<0>(std::get<1>(*lstm)), std::get<1>(std::get<1>(*lstm))};
   }
-  throw std::invalid_argument(fmt::format(
+  throw ValueError(fmt::format(
       "TensorDictModule: the wrapped module returned a {}; expected a tensor, a vector or a tuple of tensors",
       c10::demangle(value.type_info().name())));
 }
@@ -64,7 +63,7 @@ TensorDictModuleImpl::TensorDictModuleImpl(torch::nn::AnyModule module, Keys in_
     : TensorDictModuleBase(std::move(in_keys), std::move(out_keys)),
       module_(std::move(module)),
       options_(std::move(options)) {
-  if (module_.is_empty()) throw std::invalid_argument("TensorDictModule: the wrapped AnyModule is empty");
+  if (module_.is_empty()) throw ValueError("TensorDictModule: the wrapped AnyModule is empty");
   check_no_out_to_in_map(options_);
   register_module("module", module_.ptr());
 }
@@ -75,7 +74,7 @@ TensorDictModuleImpl::TensorDictModuleImpl(Function fn, Keys in_keys, Keys out_k
       fn_(std::move(fn)),
       fn_name_(std::move(name)),
       options_(std::move(options)) {
-  if (!fn_) throw std::invalid_argument("TensorDictModule: the wrapped function is empty");
+  if (!fn_) throw ValueError("TensorDictModule: the wrapped function is empty");
   check_no_out_to_in_map(options_);
 }
 
@@ -85,7 +84,7 @@ TensorDictModuleImpl::TensorDictModuleImpl(std::shared_ptr<torch::nn::Module> mo
       owner_(std::move(module)),
       fn_(std::move(fn)),
       options_(std::move(options)) {
-  if (!owner_ || !fn_) throw std::invalid_argument("TensorDictModule: the wrapped module is empty");
+  if (!owner_ || !fn_) throw ValueError("TensorDictModule: the wrapped module is empty");
   check_no_out_to_in_map(options_);
   register_module("module", owner_);
 }
@@ -93,7 +92,7 @@ TensorDictModuleImpl::TensorDictModuleImpl(std::shared_ptr<torch::nn::Module> mo
 TensorDictModuleImpl::TensorDictModuleImpl(detail::KwargsFn fn, const KeyMap& in_keys, Keys out_keys, std::string name,
                                            TensorDictModuleOptions options)
     : TensorDictModuleBase({}, std::move(out_keys)), fn_name_(std::move(name)), options_(std::move(options)) {
-  if (!fn) throw std::invalid_argument("TensorDictModule: the wrapped function is empty");
+  if (!fn) throw ValueError("TensorDictModule: the wrapped function is empty");
   auto [keys, names] = split_key_map(in_keys, options_.out_to_in_map().value_or(true));
   in_keys_ = std::move(keys);
   kwargs_ = names;
@@ -121,7 +120,7 @@ std::vector<at::Tensor> TensorDictModuleImpl::call(const std::vector<at::Tensor>
       case 6:
         return module_.any_forward(in[0], in[1], in[2], in[3], in[4], in[5]);
       default:
-        throw std::invalid_argument(
+        throw ValueError(
             fmt::format("TensorDictModule: {} inputs; at most 6 are supported for a wrapped torch module", in.size()));
     }
   }();

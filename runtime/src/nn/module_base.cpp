@@ -1,5 +1,6 @@
 // TensorDictModuleBase: calling conventions, out_keys selection, repr.
 #include "tensordict/nn/module_base.h"
+#include "tensordict/errors.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -38,7 +39,7 @@ void TensorDictModuleBase::check_selection(const Keys& keys) const {
       for (const auto& part : key.path()) parts += (parts.empty() ? "" : ", ") + part;
       message += fmt::format("Are you passing the keys in a list? Try unpacking as: `{}`", parts);
     }
-    throw std::invalid_argument(message);
+    throw ValueError(message);
   }
   for (const auto& key : keys) {
     if (!text::contains_key(current, key)) throw std::runtime_error("Some keys are not part of the module out_keys.");
@@ -90,8 +91,8 @@ TensorDictBase TensorDictModuleBase::run_selecting(const TensorDictBase& td, con
 
 std::vector<at::Tensor> TensorDictModuleBase::forward_tensors(const std::vector<at::Tensor>& tensors) {
   if (tensors.size() != in_keys_.size()) {
-    throw std::invalid_argument(fmt::format("{}: got {} tensor(s) for in_keys={} ({} expected)", type_name(),
-                                            tensors.size(), text::keys_repr(in_keys_), in_keys_.size()));
+    throw ValueError(fmt::format("{}: got {} tensor(s) for in_keys={} ({} expected)", type_name(), tensors.size(),
+                                 text::keys_repr(in_keys_), in_keys_.size()));
   }
   // tensordict's dispatch(auto_batch_size=False): a tensordict of batch size [].
   TensorDict td;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "tensordict/errors.h"
 #include "tensordict/nn/params.h"
 
 namespace tensordict::nn {
@@ -22,11 +23,11 @@ TensorDict from_module(const torch::nn::Module& module) {
 }
 
 TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& modules) {
-  if (modules.empty()) throw std::invalid_argument("from_modules: no modules");
+  if (modules.empty()) throw ValueError("from_modules: no modules");
   std::vector<TensorDictBase> tds;
   tds.reserve(modules.size());
   for (const auto& m : modules) {
-    if (!m) throw std::invalid_argument("from_modules: a module is null");
+    if (!m) throw ValueError("from_modules: a module is null");
     tds.push_back(from_module(*m));
   }
   // The stacked parameters are new leaves (as tensordict's from_modules makes
@@ -50,7 +51,7 @@ void swap_in(torch::nn::Module& module, const TensorDictBase& params, const std:
       swap_in(**child, value.tensordict(), path, saved);
       continue;
     }
-    if (!value.is_tensor()) throw std::invalid_argument(fmt::format("to_module: '{}' is not a tensor", path));
+    if (!value.is_tensor()) throw TypeError(fmt::format("to_module: '{}' is not a tensor", path));
     at::Tensor* target = parameters.find(name);
     if (!target) target = buffers.find(name);
     if (!target || !target->defined()) {
@@ -91,7 +92,7 @@ ToModuleGuard to_module(torch::nn::Module& module, const TensorDictBase& params)
 
 TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDictBase& params, const TensorDictBase& input) {
   if (params.batch_dims() < 1) {
-    throw std::invalid_argument("ensemble_forward: params need a leading model dim (stack them with from_modules)");
+    throw ValueError("ensemble_forward: params need a leading model dim (stack them with from_modules)");
   }
   std::vector<TensorDictBase> outs;
   const int64_t n = params.batch_size()[0];

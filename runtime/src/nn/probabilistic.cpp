@@ -8,6 +8,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "tensordict/errors.h"
 #include "tensordict/nn/distributions.h"
 #include "tensordict/nn/probabilistic.h"
 #include "text.h"
@@ -37,8 +38,7 @@ const at::Tensor& require(const DistParams& params, std::string_view dist, const
   if (it == params.end()) {
     std::string got;
     for (const auto& [k, v] : params) got += (got.empty() ? "" : ", ") + k;
-    throw std::invalid_argument(
-        fmt::format("{} expects the parameter(s) {}; got {}", dist, expected, got.empty() ? "none" : got));
+    throw ValueError(fmt::format("{} expects the parameter(s) {}; got {}", dist, expected, got.empty() ? "none" : got));
   }
   return it->second;
 }
@@ -47,7 +47,7 @@ void expect_only(const DistParams& params, std::string_view dist, std::initializ
                  std::string_view expected) {
   for (const auto& [k, v] : params) {
     if (std::find(names.begin(), names.end(), k) == names.end()) {
-      throw std::invalid_argument(fmt::format("{} expects the parameter(s) {}; got an unknown one: {}", dist, expected, k));
+      throw ValueError(fmt::format("{} expects the parameter(s) {}; got an unknown one: {}", dist, expected, k));
     }
   }
 }
@@ -179,12 +179,12 @@ at::Tensor squash_loc(const at::Tensor& loc, const TanhNormal::Options& o) {
 TanhNormal::TanhNormal(at::Tensor loc, at::Tensor scale, Options options)
     : Distribution({}, {}), base_(squash_loc(loc, options), scale), options_(options) {
   if (!(options_.high() > options_.low())) {
-    throw std::invalid_argument(fmt::format("TanhNormal: high ({}) must exceed low ({})", options_.high(), options_.low()));
+    throw ValueError(fmt::format("TanhNormal: high ({}) must exceed low ({})", options_.high(), options_.low()));
   }
   const at::Tensor& l = base_.loc();
   event_dims_ = options_.event_dims().value_or(std::min<int64_t>(1, l.dim()));
   if (event_dims_ < 0 || event_dims_ > l.dim()) {
-    throw std::invalid_argument(fmt::format("TanhNormal: event_dims {} for a loc of {} dims", event_dims_, l.dim()));
+    throw ValueError(fmt::format("TanhNormal: event_dims {} for a loc of {} dims", event_dims_, l.dim()));
   }
   batch_shape_ = leading(l, event_dims_);
   event_shape_ = trailing(l, event_dims_);
@@ -225,7 +225,7 @@ DistributionClass TanhNormal::cls(Options options) {
 // ---- Categorical -----------------------------------------------------------------
 
 Categorical::Categorical(const at::Tensor& logits_or_probs, bool is_logits) : Distribution({}, {}) {
-  if (logits_or_probs.dim() < 1) throw std::invalid_argument(fmt::format("{}: logits/probs need at least one dim", name()));
+  if (logits_or_probs.dim() < 1) throw ValueError(fmt::format("{}: logits/probs need at least one dim", name()));
   if (is_logits) {
     logits_ = logits_or_probs - logits_or_probs.logsumexp(-1, /*keepdim=*/true);
     probs_ = logits_.exp();
@@ -268,7 +268,7 @@ std::pair<at::Tensor, bool> logits_or_probs(const DistParams& p, std::string_vie
   expect_only(p, dist, {"logits", "probs"}, "logits or probs");
   const bool has_logits = p.count("logits") > 0, has_probs = p.count("probs") > 0;
   if (has_logits == has_probs) {
-    throw std::invalid_argument(fmt::format("{} expects exactly one of the parameters logits, probs", dist));
+    throw ValueError(fmt::format("{} expects exactly one of the parameters logits, probs", dist));
   }
   return has_logits ? std::pair{p.at("logits"), true} : std::pair{p.at("probs"), false};
 }
@@ -322,18 +322,18 @@ std::function<at::Tensor(const at::Tensor&)> mapping(const std::string& name) {
     std::string rest = name.substr(prefix.size());
     try {
       if (!rest.empty()) {
-        if (rest[0] != '_') throw std::invalid_argument("");
+        if (rest[0] != '_') throw ValueError("");
         rest = rest.substr(1);
         const auto sep = rest.find('_');
         bias = std::stod(rest.substr(0, sep));
         if (sep != std::string::npos) min_val = std::stod(rest.substr(sep + 1));
       }
     } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("Invalid mapping {}: expected biased_softplus_<bias>[_<min_val>]", name));
+      throw ValueError(fmt::format("Invalid mapping {}: expected biased_softplus_<bias>[_<min_val>]", name));
     }
     return [bias, min_val](const at::Tensor& x) { return biased_softplus(x, bias, min_val); };
   }
-  throw std::invalid_argument(
+  throw ValueError(
       fmt::format("Unknown mapping {} (softplus, exp, relu, none, biased_softplus[_<bias>[_<min_val>]])", name));
 }
 
@@ -342,8 +342,8 @@ NormalParamExtractorImpl::NormalParamExtractorImpl(std::string scale_mapping, do
 
 std::tuple<at::Tensor, at::Tensor> NormalParamExtractorImpl::forward(const at::Tensor& x) {
   if (x.dim() < 1 || x.size(-1) % 2 != 0) {
-    throw std::invalid_argument(fmt::format("NormalParamExtractor: the last dim must be even, got shape {}",
-                                            size_repr(x.sizes())));
+    throw ValueError(
+        fmt::format("NormalParamExtractor: the last dim must be even, got shape {}", size_repr(x.sizes())));
   }
   auto parts = x.chunk(2, -1);
   return {parts[0], scale_mapping_(parts[1]).clamp_min(scale_lb_)};
@@ -375,7 +375,7 @@ InteractionType interaction_type_from_str(std::string_view name) {
   for (auto t : {InteractionType::MODE, InteractionType::MEDIAN, InteractionType::MEAN, InteractionType::RANDOM}) {
     if (to_string(t) == upper) return t;
   }
-  throw std::invalid_argument(fmt::format("The provided interaction type {} is unsupported!", name));
+  throw ValueError(fmt::format("The provided interaction type {} is unsupported!", name));
 }
 
 std::optional<InteractionType> interaction_type() { return current_interaction_type; }
@@ -405,8 +405,8 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
     : TensorDictModuleBase(values_of(in_keys), std::move(out_keys)),
       dist_keys_(std::move(in_keys)),
       options_(std::move(options)) {
-  if (out_keys_.empty()) throw std::invalid_argument("ProbabilisticTensorDictModule: out_keys must name the sample's key");
-  if (!options_.distribution().make) throw std::invalid_argument("ProbabilisticTensorDictModule: no distribution class");
+  if (out_keys_.empty()) throw ValueError("ProbabilisticTensorDictModule: out_keys must name the sample's key");
+  if (!options_.distribution().make) throw ValueError("ProbabilisticTensorDictModule: no distribution class");
   if (options_.return_log_prob()) out_keys_.emplace_back(kSampleLogProbKey);
 }
 
@@ -416,8 +416,8 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const 
   for (const auto& [name, key] : dist_keys_.map()) params[name] = td.get(key);
   try {
     return options_.distribution().make(params);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("{}: {}", type_name(), e.what()));
+  } catch (const std::invalid_argument&) {
+    rethrow_reworded([&](std::string_view what) { return fmt::format("{}: {}", type_name(), what); });
   }
 }
 
@@ -505,9 +505,9 @@ ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(Nam
 
 void ProbabilisticTensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   TensorDictSequentialImpl::check_modules(modules);
-  if (modules.empty()) throw std::invalid_argument("ProbabilisticTensorDictSequential: no modules");
+  if (modules.empty()) throw ValueError("ProbabilisticTensorDictSequential: no modules");
   if (!std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules.back())) {
-    throw std::invalid_argument(fmt::format(
+    throw ValueError(fmt::format(
         "ProbabilisticTensorDictSequential: the last module must be a ProbabilisticTensorDictModule, got {}",
         modules.back()->type_name()));
   }

@@ -1,5 +1,6 @@
 // TensorDictSequential.
 #include "tensordict/nn/sequential.h"
+#include "tensordict/errors.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -18,12 +19,12 @@ void check_names(const std::vector<std::string>& names) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     if (name.empty() || name.find('.') != std::string::npos) {
-      throw std::invalid_argument(
+      throw ValueError(
           fmt::format("TensorDictSequential: a module name must be non-empty and hold no '.', got '{}'", name));
     }
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) !=
         names.begin() + static_cast<std::ptrdiff_t>(i)) {
-      throw std::invalid_argument(fmt::format("TensorDictSequential: two modules are named '{}'", name));
+      throw ValueError(fmt::format("TensorDictSequential: two modules are named '{}'", name));
     }
   }
 }
@@ -88,7 +89,7 @@ TensorDictSequentialImpl::TensorDictSequentialImpl(NamedModules modules, bool pa
 
 void TensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   for (const auto& m : modules) {
-    if (!m) throw std::invalid_argument("TensorDictSequential: a module is empty (nullptr)");
+    if (!m) throw ValueError("TensorDictSequential: a module is empty (nullptr)");
   }
 }
 
@@ -98,7 +99,7 @@ void TensorDictSequentialImpl::assign(std::vector<ModulePtr> modules, std::vecto
   auto [in_keys, out_keys] = compute_in_and_out_keys(modules);
   if (selected_out_keys_ && !std::all_of(selected_out_keys_->begin(), selected_out_keys_->end(),
                                          [&](const NestedKey& k) { return text::contains_key(out_keys, k); })) {
-    throw std::invalid_argument("All keys in selected_out_keys must be in out_keys.");
+    throw ValueError("All keys in selected_out_keys must be in out_keys.");
   }
   std::shared_ptr<torch::nn::Module> container;
   if (names.empty()) {
@@ -127,8 +128,7 @@ void TensorDictSequentialImpl::assign(std::vector<ModulePtr> modules, std::vecto
 std::size_t TensorDictSequentialImpl::position(int64_t index) const {
   const auto n = static_cast<int64_t>(modules_.size());
   if (index < -n || index >= n) {
-    throw std::out_of_range(
-        fmt::format("{}: index {} is out of range for a sequence of {} module(s)", type_name(), index, n));
+    throw IndexError(fmt::format("{}: index {} is out of range for a sequence of {} module(s)", type_name(), index, n));
   }
   return static_cast<std::size_t>(index < 0 ? index + n : index);
 }
@@ -151,7 +151,7 @@ const ModulePtr& TensorDictSequentialImpl::operator[](std::string_view name) con
 
 TensorDictSequential TensorDictSequentialImpl::slice(std::optional<int64_t> start, std::optional<int64_t> stop,
                                                      int64_t step) const {
-  if (step == 0) throw std::invalid_argument("slice step cannot be zero");
+  if (step == 0) throw ValueError("slice step cannot be zero");
   // Python's slice.indices: bounds clamped to the sequence.
   const auto n = static_cast<int64_t>(modules_.size());
   auto bound = [&](std::optional<int64_t> v, int64_t fallback) {
@@ -196,7 +196,7 @@ void TensorDictSequentialImpl::erase(std::string_view name) { erase(static_cast<
 void TensorDictSequentialImpl::check_selection(const Keys& keys) const {
   for (const auto& key : keys) {
     if (!text::contains_key(out_keys(), key)) {
-      throw std::invalid_argument("All keys in selected_out_keys must be in out_keys.");
+      throw ValueError("All keys in selected_out_keys must be in out_keys.");
     }
   }
 }
@@ -210,52 +210,17 @@ TensorDictBase TensorDictSequentialImpl::run_module(TensorDictModuleBase& module
   return module.run(td, std::nullopt);
 }
 
-namespace {
-// `E` with `e`'s message and `note` on a line of its own after it (Python's
-// add_note); a cause nested in `e` stays nested.
-template <class E>
-[[noreturn]] void throw_noted(const std::exception& e, const std::string& note) {
-  std::string message = fmt::format("{}\n{}", e.what(), note);
-  if (auto nested = dynamic_cast<const std::nested_exception*>(&e); nested && nested->nested_ptr()) {
-    try {
-      nested->rethrow_nested();
-    } catch (...) {
-      std::throw_with_nested(E(std::move(message)));
-    }
-  }
-  throw E(std::move(message));
-}
-
-// Rethrows the exception in flight with `note`, keeping its kind.
-[[noreturn]] void rethrow_with_note(const std::string& note) {
-  try {
-    throw;
-  } catch (const KeyError& e) {
-    throw_noted<KeyError>(e, note);
-  } catch (const std::out_of_range& e) {
-    throw_noted<std::out_of_range>(e, note);
-  } catch (const std::invalid_argument& e) {
-    throw_noted<std::invalid_argument>(e, note);
-  } catch (const NotImplementedError& e) {
-    throw_noted<NotImplementedError>(e, note);
-  } catch (const std::logic_error& e) {
-    throw_noted<std::logic_error>(e, note);
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(fmt::format("{}\n{}", e.what_without_backtrace(), note));
-  } catch (const std::exception& e) {
-    throw_noted<std::runtime_error>(e, note);
-  }
-}
-}  // namespace
-
 TensorDictBase TensorDictSequentialImpl::execute(const TensorDictBase& td) {
   TensorDictBase current = td;
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     try {
       current = run_module(*modules_[i], current);
     } catch (...) {
-      // tensordict notes which module failed (sequence.py: e.add_note).
-      rethrow_with_note(fmt::format("Failed while executing module '{}'.", names_.empty() ? std::to_string(i) : names_[i]));
+      // tensordict notes which module failed (sequence.py: e.add_note): the
+      // note on a line of its own, the error's kind kept.
+      const std::string note =
+          fmt::format("Failed while executing module '{}'.", names_.empty() ? std::to_string(i) : names_[i]);
+      rethrow_reworded([&](std::string_view what) { return fmt::format("{}\n{}", what, note); });
     }
   }
   return current;
@@ -342,7 +307,7 @@ TensorDictSequential TensorDictSequentialImpl::select_subsequence(std::optional<
     if (!names_.empty()) kept_names.push_back(names_[i]);
   }
   if (kept.empty()) {
-    throw std::invalid_argument("No modules left after selection. Make sure that in_keys and out_keys are coherent.");
+    throw ValueError("No modules left after selection. Make sure that in_keys and out_keys are coherent.");
   }
   return TensorDictSequential(make_like(std::move(kept), std::move(kept_names)));
 }

@@ -22,6 +22,7 @@
 
 #include "tensordict/base.h"
 #include "tensordict/dense.h"
+#include "tensordict/errors.h"
 #include "tensordict/key.h"
 
 namespace tensordict::nn {
@@ -29,10 +30,7 @@ namespace tensordict::nn {
 using Keys = std::vector<NestedKey>;
 
 // Python's NotImplementedError (e.g. a distribution without a closed-form mean).
-class NotImplementedError : public std::logic_error {
- public:
-  using std::logic_error::logic_error;
-};
+using tensordict::NotImplementedError;
 
 // The base of every tensordict module: a torch::nn::Module (parameters(),
 // to(), train()/eval(), torch::save work as for any module) with in_keys and
