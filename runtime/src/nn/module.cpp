@@ -167,12 +167,35 @@ TensorDictBase TensorDictModuleImpl::run_impl(const TensorDictBase& td, const st
         fmt::format("TensorDictModule: the module returned {} tensor(s) but out_keys={} expects {}", outputs.size(),
                     text::keys_repr(out_keys_), out_keys_.size()));
   }
-  TensorDictBase dest = out ? *out : td;
+  TensorDictBase dest = out ? *out : output_for(td, options_.inplace());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (out_keys_[i] == NestedKey("_")) continue;
     dest.set(out_keys_[i], outputs[i]);
   }
   return dest;
+}
+
+// ---- WrapModule ---------------------------------------------------------------------------
+
+WrapModuleImpl::WrapModuleImpl(Function fn, WrapModuleOptions options)
+    : TensorDictModuleBase(std::move(options.in_keys()), std::move(options.out_keys())),
+      fn_(std::move(fn)),
+      inplace_(options.inplace()) {
+  if (!fn_) throw ValueError("WrapModule: the wrapped function is empty");
+}
+
+TensorDictBase WrapModuleImpl::run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
+  TensorDictBase result = fn_(td);
+  if (out) {
+    TensorDictBase dest = *out;
+    return dest.update(result);
+  }
+  // common.py:1419: `result is not data`.
+  if (inplace_ && result.impl() != td.impl()) {
+    TensorDictBase dest = td;
+    return dest.update(result);
+  }
+  return result;
 }
 
 std::string TensorDictModuleImpl::repr() const {

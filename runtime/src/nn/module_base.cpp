@@ -89,6 +89,19 @@ TensorDictBase TensorDictModuleBase::run_selecting(const TensorDictBase& td, con
   return dest;
 }
 
+TensorDictBase TensorDictModuleBase::output_for(const TensorDictBase& td, Inplace inplace) {
+  switch (inplace) {
+    case Inplace::True:
+      return td;
+    case Inplace::Empty:
+      return td.empty();
+    case Inplace::None:
+    case Inplace::False:
+      break;
+  }
+  return TensorDict();
+}
+
 std::vector<at::Tensor> TensorDictModuleBase::forward_tensors(const std::vector<at::Tensor>& tensors) {
   if (tensors.size() != in_keys_.size()) {
     throw ValueError(fmt::format("{}: got {} tensor(s) for in_keys={} ({} expected)", type_name(), tensors.size(),

@@ -81,11 +81,16 @@ TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModulePtr> module
 }
 
 TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant,
-                                                   Keys selected_out_keys)
-    : TensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys) {}
+                                                   Keys selected_out_keys, Inplace inplace)
+    : TensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys) {
+  inplace_ = inplace;
+}
 
-TensorDictSequentialImpl::TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant, Keys selected_out_keys)
-    : TensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys) {}
+TensorDictSequentialImpl::TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant, Keys selected_out_keys,
+                                                   Inplace inplace)
+    : TensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys) {
+  inplace_ = inplace;
+}
 
 void TensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   for (const auto& m : modules) {
@@ -227,6 +232,14 @@ TensorDictBase TensorDictSequentialImpl::execute(const TensorDictBase& td) {
 }
 
 TensorDictBase TensorDictSequentialImpl::run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
+  if (!out && inplace_ != Inplace::None) {
+    // sequence.py:632: the modules run on the input itself (each writes by
+    // its own inplace rule), then the chain's out_keys go where inplace says.
+    const TensorDictBase exec = execute(td);
+    TensorDictBase dest = output_for(td, inplace_);
+    dest.update(exec, UpdateOptions{.keys_to_update = out_keys()});
+    return dest;
+  }
   return run_into(td, out, out_keys(),
                   [this](const TensorDictBase& t, const std::optional<TensorDictBase>&) { return execute(t); });
 }
@@ -249,8 +262,10 @@ std::string TensorDictSequentialImpl::repr() const {
 
 std::shared_ptr<TensorDictSequentialImpl> TensorDictSequentialImpl::make_like(std::vector<ModulePtr> modules,
                                                                               std::vector<std::string> names) const {
-  return std::shared_ptr<TensorDictSequentialImpl>(
+  auto out = std::shared_ptr<TensorDictSequentialImpl>(
       new TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}));
+  out->inplace_ = inplace_;
+  return out;
 }
 
 TensorDictSequential TensorDictSequentialImpl::select_subsequence(std::optional<Keys> in_keys_opt,

@@ -14,10 +14,12 @@
 
 #include <concepts>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -41,6 +43,9 @@ struct TensorDictModuleOptions {
   // How a KeyMap reads (see KeyMap; unset: true). Only for KeyMap in_keys:
   // given with a list of keys it is std::invalid_argument.
   TORCH_ARG(std::optional<bool>, out_to_in_map) = std::nullopt;
+  // Where the outputs go without an output tensordict (common.py:1110): the
+  // input (the default), a new TensorDict (False, or None), input.empty().
+  TORCH_ARG(Inplace, inplace) = Inplace::True;
 };
 
 // Wraps a torch module (AnyModule, or a holder / shared_ptr such as
@@ -140,6 +145,47 @@ class TensorDictModule : public TensorDictModuleHolder<TensorDictModuleImpl> {
   template <class F>
   requires detail::KwargsFunction<F> TensorDictModule(F fn, const KeyMap& in_keys, Keys out_keys, Options options)
       : TensorDictModule(std::move(fn), in_keys, std::move(out_keys), "<function>", std::move(options)) {}
+};
+
+// tensordict's WrapModule: any function of a whole tensordict as a module
+// of a sequence (a reshape, a transform that needs every key). in_keys and
+// out_keys only inform the sequence; they are not checked.
+struct WrapModuleOptions {
+  // Write the function's result into the input (update) and return the
+  // input, unless the function returned the input itself.
+  TORCH_ARG(bool, inplace) = false;
+  TORCH_ARG(Keys, in_keys) = {};
+  TORCH_ARG(Keys, out_keys) = {};
+};
+
+class WrapModuleImpl : public TensorDictModuleBase {
+ public:
+  using Function = std::function<TensorDictBase(const TensorDictBase&)>;
+  explicit WrapModuleImpl(Function fn, WrapModuleOptions options = {});
+
+  std::string_view type_name() const override { return "WrapModule"; }
+  bool inplace() const { return inplace_; }
+
+ protected:
+  // With an output tensordict, the result is written into it (update).
+  TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+
+ private:
+  Function fn_;
+  bool inplace_;
+};
+
+//   WrapModule([](const TensorDictBase& td) { return td.reshape({-1}); })
+class WrapModule : public TensorDictModuleHolder<WrapModuleImpl> {
+ public:
+  using Holder = TensorDictModuleHolder<WrapModuleImpl>;
+  using Options = WrapModuleOptions;
+  WrapModule(std::nullptr_t) : Holder(nullptr) {}
+  WrapModule(std::shared_ptr<WrapModuleImpl> impl) : Holder(std::move(impl)) {}
+  template <class F>
+  requires std::is_invocable_r_v<TensorDictBase, F, const TensorDictBase&>
+  explicit WrapModule(F fn, Options options = {})
+      : Holder(std::make_shared<WrapModuleImpl>(WrapModuleImpl::Function(std::move(fn)), std::move(options))) {}
 };
 
 }  // namespace tensordict::nn

@@ -29,6 +29,17 @@ namespace tensordict::nn {
 
 using Keys = std::vector<NestedKey>;
 
+// tensordict's `inplace` argument of TensorDictModule and
+// TensorDictSequential: where forward() writes the outputs when it is given
+// no output tensordict.
+enum class Inplace {
+  None,   // TensorDictModule: as False. TensorDictSequential (its default):
+          // where the modules wrote, each by its own rule
+  True,   // into the input (TensorDictModule's default)
+  False,  // into a new TensorDict with no batch size and no device
+  Empty,  // into input.empty(): the input's batch size and device, no keys
+};
+
 // Python's NotImplementedError (e.g. a distribution without a closed-form mean).
 using tensordict::NotImplementedError;
 
@@ -120,6 +131,9 @@ class TensorDictModuleBase : public torch::nn::Module {
   // into `out`; without, `body` runs on `td`.
   static TensorDictBase run_into(const TensorDictBase& td, const std::optional<TensorDictBase>& out, const Keys& keys,
                                  const Body& body);
+  // The tensordict the outputs go to by the `inplace` rule, for input `td`
+  // (None as False).
+  static TensorDictBase output_for(const TensorDictBase& td, Inplace inplace);
   // Throws a KeyError naming this module and the in_keys `td` lacks.
   void check_inputs(const TensorDictBase& td, const Keys& keys) const;
 

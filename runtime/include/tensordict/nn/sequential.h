@@ -29,14 +29,20 @@ using NamedModules = std::vector<std::pair<std::string, ModuleRef>>;
 // selected_out_keys: select_out_keys(selected_out_keys) at construction
 // (empty: none, as in tensordict).
 //
+// inplace (sequence.py:632): without an output tensordict, the modules run on
+// the input and the chain's out_keys are then written into the input (True),
+// a new TensorDict (False) or input.empty() (Empty); None (the default)
+// returns the tensordict the last module wrote into.
+//
 // Named modules (NamedModules, tensordict's OrderedDict) are registered under
 // their names ("module.<name>"); seq["name"] reaches one. Integer indices work
 // on every sequence.
 class TensorDictSequentialImpl : public TensorDictModuleBase {
  public:
   explicit TensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false,
-                                    Keys selected_out_keys = {});
-  explicit TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {});
+                                    Keys selected_out_keys = {}, Inplace inplace = Inplace::None);
+  explicit TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {},
+                                    Inplace inplace = Inplace::None);
 
   std::string_view type_name() const override { return "TensorDictSequential"; }
   std::string repr() const override;
@@ -65,6 +71,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   // The modules' names; empty for a sequence built from a list.
   const std::vector<std::string>& names() const { return names_; }
   bool partial_tolerant() const { return partial_tolerant_; }
+  Inplace inplace() const { return inplace_; }
 
   // The modules needed to compute `out_keys` from `in_keys` (defaults: this
   // sequence's). Forward: a module is kept when all its in_keys are available
@@ -109,6 +116,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   std::vector<ModulePtr> modules_;
   std::vector<std::string> names_;
   bool partial_tolerant_;
+  Inplace inplace_ = Inplace::None;
 
  private:
   // Replaces the modules (and names), recomputing the keys and registering
@@ -123,12 +131,14 @@ class TensorDictSequential : public TensorDictModuleHolder<TensorDictSequentialI
   using Holder = TensorDictModuleHolder<TensorDictSequentialImpl>;
   TensorDictSequential(std::nullptr_t) : Holder(nullptr) {}
   TensorDictSequential(std::shared_ptr<TensorDictSequentialImpl> impl) : Holder(std::move(impl)) {}
-  TensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false, Keys selected_out_keys = {})
+  TensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false, Keys selected_out_keys = {},
+                       Inplace inplace = Inplace::None)
       : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                          std::move(selected_out_keys))) {}
-  TensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {})
+                                                          std::move(selected_out_keys), inplace)) {}
+  TensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {},
+                       Inplace inplace = Inplace::None)
       : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                          std::move(selected_out_keys))) {}
+                                                          std::move(selected_out_keys), inplace)) {}
 };
 
 }  // namespace tensordict::nn

@@ -1,0 +1,151 @@
+// Where modules write: TensorDictModule's and TensorDictSequential's
+// `inplace` (test_nn.py), and WrapModule (nn/common.py:1364).
+#include "nn_test.h"
+
+using tnn::Inplace;
+
+namespace {
+// lambda x: (x, x), in_keys=["x"], out_keys=["y", "z"].
+tnn::TensorDictModule twice(Inplace inplace) {
+  return tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x, x); }, {"x"}, {"y", "z"},
+                               tnn::TensorDictModule::Options().inplace(inplace));
+}
+}  // namespace
+
+TEST_CASE("TensorDictModule inplace=False and \"empty\" write into a new tensordict (test_nn.py::test_tdmodule_inplace)",
+          "[module][inplace][test_nn.py]") {
+  const at::Tensor x = at::tensor({0.0});
+  {
+    auto tdm = twice(Inplace::False);
+    TensorDict td({{"x", x}}, {1}, at::Device(at::kCPU));
+    const TensorDictBase out = tdm(td);
+    CHECK(out.impl() != td.impl());
+    CHECK_FALSE(out.contains("x"));
+    CHECK(at::equal(out.get("y"), x));
+    CHECK(at::equal(out.get("z"), x));
+    CHECK(out.batch_size().empty());
+    CHECK_FALSE(out.device().has_value());
+    CHECK(td.keys().size() == 1);  // the input is left alone
+  }
+  {
+    auto tdm = twice(Inplace::Empty);
+    TensorDict td({{"x", x}}, {1}, at::Device(at::kCPU));
+    const TensorDictBase out = tdm(td);
+    CHECK(out.impl() != td.impl());
+    CHECK_FALSE(out.contains("x"));
+    CHECK(out.contains("y"));
+    CHECK(out.contains("z"));
+    CHECK(out.batch_size().vec() == std::vector<int64_t>{1});
+    CHECK(out.device() == at::Device(at::kCPU));
+    // A given output tensordict prevails.
+    const TensorDictBase given = tdm(td, TensorDict());
+    CHECK_FALSE(given.contains("x"));
+    CHECK(given.contains("y"));
+    CHECK(given.contains("z"));
+    CHECK(given.batch_size().empty());
+    CHECK_FALSE(given.device().has_value());
+  }
+  {
+    // None acts as False for a module; True (the default) writes into the input.
+    TensorDict td({{"x", x}}, {1});
+    CHECK(twice(Inplace::None)(td).impl() != td.impl());
+    const TensorDictBase out = twice(Inplace::True)(td);
+    CHECK(out.impl() == td.impl());
+    CHECK(td.contains("y"));
+  }
+}
+
+TEST_CASE("TensorDictSequential inplace with modules in or out of place (test_nn.py::test_tdseq_inplace)",
+          "[sequential][inplace][test_nn.py]") {
+  for (const Inplace inplace : {Inplace::True, Inplace::False, Inplace::None}) {
+    for (const Inplace module_inplace : {Inplace::True, Inplace::False}) {
+      INFO("inplace " << static_cast<int>(inplace) << ", module inplace " << static_cast<int>(module_inplace));
+      tnn::TensorDictSequential model(
+          {tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x + 1, x - 1); }, {"input"},
+                                 {{"intermediate", "0"}, {"intermediate", "1"}},
+                                 tnn::TensorDictModule::Options().inplace(module_inplace)),
+           tnn::TensorDictModule([](const at::Tensor& y0, const at::Tensor& y1) { return y0 * y1; },
+                                 {{"intermediate", "0"}, {"intermediate", "1"}}, {"output"},
+                                 tnn::TensorDictModule::Options().inplace(module_inplace))},
+          false, {}, inplace);
+      TensorDict input({{"input", at::zeros({})}}, {});
+      const TensorDictBase output = model(input);
+      if (inplace == Inplace::True) {
+        CHECK(output.impl() == input.impl());
+        CHECK(output.contains("input"));
+      } else if (module_inplace == Inplace::False || inplace == Inplace::False) {
+        CHECK(output.impl() != input.impl());
+        CHECK_FALSE(output.contains("input"));
+      } else {
+        CHECK(output.impl() == input.impl());
+        CHECK(output.contains("input"));
+      }
+      // (0 + 1) * (0 - 1)
+      REQUIRE(output.contains("output"));
+      CHECK(output.get("output").item<float>() == -1.0f);
+    }
+  }
+}
+
+TEST_CASE("TensorDictSequential inplace=\"empty\" keeps the input's batch size and writes only out_keys",
+          "[sequential][inplace]") {
+  tnn::TensorDictSequential model(
+      {tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"})}, false, {}, Inplace::Empty);
+  TensorDict input({{"x", at::ones({3, 2})}}, {3});
+  const TensorDictBase out = model(input);
+  CHECK(out.impl() != input.impl());
+  CHECK(out.batch_size().vec() == std::vector<int64_t>{3});
+  CHECK_FALSE(out.contains("x"));
+  CHECK(at::equal(out.get("y"), at::full({3, 2}, 2.0)));
+  // The module wrote in place: the input has y too (sequence.py runs the chain on it).
+  CHECK(at::equal(input.get("y"), at::full({3, 2}, 2.0)));
+  CHECK(model->inplace() == Inplace::Empty);
+  CHECK(model->slice(0)->inplace() == Inplace::Empty);  // sub-sequences keep it
+}
+
+TEST_CASE("WrapModule runs a function of the whole tensordict in a sequence (nn/common.py WrapModule)",
+          "[wrap][sequential]") {
+  // The docstring's example: a reshape between two modules.
+  tnn::TensorDictSequential seq({tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"}),
+                                 tnn::WrapModule([](const TensorDictBase& td) { return td.reshape({-1}); })});
+  TensorDict td({{"x", at::ones({3, 4, 5})}}, {3, 4});
+  const TensorDictBase out = seq(td);
+  CHECK(out.batch_size().vec() == std::vector<int64_t>{12});
+  CHECK(at::equal(out.get("y"), at::full({12, 5}, 2.0)));
+  CHECK(at::equal(out.get("x"), at::ones({12, 5})));
+  // in_keys and out_keys only inform the sequence (empty by default).
+  tnn::WrapModule informed([](const TensorDictBase& td) { return td; },
+                           tnn::WrapModule::Options().in_keys({"a"}).out_keys({"b"}));
+  CHECK(informed->in_keys() == std::vector<NestedKey>{"a"});
+  CHECK(informed->out_keys() == std::vector<NestedKey>{"b"});
+  CHECK(tnn::WrapModule([](const TensorDictBase& td) { return td; })->in_keys().empty());
+}
+
+TEST_CASE("WrapModule inplace writes the result into the input", "[wrap]") {
+  auto add_z = [](const TensorDictBase& td) {
+    TensorDict out({{"z", td.get("x") + 1}}, td.batch_size());
+    return TensorDictBase(out);
+  };
+  TensorDict td({{"x", at::zeros({2})}}, {2});
+  // Not in place: the function's result, the input unchanged.
+  const TensorDictBase fresh = tnn::WrapModule(add_z)(td);
+  CHECK(fresh.impl() != td.impl());
+  CHECK_FALSE(td.contains("z"));
+  CHECK_FALSE(fresh.contains("x"));
+  // In place: the input updated with the result, and returned.
+  const TensorDictBase updated = tnn::WrapModule(add_z, tnn::WrapModule::Options().inplace(true))(td);
+  CHECK(updated.impl() == td.impl());
+  CHECK(at::equal(td.get("z"), at::ones({2})));
+  CHECK(at::equal(td.get("x"), at::zeros({2})));
+  // A function returning its input: nothing to update.
+  auto same = [](const TensorDictBase& t) { return t; };
+  CHECK(tnn::WrapModule(same, tnn::WrapModule::Options().inplace(true))(td).impl() == td.impl());
+  // With an output tensordict, the result goes there.
+  TensorDict dest({}, {2});
+  const TensorDictBase into = tnn::WrapModule(add_z)(td, dest);
+  CHECK(into.impl() == dest.impl());
+  CHECK(at::equal(dest.get("z"), at::ones({2})));
+  // An empty function is refused.
+  CHECK(message_of([] { tnn::WrapModule(tnn::WrapModuleImpl::Function{}); }) ==
+        "WrapModule: the wrapped function is empty");
+}
