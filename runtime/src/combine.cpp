@@ -181,7 +181,7 @@ struct Combiner {
 };
 
 void check_nonempty(const std::vector<TensorDictBase>& tds, const char* op) {
-  if (tds.empty()) throw ValueError(fmt::format("{} needs at least one tensordict", op));
+  if (tds.empty()) throw std::runtime_error(fmt::format("{} needs at least one tensordict", op));
 }
 
 }  // namespace

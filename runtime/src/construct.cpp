@@ -60,7 +60,8 @@ namespace {
 // tensordict that has it.
 TensorDict merge(const std::vector<TensorDictBase>& tds, c10::function_ref<const MergeCallback*(const NestedKey&)> callback_for) {
   if (tds.size() < 2) {
-    throw ValueError(fmt::format("merge_tensordicts: at least 2 tensordicts must be provided, got {}", tds.size()));
+    throw std::runtime_error(
+        fmt::format("merge_tensordicts: at least 2 tensordicts must be provided, got {}", tds.size()));
   }
   TensorDict out = tds.front().empty(true);
   std::set<NestedKey> settled;
@@ -95,14 +96,14 @@ TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const std::
 TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, const at::Scalar& value) {
   const int64_t nb = td.batch_dims();
   if (pad_size.size() % 2 != 0 || static_cast<int64_t>(pad_size.size()) > 2 * nb) {
-    throw ValueError(fmt::format("pad: pad_size {} must have an even length of at most 2 * {} (the batch dims)",
-                                 shape_string(pad_size), nb));
+    throw std::runtime_error(fmt::format("pad: pad_size {} must have an even length of at most 2 * {} (the batch dims)",
+                                         shape_string(pad_size), nb));
   }
   std::vector<int64_t> batch = td.batch_size().vec();
   for (std::size_t d = 0; d < pad_size.size() / 2; ++d) {
     batch[d] += pad_size[2 * d] + pad_size[2 * d + 1];
     if (batch[d] < 0)
-      throw ValueError(fmt::format("pad: padding {} crops batch dim {} below zero", shape_string(pad_size), d));
+      throw std::runtime_error(fmt::format("pad: padding {} crops batch dim {} below zero", shape_string(pad_size), d));
   }
   auto fn = [&](const at::Tensor& t) {
     // constant_pad_nd lists pads from the last dim backwards.
@@ -118,7 +119,7 @@ TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, c
 }
 
 TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim, const at::Scalar& padding_value, bool return_mask) {
-  if (tds.empty()) throw ValueError("pad_sequence needs at least one tensordict");
+  if (tds.empty()) throw std::runtime_error("pad_sequence needs at least one tensordict");
   const auto keys = tds.front().keys(true, true);
   std::vector<TensorDict> padded;
   std::vector<TensorDict> masks;

@@ -279,9 +279,19 @@ TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
       if (at == std::string::npos) break;
       start = at + separator.size();
     }
+    // A key that lands on an entry, or under a tensor or non-tensor value,
+    // would override it: tensordict's KeyError (base.py:16966).
+    bool taken = out.contains(NestedKey(parts));
+    for (std::size_t n = 1; n < parts.size() && !taken; ++n) {
+      const auto above = out.get_value(NestedKey(std::vector<std::string>(parts.begin(), parts.begin() + n)));
+      taken = above && !above->is_tensordict();
+    }
     NestedKey key(std::move(parts));
-    if (out.contains(key)) {
-      throw ValueError(fmt::format("unflatten_keys: '{}' and another key both unflatten to {}", flat, key.repr()));
+    if (taken) {
+      throw KeyError(
+          fmt::format("unflatten_keys: Unflattening key(s) in tensordict will override an existing for "
+                      "unflattened key {} (from '{}')",
+                      key.repr(), flat));
     }
     out.set(key, value);
   });

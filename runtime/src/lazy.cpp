@@ -228,7 +228,7 @@ LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
 }
 
 LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
-  if (tds.empty()) throw ValueError("lazy_stack: items cannot be empty");
+  if (tds.empty()) throw std::runtime_error("lazy_stack: items cannot be empty");
   return LazyStackedTensorDict(tds, dim);
 }
 

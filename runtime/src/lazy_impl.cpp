@@ -59,9 +59,18 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
                                            shape_string(td.batch_size()), stack_dim_));
     }
     member_batch_ = td.batch_size().vec();
-  } else if (td.batch_size() != member_batch_) {
-    throw std::runtime_error(fmt::format("cannot add a tensordict of batch size {} to a lazy stack of members of batch size {}",
-                                         shape_string(td.batch_size()), shape_string(member_batch_)));
+  } else {
+    // tensordict's ValueErrors (_lazy.py:3526-3534).
+    if (td.device() != members_.front().device()) {
+      auto name = [](const std::optional<at::Device>& d) { return d ? d->str() : std::string("None"); };
+      throw ValueError(fmt::format("Devices differ: stack has device={}, new value has device={}",
+                                   name(members_.front().device()), name(td.device())));
+    }
+    if (td.batch_size() != member_batch_) {
+      throw ValueError(
+          fmt::format("Batch sizes in tensordicts differs: stack has batch_size={}, new_value has batch_size={}",
+                      shape_string(member_batch_), shape_string(td.batch_size())));
+    }
   }
   const auto n = static_cast<int64_t>(members_.size());
   if (position < -n - 1 || position > n) {

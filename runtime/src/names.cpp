@@ -83,7 +83,7 @@ TensorDictBase& TensorDictBase::refine_names(const Names& names) {
   for (std::size_t d = 0; d < nb; ++d) {
     if (!wanted[d]) continue;
     if (refined[d] && refined[d] != wanted[d]) {
-      throw ValueError(
+      throw std::runtime_error(
           fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d], *wanted[d]));
     }
     refined[d] = wanted[d];

@@ -225,8 +225,8 @@ Split::Split(at::IntArrayRef batch, const Names& names, std::vector<int64_t> siz
     : PlannedPieces{{}, names_after(names, [](Names&) {}), op}, sizes_(std::move(sizes)), d_(wrap_batch_dim(dim, ndim(batch), op)) {
   const int64_t total = std::accumulate(sizes_.begin(), sizes_.end(), int64_t{0});
   if (total != batch[d_]) {
-    throw ValueError(fmt::format("{}: sizes {} sum to {} but batch dim {} has size {}", op, shape_string(sizes_), total,
-                                 d_, batch[d_]));
+    throw std::runtime_error(fmt::format("{}: sizes {} sum to {} but batch dim {} has size {}", op,
+                                         shape_string(sizes_), total, d_, batch[d_]));
   }
   for (int64_t s : sizes_) {
     if (s < 0) throw ValueError(fmt::format("{}: negative size in {}", op, shape_string(sizes_)));

@@ -85,7 +85,9 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     auto existing = td.impl()->find(key);
     if (v.isTensor()) {
       if (!existing) {
-        if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        if (strict && !assign)
+          throw std::runtime_error(
+              fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
         refuse_new_key_if_locked(td, where(key));
         td.impl()->insert(key, v.toTensor());
       } else if (assign) {
@@ -95,7 +97,9 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
       }
     } else if (v.isGenericDict()) {
       if (!existing) {
-        if (strict && !assign) throw KeyError(fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
+        if (strict && !assign)
+          throw std::runtime_error(
+              fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
         refuse_new_key_if_locked(td, where(key));
         TensorDict created(TensorDictBase(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, td.device(), Names{})));
         td.impl()->insert(key, Value(created));
@@ -112,7 +116,8 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
   if (strict) {
     td.impl()->for_each([&](const std::string& key, const Value& value) {
       if (!value.is_non_tensor() && !sd.contains(key)) {
-        throw KeyError(fmt::format("load_state_dict: key {} is in the tensordict but not in the state dict", where(key)));
+        throw std::runtime_error(
+            fmt::format("load_state_dict: key {} is in the tensordict but not in the state dict", where(key)));
       }
     });
   }

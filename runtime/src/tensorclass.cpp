@@ -124,7 +124,7 @@ void throw_h5_non_tensor(std::string_view class_name, const schema::FieldInfo& f
 }
 
 void throw_empty_list(std::string_view op, std::string_view class_name) {
-  throw ValueError(fmt::format("{}: expected a non-empty list of {}", op, class_name));
+  throw std::runtime_error(fmt::format("{}: expected a non-empty list of {}", op, class_name));
 }
 
 

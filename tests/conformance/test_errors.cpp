@@ -6,6 +6,18 @@
 using namespace conformance;
 
 namespace {
+// Whether fn() throws an E (the kinds are checked by what they are not, too).
+template <class E, class Fn>
+bool throws_as(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E&) {
+    return true;
+  } catch (...) {
+  }
+  return false;
+}
+
 TensorDict sample() {
   return TensorDict({{"a", at::zeros({2, 3})}, {"n", TensorDict({{"b", at::zeros({2})}}, {2})}}, {2});
 }
@@ -53,4 +65,116 @@ TEST_CASE("a locked rename_key_ reports the lock first (test_methods.py::test_re
   td.lock_();
   CHECK(CONF_MESSAGE(td.rename_key_("missing", "b")).rfind("Cannot modify locked TensorDict.", 0) == 0);
   CHECK(CONF_MESSAGE(td.rename_key_("a", "b")).rfind("Cannot modify locked TensorDict.", 0) == 0);
+}
+
+TEST_CASE(
+    "an unflattened key that would override an entry is a KeyError "
+    "(test_generic.py::test_flatten_unflatten_key_collision)",
+    "[conformance][test_generic.py]") {
+  const auto z = [] { return at::zeros({3}); };
+  const std::vector<TensorDict> collide{
+      TensorDict({{"a.b.c", z()}, {"a", TensorDict({{"b", TensorDict({{"c", z()}}, {})}}, {})}}, {}),
+      TensorDict({{"a.b", z()}, {"a", TensorDict({{"b", z()}}, {})}, {"g", TensorDict({{"d", z()}}, {})}}, {}),
+      TensorDict({{"a.b.c", z()}, {"a", TensorDict({{"b", TensorDict({{"c", z()}, {"d", z()}}, {})}}, {})}}, {}),
+      TensorDict({{"a.b.c.d", z()}, {"a", TensorDict({{"b", TensorDict({{"c", z()}}, {})}}, {})}}, {}),
+      TensorDict({{"a.b", z()}, {"a", TensorDict({{"b", TensorDict({{"c", z()}}, {})}}, {})}}, {})};
+  for (std::size_t i = 0; i < collide.size(); ++i) {
+    INFO("td" << i + 1);
+    CHECK_THROWS_AS(collide[i].unflatten_keys(), tensordict::KeyError);
+    CHECK_THAT(CONF_MESSAGE(collide[i].unflatten_keys()),
+               Catch::Contains("Unflattening key(s) in tensordict will override an existing for unflattened key"));
+    TensorDict copy(collide[i].clone());
+    CHECK_THROWS_AS(copy.unflatten_keys_(), tensordict::KeyError);
+  }
+  // td4 and td5 flatten without a collision.
+  CHECK(collide[3].flatten_keys().contains("a.b.c.d"));
+  CHECK(collide[3].flatten_keys().contains("a.b.c"));
+  CHECK(collide[4].flatten_keys().contains("a.b"));
+  CHECK(collide[4].flatten_keys().contains("a.b.c"));
+}
+
+TEST_CASE("pad with a bad pad size is a RuntimeError (test_methods.py::test_pad, test_generic.py::test_pad)",
+          "[conformance][test_methods.py][test_generic.py]") {
+  const TensorDict td({{"a", at::zeros({4, 3, 2})}}, {4, 3});
+  CHECK_THROWS_AS(tensordict::pad(td, std::vector<int64_t>(100, 0)), std::runtime_error);
+  CHECK_THROWS_AS(tensordict::pad(td, {0}), std::runtime_error);
+  CHECK(CONF_MESSAGE(tensordict::pad(td, {0})) ==
+        "pad: pad_size [0] must have an even length of at most 2 * 2 (the batch dims)");
+  CHECK_THROWS_AS(tensordict::pad(td, {-10, 0}), std::runtime_error);
+  CHECK(CONF_MESSAGE(tensordict::pad(td, {-10, 0})) == "pad: padding [-10, 0] crops batch dim 0 below zero");
+}
+
+TEST_CASE("an index with two ellipses is a RuntimeError (test_generic.py::test_getitem_range, ellipsis_index)",
+          "[conformance][test_generic.py]") {
+  const TensorDict td({{"a", at::zeros({4, 3, 2, 1})}}, {4, 3, 2, 1});
+  using at::indexing::Ellipsis;
+  CHECK_THROWS_AS(td.index({Ellipsis, 0, Ellipsis}), std::runtime_error);
+  CHECK(CONF_MESSAGE(td.index({0, Ellipsis, 0, Ellipsis})) == "an index can only have a single ellipsis (got 2)");
+  // Not an IndexError or a ValueError: tensordict's RuntimeError.
+  CHECK_FALSE(throws_as<std::invalid_argument>([&] { (void)td.index({Ellipsis, 0, Ellipsis}); }));
+  CHECK_FALSE(throws_as<std::out_of_range>([&] { (void)td.index({Ellipsis, 0, Ellipsis}); }));
+}
+
+TEST_CASE(
+    "split sizes that do not sum to the dim are a RuntimeError, a dim out of range an IndexError "
+    "(test_generic.py::test_split_with_invalid_arguments)",
+    "[conformance][test_generic.py]") {
+  const TensorDict td({{"a", at::zeros({3, 2})}}, {3, 2});
+  CHECK_THROWS_AS(td.split(std::vector<int64_t>{}, 0), std::runtime_error);
+  CHECK_THROWS_AS(td.split(std::vector<int64_t>{1, 1}, 0), std::runtime_error);
+  CHECK(CONF_MESSAGE(td.split(std::vector<int64_t>{1, 1}, 0)) ==
+        "split: sizes [1, 1] sum to 2 but batch dim 0 has size 3");
+  CHECK_THROWS_AS(td.split(1, 2), tensordict::IndexError);
+  CHECK_THROWS_AS(td.split(1, -3), tensordict::IndexError);
+}
+
+TEST_CASE("a strict load_state_dict with other keys is a RuntimeError (test_methods.py::test_state_dict_strict)",
+          "[conformance][test_methods.py]") {
+  for (const auto& name : fixture_names()) {
+    INFO(name);
+    Fixture f = make_fixture(name);
+    auto sd = f.td.state_dict();
+    CHECK(sd.erase("a") == 1);
+    TensorDictBase zero = f.td.clone().zero_();
+    CHECK_NOTHROW(zero.load_state_dict(sd, /*strict=*/false));
+    CHECK_THROWS_AS(zero.load_state_dict(sd, /*strict=*/true), std::runtime_error);
+    CHECK_FALSE(throws_as<std::out_of_range>([&] { zero.load_state_dict(sd, true); }));  // not a KeyError
+  }
+}
+
+TEST_CASE("refine_names against an existing name is a RuntimeError (test_nameddims.py::test_refine_names)",
+          "[conformance][test_nameddims.py]") {
+  TensorDict td({}, {3, 4, 5, 6});
+  td.refine_names({std::nullopt, std::nullopt, "c", "d"});
+  CHECK_THROWS_AS(td.refine_names({std::nullopt, std::nullopt, "d", "d"}), std::runtime_error);
+  CHECK(CONF_MESSAGE(td.refine_names({std::nullopt, std::nullopt, "d", "d"})) ==
+        "refine_names: dim 2 is named 'c' and cannot be refined to 'd'");
+}
+
+TEST_CASE("appending a member of another batch size or device is a ValueError (test_lazy.py::test_append)",
+          "[conformance][test_lazy.py]") {
+  auto lazy =
+      tensordict::lazy_stack({TensorDict({{"a", at::ones({4})}}, {4}), TensorDict({{"a", at::ones({4})}}, {4})});
+  CHECK_THROWS_AS(lazy.append(TensorDict({{"a", at::ones({17})}}, {17})), tensordict::ValueError);
+  CHECK(CONF_MESSAGE(lazy.append(TensorDict({{"a", at::ones({17})}}, {17}))) ==
+        "Batch sizes in tensordicts differs: stack has batch_size=[4], new_value has batch_size=[17]");
+  CHECK_THROWS_AS(lazy.insert(0, TensorDict({{"a", at::ones({17})}}, {17})), tensordict::ValueError);
+  CHECK_THROWS_AS(lazy.append(TensorDict({{"a", at::ones({4})}}, {4}, at::Device(at::kCPU))), tensordict::ValueError);
+  CHECK(CONF_MESSAGE(lazy.append(TensorDict({{"a", at::ones({4})}}, {4}, at::Device(at::kCPU)))) ==
+        "Devices differ: stack has device=None, new value has device=cpu");
+  CHECK(lazy.tensordicts().size() == 2);  // nothing added
+}
+
+TEST_CASE(
+    "stacking, concatenating or padding no tensordicts is a RuntimeError (_torch_func.py:441, 689; "
+    "_lazy.py:1530; functional.py:460, 623)",
+    "[conformance]") {
+  CHECK_THROWS_AS(tensordict::stack({}), std::runtime_error);
+  CHECK_THROWS_AS(tensordict::cat({}, 0), std::runtime_error);
+  CHECK_THROWS_AS(tensordict::lazy_stack({}), std::runtime_error);
+  CHECK_THROWS_AS(tensordict::pad_sequence({}), std::runtime_error);
+  CHECK_THROWS_AS(tensordict::merge_tensordicts({TensorDict({}, {})}), std::runtime_error);
+  CHECK_FALSE(throws_as<std::invalid_argument>([] { (void)tensordict::stack({}); }));
+  CHECK_FALSE(throws_as<std::invalid_argument>([] { (void)tensordict::lazy_stack({}); }));
+  CHECK_FALSE(throws_as<std::invalid_argument>([] { (void)tensordict::pad_sequence({}); }));
 }

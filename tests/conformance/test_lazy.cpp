@@ -259,7 +259,7 @@ TEST_CASE("an empty lazy stack has batch size 0 at the stack dim and takes membe
   CHECK(empty.batch_size() == at::IntArrayRef({1, 2}));
   empty.append(TensorDict({{"a", at::zeros({2, 3})}}, {2}));
   CHECK(empty.get("a").equal(at::stack({at::ones({2, 3}), at::zeros({2, 3})})));
-  CHECK_THROWS_WITH(empty.append(TensorDict({}, {3})), Catch::Contains("batch size [3]"));
+  CHECK_THROWS_WITH(empty.append(TensorDict({}, {3})), Catch::Contains("new_value has batch_size=[3]"));
   // A lazy stack of no tensordict given as a list is an error, as lazy_stack([]).
   CHECK(CONF_MESSAGE(tensordict::lazy_stack({})) == "lazy_stack: items cannot be empty");
   // Stacking empty stacks gives a dense [2, 0] (no member to pair up).

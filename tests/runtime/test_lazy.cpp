@@ -144,7 +144,7 @@ TEST_CASE("nested lazy stacks, densifying, unbind, append, maybe_dense_stack") {
   REQUIRE(lazy.batch_size() == at::IntArrayRef({4, 4}));
   lazy.insert(0, ms[1]);
   REQUIRE(lazy.tensordicts()[0].impl() == ms[1].impl());
-  REQUIRE_THAT(TD_MESSAGE(lazy.append(sample({5}))), Contains("batch size [5]"));
+  REQUIRE_THAT(TD_MESSAGE(lazy.append(sample({5}))), Contains("new_value has batch_size=[5]"));
 
   REQUIRE(maybe_dense_stack({sample({2}), sample({2})}).type_name() == "TensorDict");
   REQUIRE(maybe_dense_stack(members()).type_name() == "LazyStackedTensorDict");

@@ -69,10 +69,10 @@ TensorDictBase& TensorDictBase::memmap_() {
   // The leaves of these kinds live elsewhere (the source, the file): they
   // cannot be replaced by shared memory (tensordict's messages).
   if (type_name() == "_SubTensorDict") {
-    throw ValueError("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
+    throw std::runtime_error("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
   }
   if (type_name() == "PersistentTensorDict") {
-    throw ValueError("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
+    throw std::runtime_error("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   }
   std::vector<std::string> path;
   refuse_jagged(*impl_, path);  // first: a refusal changes nothing

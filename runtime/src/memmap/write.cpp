@@ -183,7 +183,7 @@ class Writer {
       return level;
     }
     if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
-      throw ValueError(
+      throw std::runtime_error(
           fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
                       "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
