@@ -1,6 +1,6 @@
 // Ports of tensordict's tests of new_*/ *_like constructors, fromkeys,
-// expand_as, softmax, logsumexp, all/any names, and the introspection methods
-// (sorted_keys, popitem, depth, bytes, data_ptr).
+// expand_as, pad_sequence's masks, softmax, logsumexp, all/any names, and the
+// introspection methods (sorted_keys, popitem, depth, bytes, data_ptr).
 #include "fixtures.h"
 
 using namespace conformance;
@@ -179,4 +179,25 @@ TEST_CASE("data_ptr over every fixture (test_methods.py::test_data_ptr)", "[conf
       CHECK(ptrs.get("a").item<int64_t>() == reinterpret_cast<std::intptr_t>(td.get("a").data_ptr()));
     }
   });
+}
+
+// Ports test_generic.py::TestGeneric::test_pad_sequence_pad_dim1 (make_mask=True).
+TEST_CASE(
+    "pad_sequence masks past the batch have the batch shape plus the padded dim "
+    "(test_generic.py::test_pad_sequence_pad_dim1)",
+    "[conformance][test_generic.py]") {
+  const TensorDict t1({{"a", at::ones({6, 3, 8})}, {{"b", "c"}, at::ones({6, 3})}}, {6});
+  const TensorDict t2({{"a", at::full({6, 5, 8}, 2.0)}, {{"b", "c"}, at::full({6, 7}, 2.0)}}, {6});
+  const TensorDict out = tensordict::pad_sequence({t1, t2}, 1, 0, true);
+  REQUIRE(out.batch_size() == at::IntArrayRef({2, 6}));
+  REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 6, 5, 8}));
+  REQUIRE(out.get({"b", "c"}).sizes() == at::IntArrayRef({2, 6, 7}));
+  const at::Tensor mask_a = out.get({"masks", "a"}), mask_c = out.get({"masks", "b", "c"});
+  REQUIRE(mask_a.sizes() == at::IntArrayRef({2, 6, 5}));
+  REQUIRE(mask_c.sizes() == at::IntArrayRef({2, 6, 7}));
+  REQUIRE(at::equal(mask_a.sum(-1), at::tensor({3, 5}, at::kLong).view({2, 1}).expand({2, 6})));
+  REQUIRE(at::equal(mask_c.sum(-1), at::tensor({3, 7}, at::kLong).view({2, 1}).expand({2, 6})));
+  REQUIRE(out.get("a").index({mask_a}).ne(0).all().item<bool>());
+  REQUIRE(out.get("a").index({~mask_a}).eq(0).all().item<bool>());
+  REQUIRE(out.get({"b", "c"}).index({~mask_c}).eq(0).all().item<bool>());
 }

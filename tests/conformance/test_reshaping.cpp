@@ -1,7 +1,8 @@
 // Ports of tensordict's tests of the batch-rearranging methods: movedim,
 // swapaxes, narrow, broadcast_to, tensor_split, flip, roll, tile, repeat,
-// repeat_interleave. Each case names the Python test it ports; "over every
-// fixture" cases run on all of tensordict's fixture kinds (fixtures.h).
+// repeat_interleave, flatten without batch dims. Each case names the Python
+// test it ports; "over every fixture" cases run on all of tensordict's
+// fixture kinds (fixtures.h).
 #include "fixtures.h"
 
 using namespace conformance;
@@ -260,4 +261,20 @@ TEST_CASE("shape ops keep names where tensordict does", "[conformance][test_meth
   CHECK((td.repeat({2, 1}).names() == tensordict::Names{"x", "y"}));
   CHECK((td.repeat_interleave(2, 1).names() == tensordict::Names{"x", "y"}));
   CHECK_FALSE(td.tile({2, 1}).has_names());
+}
+
+// Ports test_generic.py::TestGeneric::test_flatten_empty and test_flatten_00.
+TEST_CASE(
+    "flatten of a tensordict with no batch dims gives batch [1], as torch.flatten of a 0-dim tensor "
+    "(test_generic.py::test_flatten_empty, test_flatten_00)",
+    "[conformance][test_generic.py]") {
+  const TensorDict td({{"a", at::arange(2.0)}}, {});
+  for (const auto& [start, end] : std::vector<std::pair<int64_t, int64_t>>{{0, -1}, {0, 0}}) {
+    const auto flat = td.flatten(start, end);
+    REQUIRE(flat.batch_size() == at::IntArrayRef({1}));
+    REQUIRE(at::equal(flat.get("a"), at::arange(2.0).unsqueeze(0)));
+  }
+  const TensorDict one({{"a", at::zeros({2})}}, {2});
+  REQUIRE(one.flatten(0, 0).batch_size() == at::IntArrayRef({2}));
+  REQUIRE(one.flatten(0, 0).get("a").sizes() == at::IntArrayRef({2}));
 }

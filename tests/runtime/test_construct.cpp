@@ -138,24 +138,6 @@ TEST_CASE("pad_sequence masks along a batch dim have the batch shape") {
   }
 }
 
-// Ports test_generic.py::TestGeneric::test_pad_sequence_pad_dim1 (make_mask=True).
-TEST_CASE("pad_sequence masks past the batch have the batch shape plus the padded dim") {
-  const TensorDict t1({{"a", at::ones({6, 3, 8})}, {{"b", "c"}, at::ones({6, 3})}}, {6});
-  const TensorDict t2({{"a", at::full({6, 5, 8}, 2.0)}, {{"b", "c"}, at::full({6, 7}, 2.0)}}, {6});
-  const TensorDict out = pad_sequence({t1, t2}, 1, 0, true);
-  REQUIRE(out.batch_size() == at::IntArrayRef({2, 6}));
-  REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 6, 5, 8}));
-  REQUIRE(out.get({"b", "c"}).sizes() == at::IntArrayRef({2, 6, 7}));
-  const at::Tensor mask_a = out.get({"masks", "a"}), mask_c = out.get({"masks", "b", "c"});
-  REQUIRE(mask_a.sizes() == at::IntArrayRef({2, 6, 5}));
-  REQUIRE(mask_c.sizes() == at::IntArrayRef({2, 6, 7}));
-  REQUIRE(at::equal(mask_a.sum(-1), at::tensor({3, 5}, at::kLong).view({2, 1}).expand({2, 6})));
-  REQUIRE(at::equal(mask_c.sum(-1), at::tensor({3, 7}, at::kLong).view({2, 1}).expand({2, 6})));
-  REQUIRE(out.get("a").index({mask_a}).ne(0).all().item<bool>());
-  REQUIRE(out.get("a").index({~mask_a}).eq(0).all().item<bool>());
-  REQUIRE(out.get({"b", "c"}).index({~mask_c}).eq(0).all().item<bool>());
-}
-
 TEST_CASE("named dtype casts") {
   auto td = sample({2});
 #define CHECK_CAST(name, dtype) REQUIRE(td.name().get("a").scalar_type() == dtype);

@@ -34,36 +34,6 @@ TEST_CASE("non-tensor data is carried through indexing, shape ops and copies") {
   REQUIRE(td.flatten_keys().get_non_tensor("s") == "text");
 }
 
-TEST_CASE("stacking equal values keeps one value; different values give a stack") {
-  TensorDict a({{"x", at::zeros({2})}}, {2});
-  TensorDict b({{"x", at::ones({2})}}, {2});
-  a.set_non_tensor("same", "v");
-  b.set_non_tensor("same", "v");
-  a.set_non_tensor("diff", "a");
-  b.set_non_tensor("diff", "b");
-  auto s = stack({a, b}, 0);
-  REQUIRE(s.get_non_tensor("same") == "v");
-  REQUIRE_FALSE(s.get_value("same")->non_tensor().is_stack());
-  REQUIRE(s.get_value("diff")->non_tensor().is_stack());
-  REQUIRE(s.get_non_tensor("diff") == Json::parse(R"([["a","a"],["b","b"]])"));
-  // Indexing a stack selects elements; a single remaining value collapses.
-  REQUIRE(s.index({1}).get_non_tensor("diff") == "b");
-  REQUIRE_FALSE(s.index({1}).get_value("diff")->non_tensor().is_stack());
-  REQUIRE(s.index({Slice(), 0}).get_non_tensor("diff") == Json::parse(R"(["a","b"])"));
-  auto parts = s.unbind(0);
-  REQUIRE(parts[0].get_non_tensor("diff") == "a");
-  REQUIRE(s.transpose(0, 1).get_non_tensor("diff") == Json::parse(R"([["a","b"],["a","b"]])"));
-  auto c = cat({s, s.index({Slice(0, 1)})}, 0);
-  REQUIRE(c.get_non_tensor("diff") == Json::parse(R"([["a","a"],["b","b"],["a","a"]])"));
-  auto s1 = stack({a, b}, 1);
-  REQUIRE(s1.get_non_tensor("diff") == Json::parse(R"([["a","b"],["a","b"]])"));
-  REQUIRE(s.clone().get_non_tensor("diff") == s.get_non_tensor("diff"));
-
-  TensorDict c_tensor({{"x", at::zeros({2})}, {"diff", at::zeros({2})}}, {2});
-  c_tensor.set_non_tensor("same", "v");
-  REQUIRE_THAT(TD_MESSAGE(stack({a, c_tensor})), Contains("key 'diff' is non-tensor data in tensordict 0 but a tensor in tensordict 1"));
-}
-
 TEST_CASE("a non-tensor stack must span the batch it is set into") {
   TensorDict td({}, {3});
   td.set("ok", NonTensorData::stack({"a", "b", "c"}, {3}));
@@ -86,59 +56,4 @@ TEST_CASE("non-tensor reprs follow tensordict") {
   REQUIRE(python_repr(Json::parse(R"({"k": [1, 2.5, null, true, "it's"]})")) == R"({'k': [1, 2.5, None, True, "it's"]})");
   REQUIRE(python_str(Json(1.0)) == "1.0");
   REQUIRE(python_str(Json("plain")) == "plain");
-}
-
-// Ports tensordict's test_methods.py::test_masking_set on the
-// td_with_non_tensor fixture: TensorDict.__setitem__ with a tensordict value
-// writes non-tensor entries at the index too (_td.py _set_at_str: the
-// destination becomes a NonTensorStack); a key the destination lacks holds
-// None outside the index, as a new tensor holds zeros.
-TEST_CASE("index_put_ writes non-tensor data at the index (masks included)", "[non_tensor][index_put_]") {
-  const at::Tensor m = mask({1, 0, 1, 0});
-  TensorDict value({{"a", at::ones({2})}, {"s", NonTensorData::stack({"x", "y"}, {2})}}, {2});
-  value.set({"nested", "t"}, NonTensorData::stack({"u", "v"}, {2}));
-
-  TensorDict td({{"a", at::zeros({4})}, {"s", NonTensorData::stack({"a", "b", "c", "d"}, {4})}}, {4});
-  td.set({"nested", "t"}, NonTensorData(Json("w")));
-  td.index_put_({m}, value);
-  REQUIRE(at::equal(td.get("a"), at::tensor({1.f, 0.f, 1.f, 0.f})));
-  REQUIRE(td.get_non_tensor("s") == Json::array({"x", "b", "y", "d"}));
-  REQUIRE(td.get_non_tensor({"nested", "t"}) == Json::array({"u", "w", "v", "w"}));
-
-  // A single value becomes a stack; writing the value it already holds keeps it single.
-  TensorDict single({{"a", at::zeros({4})}, {"s", NonTensorData(Json("z"))}}, {4});
-  single.index_put_({Slice(1, 3)}, value.exclude({"nested"}));
-  REQUIRE(single.get_non_tensor("s") == Json::array({"z", "x", "y", "z"}));
-  TensorDict same({{"a", at::zeros({4})}, {"s", NonTensorData(Json("z"))}}, {4});
-  same.index_put_({m}, TensorDict({{"s", NonTensorData(Json("z"))}}, {2}));
-  REQUIRE_FALSE(same.get_value("s")->non_tensor().is_stack());
-
-  // A missing key: None outside the index.
-  TensorDict missing({{"a", at::zeros({4})}}, {4});
-  missing.index_put_({m}, value.exclude({"nested"}));
-  REQUIRE(missing.get_non_tensor("s") == Json::array({"x", nullptr, "y", nullptr}));
-
-  // Indexed writes are allowed on a locked tensordict, as for tensors.
-  TensorDict locked({{"a", at::zeros({4})}, {"s", NonTensorData(Json("z"))}}, {4});
-  locked.lock_();
-  locked.index_put_({m}, value.exclude({"nested"}));
-  REQUIRE(locked.get_non_tensor("s") == Json::array({"x", "z", "y", "z"}));
-
-  // A lazy stack writes into its members; a sub-view into its source.
-  TensorDict m0({{"s", NonTensorData::stack({"p", "q", "r"}, {3})}}, {3});
-  TensorDict m1({{"s", NonTensorData(Json("z"))}}, {3});
-  auto lazy = lazy_stack({m0, m1}, 0);
-  lazy.index_put_({mask({1, 0, 0, 0, 0, 1}).reshape({2, 3})}, TensorDict({{"s", NonTensorData::stack({"x", "y"}, {2})}}, {2}));
-  REQUIRE(m0.get_non_tensor("s") == Json::array({"x", "q", "r"}));
-  REQUIRE(m1.get_non_tensor("s") == Json::array({"z", "z", "y"}));
-
-  TensorDict source({{"s", NonTensorData::stack({"a", "b", "c", "d"}, {4})}}, {4});
-  auto sub = source.get_sub_tensordict({Slice(1, 4)});
-  sub.index_put_({mask({1, 0, 1})}, TensorDict({{"s", NonTensorData::stack({"x", "y"}, {2})}}, {2}));
-  REQUIRE(source.get_non_tensor("s") == Json::array({"a", "x", "c", "y"}));
-  sub.set_non_tensor("s", "k");
-  REQUIRE(source.get_non_tensor("s") == Json::array({"a", "k", "k", "k"}));
-
-  REQUIRE_THAT(TD_MESSAGE(td.index_put_({m}, TensorDict({{"a", NonTensorData(Json("q"))}}, {2}))),
-               Contains("index_put_ failed for key 'a'") && Contains("tensor"));
 }

@@ -101,19 +101,6 @@ TEST_CASE("flatten and unflatten") {
   REQUIRE_THAT(TD_MESSAGE(f.unflatten(1, {5, -1})), Contains("unflatten: shape [5, -1] is invalid"));
 }
 
-// Ports test_generic.py::TestGeneric::test_flatten_empty and test_flatten_00.
-TEST_CASE("flatten of a tensordict with no batch dims gives batch [1], as torch.flatten of a 0-dim tensor") {
-  const TensorDict td({{"a", at::arange(2.0)}}, {});
-  for (const auto& [start, end] : std::vector<std::pair<int64_t, int64_t>>{{0, -1}, {0, 0}}) {
-    const auto flat = td.flatten(start, end);
-    REQUIRE(flat.batch_size() == at::IntArrayRef({1}));
-    REQUIRE(at::equal(flat.get("a"), at::arange(2.0).unsqueeze(0)));
-  }
-  const TensorDict one({{"a", at::zeros({2})}}, {2});
-  REQUIRE(one.flatten(0, 0).batch_size() == at::IntArrayRef({2}));
-  REQUIRE(one.flatten(0, 0).get("a").sizes() == at::IntArrayRef({2}));
-}
-
 TEST_CASE("unbind, split and chunk give the pieces torch gives") {
   auto td = three_dims();
   auto x = td.get("x");
