@@ -1,35 +1,13 @@
 // Ports of tensordict's tests of locking: set() on a locked tensordict, the
 // lock of a sub-tensordict, locks kept by shape ops, and a tensordict held by
 // two locked graphs.
+#include "../builders.h"
 #include "fixtures.h"
 
 using namespace conformance;
 using Catch::Matchers::Contains;
 
-namespace {
-
-// A tensor whose values are all different, so misplaced elements show.
-at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
-}
-
-std::vector<int64_t> cat_shape(at::IntArrayRef a, at::IntArrayRef b) {
-  std::vector<int64_t> out(a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
-  return out;
-}
-
-// {"a": [B..., 4], "b": [B...] int64, "nested": {"c": [B..., 2, 3]}} over batch B.
-TensorDict sample(at::IntArrayRef batch) {
-  return TensorDict({{"a", iota(cat_shape(batch, {4}))},
-                     {"b", iota(batch, at::kLong) * 10},
-                     {"nested", TensorDict({{"c", iota(cat_shape(batch, {2, 3})) + 0.5}}, batch)}},
-                    batch);
-}
-
-}  // namespace
+using td_test::sample;
 
 // Ports tensordict's test_methods.py::test_lock_write: tensordict's set() is
 // never in place (_td.py:2617), so on a locked tensordict it raises for every

@@ -1,6 +1,7 @@
 // Ports of tensordict's tests of writes through a sub-tensordict (the values
 // reach the source, and a view cannot replace its source's entry) and of
 // non-tensor data (stacking, and indexed writes of non-tensor entries).
+#include "../builders.h"
 #include "fixtures.h"
 
 using namespace conformance;
@@ -12,33 +13,8 @@ using tensordict::lazy_stack;
 using tensordict::NonTensorData;
 using tensordict::stack;
 
-namespace {
-
-// A tensor whose values are all different, so misplaced elements show.
-at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
-}
-
-// A bool mask from 0/1 values (libtorch 1.13 cannot build bool tensors from a list).
-at::Tensor mask(std::vector<int64_t> bits) { return at::tensor(bits, at::kLong).to(at::kBool); }
-
-std::vector<int64_t> cat_shape(at::IntArrayRef a, at::IntArrayRef b) {
-  std::vector<int64_t> out(a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
-  return out;
-}
-
-// {"a": [B..., 4], "b": [B...] int64, "nested": {"c": [B..., 2, 3]}} over batch B.
-TensorDict sample(at::IntArrayRef batch) {
-  return TensorDict({{"a", iota(cat_shape(batch, {4}))},
-                     {"b", iota(batch, at::kLong) * 10},
-                     {"nested", TensorDict({{"c", iota(cat_shape(batch, {2, 3})) + 0.5}}, batch)}},
-                    batch);
-}
-
-}  // namespace
+using td_test::mask;
+using td_test::sample;
 
 // Ports tensordict's test_methods.py::test_write_on_subtd on the lazy-stack
 // fixture: _SubTensorDict over a LazyStackedTensorDict writes every value
