@@ -6,7 +6,8 @@
 //   ValueError           a bad value or shape           (a std::invalid_argument)
 //   TypeError            an argument or entry of the    (a std::invalid_argument)
 //                        wrong kind (a tensor where a tensordict is expected,
-//                        non-tensor data of another type, exclusive options)
+//                        a handle of another kind, non-tensor data of another
+//                        type)
 //   NotImplementedError  an op the object does not define (a std::logic_error)
 //   RuntimeError         std::runtime_error (shape, device, lock, file problems)
 // Python's KeyError and IndexError are both LookupErrors, as these two are
