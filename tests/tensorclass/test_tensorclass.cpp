@@ -295,7 +295,7 @@ TEST_CASE("stack and cat") {
         "stack: non-tensor field Observation.task differs: 'walk' in element 0 but 'run' in element 1");
   CHECK(message_of([&] { Observation::cat({a, make_obs({2}, false)}); }) ==
         "cat: optional field Observation.depth is set in element 0 but not in element 1 (or the reverse)");
-  CHECK_THROWS_AS(Observation::stack({}), std::invalid_argument);
+  CHECK_THROWS_AS(Observation::stack({}), std::runtime_error);  // torch.stack([]): RuntimeError
 }
 
 TEST_CASE("unbind, split, chunk") {
