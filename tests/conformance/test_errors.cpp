@@ -166,8 +166,8 @@ TEST_CASE("appending a member of another batch size or device is a ValueError (t
 }
 
 TEST_CASE(
-    "stacking, concatenating or padding no tensordicts is a RuntimeError (_torch_func.py:441, 689; "
-    "_lazy.py:1530; functional.py:460, 623)",
+    "stacking, concatenating or padding no tensordicts is a RuntimeError (_torch_func.py:441, 689, "
+    "_lazy.py:1530, functional.py:460, 623)",
     "[conformance]") {
   CHECK_THROWS_AS(tensordict::stack({}), std::runtime_error);
   CHECK_THROWS_AS(tensordict::cat({}, 0), std::runtime_error);

@@ -101,7 +101,7 @@ TEST_CASE("update with update_batch_size takes the source's batch size, keeping 
 }
 
 TEST_CASE("select_, exclude_, flatten_keys_ and unflatten_keys_ rearrange the tensordict itself (test_generic.py::test_select_nested, "
-          "test_exclude_nested; test_methods.py::test_flatten_keys, test_unflatten_keys)",
+          "test_exclude_nested, test_methods.py::test_flatten_keys, test_unflatten_keys)",
           "[conformance][test_generic.py]") {
   TensorDict td = abc();
   const auto nested = td.get_td("b").impl();

@@ -173,7 +173,7 @@ TEST_CASE("update and update_ between parents of heterogeneous lazy stacks write
                     "update: a stack of 2 tensordicts cannot take 3 along its stack dim");
 }
 
-TEST_CASE("a lazy stack of named members is named; renaming names the members (_lazy.py:590 names, _set_names)",
+TEST_CASE("a lazy stack of named members is named, renaming names the members (_lazy.py:590 names, _set_names)",
           "[conformance][test_lazy.py]") {
   const TensorDict a({{"x", at::zeros({2, 3})}}, {2, 3}, std::nullopt, {"b", "c"});
   const TensorDict b({{"x", at::ones({2, 3})}}, {2, 3}, std::nullopt, {"b", "c"});

@@ -14,7 +14,7 @@ using td_test::sample;
 // key, existing ones included; set_() writes in place; update() sets, so it
 // raises too, and update_() writes in place.
 TEST_CASE(
-    "a locked tensordict refuses set() of existing keys; set_ and update_ write in place "
+    "a locked tensordict refuses set() of existing keys, set_ and update_ write in place "
     "(test_methods.py::test_lock_write)",
     "[conformance][test_methods.py]") {
   auto td = sample({2});
@@ -40,7 +40,7 @@ TEST_CASE(
 // sub_td fixtures: a sub-tensordict's lock is its source's (_td.py:4803), and
 // locking or unlocking the view itself raises (_td.py:4816).
 TEST_CASE(
-    "a sub-tensordict's lock is its source's; locking the view raises (test_methods.py::test_lock, test_lock_write)",
+    "a sub-tensordict's lock is its source's, locking the view raises (test_methods.py::test_lock, test_lock_write)",
     "[conformance][test_methods.py]") {
   auto td = sample({4});
   auto sub = td.get_sub_tensordict({1});

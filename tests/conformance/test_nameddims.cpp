@@ -138,7 +138,7 @@ TEST_CASE("squeeze drops the squeezed dim's name (test_nameddims.py::test_squeez
   CHECK_NAMES(named({3, 1, 5, 6}, {"a", "b", "c", "d"}).squeeze(1), "a", "c", "d");
 }
 
-TEST_CASE("to_h5 keeps the names in memory; the file stores none, as tensordict's h5 backend (test_nameddims.py::test_h5, "
+TEST_CASE("to_h5 keeps the names in memory, the file stores none, as tensordict's h5 backend (test_nameddims.py::test_h5, "
           "test_h5_td)",
           "[conformance][test_nameddims.py]") {
   td_test::TempDir dir;

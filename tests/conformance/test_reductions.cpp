@@ -48,7 +48,7 @@ TEST_CASE("cummax and cummin give values and indices with the batch size kept (t
   }
 }
 
-TEST_CASE("max and min over a dim give values and indices; without a dim, values (test_methods.py::test_min_max_cummin_cummax)",
+TEST_CASE("max and min over a dim give values and indices, without a dim, values (test_methods.py::test_min_max_cummin_cummax)",
           "[conformance][test_methods.py]") {
   for (const char* name : {"td", "nested_td", "stacked_td", "sub_td", "permute_td", "memmap_td"}) {
     CAPTURE(name);

@@ -104,7 +104,7 @@ TEST_CASE(
 // values stay one NonTensorData, different values give a stack, which
 // indexing, unbind, transpose and cat then follow.
 TEST_CASE(
-    "stacking equal values keeps one value; different values give a stack (test_nontensor.py::test_stack, "
+    "stacking equal values keeps one value, different values give a stack (test_nontensor.py::test_stack, "
     "capture_non_tensor_stack=True)",
     "[conformance][test_nontensor.py]") {
   TensorDict a({{"x", at::zeros({2})}}, {2});

@@ -175,7 +175,7 @@ TEST_CASE("unchanged outputs are not rewritten", "[cli]") {
   CHECK(count == 1);
 }
 
-TEST_CASE("python output: --lang python writes each schema's package module; --stamp lists them and is the depfile's target",
+TEST_CASE("python output: --lang python writes each schema's package module, --stamp lists them and is the depfile's target",
           "[cli][python]") {
   const auto out = tcgen_test::scratch_dir("cli_python");
   const std::string stamp = (out / "gen.stamp").string();
@@ -194,7 +194,7 @@ TEST_CASE("python output: --lang python writes each schema's package module; --s
   CHECK(run("--lang rust " + schema("rollout.yaml") + " -o \"" + out.string() + "\"").rc != 0);
 }
 
-TEST_CASE("python output: names Python cannot take are errors at their location; nothing is written",
+TEST_CASE("python output: names Python cannot take are errors at their location, nothing is written",
           "[cli][python]") {
   const auto out = tcgen_test::scratch_dir("cli_python_err");
   const auto keyword = out / "keyword.yaml";

@@ -32,7 +32,7 @@ float value(const TensorDictBase& td, const NestedKey& key) { return td.get(key)
 }  // namespace
 
 // ports test_nn.py::TestSelectOutKeys::test_tdmodule
-TEST_CASE("TensorDictModule::select_out_keys writes only the selected keys; reset_out_keys undoes it",
+TEST_CASE("TensorDictModule::select_out_keys writes only the selected keys, reset_out_keys undoes it",
           "[module][select]") {
   const std::vector<tnn::Keys> selections{{"d", "e"}, {"d"}};
   for (const auto& selection : selections) {
@@ -122,7 +122,7 @@ TEST_CASE("TensorDictModule::select_out_keys with the tensor-call form", "[modul
 }
 
 // ports test_nn.py::TestSelectOutKeys::test_tdseq
-TEST_CASE("TensorDictSequential::select_out_keys drops the other outputs; reset_out_keys undoes it",
+TEST_CASE("TensorDictSequential::select_out_keys drops the other outputs, reset_out_keys undoes it",
           "[sequential][select]") {
   const std::vector<tnn::Keys> selections{{"d", "e"}, {"d"}};
   for (const auto& selection : selections) {

@@ -100,7 +100,7 @@ TEST_CASE("consolidate copies every leaf into one storage and views it there", "
   REQUIRE(at::equal(td.get("a"), sample({3}).get("a")));
 }
 
-TEST_CASE("a consolidated tensordict is locked; in-place writes keep it consolidated, unlock_ ends it", "[consolidate]") {
+TEST_CASE("a consolidated tensordict is locked, in-place writes keep it consolidated, unlock_ ends it", "[consolidate]") {
   const TensorDict td = mixed();
   TensorDict c = td.consolidate();
   REQUIRE(c.is_locked());

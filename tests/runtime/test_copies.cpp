@@ -17,7 +17,7 @@ TEST_CASE("to(dtype) casts every leaf") {
   REQUIRE(d.batch_size() == td.batch_size());
 }
 
-TEST_CASE("to(device) sets the device; setting a tensor moves it to the device") {
+TEST_CASE("to(device) sets the device, setting a tensor moves it to the device") {
   auto td = sample({2}).to(at::Device(at::kCPU));
   REQUIRE(td.device() == at::Device(at::kCPU));
   REQUIRE(td.get_td("nested").device() == at::Device(at::kCPU));
@@ -25,7 +25,7 @@ TEST_CASE("to(device) sets the device; setting a tensor moves it to the device")
   REQUIRE_FALSE(td.is_shared());
 }
 
-TEST_CASE("clone copies tensors; clone(false) copies only the structure") {
+TEST_CASE("clone copies tensors, clone(false) copies only the structure") {
   auto td = sample({2});
   auto deep = td.clone();
   REQUIRE(deep.get("a").data_ptr() != td.get("a").data_ptr());

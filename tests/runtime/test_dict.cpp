@@ -69,7 +69,7 @@ TEST_CASE("a nested tensordict obtained from its parent is the same object") {
   REQUIRE(nested.get("c").eq(7).all().item<bool>());
 }
 
-TEST_CASE("copies of a handle share entries; clone copies them") {
+TEST_CASE("copies of a handle share entries, clone copies them") {
   auto td = sample({2});
   TensorDict alias = td;
   alias.set("extra", at::zeros({2}));

@@ -69,7 +69,7 @@ TEST_CASE("indexing gives torch's batch size and indexes every leaf as torch wou
   }
 }
 
-TEST_CASE("int32 index tensors act as long ones; an empty index is the identity") {
+TEST_CASE("int32 index tensors act as long ones, an empty index is the identity") {
   auto td = sample({4, 3});
   auto as_int = td.index({at::tensor({3, 1}, at::kInt)});
   auto as_long = td.index({at::tensor({3, 1}, at::kLong)});
@@ -79,7 +79,7 @@ TEST_CASE("int32 index tensors act as long ones; an empty index is the identity"
   REQUIRE(same.get("a").data_ptr() == td.get("a").data_ptr());
 }
 
-TEST_CASE("basic indices give views; advanced ones copy") {
+TEST_CASE("basic indices give views, advanced ones copy") {
   auto td = sample({4, 3});
   auto view = td.index({1, Slice(0, 2)});
   view.get("a").fill_(-5);

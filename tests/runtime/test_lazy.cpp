@@ -150,7 +150,7 @@ TEST_CASE("nested lazy stacks, densifying, unbind, append, maybe_dense_stack") {
   REQUIRE(maybe_dense_stack(members()).type_name() == "LazyStackedTensorDict");
 }
 
-TEST_CASE("clone, to and apply keep the stack lazy; lock reaches the members") {
+TEST_CASE("clone, to and apply keep the stack lazy, lock reaches the members") {
   auto ms = members();
   auto lazy = lazy_stack(ms, 0);
   LazyStackedTensorDict c(lazy.clone());

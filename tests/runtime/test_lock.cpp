@@ -39,7 +39,7 @@ TEST_CASE("a locked tensordict allows in-place writes") {
   REQUIRE_THAT(TD_MESSAGE(td.set_("a", at::ones({2, 5}))), Contains("set_ failed for key 'a'"));
 }
 
-TEST_CASE("locks reach nested tensordicts; a nested one cannot be unlocked alone") {
+TEST_CASE("locks reach nested tensordicts, a nested one cannot be unlocked alone") {
   auto td = sample({2});
   TensorDictBase nested = td.get_td("nested");
   td.lock_();

@@ -214,7 +214,7 @@ TEST_CASE("memmap without sync writes the same tree, byte for byte") {
   }
 }
 
-TEST_CASE("save/load are memmap/load_memmap; memmap_refresh_ reloads what was written") {
+TEST_CASE("save/load are memmap/load_memmap, memmap_refresh_ reloads what was written") {
   TempDir tmp;
   TensorDict td = sample({2});
   TensorDict saved(td.save(tmp / "s"));
@@ -230,7 +230,7 @@ TEST_CASE("save/load are memmap/load_memmap; memmap_refresh_ reloads what was wr
   REQUIRE_THAT(TD_MESSAGE(td.memmap_refresh_()), Contains("not memory-mapped"));
 }
 
-TEST_CASE("memmap refuses symlinks and reserved keys; keys never escape the directory") {
+TEST_CASE("memmap refuses symlinks and reserved keys, keys never escape the directory") {
   TempDir tmp;
   fs::create_directories(tmp.path() / "elsewhere");
   fs::create_directory_symlink(tmp.path() / "elsewhere", tmp.path() / "link");

@@ -100,7 +100,7 @@ TEST_CASE("shape ops move, drop or add names as they move dims") {
 
 // Ports test_nameddims.py's stack/cat cases (_torch_func.py: stack keeps
 // names all members share, else none; cat takes the first member's).
-TEST_CASE("stack keeps names the members share; cat takes the first's") {
+TEST_CASE("stack keeps names the members share, cat takes the first's") {
   auto td = named();
   REQUIRE_NAMES(stack({td, td}, 1), "a", std::nullopt, "b", "c");
   REQUIRE_NAMES(cat({td, td}, 2), "a", "b", "c");

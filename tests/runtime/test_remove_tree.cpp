@@ -71,7 +71,7 @@ TEST_CASE("remove_tree errors name the path") {
   REQUIRE_THAT(TD_MESSAGE(remove_tree(bad)), Contains("cannot remove the tree") && Contains(bad.string()));
 }
 
-TEST_CASE("memmap over an existing tree replaces it; the swapped-out tree is removed") {
+TEST_CASE("memmap over an existing tree replaces it, the swapped-out tree is removed") {
   TempDir tmp;
   const fs::path prefix = tmp / "td";
   TensorDict first({{"a", at::zeros({2, 3})}, {"old_only", at::ones({2})}}, {2});

@@ -208,7 +208,7 @@ TEST_CASE("lock_: set refuses with tensordict's message") {
 
 // tensordict's lock_ reaches nested levels (test_tensorclass.py's
 // locked-nested cases): so does a tensorclass's, to its nested members.
-TEST_CASE("lock_ reaches nested tensorclass members; unlock_ of the root releases them") {
+TEST_CASE("lock_ reaches nested tensorclass members, unlock_ of the root releases them") {
   auto o = make_obs({2});
   o.lock_();
   CHECK(o.agent.is_locked());
@@ -528,7 +528,7 @@ TEST_CASE("masked_select, gather, select, exclude") {
   CHECK_THROWS_AS(o.select({"nope"}), tensordict::KeyError);
 }
 
-TEST_CASE("update sets fields from a tensordict, validated; refused when locked") {
+TEST_CASE("update sets fields from a tensordict, validated, refused when locked") {
   auto o = make_obs({2});
   tensordict::TensorDict in({{"reward", at::full({2}, 7.0)}, {{"agent", "vel"}, at::ones({2, 2})}}, {2});
   in.set_non_tensor("task", "pendulum");

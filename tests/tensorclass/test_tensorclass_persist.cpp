@@ -113,7 +113,7 @@ TEST_CASE("memmap writes tensordict's tensorclass layout and load_memmap reads i
   require_same(Observation::load_memmap((tmp / "full").string()), full);
 }
 
-TEST_CASE("memmap_ maps the members in place; loaded tensors are views of the files") {
+TEST_CASE("memmap_ maps the members in place, loaded tensors are views of the files") {
   TempDir tmp;
   const fs::path dir = tmp / "obs";
   Observation obs = make_obs(true);
