@@ -106,6 +106,19 @@ c10::optional<at::Scalar> to_c10(const std::optional<at::Scalar>& value) {
   return value ? c10::optional<at::Scalar>(*value) : c10::nullopt;
 }
 
+// Whether a lazy stack sits at a nested level (metadata only): map_pairs
+// pairs one member by member, where a condition over the whole batch does
+// not fit the members.
+bool holds_nested_lazy(const TensorDictImpl& level) {
+  bool found = false;
+  level.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (found || kind != EntryKind::TensorDict) return;
+    const TensorDictBase nested = level.find(key)->tensordict();
+    found = dynamic_cast<const detail::LazyStackedImpl*>(nested.impl().get()) != nullptr || holds_nested_lazy(*nested.impl());
+  });
+  return found;
+}
+
 at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf) {
   std::vector<int64_t> shape = t.sizes().vec();
   shape.resize(std::max<std::size_t>(leaf.dim(), shape.size()), 1);
@@ -393,8 +406,13 @@ TensorDict TensorDictBase::where(const Operand& condition, const Operand& other,
   const at::Tensor c = condition.tensor();
   // With a pad, a key of self only reads where(c, self, pad) and one of
   // `other` only where(c, pad, other): tensordict's where(~c, other, pad).
-  return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::where(expand_right(c, a), a, b); },
-                missing, "where", /*pointwise=*/false);
+  auto select = [&](const at::Tensor& a, const at::Tensor& b) { return at::where(expand_right(c, a), a, b); };
+  // A condition over the whole batch meets whole leaves: nested lazy stacks
+  // are stacked first (the result is dense anyway).
+  if (other.tensordict() && c.dim() > 0 && (holds_nested_lazy(*impl_) || holds_nested_lazy(*other.tensordict()->impl()))) {
+    return binary(to_tensordict(), Operand(other.tensordict()->to_tensordict()), select, missing, "where", false);
+  }
+  return binary(*this, other, select, missing, "where", /*pointwise=*/false);
 }
 
 TensorDict TensorDictBase::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
