@@ -25,7 +25,7 @@ const at::Tensor& Kwargs::operator[](std::string_view name) const {
   if (it == names_.end()) {
     std::string given;
     for (const auto& n : names_) given += fmt::format("{}'{}'", given.empty() ? "" : ", ", n);
-    throw ValueError(fmt::format("missing keyword argument '{}' (the keyword arguments are: {})", name,
+    throw TypeError(fmt::format("missing keyword argument '{}' (the keyword arguments are: {})", name,
                                  given.empty() ? "none" : given));
   }
   return values_[static_cast<std::size_t>(it - names_.begin())];
