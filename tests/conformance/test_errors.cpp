@@ -259,3 +259,17 @@ TEST_CASE("duplicate or too many dim names are ValueErrors (test_nameddims.py::t
   CHECK_THROWS_AS(named.rename_("a", "z"), tensordict::ValueError);
   CHECK(named.names()[0] == std::optional<std::string>("a"));
 }
+
+TEST_CASE("update_ of a key the destination lacks is a KeyError, and writes nothing (test_generic.py::test_update_)",
+          "[conformance][test_generic.py]") {
+  TensorDict dest({{"a", at::zeros({})}}, {});
+  const TensorDict source({{"b", at::ones({})}}, {});
+  CHECK_THROWS_AS(dest.update_(source), tensordict::KeyError);
+  CHECK(CONF_MESSAGE(dest.update_(source)) == "key 'b' not found in TensorDict with keys [a]");
+  CHECK_FALSE(dest.contains("b"));
+  // A nested key the destination lacks names its path.
+  TensorDict nested_dest({{"n", TensorDict({{"a", at::zeros({})}}, {})}}, {});
+  const TensorDict nested_source({{"n", TensorDict({{"b", at::ones({})}}, {})}}, {});
+  CHECK_THROWS_AS(nested_dest.update_(nested_source), tensordict::KeyError);
+  CHECK(CONF_MESSAGE(nested_dest.update_(nested_source)) == "key ('n', 'b') not found in TensorDict at 'n' with keys [a]");
+}
