@@ -271,5 +271,6 @@ TEST_CASE("update_ of a key the destination lacks is a KeyError, and writes noth
   TensorDict nested_dest({{"n", TensorDict({{"a", at::zeros({})}}, {})}}, {});
   const TensorDict nested_source({{"n", TensorDict({{"b", at::ones({})}}, {})}}, {});
   CHECK_THROWS_AS(nested_dest.update_(nested_source), tensordict::KeyError);
-  CHECK(CONF_MESSAGE(nested_dest.update_(nested_source)) == "key ('n', 'b') not found in TensorDict at 'n' with keys [a]");
+  CHECK(CONF_MESSAGE(nested_dest.update_(nested_source)) ==
+        "key ('n', 'b') not found in TensorDict at 'n' with keys [a]");
 }
