@@ -544,7 +544,8 @@ TEST_CASE("empty() keeps the batch size, names and device, unlocked and without 
     TensorDict empty = td.empty();
     CHECK_FALSE(empty.is_locked());
     CHECK(empty.batch_size() == td.batch_size());
-    CHECK(empty.names() == td.names());
+    const bool same_names = empty.names() == td.names();
+    CHECK(same_names);
     CHECK(empty.device() == td.device());
     CHECK(empty.keys().empty());
     empty.set("a", at::zeros({}).expand(td.batch_size()));
