@@ -36,7 +36,9 @@ TEST_CASE("a failed in-place write is a ValueError (_td.py set_/update_)", "[con
   CHECK_THROWS_AS(td.set_("a", at::zeros({2, 4})), tensordict::ValueError);
   CHECK(CONF_MESSAGE(td.set_("a", at::zeros({2, 4}))).rfind("set_ failed for key 'a': ", 0) == 0);
   CHECK_THROWS_AS(td.update_(TensorDict({{"a", at::zeros({2, 4})}}, {2})), tensordict::ValueError);
-  CHECK(CONF_MESSAGE(td.update_(TensorDict({{"a", at::zeros({2, 4})}}, {2}))).rfind("update_ failed for key 'a': ", 0) == 0);
+  CHECK(
+      CONF_MESSAGE(td.update_(TensorDict({{"a", at::zeros({2, 4})}}, {2}))).rfind("update_ failed for key 'a': ", 0) ==
+      0);
   CHECK(at::equal(td.get("a"), at::zeros({2, 3})));  // nothing written
 }
 
@@ -44,11 +46,13 @@ TEST_CASE("permute and transpose with bad dims are ValueErrors (test_generic.py:
           "[conformance][test_generic.py]") {
   const TensorDict td = sample();
   CHECK_THROWS_AS(td.permute({3}), tensordict::ValueError);
-  CHECK(CONF_MESSAGE(td.permute({3})) == "permute: dim 3 is out of range for a tensordict with 1 batch dims (expected a dim in [-1, 0])");
+  CHECK(CONF_MESSAGE(td.permute({3})) ==
+        "permute: dim 3 is out of range for a tensordict with 1 batch dims (expected a dim in [-1, 0])");
   CHECK_THROWS_AS(td.transpose(0, 3), tensordict::ValueError);
   // The cases of test_permute_exceptions, on batch (4, 5, 6).
   const TensorDict td1({{"a", at::randn({4, 5, 6, 7})}, {"b", at::randn({4, 5, 6, 8, 9})}}, {4, 5, 6});
-  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 1, 0}, {3, 2, 1, 0}, {2, -1, 0}, {2, 3, 0}, {2, -4, 0}, {2, 1}}) {
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{1, 1, 0}, {3, 2, 1, 0}, {2, -1, 0}, {2, 3, 0}, {2, -4, 0}, {2, 1}}) {
     INFO("dims " << at::IntArrayRef(dims));
     CHECK_THROWS_AS(td1.permute(dims), tensordict::ValueError);
   }
@@ -60,7 +64,8 @@ TEST_CASE("a key collision in flatten_keys is a KeyError (_td.py flatten_keys)",
   CHECK(CONF_MESSAGE(td.flatten_keys()) == "flatten_keys: key ('a', 'b') flattens to 'a.b', which already exists");
 }
 
-TEST_CASE("a locked rename_key_ reports the lock first (test_methods.py::test_rename_key)", "[conformance][test_methods.py]") {
+TEST_CASE("a locked rename_key_ reports the lock first (test_methods.py::test_rename_key)",
+          "[conformance][test_methods.py]") {
   TensorDict td({{"a", at::zeros({2})}}, {2});
   td.lock_();
   CHECK(CONF_MESSAGE(td.rename_key_("missing", "b")).rfind("Cannot modify locked TensorDict.", 0) == 0);
@@ -273,4 +278,60 @@ TEST_CASE("update_ of a key the destination lacks is a KeyError, and writes noth
   CHECK_THROWS_AS(nested_dest.update_(nested_source), tensordict::KeyError);
   CHECK(CONF_MESSAGE(nested_dest.update_(nested_source)) ==
         "key ('n', 'b') not found in TensorDict at 'n' with keys [a]");
+}
+
+// tensordict raises every lock error as a RuntimeError (_LOCK_ERROR, base.py;
+// _SubTensorDict.lock_/unlock_, _td.py:4816; the locked graph, base.py:17297):
+// std::runtime_error here, none of the logic_error kinds (KeyError, ValueError,
+// TypeError, IndexError). Each refused call leaves the tensordict unchanged.
+TEST_CASE(
+    "lock errors are RuntimeErrors (test_methods.py::test_lock_write, test_lock, test_errors.py::test_lock_two_roots)",
+    "[conformance][test_methods.py][test_errors.py]") {
+  const std::string lock_error = "Cannot modify locked TensorDict";
+  TensorDict td = sample();
+  td.lock_();
+  const std::vector<std::pair<std::string, std::function<void()>>> refused = {
+      {"set of an existing key",
+       [&] {
+         td.set("a", at::ones({2, 3}));
+       }},
+      {"set of a new key", [&] { td.set("new", at::ones({2})); }},
+      {"set of a new nested key",
+       [&] {
+         td.set({"n", "new"}, at::ones({2}));
+       }},
+      {"update", [&] { td.update(sample()); }},
+      {"del_", [&] { td.del_("a"); }},
+      {"pop", [&] { td.pop("a"); }},
+      {"rename_key_", [&] { td.rename_key_("a", "z"); }},
+      {"select_", [&] { td.select_({"a"}); }},
+      {"exclude_", [&] { td.exclude_({"a"}); }},
+      {"flatten_keys_", [&] { td.flatten_keys_(); }},
+  };
+  for (const auto& [what, call] : refused) {
+    INFO(what);
+    CHECK(throws_as<std::runtime_error>(call));
+    CHECK_FALSE(throws_as<std::logic_error>(call));
+    CHECK_THAT(CONF_MESSAGE(call()), Catch::Matchers::Contains(lock_error));
+  }
+  CHECK(td.keys(true, true).size() == 2);
+  CHECK(td.get("a").eq(0).all().item<bool>());
+
+  // Locking or unlocking a sub-tensordict itself.
+  TensorDict source = sample();
+  auto sub = source.get_sub_tensordict({0});
+  CHECK(throws_as<std::runtime_error>([&] { sub.lock_(); }));
+  CHECK_FALSE(throws_as<std::logic_error>([&] { sub.lock_(); }));
+  source.lock_();
+  CHECK(throws_as<std::runtime_error>([&] { sub.unlock_(); }));
+  CHECK_FALSE(throws_as<std::logic_error>([&] { sub.unlock_(); }));
+
+  // Unlocking a root whose child another locked root holds.
+  TensorDict root = sample();
+  root.lock_();
+  TensorDict other({{"n", root.get_td("n")}}, {2});
+  other.lock_();
+  CHECK(throws_as<std::runtime_error>([&] { root.unlock_(); }));
+  CHECK_FALSE(throws_as<std::logic_error>([&] { root.unlock_(); }));
+  CHECK(root.is_locked());
 }

@@ -5,8 +5,8 @@
 // values, and in-place writes are read back where they must land (the
 // members, the source, the file, the mapped files, the fields).
 #include <ATen/ATen.h>
-#include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
+#include <catch2/catch.hpp>
 
 #include <functional>
 #include <memory>
@@ -56,8 +56,8 @@ std::vector<Kind> kinds() {
   }
   {
     TensorDict parent({{"x", reference()}}, kBatch);
-    out.push_back({"nested", parent.get_td("x"), std::nullopt, [parent] { return parent.get_td("x").to_tensordict(); },
-                   nullptr});
+    out.push_back(
+        {"nested", parent.get_td("x"), std::nullopt, [parent] { return parent.get_td("x").to_tensordict(); }, nullptr});
   }
   {
     std::vector<TensorDictBase> members;
@@ -75,9 +75,12 @@ std::vector<Kind> kinds() {
     const std::string path = (*dir / "td.h5").string();
     tensordict::PersistentTensorDict::from_dict(reference(), path).close();
     auto file = tensordict::PersistentTensorDict::from_h5(path, "r+", kBatch);
-    out.push_back({"h5_r+", file, std::nullopt,
-                   [path] { return tensordict::PersistentTensorDict::from_h5(path, "r", std::vector<int64_t>(kBatch)).to_tensordict(); },
-                   dir});
+    out.push_back(
+        {"h5_r+", file, std::nullopt,
+         [path] {
+           return tensordict::PersistentTensorDict::from_h5(path, "r", std::vector<int64_t>(kBatch)).to_tensordict();
+         },
+         dir});
   }
   {
     auto dir = std::make_shared<td_test::TempDir>();
@@ -162,64 +165,230 @@ at::Tensor mask_leaf(const at::Tensor& t) {
 }  // namespace
 
 TEST_CASE("kind matrix: indexing and shape ops on every kind give the per-tensor results", "[matrix]") {
-  check_op("index int", [](auto& x) { return x.index({1}); }, [](const at::Tensor& t) { return t.index({1}); }, {2});
-  check_op("index slice", [](auto& x) { return x.index({Slice(0, 2)}); },
-           [](const at::Tensor& t) { return t.index({Slice(0, 2)}); }, {2, 2});
-  check_op("index mask", [](auto& x) { return x.index({mask()}); }, [](const at::Tensor& t) { return t.index({mask()}); },
-           {2, 2});
-  check_op("reshape", [](auto& x) { return x.reshape({6}); },
-           [](const at::Tensor& t) {
-             std::vector<int64_t> shape{6};
-             shape.insert(shape.end(), t.sizes().begin() + 2, t.sizes().end());
-             return t.reshape(shape);
-           },
-           {6});
-  check_op("transpose", [](auto& x) { return x.transpose(0, 1); }, [](const at::Tensor& t) { return t.transpose(0, 1); },
-           {2, 3});
-  check_op("unsqueeze", [](auto& x) { return x.unsqueeze(1); }, [](const at::Tensor& t) { return t.unsqueeze(1); },
-           {3, 1, 2});
-  check_op("expand", [](auto& x) { return x.expand({4, 3, 2}); },
-           [](const at::Tensor& t) {
-             std::vector<int64_t> shape{4};
-             shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
-             return t.expand(shape);
-           },
-           {4, 3, 2});
-  check_op("unbind", [](auto& x) { return x.unbind(0)[2]; }, [](const at::Tensor& t) { return t.unbind(0)[2]; }, {2});
-  check_op("split", [](auto& x) { return x.split(2, 0)[1]; }, [](const at::Tensor& t) { return t.split(2, 0)[1]; }, {1, 2});
+  check_op(
+      "index int", [](auto& x) { return x.index({1}); }, [](const at::Tensor& t) { return t.index({1}); }, {2});
+  check_op(
+      "index slice", [](auto& x) { return x.index({Slice(0, 2)}); },
+      [](const at::Tensor& t) { return t.index({Slice(0, 2)}); }, {2, 2});
+  check_op(
+      "index mask", [](auto& x) { return x.index({mask()}); }, [](const at::Tensor& t) { return t.index({mask()}); },
+      {2, 2});
+  check_op(
+      "reshape", [](auto& x) { return x.reshape({6}); },
+      [](const at::Tensor& t) {
+        std::vector<int64_t> shape{6};
+        shape.insert(shape.end(), t.sizes().begin() + 2, t.sizes().end());
+        return t.reshape(shape);
+      },
+      {6});
+  check_op(
+      "transpose", [](auto& x) { return x.transpose(0, 1); }, [](const at::Tensor& t) { return t.transpose(0, 1); },
+      {2, 3});
+  check_op(
+      "unsqueeze", [](auto& x) { return x.unsqueeze(1); }, [](const at::Tensor& t) { return t.unsqueeze(1); },
+      {3, 1, 2});
+  check_op(
+      "expand",
+      [](auto& x) {
+        return x.expand({4, 3, 2});
+      },
+      [](const at::Tensor& t) {
+        std::vector<int64_t> shape{4};
+        shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
+        return t.expand(shape);
+      },
+      {4, 3, 2});
+  check_op(
+      "unbind", [](auto& x) { return x.unbind(0)[2]; }, [](const at::Tensor& t) { return t.unbind(0)[2]; }, {2});
+  check_op(
+      "split", [](auto& x) { return x.split(2, 0)[1]; }, [](const at::Tensor& t) { return t.split(2, 0)[1]; }, {1, 2});
 }
 
 TEST_CASE("kind matrix: copies, math, comparisons and reductions on every kind", "[matrix]") {
-  check_op("clone", [](auto& x) { return x.clone(); }, [](const at::Tensor& t) { return t; }, kBatch);
-  check_op("apply", [](auto& x) { return x.apply([](const at::Tensor& t) { return t * 2 + 1; }); },
-           [](const at::Tensor& t) { return t * 2 + 1; }, kBatch);
-  check_op("abs", [](auto& x) { return x.abs(); }, [](const at::Tensor& t) { return t.abs(); }, kBatch);
-  check_op("mul", [](auto& x) { return x * 3; }, [](const at::Tensor& t) { return t * 3; }, kBatch);
-  check_op("add self", [](auto& x) { return x + x; }, [](const at::Tensor& t) { return t + t; }, kBatch);
-  check_op("clamp", [](auto& x) { return x.clamp(-1, 1); }, [](const at::Tensor& t) { return t.clamp(-1, 1); }, kBatch);
-  check_op("gt", [](auto& x) { return x > 0.5; }, [](const at::Tensor& t) { return t > 0.5; }, kBatch);
-  check_op("sum over dim 0", [](auto& x) { return x.sum({0}); }, [](const at::Tensor& t) { return t.sum(0); }, {2});
-  check_op("amax over dim 1", [](auto& x) { return x.amax({1}); }, [](const at::Tensor& t) { return t.amax(1); }, {3});
-  check_op("masked_fill", [](auto& x) { return x.masked_fill(mask(), 7); },
-           [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), 7); }, kBatch);
-  check_op("where", [](auto& x) { return x.where(mask(), 0); },
-           [](const at::Tensor& t) { return t.where(mask_leaf(t), at::zeros_like(t)); }, kBatch);
+  check_op(
+      "clone", [](auto& x) { return x.clone(); }, [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "apply", [](auto& x) { return x.apply([](const at::Tensor& t) { return t * 2 + 1; }); },
+      [](const at::Tensor& t) { return t * 2 + 1; }, kBatch);
+  check_op(
+      "abs", [](auto& x) { return x.abs(); }, [](const at::Tensor& t) { return t.abs(); }, kBatch);
+  check_op(
+      "mul", [](auto& x) { return x * 3; }, [](const at::Tensor& t) { return t * 3; }, kBatch);
+  check_op(
+      "add self", [](auto& x) { return x + x; }, [](const at::Tensor& t) { return t + t; }, kBatch);
+  check_op(
+      "clamp", [](auto& x) { return x.clamp(-1, 1); }, [](const at::Tensor& t) { return t.clamp(-1, 1); }, kBatch);
+  check_op(
+      "gt", [](auto& x) { return x > 0.5; }, [](const at::Tensor& t) { return t > 0.5; }, kBatch);
+  check_op(
+      "sum over dim 0", [](auto& x) { return x.sum({0}); }, [](const at::Tensor& t) { return t.sum(0); }, {2});
+  check_op(
+      "amax over dim 1", [](auto& x) { return x.amax({1}); }, [](const at::Tensor& t) { return t.amax(1); }, {3});
+  check_op(
+      "masked_fill", [](auto& x) { return x.masked_fill(mask(), 7); },
+      [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), 7); }, kBatch);
+  check_op(
+      "where", [](auto& x) { return x.where(mask(), 0); },
+      [](const at::Tensor& t) { return t.where(mask_leaf(t), at::zeros_like(t)); }, kBatch);
 }
 
 TEST_CASE("kind matrix: in-place writes land in every kind's storage", "[matrix]") {
-  check_in_place("zero_", [](auto& x) { x.zero_(); }, [](const at::Tensor& t) { return at::zeros_like(t); });
-  check_in_place("mul_", [](auto& x) { x.mul_(2); }, [](const at::Tensor& t) { return t * 2; });
-  check_in_place("add_", [](auto& x) { x.add_(1); }, [](const at::Tensor& t) { return t + 1; });
-  check_in_place("masked_fill_", [](auto& x) { x.masked_fill_(mask(), -3); },
-                 [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), -3); });
-  check_in_place("index_put_", [](auto& x) { x.index_put_({1}, 5.0); },
-                 [](const at::Tensor& t) {
-                   at::Tensor out = t.clone();
-                   out.index_put_({1}, 5.0);
-                   return out;
-                 });
-  check_in_place("set_", [](auto& x) { x.set_("a", at::full({3, 2, 5}, 9.0)); },
-                 [](const at::Tensor& t) { return t.size(-1) == 5 ? at::full({3, 2, 5}, 9.0) : t; });
-  check_in_place("update_", [](auto& x) { x.update_(TensorDict({{"b", at::ones({3, 2, 10})}}, {3, 2})); },
-                 [](const at::Tensor& t) { return t.size(-1) == 10 ? at::ones({3, 2, 10}) : t; });
+  check_in_place(
+      "zero_", [](auto& x) { x.zero_(); }, [](const at::Tensor& t) { return at::zeros_like(t); });
+  check_in_place(
+      "mul_", [](auto& x) { x.mul_(2); }, [](const at::Tensor& t) { return t * 2; });
+  check_in_place(
+      "add_", [](auto& x) { x.add_(1); }, [](const at::Tensor& t) { return t + 1; });
+  check_in_place(
+      "masked_fill_", [](auto& x) { x.masked_fill_(mask(), -3); },
+      [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), -3); });
+  check_in_place(
+      "index_put_", [](auto& x) { x.index_put_({1}, 5.0); },
+      [](const at::Tensor& t) {
+        at::Tensor out = t.clone();
+        out.index_put_({1}, 5.0);
+        return out;
+      });
+  check_in_place(
+      "set_",
+      [](auto& x) {
+        x.set_("a", at::full({3, 2, 5}, 9.0));
+      },
+      [](const at::Tensor& t) {
+        return t.size(-1) == 5 ? at::full({3, 2, 5}, 9.0) : t;
+      });
+  check_in_place(
+      "update_",
+      [](auto& x) {
+        x.update_(TensorDict({{"b", at::ones({3, 2, 10})}}, {3, 2}));
+      },
+      [](const at::Tensor& t) {
+        return t.size(-1) == 10 ? at::ones({3, 2, 10}) : t;
+      });
+}
+
+namespace {
+
+// A [3, 2] mask over the whole batch, and a [3, 2] index along batch dim 1.
+at::Tensor batch_mask() { return at::tensor(std::vector<int64_t>{1, 0, 1, 1, 0, 1}).to(at::kBool).reshape({3, 2}); }
+at::Tensor gather_index() { return at::tensor(std::vector<int64_t>{1, 0, 0, 0, 1, 1}).reshape({3, 2}); }
+
+// `batch_shaped` ([3, 2]) viewed and expanded over the trailing dims of `leaf`.
+at::Tensor over_leaf(const at::Tensor& batch_shaped, const at::Tensor& leaf) {
+  std::vector<int64_t> shape = batch_shaped.sizes().vec();
+  shape.resize(leaf.dim(), 1);
+  std::vector<int64_t> target = batch_shaped.sizes().vec();
+  target.insert(target.end(), leaf.sizes().begin() + 2, leaf.sizes().end());
+  return batch_shaped.reshape(shape).expand(target);
+}
+
+}  // namespace
+
+TEST_CASE("kind matrix: more shape ops, pairing, selection and pointwise ops on every kind", "[matrix]") {
+  check_op(
+      "permute",
+      [](auto& x) {
+        return x.permute({1, 0});
+      },
+      [](const at::Tensor& t) { return t.transpose(0, 1); }, {2, 3});
+  check_op(
+      "squeeze", [](auto& x) { return x.index({Slice(0, 1)}).squeeze(0); },
+      [](const at::Tensor& t) { return t.index({Slice(0, 1)}).squeeze(0); }, {2});
+  check_op(
+      "flatten", [](auto& x) { return x.flatten(0, 1); }, [](const at::Tensor& t) { return t.flatten(0, 1); }, {6});
+  check_op(
+      "view", [](auto& x) { return x.view({6}); }, [](const at::Tensor& t) { return t.flatten(0, 1); }, {6});
+  check_op(
+      "unflatten",
+      [](auto& x) {
+        return x.flatten(0, 1).unflatten(0, {2, 3});
+      },
+      [](const at::Tensor& t) {
+        return t.flatten(0, 1).unflatten(0, {2, 3});
+      },
+      {2, 3});
+  check_op(
+      "chunk", [](auto& x) { return x.chunk(3, 0)[1]; }, [](const at::Tensor& t) { return t.chunk(3, 0)[1]; }, {1, 2});
+  check_op(
+      "gather", [](auto& x) { return x.gather(1, gather_index()); },
+      [](const at::Tensor& t) { return t.gather(1, over_leaf(gather_index(), t)); }, {3, 2});
+  check_op(
+      "masked_select", [](auto& x) { return x.masked_select(batch_mask()); },
+      [](const at::Tensor& t) { return t.index({batch_mask()}); }, {4});
+  check_op(
+      "detach", [](auto& x) { return x.detach(); }, [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "apply with another",
+      [](auto& x) { return x.apply([](const at::Tensor& a, const at::Tensor& b) { return a - 2 * b; }, x); },
+      [](const at::Tensor& t) { return t - 2 * t; }, kBatch);
+  check_op(
+      "where with another", [](auto& x) { return x.where(mask(), x * 2); },
+      [](const at::Tensor& t) { return t.where(mask_leaf(t), t * 2); }, kBatch);
+  check_op(
+      "neg", [](auto& x) { return -x; }, [](const at::Tensor& t) { return -t; }, kBatch);
+  check_op(
+      "exp", [](auto& x) { return x.exp(); }, [](const at::Tensor& t) { return t.exp(); }, kBatch);
+  check_op(
+      "sub", [](auto& x) { return x - 1.5; }, [](const at::Tensor& t) { return t - 1.5; }, kBatch);
+  check_op(
+      "pow", [](auto& x) { return x.pow(2); }, [](const at::Tensor& t) { return t.pow(2); }, kBatch);
+  check_op(
+      "maximum", [](auto& x) { return x.maximum(x * 0); }, [](const at::Tensor& t) { return t.clamp_min(0); }, kBatch);
+  check_op(
+      "lerp", [](auto& x) { return x.lerp(x * 3, 0.5); }, [](const at::Tensor& t) { return t.lerp(t * 3, 0.5); },
+      kBatch);
+  check_op(
+      "addcmul", [](auto& x) { return x.addcmul(x, x, 2); }, [](const at::Tensor& t) { return t.addcmul(t, t, 2); },
+      kBatch);
+  check_op(
+      "eq self", [](auto& x) { return x == x; }, [](const at::Tensor& t) { return t == t; }, kBatch);
+  check_op(
+      "isfinite", [](auto& x) { return x.isfinite(); }, [](const at::Tensor& t) { return t.isfinite(); }, kBatch);
+  check_op(
+      "mean over dim 1", [](auto& x) { return x.mean({1}); }, [](const at::Tensor& t) { return t.mean(1); }, {3});
+  check_op(
+      "max over dim 0 (values)", [](auto& x) { return std::get<0>(x.max(0)); },
+      [](const at::Tensor& t) { return std::get<0>(t.max(0)); }, {2});
+  check_op(
+      "max over dim 0 (indices)", [](auto& x) { return std::get<1>(x.max(0)); },
+      [](const at::Tensor& t) { return std::get<1>(t.max(0)); }, {2});
+  // select / exclude keep the chosen fields only.
+  const TensorDict ref = reference();
+  for (Kind& k : kinds()) {
+    require_same(on(k,
+                    [](auto& x) {
+                      return x.select({"a", NestedKey({"n", "inner"})});
+                    }),
+                 ref.select({"a", NestedKey({"n", "inner"})}).to_tensordict(), "select on " + k.name);
+    require_same(on(k, [](auto& x) { return x.exclude({"a"}); }), ref.exclude({"a"}).to_tensordict(),
+                 "exclude on " + k.name);
+  }
+}
+
+TEST_CASE("kind matrix: more in-place writes land in every kind's storage", "[matrix]") {
+  check_in_place(
+      "fill_", [](auto& x) { x.fill_(2.5); }, [](const at::Tensor& t) { return at::full_like(t, 2.5); });
+  check_in_place(
+      "apply_", [](auto& x) { x.apply_([](const at::Tensor& t) { return t * 4 - 1; }); },
+      [](const at::Tensor& t) { return t * 4 - 1; });
+  check_in_place(
+      "div_", [](auto& x) { x.div_(4); }, [](const at::Tensor& t) { return t / 4; });
+  check_in_place(
+      "sub_", [](auto& x) { x.sub_(0.5); }, [](const at::Tensor& t) { return t - 0.5; });
+  check_in_place(
+      "neg_", [](auto& x) { x.neg_(); }, [](const at::Tensor& t) { return -t; });
+  check_in_place(
+      "clamp_", [](auto& x) { x.clamp_(-1, 1); }, [](const at::Tensor& t) { return t.clamp(-1, 1); });
+  check_in_place(
+      "lerp_", [](auto& x) { x.lerp_(at::ones({}), 0.25); }, [](const at::Tensor& t) { return t.lerp(at::ones_like(t), 0.25); });
+  check_in_place(
+      "addcdiv_", [](auto& x) { x.addcdiv_(x, x.abs() + 1, 0.5); },
+      [](const at::Tensor& t) { return t.addcdiv(t, t.abs() + 1, 0.5); });
+  check_in_place(
+      "index_put_ with a tensor", [](auto& x) { x.index_put_({Slice(0, 2)}, at::scalar_tensor(-4.0)); },
+      [](const at::Tensor& t) {
+        at::Tensor out = t.clone();
+        out.index_put_({Slice(0, 2)}, -4.0);
+        return out;
+      });
 }

@@ -41,6 +41,7 @@
 #include "tensordict/persistent.h"
 #include "tensordict/schema.h"
 #include "tensordict/shape_plan.h"
+#include "tensordict/tensorclass_fields.h"
 #include "tensordict/tensorclass_members.h"
 #include "tensordict/tensorclass_persist.h"
 #include "tensordict/tensorclass_support.h"
@@ -57,32 +58,6 @@ namespace detail {
 // is left out, any other value refused).
 enum class NonTensorFields { All, None, H5 };
 }  // namespace detail
-
-// True for generated tensorclasses (types deriving from TensorClass<T>).
-template <class T>
-inline constexpr bool is_tensorclass_v = std::is_base_of_v<TensorClass<T>, T>;
-
-// The class of a nested tensorclass field: the member's type itself, or T for
-// a std::optional<T> member (a field the schema marks optional: absent is
-// nullopt, as tensordict stores None); void for other members.
-template <class M, class = void>
-struct nested_class {
-  using type = void;
-};
-template <class M>
-struct nested_class<M, std::enable_if_t<is_tensorclass_v<M>>> {
-  using type = M;
-};
-template <class M>
-struct nested_class<std::optional<M>, std::enable_if_t<is_tensorclass_v<M>>> {
-  using type = M;
-};
-template <class M>
-using nested_class_t = typename nested_class<M>::type;
-template <class M>
-inline constexpr bool is_nested_v = !std::is_void_v<nested_class_t<M>>;
-template <class M>
-inline constexpr bool is_optional_nested_v = is_nested_v<M> && !is_tensorclass_v<M>;
 
 // Argument types of the generated constructors.
 // A batch size held inline up to 6 dims, so that building a tensorclass (and
@@ -166,24 +141,21 @@ class TensorClass {
     tc_batch_size_ = std::move(batch_size);
     tc_device_ = device;
     set_names_(std::move(names));
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      auto& m = derived().*p;
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (device && m.defined()) m = m.to(*device);
-      } else if constexpr (is_nested_v<M>) {
-        auto* n = present_(m);
-        if (!n) return;
-        if (n->tc_batch_size_.empty() && !tc_batch_size_.empty()) {
-          n->init_(tc_batch_size_, device);
-        } else if (device) {
-          auto move = [&](const at::Tensor& t) { return t.to(*device); };
-          n->map_into_(*n, move, 0);
-          n->set_device_(device);
-        }
-      }
-    });
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, auto& m) {
+                                       if (device && m.defined()) m = m.to(*device);
+                                     },
+                                     [&](detail::NestedField, auto, auto& m) {
+                                       auto* n = detail::present(m);
+                                       if (!n) return;
+                                       if (n->tc_batch_size_.empty() && !tc_batch_size_.empty()) {
+                                         n->init_(tc_batch_size_, device);
+                                       } else if (device) {
+                                         n->map_into_(
+                                             *n, [&](const at::Tensor& t) { return t.to(*device); }, 0);
+                                         n->set_device_(device);
+                                       }
+                                     }},
+                  derived());
     name_from_schema_();
     // Nested members built by their own constructors were checked then.
     validate_(detail::FieldPath{nullptr, schema().name}, /*trust_built=*/true);
@@ -214,18 +186,19 @@ class TensorClass {
     out.tc_batch_size_ = bi.result_batch_size().vec();
     out.tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
     out.set_locked_tree_(false);
-    map_into_(out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
+    map_into_(
+        out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
     return out;
   }
   // obj[index] = value, field by field.
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const Derived& value) {
     const BatchIndex bi(index, tc_batch_size_);
-    visit2_(value, [&](const at::Tensor& dst, const at::Tensor& src) { bi.put(dst, src); });
+    for_each_pair_(derived(), value, [&](const at::Tensor& dst, const at::Tensor& src) { bi.put(dst, src); });
     return derived();
   }
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
     const BatchIndex bi(index, tc_batch_size_);
-    visit_([&](const at::Tensor& dst) { bi.put(dst, value); });
+    for_each_tensor_(derived(), [&](const at::Tensor& dst) { bi.put(dst, value); });
     return derived();
   }
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
@@ -239,15 +212,19 @@ class TensorClass {
     for (const auto& x : list) names.push_back(&x.tc_names_);
     shape::Combined plan = shape::stacked(batch_sizes_(list), names, dim);
     const int64_t d = plan.dim;
-    return combine_(list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack");
+    return combine_(
+        list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack");
   }
   static Derived cat(const std::vector<Derived>& list, int64_t dim = 0) {
     if (list.empty()) detail::throw_empty_list("cat", schema().name);
     shape::Combined plan = shape::concatenated(batch_sizes_(list), list.front().tc_names_, dim);
     const int64_t d = plan.dim;
-    return combine_(list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat");
+    return combine_(
+        list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat");
   }
-  std::vector<Derived> unbind(int64_t dim = 0) const { return planned_pieces_(shape::Unbind(batch_size(), tc_names_, dim)); }
+  std::vector<Derived> unbind(int64_t dim = 0) const {
+    return planned_pieces_(shape::Unbind(batch_size(), tc_names_, dim));
+  }
   std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
     return planned_pieces_(shape::Split(batch_size(), tc_names_, split_sizes.vec(), dim));
   }
@@ -275,7 +252,9 @@ class TensorClass {
   }
   Derived unsqueeze(int64_t dim) const { return planned_(shape::Unsqueeze(batch_size(), tc_names_, dim)); }
   // The new batch size's trailing dims broadcast against the current ones (-1 keeps a dim).
-  Derived expand(at::IntArrayRef batch_size) const { return planned_(shape::Expand(this->batch_size(), tc_names_, batch_size)); }
+  Derived expand(at::IntArrayRef batch_size) const {
+    return planned_(shape::Expand(this->batch_size(), tc_names_, batch_size));
+  }
   // No batch dims: batch [1], as torch.flatten of a 0-dim tensor.
   Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const {
     return planned_(shape::Flatten(batch_size(), tc_names_, start_dim, end_dim));
@@ -290,7 +269,7 @@ class TensorClass {
   // tensordict::synchronize), through the tensordict form.
   Derived to(at::Device device, bool non_blocking = false) const {
     bool there = true;
-    visit_const_([&](const at::Tensor& t) { there = there && t.device() == device; });
+    for_each_tensor_(derived(), [&](const at::Tensor& t) { there = there && t.device() == device; });
     if (!there) return from_form_(td_form_().to(device, non_blocking));
     if (is_consolidated()) return derived();  // tensordict: where it is, it stays consolidated
     Derived out = same_batch_([](const at::Tensor& t) { return t; });
@@ -304,13 +283,17 @@ class TensorClass {
   // tensordict's consolidate(): a copy whose tensor fields are views of one
   // flat storage; non-tensor fields and nested tensorclasses are kept. The
   // copy is locked; unlock_() ends the consolidation.
-  Derived consolidate(const ConsolidateOptions& options = {}) const { return from_form_(td_form_().consolidate(options)); }
+  Derived consolidate(const ConsolidateOptions& options = {}) const {
+    return from_form_(td_form_().consolidate(options));
+  }
   // Whether every tensor field is still a view of that storage.
   bool is_consolidated() const {
     if (!tc_consolidated_storage_.defined()) return false;
     const c10::StorageImpl* one = tc_consolidated_storage_.storage().unsafeGetStorageImpl();
     bool all = true;
-    visit_const_([&](const at::Tensor& t) { all = all && t.has_storage() && t.storage().unsafeGetStorageImpl() == one; });
+    for_each_tensor_(derived(), [&](const at::Tensor& t) {
+      all = all && t.has_storage() && t.storage().unsafeGetStorageImpl() == one;
+    });
     return all;
   }
   // That storage (a flat uint8 tensor), or nullopt when not consolidated.
@@ -344,9 +327,10 @@ class TensorClass {
   Derived apply(Fn&& fn) const {
     return same_batch_(fn);
   }
-  // fn(ours, theirs) -> tensor, pairing the tensor members of two instances.
+  // fn(ours, theirs) -> tensor, pairing the tensor members of two instances
+  // (TensorDictBase::apply(fn, other), tensordict's td.apply(fn, other)).
   template <class Fn>
-  Derived apply(const Derived& other, Fn&& fn) const {
+  Derived apply(Fn&& fn, const Derived& other) const {
     Derived out = shell_();
     out.set_locked_tree_(false);
     map2_into_(out, other, fn);
@@ -355,22 +339,23 @@ class TensorClass {
   // Elementwise where(condition, self, other): `condition` covers the batch
   // dims (or a prefix of them) and broadcasts over the feature dims.
   Derived where(const at::Tensor& condition, const Derived& other) const {
-    return apply(other, [&](const at::Tensor& a, const at::Tensor& b) {
-      return a.where(detail::align_to_leaf(condition, a), b);
-    });
+    return apply(
+        [&](const at::Tensor& a, const at::Tensor& b) { return a.where(detail::align_to_leaf(condition, a), b); },
+        other);
   }
   Derived where(const at::Tensor& condition, const at::Scalar& other) const {
-    return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(condition, a).logical_not(), other); });
+    return apply(
+        [&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(condition, a).logical_not(), other); });
   }
   Derived masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
     return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(mask, a), value); });
   }
   Derived& masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
-    visit_([&](const at::Tensor& a) { a.masked_fill_(detail::align_to_leaf(mask, a), value); });
+    for_each_tensor_(derived(), [&](const at::Tensor& a) { a.masked_fill_(detail::align_to_leaf(mask, a), value); });
     return derived();
   }
   Derived& zero_() {
-    visit_([](const at::Tensor& t) { t.zero_(); });
+    for_each_tensor_(derived(), [](const at::Tensor& t) { t.zero_(); });
     return derived();
   }
 
@@ -384,25 +369,25 @@ class TensorClass {
   // schema return a TensorDict: comparisons and predicates (bools),
   // reductions (batch dims removed, dtypes promoted), select/exclude (other
   // keys). In-place forms write into the fields' tensors.
-#define TENSORCLASS_UNARY(name)                                          \
-  Derived name() const { return typed_(td_form_().name(), #name); }      \
-  Derived& name##_() {                                                   \
-    td_form_().name##_();                                                \
-    return derived();                                                    \
+#define TENSORCLASS_UNARY(name)                                     \
+  Derived name() const { return typed_(td_form_().name(), #name); } \
+  Derived& name##_() {                                              \
+    td_form_().name##_();                                           \
+    return derived();                                               \
   }
   TENSORDICT_UNARY_OPS(TENSORCLASS_UNARY)
 #undef TENSORCLASS_UNARY
 
-#define TENSORCLASS_BINARY(name)                                                                                     \
-  Derived name(const Derived& other) const { return typed_(td_form_().name(other.td_form_()), #name); }            \
-  Derived name(const Operand& other) const { return typed_(td_form_().name(other), #name); }                       \
-  Derived& name##_(const Derived& other) {                                                                           \
-    td_form_().name##_(other.td_form_());                                                                            \
-    return derived();                                                                                                \
-  }                                                                                                                  \
-  Derived& name##_(const Operand& other) {                                                                           \
-    td_form_().name##_(other);                                                                                       \
-    return derived();                                                                                                \
+#define TENSORCLASS_BINARY(name)                                                                        \
+  Derived name(const Derived& other) const { return typed_(td_form_().name(other.td_form_()), #name); } \
+  Derived name(const Operand& other) const { return typed_(td_form_().name(other), #name); }            \
+  Derived& name##_(const Derived& other) {                                                              \
+    td_form_().name##_(other.td_form_());                                                               \
+    return derived();                                                                                   \
+  }                                                                                                     \
+  Derived& name##_(const Operand& other) {                                                              \
+    td_form_().name##_(other);                                                                          \
+    return derived();                                                                                   \
   }
   TENSORDICT_BINARY_OPS(TENSORCLASS_BINARY)
   TENSORDICT_BINARY_OPS_NO_INPLACE(TENSORCLASS_BINARY)
@@ -411,20 +396,20 @@ class TensorClass {
 #undef TENSORCLASS_BINARY
 
   // self + alpha * other, self - alpha * other.
-#define TENSORCLASS_ALPHA_BINARY(name)                                                                               \
-  Derived name(const Derived& other, const at::Scalar& alpha = 1) const {                                            \
-    return typed_(td_form_().name(other.td_form_(), alpha), #name);                                                  \
-  }                                                                                                                  \
-  Derived name(const Operand& other, const at::Scalar& alpha = 1) const {                                            \
-    return typed_(td_form_().name(other, alpha), #name);                                                             \
-  }                                                                                                                  \
-  Derived& name##_(const Derived& other, const at::Scalar& alpha = 1) {                                              \
-    td_form_().name##_(other.td_form_(), alpha);                                                                     \
-    return derived();                                                                                                \
-  }                                                                                                                  \
-  Derived& name##_(const Operand& other, const at::Scalar& alpha = 1) {                                              \
-    td_form_().name##_(other, alpha);                                                                                \
-    return derived();                                                                                                \
+#define TENSORCLASS_ALPHA_BINARY(name)                                    \
+  Derived name(const Derived& other, const at::Scalar& alpha = 1) const { \
+    return typed_(td_form_().name(other.td_form_(), alpha), #name);       \
+  }                                                                       \
+  Derived name(const Operand& other, const at::Scalar& alpha = 1) const { \
+    return typed_(td_form_().name(other, alpha), #name);                  \
+  }                                                                       \
+  Derived& name##_(const Derived& other, const at::Scalar& alpha = 1) {   \
+    td_form_().name##_(other.td_form_(), alpha);                          \
+    return derived();                                                     \
+  }                                                                       \
+  Derived& name##_(const Operand& other, const at::Scalar& alpha = 1) {   \
+    td_form_().name##_(other, alpha);                                     \
+    return derived();                                                     \
   }
   TENSORCLASS_ALPHA_BINARY(add)
   TENSORCLASS_ALPHA_BINARY(sub)
@@ -436,10 +421,54 @@ class TensorClass {
     td_form_().clamp_(min, max);
     return derived();
   }
+  // self + weight * (end - self).
+  Derived lerp(const Derived& end, const at::Scalar& weight) const {
+    return typed_(td_form_().lerp(end.td_form_(), weight), "lerp");
+  }
+  Derived lerp(const Operand& end, const at::Scalar& weight) const {
+    return typed_(td_form_().lerp(end, weight), "lerp");
+  }
+  Derived& lerp_(const Derived& end, const at::Scalar& weight) {
+    td_form_().lerp_(end.td_form_(), weight);
+    return derived();
+  }
+  Derived& lerp_(const Operand& end, const at::Scalar& weight) {
+    td_form_().lerp_(end, weight);
+    return derived();
+  }
+  // self + value * t1 * t2, self + value * t1 / t2.
+#define TENSORCLASS_TERNARY(name)                                                         \
+  Derived name(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) const { \
+    return typed_(td_form_().name(t1.td_form_(), t2.td_form_(), value), #name);           \
+  }                                                                                       \
+  Derived name(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const { \
+    return typed_(td_form_().name(t1, t2, value), #name);                                 \
+  }                                                                                       \
+  Derived& name##_(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) {   \
+    td_form_().name##_(t1.td_form_(), t2.td_form_(), value);                              \
+    return derived();                                                                     \
+  }                                                                                       \
+  Derived& name##_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) {   \
+    td_form_().name##_(t1, t2, value);                                                    \
+    return derived();                                                                     \
+  }
+  TENSORCLASS_TERNARY(addcmul)
+  TENSORCLASS_TERNARY(addcdiv)
+#undef TENSORCLASS_TERNARY
+  // Every tensor field set to `value` / to fn(field), in place.
+  Derived& fill_(const at::Scalar& value) {
+    td_form_().fill_(value);
+    return derived();
+  }
+  template <class Fn>
+  Derived& apply_(Fn&& fn) {
+    td_form_().apply_(fn);
+    return derived();
+  }
 
   // Comparisons and predicates: a TensorDict of bools (the schema's dtypes
   // do not hold for them).
-#define TENSORCLASS_COMPARISON(name)                                                         \
+#define TENSORCLASS_COMPARISON(name)                                                                  \
   TensorDict name(const Derived& other) const { return to_tensordict().name(other.to_tensordict()); } \
   TensorDict name(const Operand& other) const { return to_tensordict().name(other); }
   TENSORDICT_COMPARISONS(TENSORCLASS_COMPARISON)
@@ -450,26 +479,30 @@ class TensorClass {
 #undef TENSORCLASS_PREDICATE
 
   // Reductions over batch dims (TensorDictBase's): a TensorDict.
-#define TENSORCLASS_REDUCTION(name) \
-  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const {                                  \
-    return to_tensordict().name(std::move(dims), keepdim);                                                     \
+#define TENSORCLASS_REDUCTION(name)                                             \
+  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const { \
+    return to_tensordict().name(std::move(dims), keepdim);                      \
   }
   TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
 #undef TENSORCLASS_REDUCTION
   // (values, indices) over one batch dim, as TensorDictBase::max(dim).
-  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const { return to_tensordict().max(dim, keepdim); }
-  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const { return to_tensordict().min(dim, keepdim); }
+  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const {
+    return to_tensordict().max(dim, keepdim);
+  }
+  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const {
+    return to_tensordict().min(dim, keepdim);
+  }
 
-#define TENSORCLASS_OPERATOR(op, method)                                                                    \
-  friend Derived operator op(const Derived& a, const Derived& b) { return a.method(b); }                   \
+#define TENSORCLASS_OPERATOR(op, method)                                                 \
+  friend Derived operator op(const Derived& a, const Derived& b) { return a.method(b); } \
   friend Derived operator op(const Derived& a, const Operand& b) { return a.method(b); }
   TENSORCLASS_OPERATOR(+, add)
   TENSORCLASS_OPERATOR(-, sub)
   TENSORCLASS_OPERATOR(*, mul)
   TENSORCLASS_OPERATOR(/, div)
 #undef TENSORCLASS_OPERATOR
-#define TENSORCLASS_COMPARISON_OPERATOR(op, method)                                                         \
-  friend TensorDict operator op(const Derived& a, const Derived& b) { return a.method(b); }                \
+#define TENSORCLASS_COMPARISON_OPERATOR(op, method)                                         \
+  friend TensorDict operator op(const Derived& a, const Derived& b) { return a.method(b); } \
   friend TensorDict operator op(const Derived& a, const Operand& b) { return a.method(b); }
   TENSORCLASS_COMPARISON_OPERATOR(==, eq)
   TENSORCLASS_COMPARISON_OPERATOR(!=, ne)
@@ -481,7 +514,9 @@ class TensorClass {
   friend Derived operator-(const Derived& a) { return a.neg(); }
 
   // The elements where the batch mask is true, in one batch dim.
-  Derived masked_select(const at::Tensor& mask) const { return typed_(td_form_().masked_select(mask), "masked_select"); }
+  Derived masked_select(const at::Tensor& mask) const {
+    return typed_(td_form_().masked_select(mask), "masked_select");
+  }
   // torch.gather along batch dim `dim`; the result's batch size is index's shape.
   Derived gather(int64_t dim, const at::Tensor& index) const { return typed_(td_form_().gather(dim, index), "gather"); }
 
@@ -520,12 +555,12 @@ class TensorClass {
   // True when every element of every tensor member is true / nonzero.
   bool all() const {
     bool ok = true;
-    visit_const_([&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
+    for_each_tensor_(derived(), [&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
     return ok;
   }
   bool any() const {
     bool found = false;
-    visit_const_([&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
+    for_each_tensor_(derived(), [&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
     return found;
   }
 
@@ -545,7 +580,9 @@ class TensorClass {
     out.validate();
     return out;
   }
-  static Derived from_tensordict(const TensorDictBase& td, bool strict) { return from_tensordict(td, Derived{}, strict); }
+  static Derived from_tensordict(const TensorDictBase& td, bool strict) {
+    return from_tensordict(td, Derived{}, strict);
+  }
 
   // ---- persistence (FORMATS.md: tensordict's tensorclass layout) -------------------------
   // Writes a memory-mapped copy at `prefix`: meta.json = {"_type": <python_type>,
@@ -557,7 +594,8 @@ class TensorClass {
   Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
     MemmapClassTags tags;
     collect_tags_(tags, {});
-    const TensorDict mapped = memmap_tensorclass(tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
+    const TensorDict mapped =
+        memmap_tensorclass(tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
     Derived out = shell_();
     out.set_locked_tree_(false);
     out.from_td_(mapped);
@@ -592,10 +630,7 @@ class TensorClass {
       };
       register_memmap_class(std::string(schema().python_type), loader);
       register_memmap_class(std::string(schema().name), loader);
-      for_each_index([](auto I) {
-        using M = member_t<I>;
-        if constexpr (is_nested_v<M>) nested_class_t<M>::register_memmap();
-      });
+      visit_fields_([](detail::NestedField, auto field) { register_nested_memmap_(field); });
       return true;
     }();
     (void)registered;
@@ -629,27 +664,21 @@ class TensorClass {
   // tensordict's tensorclass repr.
   std::string repr() const {
     std::vector<std::string> tensors, others;
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& m = derived().*p;
-      const std::string name(fields()[I].name);
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (m.defined()) {
-          tensors.push_back(name + "=" + detail::tensor_repr(m));
-        } else {
-          others.push_back(name + "=None");
-        }
-      } else if constexpr (is_nested_v<M>) {
-        if (const auto* n = present_(m)) {
-          tensors.push_back(name + "=" + n->repr());
-        } else {
-          others.push_back(name + "=None");
-        }
-      } else {
-        others.push_back(name + "=" + detail::python_repr(m));
-      }
-    });
+    auto set_or_none = [&](std::string_view name, bool set, auto&& value_repr) {
+      (set ? tensors : others).push_back(std::string(name) + "=" + (set ? value_repr() : std::string("None")));
+    };
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+                                       set_or_none(field.info().name, m.defined(),
+                                                   [&] { return detail::tensor_repr(m); });
+                                     },
+                                     [&](detail::NestedField, auto field, const auto& m) {
+                                       const auto* n = detail::present(m);
+                                       set_or_none(field.info().name, n != nullptr, [&] { return n->repr(); });
+                                     },
+                                     [&](detail::DataField, auto field, const auto& m) {
+                                       others.push_back(std::string(field.info().name) + "=" + detail::python_repr(m));
+                                     }},
+                  derived());
     return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared());
   }
   friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << x.repr(); }
@@ -669,31 +698,87 @@ class TensorClass {
   Derived& derived() { return static_cast<Derived&>(*this); }
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
 
-  template <std::size_t I>
-  static constexpr auto member_ptr() {
-    return std::get<I>(schema::FieldTable<Derived>::members);
+  // The field visitor (tensorclass_fields.h) over this class's fields.
+  template <class H, class... Objs>
+  static void visit_fields_(H&& handler, Objs&... objs) {
+    detail::visit_fields<Derived>(handler, objs...);
   }
-  template <std::size_t I>
-  using member_t = schema::field_type_t<Derived, I>;
-
-  // f(std::integral_constant<size_t, I>) for every field, in order.
-  template <class F>
-  static void for_each_index(F&& f) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (f(std::integral_constant<std::size_t, I>{}), ...);
-    }(std::make_index_sequence<num_fields()>{});
+  template <class H, class... Objs>
+  static bool visit_field_named_(std::string_view name, H&& handler, Objs&... objs) {
+    return detail::visit_field_named<Derived>(name, handler, objs...);
   }
 
-  // The object of a nested tensorclass field, or null for an absent optional one.
-  template <class M>
-  static auto* present_(M& m) {
-    if constexpr (is_optional_nested_v<std::remove_const_t<M>>) {
-      return m ? &*m : nullptr;
-    } else {
-      return &m;
+  // fn(tensor) for every set tensor field of `self`, nested ones included.
+  template <class Self, class Fn>
+  static void for_each_tensor_(Self& self, Fn&& fn) {
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, auto& m) {
+                                       if (m.defined()) fn(m);
+                                     },
+                                     [&](detail::NestedField, auto, auto& m) {
+                                       if (auto* n = detail::present(m)) n->for_each_tensor_(*n, fn);
+                                     }},
+                  self);
+  }
+  // fn(member) for every present nested tensorclass member of this level.
+  template <class Fn>
+  void for_each_nested_(Fn&& fn) {
+    visit_fields_(
+        [&](detail::NestedField, auto, auto& m) {
+          if (auto* n = detail::present(m)) fn(*n);
+        },
+        derived());
+  }
+  // fn(ours, theirs) for every tensor field set in both; an optional nested
+  // class present in one only is an error (a value would be lost, or missing).
+  template <class Fn>
+  static void for_each_pair_(Derived& self, const Derived& other, Fn&& fn) {
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, auto& a, const auto& b) {
+                                       if (a.defined() && b.defined()) fn(a, b);
+                                     },
+                                     [&](detail::NestedField, auto field, auto& a, const auto& b) {
+                                       auto* x = detail::present(a);
+                                       const auto* y = detail::present(b);
+                                       if (x && y) {
+                                         x->for_each_pair_(*x, *y, fn);
+                                       } else if (x || y) {
+                                         detail::throw_optional_mismatch("write", field_path_(field), 1);
+                                       }
+                                     }},
+                  self, other);
+  }
+
+  // detail::present(dst), after giving the nested field `dst` the presence
+  // of `src` (a detail::present() result): reset when it is null, else, if
+  // absent, a shell of it.
+  template <class M, class N>
+  static auto* mirror_presence_(M& dst, const N* src) {
+    if constexpr (is_optional_nested_v<M>) {
+      if (!src) {
+        dst.reset();
+      } else if (!dst) {
+        dst.emplace(src->shell_());
+      }
     }
+    return detail::present(dst);
+  }
+  template <class F>
+  static void register_nested_memmap_(F) {
+    nested_class_t<typename F::member_type>::register_memmap();
   }
 
+  // "Class.field", for messages.
+  template <class Field>
+  static std::string field_path_(Field field) {
+    return std::string(schema().name) + "." + std::string(field.info().name);
+  }
+  static bool is_field_(std::string_view name) {
+    for (const auto& f : fields()) {
+      if (f.name == name) return true;
+    }
+    return false;
+  }
+
+  // ---- batch metadata -------------------------------------------------------------------
   // Names with no name left mean "unnamed" (an empty list).
   static Names unnamed_if_empty_(Names names) {
     for (const auto& n : names) {
@@ -720,128 +805,100 @@ class TensorClass {
       for (auto n : schema().batch_names) tc_names_.emplace_back(std::string(n));
     }
     if (tc_names_.empty()) return;
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      if constexpr (is_nested_v<M>) {
-        auto* m = present_(derived().*member_ptr<I>());
-        if (m && m->tc_names_.empty() && m->tc_batch_size_.size() >= tc_names_.size()) {
-          m->tc_names_ = tc_names_;
-          m->tc_names_.resize(m->tc_batch_size_.size());
-          m->name_from_schema_();
-        }
+    for_each_nested_([&](auto& n) {
+      if (n.tc_names_.empty() && n.tc_batch_size_.size() >= tc_names_.size()) {
+        n.tc_names_ = tc_names_;
+        n.tc_names_.resize(n.tc_batch_size_.size());
+        n.name_from_schema_();
       }
     });
   }
 
   void set_device_(DeviceArg device) {
     tc_device_ = device;
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      if constexpr (is_nested_v<M>) {
-        if (auto* n = present_(derived().*member_ptr<I>())) n->set_device_(device);
-      }
-    });
+    for_each_nested_([&](auto& n) { n.set_device_(device); });
   }
 
+  // The lock of this level and of every nested tensorclass member.
+  void set_locked_tree_(bool locked) {
+    tc_locked_ = locked;
+    for_each_nested_([&](auto& n) { n.set_locked_tree_(locked); });
+  }
+
+  // ---- schema checks -----------------------------------------------------------------------
   // `trust_built`: skip the fields of nested members that a constructor
   // validated (their batch prefix is still checked).
   void validate_(const detail::FieldPath& path, bool trust_built) const {
     detail::validate_batch_dims(schema(), path, tc_batch_size_);
     detail::SymbolTable symbols;
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& m = derived().*p;
-      const detail::FieldPath field{&path, fields()[I].name};
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        detail::validate_tensor_field(field, fields()[I], m, tc_batch_size_, symbols);
-      } else if constexpr (is_nested_v<M>) {
-        const auto* n = present_(m);
-        if (!n) return;  // an absent optional class
-        detail::validate_nested_batch(field, n->tc_batch_size_, tc_batch_size_);
-        if (!(trust_built && n->tc_validated_)) n->validate_(field, trust_built);
-      }
-    });
-  }
-
-  // out.member = fn(this->member) for every tensor member (recursing); `nb` is
-  // the number of batch dims of the op's source. Nested members get the new
-  // batch size followed by their own extra batch dims.
-  template <class Fn>
-  void map_into_(Derived& out, Fn&& fn, int64_t nb) const {
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& src = derived().*p;
-      auto& dst = out.*p;
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (src.defined()) dst = fn(src);
-      } else if constexpr (is_nested_v<M>) {
-        const auto* s = present_(src);
-        if constexpr (is_optional_nested_v<M>) {
-          if (!s) {
-            dst.reset();
-            return;
-          }
-          if (!dst) dst.emplace(s->shell_());
-        }
-        auto& d = *present_(dst);
-        if (&d != s) {
-          BatchSizeArg b = out.tc_batch_size_;
-          b.insert(b.end(), s->tc_batch_size_.begin() + std::min<int64_t>(nb, s->batch_dims()), s->tc_batch_size_.end());
-          d.tc_batch_size_ = std::move(b);
-          if (d.tc_names_.size() != d.tc_batch_size_.size()) d.tc_names_.clear();
-          d.tc_locked_ = false;
-        }
-        s->map_into_(d, fn, nb);
-      }
-    });
-  }
-
-  TensorDict tensordict_form_(detail::NonTensorFields which) const {
-    std::vector<TensorDict::Entry> entries;
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& m = derived().*p;
-      const std::string name(fields()[I].name);
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (m.defined()) entries.emplace_back(name, m);
-      } else if constexpr (is_nested_v<M>) {
-        if (const auto* n = present_(m)) entries.emplace_back(name, n->tensordict_form_(which));
-      } else {
-        if (which == detail::NonTensorFields::None) return;
-        if (which == detail::NonTensorFields::H5 && fields()[I].value_type != schema::ValueType::String) {
-          if (m == Derived{}.*p) return;
-          detail::throw_h5_non_tensor(schema().name, fields()[I], detail::python_repr(m));
-        }
-        entries.emplace_back(name, NonTensorData(Json(m)));
-      }
-    });
-    return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+                                       const detail::FieldPath sub{&path, field.info().name};
+                                       detail::validate_tensor_field(sub, field.info(), m, tc_batch_size_, symbols);
+                                     },
+                                     [&](detail::NestedField, auto field, const auto& m) {
+                                       const auto* n = detail::present(m);
+                                       if (!n) return;  // an absent optional class
+                                       const detail::FieldPath sub{&path, field.info().name};
+                                       detail::validate_nested_batch(sub, n->tc_batch_size_, tc_batch_size_);
+                                       if (!(trust_built && n->tc_validated_)) n->validate_(sub, trust_built);
+                                     }},
+                  derived());
   }
 
   // A tensordict the dynamic core derived from td_form_() by an op that
   // keeps the schema's shapes, as this class: declared dtypes must be kept.
   Derived typed_(const TensorDictBase& td, const char* op) const {
     Derived out = from_form_(td);
-    out.check_dtypes_(detail::FieldPath{nullptr, schema().name}, op, [](const at::Tensor& t) { return t.scalar_type(); });
+    out.check_dtypes_(detail::FieldPath{nullptr, schema().name}, op,
+                      [](const at::Tensor& t) { return t.scalar_type(); });
     return out;
   }
   // Throws naming the field when `dtype_of(tensor)` differs from a tensor
   // field's declared dtype (fields with an open dtype take any).
   template <class DtypeOf>
   void check_dtypes_(const detail::FieldPath& path, const char* op, const DtypeOf& dtype_of) const {
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      const auto& m = derived().*member_ptr<I>();
-      const detail::FieldPath field{&path, fields()[I].name};
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (m.defined() && !fields()[I].dtype.empty()) detail::check_declared_dtype(op, field, fields()[I], dtype_of(m));
-      } else if constexpr (is_nested_v<M>) {
-        if (const auto* n = present_(m)) n->check_dtypes_(field, op, dtype_of);
-      }
-    });
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+                                       if (!m.defined() || field.info().dtype.empty()) return;
+                                       const detail::FieldPath sub{&path, field.info().name};
+                                       detail::check_declared_dtype(op, sub, field.info(), dtype_of(m));
+                                     },
+                                     [&](detail::NestedField, auto field, const auto& m) {
+                                       const auto* n = detail::present(m);
+                                       if (n)
+                                         n->check_dtypes_(detail::FieldPath{&path, field.info().name}, op, dtype_of);
+                                     }},
+                  derived());
+  }
+
+  // ---- the tensordict form -------------------------------------------------------------------
+  TensorDict tensordict_form_(detail::NonTensorFields which) const {
+    std::vector<TensorDict::Entry> entries;
+    visit_fields_(
+        detail::Overloaded{[&](detail::TensorField, auto field, const auto& m, const auto&) {
+                             if (m.defined()) entries.emplace_back(std::string(field.info().name), m);
+                           },
+                           [&](detail::NestedField, auto field, const auto& m, const auto&) {
+                             if (const auto* n = detail::present(m)) {
+                               entries.emplace_back(std::string(field.info().name), n->tensordict_form_(which));
+                             }
+                           },
+                           [&](detail::DataField, auto field, const auto& m, const auto& schema_default) {
+                             if (which == detail::NonTensorFields::None) return;
+                             if (which == detail::NonTensorFields::H5 &&
+                                 field.info().value_type != schema::ValueType::String) {
+                               if (m == schema_default) return;
+                               detail::throw_h5_non_tensor(schema().name, field.info(), detail::python_repr(m));
+                             }
+                             entries.emplace_back(std::string(field.info().name), NonTensorData(Json(m)));
+                           }},
+        derived(), defaults_());
+    return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
+  }
+  // An instance as the schema's defaults make it (for the fields that h5
+  // leaves out when they hold their default).
+  static const Derived& defaults_() {
+    static const Derived instance{};
+    return instance;
   }
 
   // The tensordict form with our consolidated storage (if any), so that the
@@ -861,6 +918,56 @@ class TensorClass {
     return out;
   }
 
+  // Reads the fields from a tensordict form: tensors, nested tensorclasses,
+  // and non-tensor fields held as non-tensor data (what load_memmap through
+  // TensorDict gives); an absent non-tensor field keeps its current value.
+  void from_td_(const TensorDictBase& td, bool strict = true) {
+    tc_batch_size_ = td.batch_size().vec();
+    tc_device_ = td.device();
+    set_names_(td.names());
+    if (strict) {
+      for (const auto& key : td.keys()) {
+        if (!is_field_(key.front())) {
+          throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a field of " +
+                         std::string(schema().name) + " (from_tensordict(td, false) ignores extra keys)");
+        }
+      }
+    }
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& m) {
+                                       const std::string name(field.info().name);
+                                       m = td.contains(name) ? td.get(name) : at::Tensor();
+                                     },
+                                     [&](detail::NestedField, auto field, auto& m) {
+                                       const std::string name(field.info().name);
+                                       if (td.contains(name)) {
+                                         detail::emplaced(m).from_td_(td.get_td(name), strict);
+                                       } else {
+                                         detail::reset_if_optional(m);
+                                       }
+                                     },
+                                     [&](detail::DataField, auto field, auto& m) {
+                                       if (const auto value = td.get_value(std::string(field.info().name))) {
+                                         read_non_tensor_(m, *value, field_path_(field), field.info(), "the entry");
+                                       }
+                                     }},
+                  derived());
+  }
+
+  // A non-tensor field from the non-tensor entry `value`; errors name `sub`
+  // and call the entry `what`.
+  template <class M>
+  static void read_non_tensor_(M& m, const Value& value, const std::string& sub, const schema::FieldInfo& field,
+                               std::string_view what) {
+    if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
+    const Json json = value.non_tensor().data();
+    try {
+      m = json.template get<M>();
+    } catch (const Json::exception&) {
+      detail::throw_bad_non_tensor(sub, field, json);
+    }
+  }
+
+  // ---- new instances --------------------------------------------------------------------
   // A copy of everything but the tensors (metadata and non-tensor fields, at
   // every level): what an op that sets every tensor starts from. Copying the
   // whole struct would touch every tensor's refcount twice for nothing.
@@ -874,24 +981,17 @@ class TensorClass {
     tc_device_ = src.tc_device_;
     tc_names_ = src.tc_names_;
     tc_locked_ = src.tc_locked_;
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      if constexpr (is_tensorclass_v<M>) {
-        (derived().*p).copy_shell_(src.*p);
-      } else if constexpr (is_optional_nested_v<M>) {
-        auto& d = derived().*p;
-        const auto& s = src.*p;
-        if (!s) {
-          d.reset();
-        } else {
-          if (!d) d.emplace();
-          d->copy_shell_(*s);
-        }
-      } else if constexpr (!std::is_same_v<M, at::Tensor>) {
-        derived().*p = src.*p;
-      }
-    });
+    visit_fields_(detail::Overloaded{[](detail::NestedField, auto, auto& dst, const auto& from) {
+                                       const auto* s = detail::present(from);
+                                       auto* d = detail::present(dst);
+                                       if (d && s) {
+                                         d->copy_shell_(*s);
+                                       } else {
+                                         mirror_presence_(dst, s);
+                                       }
+                                     },
+                                     [](detail::DataField, auto, auto& dst, const auto& from) { dst = from; }},
+                  derived(), src);
   }
 
   // A copy with a new batch size and names (empty: none), every tensor mapped.
@@ -900,6 +1000,14 @@ class TensorClass {
     Derived out = shell_();
     out.tc_batch_size_ = std::move(batch);
     out.tc_names_ = unnamed_if_empty_(std::move(names));
+    out.set_locked_tree_(false);
+    map_into_(out, fn, batch_dims());
+    return out;
+  }
+  // Same batch size and names.
+  template <class Fn>
+  Derived same_batch_(Fn&& fn) const {
+    Derived out = shell_();
     out.set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
     return out;
@@ -929,107 +1037,74 @@ class TensorClass {
     for (const auto& x : list) out.push_back(x.batch_size());
     return out;
   }
-  // Same batch size and names.
-  template <class Fn>
-  Derived same_batch_(Fn&& fn) const {
-    Derived out = shell_();
-    out.set_locked_tree_(false);
-    map_into_(out, fn, batch_dims());
-    return out;
+
+  // A nested member's batch size in an op's output `parent_batch`: the
+  // parent's new batch size, then the member's own dims past the source's
+  // `nb` batch dims.
+  template <class N>
+  static BatchSizeArg nested_batch_(at::IntArrayRef parent_batch, const N& src, int64_t nb) {
+    BatchSizeArg b = parent_batch;
+    b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
+    return b;
   }
 
+  // out.member = fn(this->member) for every tensor member (recursing); `nb` is
+  // the number of batch dims of the op's source.
+  template <class Fn>
+  void map_into_(Derived& out, Fn&& fn, int64_t nb) const {
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, const auto& src, auto& dst) {
+                                       if (src.defined()) dst = fn(src);
+                                     },
+                                     [&](detail::NestedField, auto, const auto& src, auto& dst) {
+                                       const auto* s = detail::present(src);
+                                       auto* d = mirror_presence_(dst, s);
+                                       if (!s) return;
+                                       if (d != s) {
+                                         d->tc_batch_size_ = nested_batch_(out.tc_batch_size_, *s, nb);
+                                         if (d->tc_names_.size() != d->tc_batch_size_.size()) d->tc_names_.clear();
+                                         d->tc_locked_ = false;
+                                       }
+                                       s->map_into_(*d, fn, nb);
+                                     }},
+                  derived(), out);
+  }
+
+  // out.member = fn(this->member, other.member), pairing the tensor members.
   template <class Fn>
   void map2_into_(Derived& out, const Derived& other, Fn&& fn) const {
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& a = derived().*p;
-      const auto& b = other.*p;
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (a.defined() && b.defined()) {
-          out.*p = fn(a, b);
-        } else if (a.defined() != b.defined()) {
-          detail::throw_optional_mismatch("apply", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
-        }
-      } else if constexpr (is_nested_v<M>) {
-        const auto* x = present_(a);
-        const auto* y = present_(b);
-        if (!x || !y) {
-          if (x || y) detail::throw_optional_mismatch("apply", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
-          return;
-        }
-        if constexpr (is_optional_nested_v<M>) {
-          if (!(out.*p)) (out.*p).emplace(x->shell_());
-        }
-        x->map2_into_(*present_(out.*p), *y, fn);
-      }
-    });
-  }
-
-  // fn(member) for every defined tensor member, nested ones included.
-  template <class Fn>
-  void visit_(Fn&& fn) {
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      auto& m = derived().*member_ptr<I>();
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (m.defined()) fn(m);
-      } else if constexpr (is_nested_v<M>) {
-        if (auto* n = present_(m)) n->visit_(fn);
-      }
-    });
-  }
-  template <class Fn>
-  void visit_const_(Fn&& fn) const {
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      const auto& m = derived().*member_ptr<I>();
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (m.defined()) fn(m);
-      } else if constexpr (is_nested_v<M>) {
-        if (const auto* n = present_(m)) n->visit_const_(fn);
-      }
-    });
-  }
-  template <class Fn>
-  void visit2_(const Derived& other, Fn&& fn) {
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      auto& a = derived().*p;
-      const auto& b = other.*p;
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (a.defined() && b.defined()) fn(a, b);
-      } else if constexpr (is_nested_v<M>) {
-        auto* x = present_(a);
-        const auto* y = present_(b);
-        if (x && y) {
-          x->visit2_(*y, fn);
-        } else if (x || y) {
-          // The value's field would be lost (or has nothing to write).
-          detail::throw_optional_mismatch("write", std::string(schema().name) + "." + std::string(fields()[I].name), 1);
-        }
-      }
-    });
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& a, const auto& b, auto& o) {
+                                       if (a.defined() && b.defined()) {
+                                         o = fn(a, b);
+                                       } else if (a.defined() != b.defined()) {
+                                         detail::throw_optional_mismatch("apply", field_path_(field), 1);
+                                       }
+                                     },
+                                     [&](detail::NestedField, auto field, const auto& a, const auto& b, auto& o) {
+                                       const auto* x = detail::present(a);
+                                       const auto* y = detail::present(b);
+                                       if (x && y) {
+                                         x->map2_into_(*mirror_presence_(o, x), *y, fn);
+                                       } else if (x || y) {
+                                         detail::throw_optional_mismatch("apply", field_path_(field), 1);
+                                       }
+                                     }},
+                  derived(), other, out);
   }
 
   // Pieces: fn(tensor, out) writes one tensor per piece (shape::Unbind, shape::Split).
   template <class Fn>
   void pieces_into_(const std::vector<Derived*>& outs, Fn&& fn, int64_t nb) const {
     std::vector<at::Tensor> parts(outs.size());  // one field's pieces, reused field after field
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      const auto& src = derived().*p;
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (src.defined()) {
-          fn(src, parts.data());
-          for (std::size_t i = 0; i < outs.size(); ++i) outs[i]->*p = std::move(parts[i]);
-        }
-      } else if constexpr (is_nested_v<M>) {
-        pieces_nested_(outs, p, fn, nb);
-      }
-    });
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& src) {
+                                       if (!src.defined()) return;
+                                       fn(src, parts.data());
+                                       for (std::size_t i = 0; i < outs.size(); ++i)
+                                         field.of(*outs[i]) = std::move(parts[i]);
+                                     },
+                                     [&](detail::NestedField, auto field, const auto& src) {
+                                       pieces_nested_(outs, field, detail::present(src), fn, nb);
+                                     }},
+                  derived());
   }
 
   // stack / cat: `plan` gives the batch size and names.
@@ -1051,228 +1126,163 @@ class TensorClass {
   static void combine_into_(Derived& out, const std::vector<const Derived*>& srcs, Fn&& fn, int64_t nb, const char* op,
                             const std::string& path) {
     std::vector<at::Tensor> tensors;
-    for_each_index([&](auto I) {
-      constexpr auto p = member_ptr<I>();
-      using M = member_t<I>;
-      // The field's path, only built for an error or a nested level.
-      auto sub = [&] { return path + "." + std::string(fields()[I].name); };
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        tensors.clear();
-        for (std::size_t i = 0; i < srcs.size(); ++i) {
-          const auto& t = srcs[i]->*p;
-          if (t.defined() != (srcs[0]->*p).defined()) detail::throw_optional_mismatch(op, sub(), i);
-          if (t.defined()) tensors.push_back(t);
-        }
-        out.*p = tensors.empty() ? at::Tensor() : fn(tensors);
-      } else if constexpr (is_nested_v<M>) {
-        combine_nested_(out, srcs, p, fn, nb, op, sub());
-      } else {
-        const auto& first = srcs[0]->*p;
-        for (std::size_t i = 1; i < srcs.size(); ++i) {
-          if (!(srcs[i]->*p == first)) {
-            detail::throw_non_tensor_mismatch(op, sub(), detail::python_repr(first), detail::python_repr(srcs[i]->*p), i);
-          }
-        }
-      }
-    });
+    // The field's path, only built for an error or a nested level.
+    auto sub = [&](auto field) { return path + "." + std::string(field.info().name); };
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& o) {
+                                       tensors.clear();
+                                       const bool set = field.of(*srcs[0]).defined();
+                                       for (std::size_t i = 0; i < srcs.size(); ++i) {
+                                         const at::Tensor& t = field.of(*srcs[i]);
+                                         if (t.defined() != set) detail::throw_optional_mismatch(op, sub(field), i);
+                                         if (set) tensors.push_back(t);
+                                       }
+                                       o = set ? fn(tensors) : at::Tensor();
+                                     },
+                                     [&](detail::NestedField, auto field, auto& o) {
+                                       combine_nested_(out, o, srcs, field, fn, nb, op, sub(field));
+                                     },
+                                     [&](detail::DataField, auto field, auto&) {
+                                       const auto& first = field.of(*srcs[0]);
+                                       for (std::size_t i = 1; i < srcs.size(); ++i) {
+                                         const auto& x = field.of(*srcs[i]);
+                                         if (x == first) continue;
+                                         detail::throw_non_tensor_mismatch(op, sub(field), detail::python_repr(first),
+                                                                           detail::python_repr(x), i);
+                                       }
+                                     }},
+                  out);
   }
 
   // pieces_into_ and combine_into_ for a nested tensorclass field. Functions
-  // of their own, with the field's type deduced from the member pointer: GCC
-  // 13 crashes (tsubst_copy) on a type built from the visitor lambda's local
-  // alias of the field type (std::vector<M*> and the like).
+  // of their own, with the nested class deduced from an argument: GCC 13
+  // crashes (tsubst_copy) on types built inside the visitor's lambdas from
+  // the field's type (std::vector<N*> and the like).
   // The outputs are shells of this object: an optional class is present in
   // them exactly when it is here.
-  template <class M, class Fn>
-  void pieces_nested_(const std::vector<Derived*>& outs, M Derived::*p, Fn& fn, int64_t nb) const {
-    using N = nested_class_t<M>;
-    const N* src = present_(derived().*p);
+  template <class Field, class N, class Fn>
+  static void pieces_nested_(const std::vector<Derived*>& outs, Field field, const N* src, Fn& fn, int64_t nb) {
     if (!src) return;
     std::vector<N*> sub;
     for (Derived* o : outs) {
-      N& dst = *present_(o->*p);
-      BatchSizeArg b = o->tc_batch_size_;
-      b.insert(b.end(), src->tc_batch_size_.begin() + std::min<int64_t>(nb, src->batch_dims()), src->tc_batch_size_.end());
-      dst.tc_batch_size_ = std::move(b);
+      N& dst = *detail::present(field.of(*o));
+      dst.tc_batch_size_ = nested_batch_(o->tc_batch_size_, *src, nb);
       dst.tc_names_.clear();
       sub.push_back(&dst);
     }
     src->pieces_into_(sub, fn, nb);
   }
   // An optional class must be present in every input or in none.
-  template <class M, class Fn>
-  static void combine_nested_(Derived& out, const std::vector<const Derived*>& srcs, M Derived::*p, Fn& fn, int64_t nb,
-                              const char* op, const std::string& path) {
-    using N = nested_class_t<M>;
+  template <class M, class Field, class Fn>
+  static void combine_nested_(const Derived& out, M& dst_member, const std::vector<const Derived*>& srcs, Field field,
+                              Fn& fn, int64_t nb, const char* op, const std::string& path) {
+    auto* dst = detail::present(dst_member);
+    using N = std::remove_pointer_t<decltype(dst)>;
     std::vector<const N*> sub_srcs;
     for (std::size_t i = 0; i < srcs.size(); ++i) {
-      const N* s = present_(srcs[i]->*p);
-      if ((s == nullptr) != (present_(srcs.front()->*p) == nullptr)) detail::throw_optional_mismatch(op, path, i);
+      const N* s = detail::present(field.of(*srcs[i]));
+      if ((s == nullptr) != (dst == nullptr)) detail::throw_optional_mismatch(op, path, i);
       sub_srcs.push_back(s);
     }
-    if (!sub_srcs.front()) return;  // absent in every input, as in `out` (a shell of the first)
-    N& dst = *present_(out.*p);
-    BatchSizeArg b = out.tc_batch_size_;
-    const N& first = *sub_srcs.front();
-    b.insert(b.end(), first.tc_batch_size_.begin() + std::min<int64_t>(nb, first.batch_dims()), first.tc_batch_size_.end());
-    dst.tc_batch_size_ = std::move(b);
-    dst.tc_names_.clear();
-    dst.tc_device_ = out.tc_device_;
-    N::combine_into_(dst, sub_srcs, fn, nb, op, path);
+    if (!dst) return;  // absent in every input, as in `out` (a shell of the first)
+    dst->tc_batch_size_ = nested_batch_(out.tc_batch_size_, *sub_srcs.front(), nb);
+    dst->tc_names_.clear();
+    dst->tc_device_ = out.tc_device_;
+    N::combine_into_(*dst, sub_srcs, fn, nb, op, path);
   }
 
+  // ---- fields by path -----------------------------------------------------------------------
   const at::Tensor* find_tensor_(std::span<const std::string> path, std::size_t at, bool required) const {
     const at::Tensor* found = nullptr;
-    bool matched = false;
-    for_each_index([&](auto I) {
-      if (matched || fields()[I].name != path[at]) return;
-      matched = true;
-      using M = member_t<I>;
-      const auto& m = derived().*member_ptr<I>();
-      const bool last = at + 1 == path.size();
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (last) {
-          if (m.defined() || !required) found = m.defined() ? &m : nullptr;
-          else throw KeyError(std::string(schema().name) + "." + path[at] + " is not set (optional field)");
-        } else if (required) {
-          detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
-        }
-      } else if constexpr (is_nested_v<M>) {
-        const auto* n = present_(m);
-        if (last) {
-          if (required) detail::throw_not_tensor(schema().name, path[at], "a nested tensorclass; use the member");
-        } else if (n) {
-          found = n->find_tensor_(path, at + 1, required);
-        } else if (required) {
-          throw KeyError(std::string(schema().name) + "." + path[at] + " is not set (optional field)");
-        }
-      } else {
-        if (required) detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
-      }
-    });
+    const bool last = at + 1 == path.size();
+    const bool matched = visit_field_named_(
+        path[at],
+        detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+                             if (!last) {
+                               if (required)
+                                 detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
+                             } else if (m.defined()) {
+                               found = &m;
+                             } else if (required) {
+                               throw KeyError(field_path_(field) + " is not set (optional field)");
+                             }
+                           },
+                           [&](detail::NestedField, auto field, const auto& m) {
+                             const auto* n = detail::present(m);
+                             if (last) {
+                               if (required)
+                                 detail::throw_not_tensor(schema().name, path[at],
+                                                          "a nested tensorclass; use the member");
+                             } else if (n) {
+                               found = n->find_tensor_(path, at + 1, required);
+                             } else if (required) {
+                               throw KeyError(field_path_(field) + " is not set (optional field)");
+                             }
+                           },
+                           [&](detail::DataField, auto, const auto&) {
+                             if (required)
+                               detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
+                           }},
+        derived());
     if (!matched && required) detail::throw_no_field(schema().name, path[at]);
     return found;
   }
 
   void set_path_(std::span<const std::string> path, std::size_t at, const at::Tensor& value) {
     if (tc_locked_) detail::throw_locked(schema().name, path[at]);
-    bool matched = false;
-    for_each_index([&](auto I) {
-      if (matched || fields()[I].name != path[at]) return;
-      matched = true;
-      using M = member_t<I>;
-      auto& m = derived().*member_ptr<I>();
-      const bool last = at + 1 == path.size();
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (!last) detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
-        at::Tensor old = m;
-        m = tc_device_ && value.defined() ? value.to(*tc_device_) : value;
-        try {
-          validate();
-        } catch (...) {
-          m = old;
-          throw;
-        }
-      } else if constexpr (is_nested_v<M>) {
-        if (last) detail::throw_not_tensor(schema().name, path[at], "a nested tensorclass; assign the member");
-        auto* n = present_(m);
-        if (!n) throw KeyError(std::string(schema().name) + "." + path[at] + " is not set (optional field); assign the member");
-        n->set_path_(path, at + 1, value);
-      } else {
-        detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
-      }
-    });
+    const bool last = at + 1 == path.size();
+    const bool matched = visit_field_named_(
+        path[at],
+        detail::Overloaded{[&](detail::TensorField, auto, auto& m) {
+                             if (!last)
+                               detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
+                             at::Tensor old = m;
+                             m = tc_device_ && value.defined() ? value.to(*tc_device_) : value;
+                             try {
+                               validate();
+                             } catch (...) {
+                               m = old;
+                               throw;
+                             }
+                           },
+                           [&](detail::NestedField, auto field, auto& m) {
+                             if (last)
+                               detail::throw_not_tensor(schema().name, path[at],
+                                                        "a nested tensorclass; assign the member");
+                             auto* n = detail::present(m);
+                             if (!n)
+                               throw KeyError(field_path_(field) + " is not set (optional field); assign the member");
+                             n->set_path_(path, at + 1, value);
+                           },
+                           [&](detail::DataField, auto, auto&) {
+                             detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
+                           }},
+        derived());
     if (!matched) detail::throw_no_field(schema().name, path[at]);
   }
 
-  // The lock of this level and of every nested tensorclass member.
-  void set_locked_tree_(bool locked) {
-    tc_locked_ = locked;
-    for_each_index([&](auto I) {
-      if constexpr (is_nested_v<member_t<I>>) {
-        if (auto* n = present_(derived().*member_ptr<I>())) n->set_locked_tree_(locked);
-      }
-    });
-  }
-
-  // A non-tensor field from the non-tensor entry `value`; errors name `sub`
-  // and call the entry `what`.
-  template <class M>
-  static void read_non_tensor_(M& m, const Value& value, const std::string& sub, const schema::FieldInfo& field,
-                               std::string_view what) {
-    if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
-    const Json json = value.non_tensor().data();
-    try {
-      m = json.template get<M>();
-    } catch (const Json::exception&) {
-      detail::throw_bad_non_tensor(sub, field, json);
-    }
-  }
-
-  // Reads the fields from a tensordict form: tensors, nested tensorclasses,
-  // and non-tensor fields held as non-tensor data (what load_memmap through
-  // TensorDict gives); an absent non-tensor field keeps its current value.
-  void from_td_(const TensorDictBase& td, bool strict = true) {
-    tc_batch_size_ = td.batch_size().vec();
-    tc_device_ = td.device();
-    set_names_(td.names());
-    if (strict) {
-      for (const auto& key : td.keys()) {
-        bool known = false;
-        for (const auto& f : fields()) known = known || f.name == key.front();
-        if (!known) {
-          throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a field of " +
-                         std::string(schema().name) + " (from_tensordict(td, false) ignores extra keys)");
-        }
-      }
-    }
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      auto& m = derived().*member_ptr<I>();
-      const std::string name(fields()[I].name);
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        m = td.contains(name) ? td.get(name) : at::Tensor();
-      } else if constexpr (is_nested_v<M>) {
-        if (td.contains(name)) {
-          if constexpr (is_optional_nested_v<M>) {
-            if (!m) m.emplace();
-          }
-          present_(m)->from_td_(td.get_td(name), strict);
-        } else if constexpr (is_optional_nested_v<M>) {
-          m.reset();
-        }
-      } else {
-        const auto value = td.get_value(name);
-        if (!value) return;
-        const std::string sub = std::string(schema().name) + "." + name;
-        read_non_tensor_(m, *value, sub, fields()[I], "the entry");
-      }
-    });
-  }
-
+  // ---- persistence ---------------------------------------------------------------------------
   // The tags that make memmap_tensorclass write this level (at `path`) and
   // every nested tensorclass in tensorclass layout.
   void collect_tags_(MemmapClassTags& tags, std::vector<std::string> path) const {
     MemmapClassTag tag{std::string(schema().python_type), Json::object()};
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      const auto& m = derived().*member_ptr<I>();
-      const std::string name(fields()[I].name);
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (!m.defined()) tag.fields[name] = nullptr;
-      } else if constexpr (is_nested_v<M>) {
-        const auto* n = present_(m);
-        if (!n) {
-          tag.fields[name] = nullptr;  // Python's tensorclass stores None
-          return;
-        }
-        auto sub = path;
-        sub.push_back(name);
-        n->collect_tags_(tags, std::move(sub));
-      } else {
-        tag.fields[name] = m;
-      }
-    });
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+                                       if (!m.defined()) tag.fields[std::string(field.info().name)] = nullptr;
+                                     },
+                                     [&](detail::NestedField, auto field, const auto& m) {
+                                       const std::string name(field.info().name);
+                                       const auto* n = detail::present(m);
+                                       if (!n) {
+                                         tag.fields[name] = nullptr;  // Python's tensorclass stores None
+                                         return;
+                                       }
+                                       auto sub = path;
+                                       sub.push_back(name);
+                                       n->collect_tags_(tags, std::move(sub));
+                                     },
+                                     [&](detail::DataField, auto field, const auto& m) {
+                                       tag.fields[std::string(field.info().name)] = m;
+                                     }},
+                  derived());
     tags.emplace(std::move(path), std::move(tag));
   }
 
@@ -1281,19 +1291,19 @@ class TensorClass {
   static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
     Derived out;
     try {
-      out.read_loaded_(td, where, std::string(schema().name), std::nullopt, infer_batch);
+      out.read_loaded_(td, std::string(schema().name), std::nullopt, infer_batch);
       out.validate();
     } catch (...) {
       rethrow_reworded([&](std::string_view what) { return where + ": " + std::string(what); });
     }
     return out;
   }
-  void read_loaded_(const TensorDictBase& td, const std::string& where, const std::string& path,
-                    std::optional<at::IntArrayRef> parent, bool infer_batch) {
+  void read_loaded_(const TensorDictBase& td, const std::string& path, std::optional<at::IntArrayRef> parent,
+                    bool infer_batch) {
     for (const auto& key : td.keys()) {
-      bool known = false;
-      for (const auto& f : fields()) known = known || f.name == key.front();
-      if (!known) throw KeyError(path + ": stored key " + key.repr() + " is not a field of " + std::string(schema().name));
+      if (!is_field_(key.front())) {
+        throw KeyError(path + ": stored key " + key.repr() + " is not a field of " + std::string(schema().name));
+      }
     }
     tc_batch_size_ = infer_batch ? detail::infer_batch_size(schema(), td, parent) : td.batch_size().vec();
     tc_device_ = td.device();
@@ -1301,35 +1311,32 @@ class TensorClass {
     // The stored names (memmap keeps them; h5 does not), else the schema's.
     if (td.has_names() && td.batch_size().size() == tc_batch_size_.size()) set_names_(td.names());
     tc_locked_ = false;
-    for_each_index([&](auto I) {
-      using M = member_t<I>;
-      auto& m = derived().*member_ptr<I>();
-      const std::string name(fields()[I].name);
-      const std::string sub = path + "." + name;
-      const auto value = td.get_value(name);
-      if constexpr (std::is_same_v<M, at::Tensor>) {
-        if (value && !value->is_tensor()) throw TypeError(sub + ": stored entry is not a tensor");
-        m = value ? value->tensor() : at::Tensor();
-      } else if constexpr (is_nested_v<M>) {
-        if constexpr (is_optional_nested_v<M>) {
-          if (!value) {
-            m.reset();
-            return;
-          }
-          m.emplace();
-        }
-        if (!value || !value->is_tensordict()) throw ValueError(sub + ": nested tensorclass is not stored");
-        present_(m)->read_loaded_(value->tensordict(), where, sub, at::IntArrayRef(tc_batch_size_), infer_batch);
-      } else {
-        if (!value) {
-          if (!fields()[I].has_default && !fields()[I].optional) {
-            throw ValueError(sub + ": required non-tensor field is not stored");
-          }
-          return;  // keeps the schema default
-        }
-        read_non_tensor_(m, *value, sub, fields()[I], "stored entry");
-      }
-    });
+    auto sub = [&](auto field) { return path + "." + std::string(field.info().name); };
+    auto stored = [&](auto field) { return td.get_value(std::string(field.info().name)); };
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& m) {
+                                       const auto value = stored(field);
+                                       if (value && !value->is_tensor())
+                                         throw TypeError(sub(field) + ": stored entry is not a tensor");
+                                       m = value ? value->tensor() : at::Tensor();
+                                     },
+                                     [&](detail::NestedField, auto field, auto& m) {
+                                       const auto value = stored(field);
+                                       if (!value && detail::reset_if_optional(m)) return;
+                                       if (!value || !value->is_tensordict()) {
+                                         throw ValueError(sub(field) + ": nested tensorclass is not stored");
+                                       }
+                                       detail::emplaced(m).read_loaded_(value->tensordict(), sub(field),
+                                                                        at::IntArrayRef(tc_batch_size_), infer_batch);
+                                     },
+                                     [&](detail::DataField, auto field, auto& m) {
+                                       const auto value = stored(field);
+                                       if (value) {
+                                         read_non_tensor_(m, *value, sub(field), field.info(), "stored entry");
+                                       } else if (!field.info().has_default && !field.info().optional) {
+                                         throw ValueError(sub(field) + ": required non-tensor field is not stored");
+                                       }  // else it keeps the schema default
+                                     }},
+                  derived());
     name_from_schema_();
   }
 
