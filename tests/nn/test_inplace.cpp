@@ -1,5 +1,6 @@
-// Where modules write: TensorDictModule's and TensorDictSequential's
-// `inplace` (test_nn.py), and WrapModule (nn/common.py:1364).
+// Where modules write: TensorDictModule's, TensorDictSequential's and
+// ProbabilisticTensorDictSequential's `inplace` (test_nn.py), and WrapModule
+// (nn/common.py:1364).
 #include "nn_test.h"
 
 using tnn::Inplace;
@@ -148,4 +149,100 @@ TEST_CASE("WrapModule inplace writes the result into the input", "[wrap]") {
   // An empty function is refused.
   CHECK(message_of([] { tnn::WrapModule(tnn::WrapModuleImpl::Function{}); }) ==
         "WrapModule: the wrapped function is empty");
+}
+
+namespace {
+// test_tdprobseq_inplace's chain: input -> (intermediate.0, intermediate.1) =
+// (x + 1, x - 1) -> output = their product -> sample ~ Categorical(logits =
+// output), with its log-probability.
+tnn::ProbabilisticTensorDictSequential categorical_policy(Inplace inplace, Inplace module_inplace) {
+  return tnn::ProbabilisticTensorDictSequential(
+      {tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x + 1, x - 1); }, {"input"},
+                             {{"intermediate", "0"}, {"intermediate", "1"}},
+                             tnn::TensorDictModule::Options().inplace(module_inplace)),
+       tnn::TensorDictModule([](const at::Tensor& y0, const at::Tensor& y1) { return y0 * y1; },
+                             {{"intermediate", "0"}, {"intermediate", "1"}}, {"output"},
+                             tnn::TensorDictModule::Options().inplace(module_inplace)),
+       tnn::ProbabilisticTensorDictModule(
+           tnn::DistributionKeys{{"logits", "output"}}, {"sample"},
+           tnn::ProbabilisticOptions().distribution(tnn::Categorical::cls()).return_log_prob(true))},
+      false, {}, inplace);
+}
+}  // namespace
+
+TEST_CASE(
+    "ProbabilisticTensorDictSequential inplace with modules in or out of place "
+    "(test_nn.py::TestProbabilisticTensorDictModule::test_tdprobseq_inplace)",
+    "[probabilistic][sequential][inplace][test_nn.py]") {
+  // arange rather than the Python test's zeros, so that the mode is one category.
+  const at::Tensor x = at::arange(5.0);
+  const at::Tensor logits = (x + 1) * (x - 1);
+  const int64_t mode = 4;  // the largest logit, 4 * 4 - 1
+  // About -9e-4, so compared to 1e-6 (float rounding).
+  const at::Tensor log_prob = logits[mode] - logits.logsumexp(-1);
+  for (const Inplace inplace : {Inplace::True, Inplace::False, Inplace::None}) {
+    for (const Inplace module_inplace : {Inplace::True, Inplace::False}) {
+      INFO("inplace " << static_cast<int>(inplace) << ", module inplace " << static_cast<int>(module_inplace));
+      auto model = categorical_policy(inplace, module_inplace);
+      CHECK(model->inplace() == inplace);
+      TensorDict input({{"input", x}}, {});
+      const TensorDictBase output = model(input);
+      if (inplace == Inplace::True) {
+        CHECK(output.impl() == input.impl());
+        CHECK(output.contains("input"));
+      } else if (module_inplace == Inplace::False || inplace == Inplace::False) {
+        CHECK(output.impl() != input.impl());
+        CHECK_FALSE(output.contains("input"));
+      } else {
+        CHECK(output.impl() == input.impl());
+        CHECK(output.contains("input"));
+      }
+      REQUIRE(output.contains("output"));
+      CHECK(at::equal(output.get("output"), logits));
+      REQUIRE(output.contains("sample"));
+      CHECK(output.get("sample").item<int64_t>() == mode);  // MODE, the last module's default
+      REQUIRE(output.contains("sample_log_prob"));
+      CHECK(at::allclose(output.get("sample_log_prob"), log_prob, 1e-5, 1e-6));
+    }
+  }
+}
+
+TEST_CASE("ProbabilisticTensorDictSequential inplace=\"empty\", an output tensordict, sub-sequences",
+          "[probabilistic][sequential][inplace]") {
+  const at::Tensor x = at::arange(6.0).reshape({2, 3});
+  const at::Tensor logits = (x + 1) * (x - 1);
+  auto model = categorical_policy(Inplace::Empty, Inplace::True);
+  TensorDict input({{"input", x}}, {2}, at::Device(at::kCPU));
+  const TensorDictBase out = model(input);
+  CHECK(out.impl() != input.impl());
+  CHECK(out.batch_size().vec() == std::vector<int64_t>{2});
+  CHECK(out.device() == at::Device(at::kCPU));
+  CHECK_FALSE(out.contains("input"));
+  CHECK(at::equal(out.get("sample"), at::full({2}, 2, at::kLong)));  // the last column's logit is the largest
+  CHECK(at::allclose(out.get("sample_log_prob"), logits.select(-1, 2) - logits.logsumexp(-1), 1e-5, 1e-6));
+  // The modules wrote in place: the input has their outputs too (the sequence's rule).
+  CHECK(at::equal(input.get("sample"), out.get("sample")));
+
+  // A given output tensordict prevails over inplace (tensordict's
+  // probabilistic forward writes to the inplace target instead,
+  // probabilistic.py:1549; its TensorDictSequential lets the given one win).
+  TensorDict input2({{"input", x}}, {2});
+  TensorDict given({}, {2});
+  CHECK(categorical_policy(Inplace::False, Inplace::True)(input2, given).impl() == given.impl());
+  CHECK(at::equal(given.get("sample"), at::full({2}, 2, at::kLong)));
+  CHECK_FALSE(input2.contains("sample"));  // with an output tensordict the chain runs on a shallow copy
+
+  // Sub-sequences keep inplace; one without the distribution is a plain sequence.
+  CHECK(model->slice(0)->inplace() == Inplace::Empty);
+  CHECK(model->select_subsequence(std::nullopt, tnn::Keys{"output"})->inplace() == Inplace::Empty);
+  CHECK(std::dynamic_pointer_cast<tnn::ProbabilisticTensorDictSequentialImpl>(model->slice(1).ptr()) != nullptr);
+  CHECK(model->slice(1)->inplace() == Inplace::Empty);
+
+  // The last module is checked whatever inplace says.
+  CHECK(message_of([] {
+          tnn::ProbabilisticTensorDictSequential(
+              {tnn::TensorDictModule([](const at::Tensor& t) { return t; }, {"a"}, {"b"})}, false, {}, Inplace::False);
+        }) ==
+        "ProbabilisticTensorDictSequential: the last module must be a ProbabilisticTensorDictModule, got "
+        "TensorDictModule");
 }

@@ -216,6 +216,86 @@ TEST_CASE("TensorDictSequential's selected_out_keys constructor argument", "[seq
   CHECK_THROWS_AS(tnn::TensorDictSequential({module1}, false, {"key2"}), std::invalid_argument);
 }
 
+namespace {
+// test_key_exclusion_constructor's chain on [2]-shaped leaves: foo1 = key1 +
+// key2, then key1 = key1 + key3 (overwriting an input), then key2 = foo1 +
+// key3 (overwriting another).
+tnn::TensorDictSequential key_exclusion_chain(tnn::Keys selected, tnn::Inplace inplace) {
+  auto add = [](const at::Tensor& x, const at::Tensor& y) { return x + y; };
+  return tnn::TensorDictSequential(
+      {tnn::TensorDictModule(add, {"key1", "key2"}, {"foo1"}), tnn::TensorDictModule(add, {"key1", "key3"}, {"key1"}),
+       tnn::TensorDictModule(add, {"foo1", "key3"}, {"key2"})},
+      false, std::move(selected), inplace);
+}
+
+TensorDict key1_key2_key3() {
+  return TensorDict({{"key1", torch::full({2}, 1.0)}, {"key2", torch::full({2}, 2.0)}, {"key3", torch::full({2}, 3.0)}},
+                    {2}, at::Device(at::kCPU));
+}
+}  // namespace
+
+TEST_CASE(
+    "TensorDictSequential inplace=False/\"empty\" with a selection returns the new tensordict holding the selected "
+    "keys",
+    "[sequential][select][inplace]") {
+  // sequence.py:625-657: the chain runs on a shallow copy and only the
+  // selected keys reach the inplace target, which is returned; the input is
+  // left alone.
+  const TensorDict original = key1_key2_key3();
+  const at::Tensor key2 = (original.get("key1") + original.get("key2")) + original.get("key3");
+  for (const tnn::Inplace inplace : {tnn::Inplace::False, tnn::Inplace::Empty}) {
+    INFO("inplace " << static_cast<int>(inplace));
+    auto seq = key_exclusion_chain({"key2"}, inplace);
+    TensorDict td = key1_key2_key3();
+    const TensorDictBase out = seq(td);
+    CHECK(out.impl() != td.impl());
+    CHECK(sorted_keys(out) == std::vector<NestedKey>{"key2"});
+    CHECK(torch::equal(out.get("key2"), key2));
+    if (inplace == tnn::Inplace::Empty) {
+      CHECK(out.batch_size().vec() == std::vector<int64_t>{2});
+      CHECK(out.device() == at::Device(at::kCPU));
+    } else {
+      CHECK(out.batch_size().empty());
+      CHECK_FALSE(out.device().has_value());
+    }
+    CHECK(sorted_keys(td) == std::vector<NestedKey>{"key1", "key2", "key3"});
+    for (const char* key : {"key1", "key2", "key3"}) CHECK(torch::equal(td.get(key), original.get(key)));
+
+    // The same through select_out_keys, undone by reset_out_keys.
+    auto built = key_exclusion_chain({}, inplace);
+    built->select_out_keys({"key2", "foo1"});
+    const TensorDictBase selected = built(key1_key2_key3());
+    CHECK(sorted_keys(selected) == std::vector<NestedKey>{"foo1", "key2"});
+    CHECK(torch::equal(selected.get("foo1"), original.get("key1") + original.get("key2")));
+    built->reset_out_keys();
+    CHECK(sorted_keys(built(key1_key2_key3())) == std::vector<NestedKey>{"foo1", "key1", "key2"});
+
+    // A given output tensordict prevails.
+    TensorDict given;
+    CHECK(seq(key1_key2_key3(), given).impl() == given.impl());
+    CHECK(sorted_keys(given) == std::vector<NestedKey>{"key2"});
+  }
+}
+
+TEST_CASE("TensorDictSequential inplace=True with a selection writes only the selected keys into the input",
+          "[sequential][select][inplace]") {
+  // sequence.py:656: tensordict_out (the input) is updated with the selected
+  // keys only, so key1, overwritten on the copy the chain ran on, keeps its
+  // value; with inplace=None the input's leaves take the new values
+  // (test_key_exclusion_constructor_exec).
+  const TensorDict original = key1_key2_key3();
+  TensorDict td = key1_key2_key3();
+  const TensorDictBase out = key_exclusion_chain({"key2"}, tnn::Inplace::True)(td);
+  CHECK(out.impl() == td.impl());
+  CHECK(sorted_keys(td) == std::vector<NestedKey>{"key1", "key2", "key3"});
+  CHECK(torch::equal(td.get("key2"), (original.get("key1") + original.get("key2")) + original.get("key3")));
+  CHECK(torch::equal(td.get("key1"), original.get("key1")));
+
+  TensorDict td_none = key1_key2_key3();
+  key_exclusion_chain({"key2"}, tnn::Inplace::None)(td_none);
+  CHECK(torch::equal(td_none.get("key1"), original.get("key1") + original.get("key3")));
+}
+
 // ports test_nn.py::TestTDSequence::test_tdseq_tdoutput
 TEST_CASE("TensorDictSequential with an output tensordict and a selection", "[sequential][select]") {
   auto mod = two_step_sequence();

@@ -76,7 +76,11 @@ TensorDictBase TensorDictModuleBase::run_into(const TensorDictBase& td, const st
 TensorDictBase TensorDictModuleBase::run_selecting(const TensorDictBase& td, const std::optional<TensorDictBase>& out,
                                                    const Body& body) {
   if (!selected_out_keys_) return body(td, out);
-  if (out) return run_into(td, out, *selected_out_keys_, body);
+  // A sequence's `inplace` output gets only the selected keys, as a given
+  // one does (sequence.py:625-657): with inplace=False/"empty" the input is
+  // left alone.
+  const std::optional<TensorDictBase> target = out ? out : inplace_output(td);
+  if (target) return run_into(td, target, *selected_out_keys_, body);
   const TensorDictBase exec = body(TensorDictBase(td.clone(/*recurse=*/false)), std::nullopt);
   // The selected outputs, and the input's leaves with the values the modules
   // gave them (an in_key a module overwrote keeps the new value).
@@ -88,6 +92,8 @@ TensorDictBase TensorDictModuleBase::run_selecting(const TensorDictBase& td, con
   dest.update(exec, UpdateOptions{.keys_to_update = std::move(keys)});
   return dest;
 }
+
+std::optional<TensorDictBase> TensorDictModuleBase::inplace_output(const TensorDictBase&) const { return std::nullopt; }
 
 TensorDictBase TensorDictModuleBase::output_for(const TensorDictBase& td, Inplace inplace) {
   switch (inplace) {

@@ -486,8 +486,9 @@ std::string ProbabilisticTensorDictModuleImpl::repr() const {
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules,
                                                                              std::vector<std::string> names,
                                                                              bool partial_tolerant,
-                                                                             const Keys& selected_out_keys)
-    : TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant, selected_out_keys) {
+                                                                             const Keys& selected_out_keys,
+                                                                             Inplace inplace)
+    : TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant, selected_out_keys, inplace) {
   // The base constructor's assign() ran the base's hooks.
   check_modules(modules_);
   modules_changed();
@@ -495,13 +496,14 @@ ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std
 
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules,
                                                                              bool partial_tolerant,
-                                                                             Keys selected_out_keys)
-    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys) {}
+                                                                             Keys selected_out_keys, Inplace inplace)
+    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys, inplace) {}
 
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(NamedModules modules,
                                                                              bool partial_tolerant,
-                                                                             Keys selected_out_keys)
-    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys) {}
+                                                                             Keys selected_out_keys, Inplace inplace)
+    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys,
+                                            inplace) {}
 
 void ProbabilisticTensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   TensorDictSequentialImpl::check_modules(modules);
@@ -553,7 +555,7 @@ std::shared_ptr<TensorDictSequentialImpl> ProbabilisticTensorDictSequentialImpl:
     return TensorDictSequentialImpl::make_like(std::move(modules), std::move(names));
   }
   return std::shared_ptr<TensorDictSequentialImpl>(
-      new ProbabilisticTensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}));
+      new ProbabilisticTensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}, inplace_));
 }
 
 }  // namespace tensordict::nn

@@ -74,23 +74,20 @@ std::pair<Keys, Keys> TensorDictSequentialImpl::compute_in_and_out_keys(const st
 }
 
 TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
-                                                   bool partial_tolerant, const Keys& selected_out_keys)
-    : TensorDictModuleBase({}, {}), partial_tolerant_(partial_tolerant) {
+                                                   bool partial_tolerant, const Keys& selected_out_keys,
+                                                   Inplace inplace)
+    : TensorDictModuleBase({}, {}), partial_tolerant_(partial_tolerant), inplace_(inplace) {
   assign(std::move(modules), std::move(names));
   if (!selected_out_keys.empty()) select_out_keys(selected_out_keys);
 }
 
 TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant,
                                                    Keys selected_out_keys, Inplace inplace)
-    : TensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys) {
-  inplace_ = inplace;
-}
+    : TensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys, inplace) {}
 
 TensorDictSequentialImpl::TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant, Keys selected_out_keys,
                                                    Inplace inplace)
-    : TensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys) {
-  inplace_ = inplace;
-}
+    : TensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys, inplace) {}
 
 void TensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   for (const auto& m : modules) {
@@ -231,14 +228,21 @@ TensorDictBase TensorDictSequentialImpl::execute(const TensorDictBase& td) {
   return current;
 }
 
+std::optional<TensorDictBase> TensorDictSequentialImpl::inplace_output(const TensorDictBase& td) const {
+  if (inplace_ == Inplace::None) return std::nullopt;
+  return output_for(td, inplace_);
+}
+
 TensorDictBase TensorDictSequentialImpl::run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
-  if (!out && inplace_ != Inplace::None) {
-    // sequence.py:632: the modules run on the input itself (each writes by
-    // its own inplace rule), then the chain's out_keys go where inplace says.
-    const TensorDictBase exec = execute(td);
-    TensorDictBase dest = output_for(td, inplace_);
-    dest.update(exec, UpdateOptions{.keys_to_update = out_keys()});
-    return dest;
+  if (!out) {
+    if (std::optional<TensorDictBase> dest = inplace_output(td)) {
+      // sequence.py:632: the modules run on the input itself (each writes by
+      // its own inplace rule), then the chain's out_keys go where inplace
+      // says. (With a selection, `td` is already run_selecting's copy.)
+      const TensorDictBase exec = execute(td);
+      dest->update(exec, UpdateOptions{.keys_to_update = out_keys()});
+      return *dest;
+    }
   }
   return run_into(td, out, out_keys(),
                   [this](const TensorDictBase& t, const std::optional<TensorDictBase>&) { return execute(t); });
@@ -262,10 +266,8 @@ std::string TensorDictSequentialImpl::repr() const {
 
 std::shared_ptr<TensorDictSequentialImpl> TensorDictSequentialImpl::make_like(std::vector<ModulePtr> modules,
                                                                               std::vector<std::string> names) const {
-  auto out = std::shared_ptr<TensorDictSequentialImpl>(
-      new TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}));
-  out->inplace_ = inplace_;
-  return out;
+  return std::shared_ptr<TensorDictSequentialImpl>(
+      new TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}, inplace_));
 }
 
 TensorDictSequential TensorDictSequentialImpl::select_subsequence(std::optional<Keys> in_keys_opt,

@@ -30,8 +30,8 @@ namespace tensordict::nn {
 using Keys = std::vector<NestedKey>;
 
 // tensordict's `inplace` argument of TensorDictModule and
-// TensorDictSequential: where forward() writes the outputs when it is given
-// no output tensordict.
+// TensorDictSequential (and ProbabilisticTensorDictSequential): where
+// forward() writes the outputs when it is given no output tensordict.
 enum class Inplace {
   None,   // TensorDictModule: as False. TensorDictSequential (its default):
           // where the modules wrote, each by its own rule
@@ -121,10 +121,16 @@ class TensorDictModuleBase : public torch::nn::Module {
   // "Can't select non existent key: ..."), several keys too
   // (std::runtime_error, "Some keys are not part of the module out_keys.").
   virtual void check_selection(const Keys& keys) const;
+  // Where forward() without an output tensordict sends the outputs when that
+  // is not simply where the module writes them (a sequence's `inplace`);
+  // nullopt (this default) when it is. The selection's rule treats it as an
+  // output tensordict given by the caller.
+  virtual std::optional<TensorDictBase> inplace_output(const TensorDictBase& td) const;
   // run() for any implementation: `body` as is without a selection; with
   // one, `body` runs on a shallow copy of `td` and the selected keys go to
-  // `out` (run_into), or, without `out`, back into `td` with the values the
-  // modules gave `td`'s own leaves (tensordict's sequence.py:660-673).
+  // `out`, else to inplace_output(td) (run_into), else back into `td` with
+  // the values the modules gave `td`'s own leaves (tensordict's
+  // sequence.py:625-673).
   TensorDictBase run_selecting(const TensorDictBase& td, const std::optional<TensorDictBase>& out, const Body& body);
   // tensordict's tensordict_out rule for a chain: with `out`, `body` runs on a
   // shallow copy of `td` (which keeps its keys) and only `keys` are written

@@ -123,13 +123,14 @@ class ProbabilisticTensorDictModule : public TensorDictModuleHolder<Probabilisti
 // already produces the last module's out_key, that value is kept and only its
 // log-probability is computed. select_subsequence and slice keep this class
 // when the probabilistic module survives, else give a plain
-// TensorDictSequential (where tensordict raises).
+// TensorDictSequential (where tensordict raises). `inplace` and a selection
+// place the outputs as for TensorDictSequential.
 class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
  public:
   explicit ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false,
-                                                 Keys selected_out_keys = {});
+                                                 Keys selected_out_keys = {}, Inplace inplace = Inplace::None);
   explicit ProbabilisticTensorDictSequentialImpl(NamedModules modules, bool partial_tolerant = false,
-                                                 Keys selected_out_keys = {});
+                                                 Keys selected_out_keys = {}, Inplace inplace = Inplace::None);
 
   std::string_view type_name() const override { return "ProbabilisticTensorDictSequential"; }
 
@@ -142,7 +143,7 @@ class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
 
  protected:
   ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
-                                        bool partial_tolerant, const Keys& selected_out_keys);
+                                        bool partial_tolerant, const Keys& selected_out_keys, Inplace inplace);
 
   TensorDictBase execute(const TensorDictBase& td) override;
   void check_modules(const std::vector<ModulePtr>& modules) const override;
@@ -167,12 +168,13 @@ class ProbabilisticTensorDictSequential : public TensorDictModuleHolder<Probabil
   ProbabilisticTensorDictSequential(std::shared_ptr<ProbabilisticTensorDictSequentialImpl> impl)
       : Holder(std::move(impl)) {}
   ProbabilisticTensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false,
-                                    Keys selected_out_keys = {})
+                                    Keys selected_out_keys = {}, Inplace inplace = Inplace::None)
       : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                                       std::move(selected_out_keys))) {}
-  ProbabilisticTensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {})
+                                                                       std::move(selected_out_keys), inplace)) {}
+  ProbabilisticTensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {},
+                                    Inplace inplace = Inplace::None)
       : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                                       std::move(selected_out_keys))) {}
+                                                                       std::move(selected_out_keys), inplace)) {}
 };
 
 }  // namespace tensordict::nn

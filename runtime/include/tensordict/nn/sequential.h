@@ -32,7 +32,9 @@ using NamedModules = std::vector<std::pair<std::string, ModuleRef>>;
 // inplace (sequence.py:632): without an output tensordict, the modules run on
 // the input and the chain's out_keys are then written into the input (True),
 // a new TensorDict (False) or input.empty() (Empty); None (the default)
-// returns the tensordict the last module wrote into.
+// returns the tensordict the last module wrote into. With a selection the
+// modules run on a shallow copy and only the selected keys reach that
+// tensordict, which is returned (as with an output tensordict).
 //
 // Named modules (NamedModules, tensordict's OrderedDict) are registered under
 // their names ("module.<name>"); seq["name"] reaches one. Integer indices work
@@ -88,7 +90,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
 
  protected:
   TensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names, bool partial_tolerant,
-                           const Keys& selected_out_keys);
+                           const Keys& selected_out_keys, Inplace inplace);
   static std::vector<ModulePtr> ptrs_of(const std::vector<ModuleRef>& refs);
   static std::vector<ModulePtr> ptrs_of(const NamedModules& named);
   static std::vector<std::string> names_of(const NamedModules& named);
@@ -96,6 +98,8 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   // With an output tensordict the chain runs on a shallow copy, so the input
   // keeps its keys, and only out_keys() reach `out` (sequence.py:625-657).
   TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+  // output_for(td, inplace) unless inplace is None.
+  std::optional<TensorDictBase> inplace_output(const TensorDictBase& td) const override;
   // Runs the chain on `td`, writing into it.
   virtual TensorDictBase execute(const TensorDictBase& td);
   // Runs one module unless partial tolerance skips it.
@@ -116,7 +120,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   std::vector<ModulePtr> modules_;
   std::vector<std::string> names_;
   bool partial_tolerant_;
-  Inplace inplace_ = Inplace::None;
+  Inplace inplace_;
 
  private:
   // Replaces the modules (and names), recomputing the keys and registering
