@@ -83,6 +83,20 @@ TEST_CASE("ops keep an optional class absent, or apply to it when present") {
         "stack: optional field Frame.pose is set in element 0 but not in element 1 (or the reverse)");
   CHECK(message_of([] { Frame::cat({without_pose(), with_pose()}, 0); }) ==
         "cat: optional field Frame.pose is set in element 0 but not in element 1 (or the reverse)");
+  // Pairing two instances: present in one of them only is refused too.
+  auto sum = [](const at::Tensor& a, const at::Tensor& b) { return a + b; };
+  CHECK(message_of([&] { with_pose().apply(sum, without_pose()); }) ==
+        "apply: optional field Frame.pose is set in element 0 but not in element 1 (or the reverse)");
+  CHECK(message_of([&] { without_pose().where(at::ones({4}, at::kBool), with_pose()); }) ==
+        "apply: optional field Frame.pose is set in element 0 but not in element 1 (or the reverse)");
+  Frame target = with_pose();
+  CHECK(message_of([&] { target.index_put_({at::indexing::Slice()}, without_pose()); }) ==
+        "write: optional field Frame.pose is set in element 0 but not in element 1 (or the reverse)");
+  // Present in both: paired member by member.
+  const Frame both = with_pose().apply(sum, with_pose());
+  REQUIRE(both.pose.has_value());
+  CHECK(at::equal(both.pose->xyz, (iota({4, 3}) + 10) * 2));
+  CHECK(at::equal(both.reward, iota({4}) * 2));
 }
 
 TEST_CASE("an absent optional class is absent from the tensordict form, and comes back absent") {

@@ -874,28 +874,28 @@ class TensorClass {
   TensorDict tensordict_form_(detail::NonTensorFields which) const {
     std::vector<TensorDict::Entry> entries;
     visit_fields_(
-        detail::Overloaded{[&](detail::TensorField, auto field, const auto& m, const auto&) {
+        detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
                              if (m.defined()) entries.emplace_back(std::string(field.info().name), m);
                            },
-                           [&](detail::NestedField, auto field, const auto& m, const auto&) {
+                           [&](detail::NestedField, auto field, const auto& m) {
                              if (const auto* n = detail::present(m)) {
                                entries.emplace_back(std::string(field.info().name), n->tensordict_form_(which));
                              }
                            },
-                           [&](detail::DataField, auto field, const auto& m, const auto& schema_default) {
+                           [&](detail::DataField, auto field, const auto& m) {
                              if (which == detail::NonTensorFields::None) return;
                              if (which == detail::NonTensorFields::H5 &&
                                  field.info().value_type != schema::ValueType::String) {
-                               if (m == schema_default) return;
+                               if (m == field.of(defaults_())) return;
                                detail::throw_h5_non_tensor(schema().name, field.info(), detail::python_repr(m));
                              }
                              entries.emplace_back(std::string(field.info().name), NonTensorData(Json(m)));
                            }},
-        derived(), defaults_());
+        derived());
     return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
   }
-  // An instance as the schema's defaults make it (for the fields that h5
-  // leaves out when they hold their default).
+  // An instance as the schema's defaults make it (h5 leaves out a non-string
+  // field that holds its default).
   static const Derived& defaults_() {
     static const Derived instance{};
     return instance;
@@ -982,12 +982,10 @@ class TensorClass {
     tc_names_ = src.tc_names_;
     tc_locked_ = src.tc_locked_;
     visit_fields_(detail::Overloaded{[](detail::NestedField, auto, auto& dst, const auto& from) {
-                                       const auto* s = detail::present(from);
-                                       auto* d = detail::present(dst);
-                                       if (d && s) {
-                                         d->copy_shell_(*s);
+                                       if (const auto* s = detail::present(from)) {
+                                         detail::emplaced(dst).copy_shell_(*s);
                                        } else {
-                                         mirror_presence_(dst, s);
+                                         detail::reset_if_optional(dst);
                                        }
                                      },
                                      [](detail::DataField, auto, auto& dst, const auto& from) { dst = from; }},
@@ -1139,7 +1137,7 @@ class TensorClass {
                                        o = set ? fn(tensors) : at::Tensor();
                                      },
                                      [&](detail::NestedField, auto field, auto& o) {
-                                       combine_nested_(out, o, srcs, field, fn, nb, op, sub(field));
+                                       combine_nested_(out, detail::present(o), srcs, field, fn, nb, op, sub(field));
                                      },
                                      [&](detail::DataField, auto field, auto&) {
                                        const auto& first = field.of(*srcs[0]);
@@ -1172,11 +1170,9 @@ class TensorClass {
     src->pieces_into_(sub, fn, nb);
   }
   // An optional class must be present in every input or in none.
-  template <class M, class Field, class Fn>
-  static void combine_nested_(const Derived& out, M& dst_member, const std::vector<const Derived*>& srcs, Field field,
-                              Fn& fn, int64_t nb, const char* op, const std::string& path) {
-    auto* dst = detail::present(dst_member);
-    using N = std::remove_pointer_t<decltype(dst)>;
+  template <class N, class Field, class Fn>
+  static void combine_nested_(const Derived& out, N* dst, const std::vector<const Derived*>& srcs, Field field, Fn& fn,
+                              int64_t nb, const char* op, const std::string& path) {
     std::vector<const N*> sub_srcs;
     for (std::size_t i = 0; i < srcs.size(); ++i) {
       const N* s = detail::present(field.of(*srcs[i]));

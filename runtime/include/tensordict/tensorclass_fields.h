@@ -78,7 +78,8 @@ struct Field {
   static constexpr const schema::FieldInfo& info() { return schema::FieldTable<T>::info.fields[I]; }
   template <class Obj>
   static auto& of(Obj& obj) {
-    return obj.*std::get<I>(schema::FieldTable<T>::members);
+    static constexpr auto member = std::get<I>(schema::FieldTable<T>::members);
+    return obj.*member;
   }
 };
 

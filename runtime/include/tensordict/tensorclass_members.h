@@ -78,8 +78,8 @@ constexpr bool is_tensorclass_public_member(std::string_view name) {
 // a public one, or any name ending with '_': the in-place methods' (tensordict's
 // convention) and the private members that TensorClass reaches through Derived
 // objects (tc_batch_size_, map_into_, ...). Its other private helpers
-// (derived, for_each_index, ...) are only named unqualified inside
-// TensorClass, where no field of Derived can hide them.
+// (derived) are only named unqualified inside TensorClass, where no field of
+// Derived can hide them.
 constexpr bool hides_tensorclass_member(std::string_view name) {
   return (!name.empty() && name.back() == '_') || is_tensorclass_public_member(name);
 }
