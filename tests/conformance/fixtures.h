@@ -6,12 +6,13 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
+#include <catch2/catch.hpp>
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../message_of.h"
@@ -36,8 +37,8 @@ inline TensorDict leaves(at::IntArrayRef batch) {
     shape.insert(shape.end(), feature.begin(), feature.end());
     return shape;
   };
-  return TensorDict({{"a", at::randn(with({5}))}, {"b", at::randn(with({10}))}, {"c", at::randint(10, with({3}), at::kLong)}},
-                    batch);
+  return TensorDict(
+      {{"a", at::randn(with({5}))}, {"b", at::randn(with({10}))}, {"c", at::randint(10, with({3}), at::kLong)}}, batch);
 }
 
 inline TensorDict nested(at::IntArrayRef batch) {
@@ -88,10 +89,9 @@ inline Fixture make_fixture(const std::string& name) {
 }
 
 inline const std::vector<std::string>& fixture_names() {
-  static const std::vector<std::string> names = {"td",        "nested_td",     "nested_stacked_td", "stacked_td",
-                                                 "idx_td",    "sub_td",        "sub_td2",           "memmap_td",
-                                                 "permute_td", "unsqueezed_td", "squeezed_td",       "td_reset_bs",
-                                                 "td_h5",     "td_with_non_tensor"};
+  static const std::vector<std::string> names = {
+      "td",        "nested_td",  "nested_stacked_td", "stacked_td",  "idx_td",      "sub_td", "sub_td2",
+      "memmap_td", "permute_td", "unsqueezed_td",     "squeezed_td", "td_reset_bs", "td_h5",  "td_with_non_tensor"};
   return names;
 }
 
@@ -102,6 +102,16 @@ inline void for_each_fixture(const std::function<void(const std::string&, Tensor
     Fixture f = make_fixture(name);
     body(name, f.td);
   }
+}
+
+// The tensor leaves of `td` (non-tensor data left out), each copied: the
+// values before an op, to compute its expected result from.
+inline std::vector<std::pair<tensordict::NestedKey, at::Tensor>> snapshot(const TensorDictBase& td) {
+  std::vector<std::pair<tensordict::NestedKey, at::Tensor>> out;
+  for (const auto& [key, value] : td.items(true, true)) {
+    if (value.is_tensor()) out.emplace_back(key, value.tensor().clone());
+  }
+  return out;
 }
 
 // The tensor at `key` of `td` compared element by element.

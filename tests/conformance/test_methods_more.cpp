@@ -14,15 +14,6 @@ using tensordict::NestedKey;
 
 namespace {
 
-// The tensor leaves (non-tensor data left out), each copied.
-std::vector<std::pair<NestedKey, at::Tensor>> tensor_leaves(const TensorDictBase& td) {
-  std::vector<std::pair<NestedKey, at::Tensor>> out;
-  for (const auto& [key, value] : td.items(true, true)) {
-    if (value.is_tensor()) out.emplace_back(key, value.tensor().clone());
-  }
-  return out;
-}
-
 bool is_sub_td(const std::string& name) { return name == "sub_td" || name == "sub_td2"; }
 
 }  // namespace
@@ -65,7 +56,7 @@ TEST_CASE("expand adds leading dims, each slice equal to the source (test_method
     expected.insert(expected.end(), td.batch_size().begin(), td.batch_size().end());
     const TensorDictBase expanded = td.expand(expected);
     CHECK(expanded.batch_size() == at::IntArrayRef(expected));
-    const auto leaves = tensor_leaves(td);
+    const auto leaves = snapshot(td);
     for (const auto& [key, value] : leaves) {
       CAPTURE(key.repr());
       const at::Tensor got = expanded.get(key);
@@ -82,7 +73,7 @@ TEST_CASE("flatten then unflatten gives the tensordict back (test_methods.py::te
     CHECK(flat.batch_size()[0] == shape[0] * shape[1] * shape[2]);
     const TensorDictBase back = flat.unflatten(0, shape);
     CHECK(back.batch_size() == td.batch_size());
-    for (const auto& [key, value] : tensor_leaves(td)) {
+    for (const auto& [key, value] : snapshot(td)) {
       CAPTURE(key.repr());
       CHECK(same_tensor(back.get(key).contiguous(), value));
     }
@@ -109,7 +100,7 @@ TEST_CASE("indices with None add dims as they do for a tensor (test_methods.py::
   for_each_fixture([&](const std::string&, TensorDictBase& td) {
     REQUIRE(td.batch_dims() == 4);
     const at::Tensor batch_zeros = at::zeros(td.batch_size());
-    const auto leaves = tensor_leaves(td);
+    const auto leaves = snapshot(td);
     for (const auto& [index, leaf_index] : indices) {
       const TensorDictBase got = td.index(index);
       CHECK(got.batch_size() == batch_zeros.index(index).sizes());
@@ -152,7 +143,7 @@ TEST_CASE(
     "(test_methods.py::test_named_apply, inplace=False)",
     "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDictBase& td) {
-    const auto leaves = tensor_leaves(td);
+    const auto leaves = snapshot(td);
     const tensordict::TensorDict out = td.named_apply([](const NestedKey& key, const at::Tensor& x) {
       return key.path().back().find('a') != std::string::npos ? x + 1 : at::Tensor();
     });
@@ -176,7 +167,7 @@ TEST_CASE("maximum of a tensordict with itself is a tensordict of the leaves (te
           "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDictBase& td) {
     const tensordict::TensorDict out = td.maximum(td);
-    for (const auto& [key, value] : tensor_leaves(td)) {
+    for (const auto& [key, value] : snapshot(td)) {
       CAPTURE(key.repr());
       CHECK(same_tensor(out.get(key), value));
     }

@@ -17,14 +17,6 @@ using tensordict::Value;
 
 namespace {
 
-// The tensor leaves (non-tensor data left out) and a copy of each.
-std::vector<std::pair<NestedKey, at::Tensor>> snapshot(const TensorDictBase& td) {
-  std::vector<std::pair<NestedKey, at::Tensor>> out;
-  for (const auto& [key, value] : td.items(true, true)) {
-    if (value.is_tensor()) out.emplace_back(key, value.tensor().clone());
-  }
-  return out;
-}
 
 // A random bool mask of `batch` with some elements set and some not.
 at::Tensor batch_mask(at::IntArrayRef batch) {

@@ -13,8 +13,20 @@ tnn::TensorDictModule twice(Inplace inplace) {
 }
 }  // namespace
 
-TEST_CASE("TensorDictModule inplace=False and \"empty\" write into a new tensordict (test_nn.py::test_tdmodule_inplace)",
-          "[module][inplace][test_nn.py]") {
+namespace {
+// test_tdseq_inplace's expectation of where a sequence's output lands: in the
+// input with inplace=True, in a new tensordict when the sequence or its
+// modules say False, else where the (in-place) modules wrote: the input.
+void check_placement(const TensorDictBase& output, const TensorDict& input, Inplace inplace, Inplace module_inplace) {
+  const bool new_td = inplace != Inplace::True && (module_inplace == Inplace::False || inplace == Inplace::False);
+  CHECK((output.impl() != input.impl()) == new_td);
+  CHECK(output.contains("input") == !new_td);
+}
+}  // namespace
+
+TEST_CASE(
+    "TensorDictModule inplace=False and \"empty\" write into a new tensordict (test_nn.py::test_tdmodule_inplace)",
+    "[module][inplace][test_nn.py]") {
   const at::Tensor x = at::tensor({0.0});
   {
     auto tdm = twice(Inplace::False);
@@ -71,16 +83,7 @@ TEST_CASE("TensorDictSequential inplace with modules in or out of place (test_nn
           false, {}, inplace);
       TensorDict input({{"input", at::zeros({})}}, {});
       const TensorDictBase output = model(input);
-      if (inplace == Inplace::True) {
-        CHECK(output.impl() == input.impl());
-        CHECK(output.contains("input"));
-      } else if (module_inplace == Inplace::False || inplace == Inplace::False) {
-        CHECK(output.impl() != input.impl());
-        CHECK_FALSE(output.contains("input"));
-      } else {
-        CHECK(output.impl() == input.impl());
-        CHECK(output.contains("input"));
-      }
+      check_placement(output, input, inplace, module_inplace);
       // (0 + 1) * (0 - 1)
       REQUIRE(output.contains("output"));
       CHECK(output.get("output").item<float>() == -1.0f);
@@ -90,8 +93,8 @@ TEST_CASE("TensorDictSequential inplace with modules in or out of place (test_nn
 
 TEST_CASE("TensorDictSequential inplace=\"empty\" keeps the input's batch size and writes only out_keys",
           "[sequential][inplace]") {
-  tnn::TensorDictSequential model(
-      {tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"})}, false, {}, Inplace::Empty);
+  tnn::TensorDictSequential model({tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"})},
+                                  false, {}, Inplace::Empty);
   TensorDict input({{"x", at::ones({3, 2})}}, {3});
   const TensorDictBase out = model(input);
   CHECK(out.impl() != input.impl());
@@ -187,16 +190,7 @@ TEST_CASE(
       CHECK(model->inplace() == inplace);
       TensorDict input({{"input", x}}, {});
       const TensorDictBase output = model(input);
-      if (inplace == Inplace::True) {
-        CHECK(output.impl() == input.impl());
-        CHECK(output.contains("input"));
-      } else if (module_inplace == Inplace::False || inplace == Inplace::False) {
-        CHECK(output.impl() != input.impl());
-        CHECK_FALSE(output.contains("input"));
-      } else {
-        CHECK(output.impl() == input.impl());
-        CHECK(output.contains("input"));
-      }
+      check_placement(output, input, inplace, module_inplace);
       REQUIRE(output.contains("output"));
       CHECK(at::equal(output.get("output"), logits));
       REQUIRE(output.contains("sample"));
