@@ -10,8 +10,12 @@
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
@@ -44,6 +48,18 @@ inline const Indices& indices() {
   return idx;
 }
 
+// Starts callgrind's count, or stops it and dumps it as `name`; nothing
+// outside callgrind.
+inline void count_instructions(bool start, const std::string& name) {
+#if __has_include(<valgrind/callgrind.h>)
+  CALLGRIND_TOGGLE_COLLECT;
+  if (!start) CALLGRIND_DUMP_STATS_AT(name.c_str());
+#else
+  (void)start;
+  (void)name;
+#endif
+}
+
 // The cases, kept until register_all(): a group's loop and variants then
 // run next to each other, so allocator and cache state drift between far-apart
 // cases does not enter their ratio.
@@ -57,13 +73,18 @@ inline std::vector<Case>& cases() {
 }
 
 // Adds `fn` as a benchmark body; `fn` returns what DoNotOptimize keeps.
+// Under callgrind (instructions.py, run with --collect-atstart=no), only the
+// loop is counted, and each case is dumped on its own, named after it; the
+// client requests are a few instructions outside the loop otherwise.
 template <class Fn>
 void add(const std::string& op, const std::string& variant, Fn fn) {
-  cases().push_back({op, variant, [fn](benchmark::State& state) mutable {
+  cases().push_back({op, variant, [fn, name = "BM_" + op + "/" + variant](benchmark::State& state) mutable {
+                       count_instructions(true, name);
                        for (auto _ : state) {
                          auto result = fn();
                          benchmark::DoNotOptimize(result);
                        }
+                       count_instructions(false, name);
                      }});
 }
 
@@ -77,14 +98,19 @@ inline void steady_malloc() {
 }
 
 // Registers every case, grouped by op in the order ops were first added.
+// With TENSORCLASS_BENCH_ITERATIONS=N, each case runs exactly N iterations
+// (no calibration runs): instructions.py counts instructions per iteration so.
 inline void register_all() {
+  const char* fixed = std::getenv("TENSORCLASS_BENCH_ITERATIONS");
   std::vector<std::string> ops;
   for (const auto& c : cases()) {
     if (std::find(ops.begin(), ops.end(), c.op) == ops.end()) ops.push_back(c.op);
   }
   for (const auto& op : ops) {
     for (const auto& c : cases()) {
-      if (c.op == op) benchmark::RegisterBenchmark(("BM_" + c.op + "/" + c.variant).c_str(), c.body);
+      if (c.op != op) continue;
+      auto* b = benchmark::RegisterBenchmark(("BM_" + c.op + "/" + c.variant).c_str(), c.body);
+      if (fixed) b->Iterations(std::stoll(fixed));
     }
   }
 }

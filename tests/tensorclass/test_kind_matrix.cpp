@@ -380,7 +380,8 @@ TEST_CASE("kind matrix: more in-place writes land in every kind's storage", "[ma
   check_in_place(
       "clamp_", [](auto& x) { x.clamp_(-1, 1); }, [](const at::Tensor& t) { return t.clamp(-1, 1); });
   check_in_place(
-      "lerp_", [](auto& x) { x.lerp_(at::ones({}), 0.25); }, [](const at::Tensor& t) { return t.lerp(at::ones_like(t), 0.25); });
+      "lerp_", [](auto& x) { x.lerp_(at::ones({}), 0.25); },
+      [](const at::Tensor& t) { return t.lerp(at::ones_like(t), 0.25); });
   check_in_place(
       "addcdiv_", [](auto& x) { x.addcdiv_(x, x.abs() + 1, 0.5); },
       [](const at::Tensor& t) { return t.addcdiv(t, t.abs() + 1, 0.5); });
@@ -391,4 +392,108 @@ TEST_CASE("kind matrix: more in-place writes land in every kind's storage", "[ma
         out.index_put_({Slice(0, 2)}, -4.0);
         return out;
       });
+}
+
+namespace {
+
+// stack / cat of a holder with itself: the free functions for tensordicts,
+// the static ones for the class.
+TensorDictBase stacked(const TensorDictBase& x) { return tensordict::stack({x, x}, 1); }
+Matrix stacked(const Matrix& x) { return Matrix::stack({x, x}, 1); }
+TensorDictBase concatenated(const TensorDictBase& x) { return tensordict::cat({x, x}, 0); }
+Matrix concatenated(const Matrix& x) { return Matrix::cat({x, x}, 0); }
+
+// A fresh directory per call, for round trips through files.
+std::string fresh_path(const std::string& name) {
+  static td_test::TempDir dir;
+  static int calls = 0;
+  return (dir / (name + std::to_string(++calls))).string();
+}
+
+}  // namespace
+
+TEST_CASE("kind matrix: combining, copies, files and the rest of the pointwise surface on every kind", "[matrix]") {
+  const at::Tensor rows = at::tensor(std::vector<int64_t>{2, 0});
+  check_op(
+      "index long", [&](auto& x) { return x.index({rows}); }, [&](const at::Tensor& t) { return t.index({rows}); },
+      {2, 2});
+  check_op(
+      "stack", [](auto& x) { return stacked(x); },
+      [](const at::Tensor& t) {
+        return at::stack({t, t}, 1);
+      },
+      {3, 2, 2});
+  check_op(
+      "cat", [](auto& x) { return concatenated(x); },
+      [](const at::Tensor& t) {
+        return at::cat({t, t}, 0);
+      },
+      {6, 2});
+  check_op(
+      "split with sizes",
+      [](auto& x) {
+        return x.split(std::vector<int64_t>{1, 2}, 0)[1];
+      },
+      [](const at::Tensor& t) {
+        return t.split_with_sizes({1, 2}, 0)[1];
+      },
+      {2, 2});
+  check_op(
+      "squeeze every size-1 dim", [](auto& x) { return x.unsqueeze(0).unsqueeze(2).squeeze(); },
+      [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "contiguous", [](auto& x) { return x.transpose(0, 1).contiguous(); },
+      [](const at::Tensor& t) { return t.transpose(0, 1).contiguous(); }, {2, 3});
+  check_op(
+      "cpu", [](auto& x) { return x.cpu(); }, [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "consolidate", [](auto& x) { return x.consolidate(); }, [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "memmap to a new directory", [](auto& x) { return x.memmap(fresh_path("memmap")); },
+      [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "to_h5", [](auto& x) { return x.to_h5(fresh_path("h5") + ".h5").to_tensordict(); },
+      [](const at::Tensor& t) { return t; }, kBatch);
+  check_op(
+      "add with alpha", [](auto& x) { return x.add(x, 2); }, [](const at::Tensor& t) { return t + 2 * t; }, kBatch);
+  check_op(
+      "div by another", [](auto& x) { return x / (x.abs() + 1); },
+      [](const at::Tensor& t) { return t / (t.abs() + 1); }, kBatch);
+  check_op(
+      "clamp_min", [](auto& x) { return x.clamp_min(0.5); }, [](const at::Tensor& t) { return t.clamp_min(0.5); },
+      kBatch);
+  check_op(
+      "sqrt of abs", [](auto& x) { return x.abs().sqrt(); }, [](const at::Tensor& t) { return t.abs().sqrt(); },
+      kBatch);
+  check_op(
+      "ne", [](auto& x) { return x != x * 2; }, [](const at::Tensor& t) { return t != t * 2; }, kBatch);
+  check_op(
+      "le", [](auto& x) { return x <= 1; }, [](const at::Tensor& t) { return t <= 1; }, kBatch);
+  check_op(
+      "isnan", [](auto& x) { return x.isnan(); }, [](const at::Tensor& t) { return t.isnan(); }, kBatch);
+  check_op(
+      "sum over every batch dim", [](auto& x) { return x.sum(); },
+      [](const at::Tensor& t) {
+        return t.sum(std::vector<int64_t>{0, 1});
+      },
+      {});
+  check_op(
+      "prod over dim 0", [](auto& x) { return x.prod({0}); }, [](const at::Tensor& t) { return t.prod(0); }, {2});
+  check_op(
+      "min over dim 1 (values)", [](auto& x) { return std::get<0>(x.min(1)); },
+      [](const at::Tensor& t) { return std::get<0>(t.min(1)); }, {3});
+}
+
+TEST_CASE("kind matrix: writes of a same-kind value land in every kind's storage", "[matrix]") {
+  check_in_place(
+      "index_put_ with a value of the same kind",
+      [](auto& x) { x.index_put_({Slice(0, 1)}, x.index({Slice(2, 3)}) * 10); },
+      [](const at::Tensor& t) {
+        at::Tensor out = t.clone();
+        out.index_put_({Slice(0, 1)}, t.index({Slice(2, 3)}) * 10);
+        return out;
+      });
+  check_in_place(
+      "update_ with a value of the same kind", [](auto& x) { x.update_(x * 0 + 3); },
+      [](const at::Tensor& t) { return at::full_like(t, 3); });
 }

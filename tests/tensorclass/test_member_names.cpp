@@ -1,7 +1,8 @@
 // tensordict/tensorclass_members.h, the field names tensorclass-gen refuses,
 // must list exactly the public members of TensorClass<Derived>.
 //
-// Checked by reading tensorclass.h: C++20 cannot enumerate a class's members,
+// Checked by reading tensorclass.h and the headers of TensorClass's bases
+// (tensorclass_surface.h, tensorclass_persistence.h): C++20 cannot enumerate a class's members,
 // and a requires-expression per listed name would only show that the listed
 // names exist, not that a new member is missing from the list. The scan is
 // strict so that it cannot silently skip a declaration: every line at member
@@ -18,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensordict/op_lists.h"
@@ -108,14 +110,17 @@ std::optional<std::vector<std::string>> expanded_names(const std::string& line,
   return names;
 }
 
-// The names declared in the public sections of `class TensorClass {...};`.
-MemberScan scan_public_members(const std::string& text) {
+// The names declared in the public sections of the class whose head is the
+// line `head` (`class TensorClass {` by default) up to its `};`.
+MemberScan scan_public_members(const std::string& text, const std::string& head = "class TensorClass {") {
   // Function-like macros, and what each body declares from its last parameter.
   std::map<std::string, LocalMacro> local;
   static const std::regex define(R"(#define (\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*))");
   for (std::sregex_iterator it(text.begin(), text.end(), define), end; it != end; ++it) {
     const std::string params = (*it)[2].str();
-    const std::string param = std::regex_replace(params.substr(params.find_last_of(',') == std::string::npos ? 0 : params.find_last_of(',') + 1), std::regex(R"(\s)"), "");
+    const std::string param = std::regex_replace(
+        params.substr(params.find_last_of(',') == std::string::npos ? 0 : params.find_last_of(',') + 1),
+        std::regex(R"(\s)"), "");
     // `operator op(` declares an operator, not a member named after `op`.
     const std::string body = std::regex_replace((*it)[3].str(), std::regex("operator\\s*" + param), "");
     LocalMacro def;
@@ -137,7 +142,7 @@ MemberScan scan_public_members(const std::string& text) {
       continue;
     }
     if (!inside) {
-      inside = line == "class TensorClass {";
+      inside = line == head;
       continue;
     }
     if (line == "};") break;
@@ -161,9 +166,23 @@ MemberScan scan_public_members(const std::string& text) {
 }  // namespace
 
 TEST_CASE("the reserved field names are exactly TensorClass's public members", "[tensorclass][names]") {
-  const std::string text = read_file(TENSORDICT_INCLUDE_DIR "/tensordict/tensorclass.h");
-  REQUIRE(text.find("class TensorClass {") != std::string::npos);
-  const MemberScan scan = scan_public_members(text);
+  // TensorClass's members are its own and its CRTP bases', each in its own
+  // header. The head line pins the list of bases: a new base must be added here.
+  const std::vector<std::pair<std::string, std::string>> parts = {
+      {"tensorclass.h",
+       "class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersistence<Derived> {"},
+      {"tensorclass_surface.h", "class TensorClassSurface {"},
+      {"tensorclass_persistence.h", "class TensorClassPersistence {"},
+  };
+  MemberScan scan;
+  for (const auto& [file, head] : parts) {
+    const std::string text = read_file(TENSORDICT_INCLUDE_DIR "/tensordict/" + file);
+    INFO(file << " has no line `" << head << "`: TensorClass's bases changed; list each base's header here");
+    REQUIRE(text.find("\n" + head + "\n") != std::string::npos);
+    MemberScan part = scan_public_members(text, head);
+    scan.names.insert(part.names.begin(), part.names.end());
+    scan.unreadable.insert(scan.unreadable.end(), part.unreadable.begin(), part.unreadable.end());
+  }
   for (const auto& line : scan.unreadable) {
     INFO("teach the scan in test_member_names.cpp this declaration form: `" << line << "`");
     CHECK(false);
@@ -188,7 +207,8 @@ TEST_CASE("the reserved field names are exactly TensorClass's public members", "
   CHECK(std::is_sorted(std::begin(tensordict::tensorclass_public_members),
                        std::end(tensordict::tensorclass_public_members)));
   // No name twice (in one list or in both).
-  CHECK(listed.size() == std::size(tensordict::tensorclass_public_members) + std::size(tensordict::tensorclass_op_members));
+  CHECK(listed.size() ==
+        std::size(tensordict::tensorclass_public_members) + std::size(tensordict::tensorclass_op_members));
 }
 
 TEST_CASE("the scan reads the declaration forms it claims to", "[tensorclass][names]") {

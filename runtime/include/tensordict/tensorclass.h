@@ -6,10 +6,12 @@
 // layer over the dynamic core, whose semantics it reuses: hot batch ops
 // (indexing, shape ops, stack/cat/unbind/split, copies) visit that table at
 // compile time (a fold over the member pointers) with what the core plans
-// once (a resolved BatchIndex, a shape plan from shape_plan.h); everything
-// else runs the TensorDict op on the tensordict form (the same tensors).
-// Results keep the static type when they fit the schema (indexing an
-// Observation returns an Observation) and are TensorDicts otherwise.
+// once (a resolved BatchIndex, a shape plan from shape_plan.h). Two CRTP
+// bases hold the rest of the interface: TensorClassSurface (the ops that run
+// the TensorDict op on the tensordict form, the same tensors) and
+// TensorClassPersistence (memmap, h5, save/load). Results keep the static
+// type when they fit the schema (indexing an Observation returns an
+// Observation) and are TensorDicts otherwise.
 //
 // Member kinds are read from the member types: at::Tensor members are tensors,
 // members deriving from TensorClass<M> are nested tensorclasses (visited
@@ -36,28 +38,19 @@
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
-#include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
-#include "tensordict/persistent.h"
 #include "tensordict/schema.h"
 #include "tensordict/shape_plan.h"
 #include "tensordict/tensorclass_fields.h"
 #include "tensordict/tensorclass_members.h"
-#include "tensordict/tensorclass_persist.h"
+#include "tensordict/tensorclass_persistence.h"
 #include "tensordict/tensorclass_support.h"
+#include "tensordict/tensorclass_surface.h"
 
 namespace tensordict {
 
 template <class Derived>
 class TensorClass;
-
-namespace detail {
-// Which non-tensor fields a tensorclass's tensordict form holds (as
-// non-tensor data): all (to_tensordict), none (the dynamic core's ops carry
-// them through the shell), or what h5 stores (strings; a field at its default
-// is left out, any other value refused).
-enum class NonTensorFields { All, None, H5 };
-}  // namespace detail
 
 // Argument types of the generated constructors.
 // A batch size held inline up to 6 dims, so that building a tensorclass (and
@@ -73,7 +66,7 @@ class BatchSizeArg : public c10::SmallVector<int64_t, 6> {
 using DeviceArg = std::optional<at::Device>;
 
 template <class Derived>
-class TensorClass {
+class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersistence<Derived> {
  public:
   TensorClass() = default;
 
@@ -87,9 +80,7 @@ class TensorClass {
     return schema::FieldTable<Derived>::info;
   }
   static constexpr std::span<const schema::FieldInfo> fields() { return schema().fields; }
-  static constexpr std::size_t num_fields() {
-    return std::tuple_size_v<std::remove_cvref_t<decltype(schema::FieldTable<Derived>::members)>>;
-  }
+  static constexpr std::size_t num_fields() { return detail::num_fields_v<Derived>; }
 
   // ---- metadata ---------------------------------------------------------------
   at::IntArrayRef batch_size() const { return tc_batch_size_; }
@@ -150,8 +141,7 @@ class TensorClass {
                                        if (n->tc_batch_size_.empty() && !tc_batch_size_.empty()) {
                                          n->init_(tc_batch_size_, device);
                                        } else if (device) {
-                                         n->map_into_(
-                                             *n, [&](const at::Tensor& t) { return t.to(*device); }, 0);
+                                         n->for_each_tensor_(*n, [&](at::Tensor& t) { t = t.to(*device); });
                                          n->set_device_(device);
                                        }
                                      }},
@@ -359,211 +349,6 @@ class TensorClass {
     return derived();
   }
 
-  // ---- the TensorDict surface, run by the dynamic core ------------------------------------------
-  // These run TensorDict's op on the tensordict form (the same tensors, no
-  // copy), so both layers share one implementation of tensordict's semantics.
-  // The rule for result types: an op whose result fits the schema returns
-  // the static type, and every tensor field that declares a dtype must keep
-  // it (uint8 pixels / 2 throws std::invalid_argument naming the field; cast
-  // to_tensordict() to leave the schema). Ops whose result does not fit the
-  // schema return a TensorDict: comparisons and predicates (bools),
-  // reductions (batch dims removed, dtypes promoted), select/exclude (other
-  // keys). In-place forms write into the fields' tensors.
-#define TENSORCLASS_UNARY(name)                                     \
-  Derived name() const { return typed_(td_form_().name(), #name); } \
-  Derived& name##_() {                                              \
-    td_form_().name##_();                                           \
-    return derived();                                               \
-  }
-  TENSORDICT_UNARY_OPS(TENSORCLASS_UNARY)
-#undef TENSORCLASS_UNARY
-
-#define TENSORCLASS_BINARY(name)                                                                        \
-  Derived name(const Derived& other) const { return typed_(td_form_().name(other.td_form_()), #name); } \
-  Derived name(const Operand& other) const { return typed_(td_form_().name(other), #name); }            \
-  Derived& name##_(const Derived& other) {                                                              \
-    td_form_().name##_(other.td_form_());                                                               \
-    return derived();                                                                                   \
-  }                                                                                                     \
-  Derived& name##_(const Operand& other) {                                                              \
-    td_form_().name##_(other);                                                                          \
-    return derived();                                                                                   \
-  }
-  TENSORDICT_BINARY_OPS(TENSORCLASS_BINARY)
-  TENSORDICT_BINARY_OPS_NO_INPLACE(TENSORCLASS_BINARY)
-  TENSORCLASS_BINARY(clamp_min)
-  TENSORCLASS_BINARY(clamp_max)
-#undef TENSORCLASS_BINARY
-
-  // self + alpha * other, self - alpha * other.
-#define TENSORCLASS_ALPHA_BINARY(name)                                    \
-  Derived name(const Derived& other, const at::Scalar& alpha = 1) const { \
-    return typed_(td_form_().name(other.td_form_(), alpha), #name);       \
-  }                                                                       \
-  Derived name(const Operand& other, const at::Scalar& alpha = 1) const { \
-    return typed_(td_form_().name(other, alpha), #name);                  \
-  }                                                                       \
-  Derived& name##_(const Derived& other, const at::Scalar& alpha = 1) {   \
-    td_form_().name##_(other.td_form_(), alpha);                          \
-    return derived();                                                     \
-  }                                                                       \
-  Derived& name##_(const Operand& other, const at::Scalar& alpha = 1) {   \
-    td_form_().name##_(other, alpha);                                     \
-    return derived();                                                     \
-  }
-  TENSORCLASS_ALPHA_BINARY(add)
-  TENSORCLASS_ALPHA_BINARY(sub)
-#undef TENSORCLASS_ALPHA_BINARY
-  Derived clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) const {
-    return typed_(td_form_().clamp(min, max), "clamp");
-  }
-  Derived& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) {
-    td_form_().clamp_(min, max);
-    return derived();
-  }
-  // self + weight * (end - self).
-  Derived lerp(const Derived& end, const at::Scalar& weight) const {
-    return typed_(td_form_().lerp(end.td_form_(), weight), "lerp");
-  }
-  Derived lerp(const Operand& end, const at::Scalar& weight) const {
-    return typed_(td_form_().lerp(end, weight), "lerp");
-  }
-  Derived& lerp_(const Derived& end, const at::Scalar& weight) {
-    td_form_().lerp_(end.td_form_(), weight);
-    return derived();
-  }
-  Derived& lerp_(const Operand& end, const at::Scalar& weight) {
-    td_form_().lerp_(end, weight);
-    return derived();
-  }
-  // self + value * t1 * t2, self + value * t1 / t2.
-#define TENSORCLASS_TERNARY(name)                                                         \
-  Derived name(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) const { \
-    return typed_(td_form_().name(t1.td_form_(), t2.td_form_(), value), #name);           \
-  }                                                                                       \
-  Derived name(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const { \
-    return typed_(td_form_().name(t1, t2, value), #name);                                 \
-  }                                                                                       \
-  Derived& name##_(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) {   \
-    td_form_().name##_(t1.td_form_(), t2.td_form_(), value);                              \
-    return derived();                                                                     \
-  }                                                                                       \
-  Derived& name##_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) {   \
-    td_form_().name##_(t1, t2, value);                                                    \
-    return derived();                                                                     \
-  }
-  TENSORCLASS_TERNARY(addcmul)
-  TENSORCLASS_TERNARY(addcdiv)
-#undef TENSORCLASS_TERNARY
-  // Every tensor field set to `value` / to fn(field), in place.
-  Derived& fill_(const at::Scalar& value) {
-    td_form_().fill_(value);
-    return derived();
-  }
-  template <class Fn>
-  Derived& apply_(Fn&& fn) {
-    td_form_().apply_(fn);
-    return derived();
-  }
-
-  // Comparisons and predicates: a TensorDict of bools (the schema's dtypes
-  // do not hold for them).
-#define TENSORCLASS_COMPARISON(name)                                                                  \
-  TensorDict name(const Derived& other) const { return to_tensordict().name(other.to_tensordict()); } \
-  TensorDict name(const Operand& other) const { return to_tensordict().name(other); }
-  TENSORDICT_COMPARISONS(TENSORCLASS_COMPARISON)
-#undef TENSORCLASS_COMPARISON
-#define TENSORCLASS_PREDICATE(name) \
-  TensorDict name() const { return to_tensordict().name(); }
-  TENSORDICT_PREDICATES(TENSORCLASS_PREDICATE)
-#undef TENSORCLASS_PREDICATE
-
-  // Reductions over batch dims (TensorDictBase's): a TensorDict.
-#define TENSORCLASS_REDUCTION(name)                                             \
-  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const { \
-    return to_tensordict().name(std::move(dims), keepdim);                      \
-  }
-  TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
-#undef TENSORCLASS_REDUCTION
-  // (values, indices) over one batch dim, as TensorDictBase::max(dim).
-  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const {
-    return to_tensordict().max(dim, keepdim);
-  }
-  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const {
-    return to_tensordict().min(dim, keepdim);
-  }
-
-#define TENSORCLASS_OPERATOR(op, method)                                                 \
-  friend Derived operator op(const Derived& a, const Derived& b) { return a.method(b); } \
-  friend Derived operator op(const Derived& a, const Operand& b) { return a.method(b); }
-  TENSORCLASS_OPERATOR(+, add)
-  TENSORCLASS_OPERATOR(-, sub)
-  TENSORCLASS_OPERATOR(*, mul)
-  TENSORCLASS_OPERATOR(/, div)
-#undef TENSORCLASS_OPERATOR
-#define TENSORCLASS_COMPARISON_OPERATOR(op, method)                                         \
-  friend TensorDict operator op(const Derived& a, const Derived& b) { return a.method(b); } \
-  friend TensorDict operator op(const Derived& a, const Operand& b) { return a.method(b); }
-  TENSORCLASS_COMPARISON_OPERATOR(==, eq)
-  TENSORCLASS_COMPARISON_OPERATOR(!=, ne)
-  TENSORCLASS_COMPARISON_OPERATOR(<, lt)
-  TENSORCLASS_COMPARISON_OPERATOR(<=, le)
-  TENSORCLASS_COMPARISON_OPERATOR(>, gt)
-  TENSORCLASS_COMPARISON_OPERATOR(>=, ge)
-#undef TENSORCLASS_COMPARISON_OPERATOR
-  friend Derived operator-(const Derived& a) { return a.neg(); }
-
-  // The elements where the batch mask is true, in one batch dim.
-  Derived masked_select(const at::Tensor& mask) const {
-    return typed_(td_form_().masked_select(mask), "masked_select");
-  }
-  // torch.gather along batch dim `dim`; the result's batch size is index's shape.
-  Derived gather(int64_t dim, const at::Tensor& index) const { return typed_(td_form_().gather(dim, index), "gather"); }
-
-  // A TensorDict of the fields `keys` (shared), non-tensor fields included.
-  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const {
-    return TensorDict(to_tensordict().select(keys, strict));
-  }
-  TensorDict exclude(const std::vector<NestedKey>& keys) const { return TensorDict(to_tensordict().exclude(keys)); }
-
-  // Sets every entry of `other` (a tensordict holding fields of this class,
-  // tensor or non-tensor; nested tensorclasses as nested tensordicts), then
-  // validates: a key that is no field is a KeyError, a value that breaks the
-  // schema leaves this object unchanged. Refused when locked.
-  Derived& update(const TensorDictBase& other) {
-    if (tc_locked_) detail::throw_locked(schema().name, other.keys().empty() ? "" : other.keys().front().repr());
-    TensorDict next = to_tensordict();
-    next.update(other);
-    Derived updated = from_tensordict(next, derived());
-    updated.tc_consolidated_storage_ = at::Tensor();
-    derived() = std::move(updated);
-    return derived();
-  }
-  Derived& update(const Derived& other) { return update(other.to_tensordict()); }
-  // In place: every tensor of `other` is written into the field's tensor.
-  Derived& update_(const TensorDictBase& other) {
-    td_form_().update_(other);
-    return derived();
-  }
-  Derived& update_(const Derived& other) { return update_(other.td_form_()); }
-  // Writes into the existing tensor field at `key` in place.
-  Derived& set_(const NestedKey& key, const at::Tensor& value) {
-    td_form_().set_(key, value);
-    return derived();
-  }
-
-  // True when every element of every tensor member is true / nonzero.
-  bool all() const {
-    bool ok = true;
-    for_each_tensor_(derived(), [&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
-    return ok;
-  }
-  bool any() const {
-    bool found = false;
-    for_each_tensor_(derived(), [&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
-    return found;
-  }
-
   // ---- conversion ----------------------------------------------------------------------
   // A TensorDict with one entry per tensor field (nested tensorclasses become
   // nested tensordicts; unset optional fields and non-tensor fields are left out).
@@ -575,89 +360,13 @@ class TensorClass {
     Derived out = non_tensor;
     out.set_locked_tree_(false);
     out.tc_consolidated_storage_ = at::Tensor();
-    out.tc_saved_path_.reset();
+    out.saved_path_.reset();
     out.from_td_(td, strict);
     out.validate();
     return out;
   }
   static Derived from_tensordict(const TensorDictBase& td, bool strict) {
     return from_tensordict(td, Derived{}, strict);
-  }
-
-  // ---- persistence (FORMATS.md: tensordict's tensorclass layout) -------------------------
-  // Writes a memory-mapped copy at `prefix`: meta.json = {"_type": <python_type>,
-  // <non-tensor fields>...} (unset optional tensors as null, as Python keeps
-  // None fields there), tensor fields in `prefix/_tensordict/`, each nested
-  // tensorclass in its own directory there with its own meta.json. Returns the
-  // copy, holding the mapped tensors, locked. One writer with TensorDict's:
-  // the tensordict form plus tags saying which levels are tensorclasses.
-  Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
-    MemmapClassTags tags;
-    collect_tags_(tags, {});
-    const TensorDict mapped =
-        memmap_tensorclass(tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
-    Derived out = shell_();
-    out.set_locked_tree_(false);
-    out.from_td_(mapped);
-    out.set_locked_tree_(true);
-    out.tc_saved_path_ = prefix;
-    return out;
-  }
-  // memmap() in place: the tensor members become the mapped ones.
-  Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
-    derived() = memmap(prefix, options);
-    return derived();
-  }
-  // Loads what memmap() (or Python tensordict) wrote at `prefix`: tensors are
-  // memory-mapped, non-tensor fields come from meta.json (schema defaults when
-  // absent). Validated like construction; errors also name the directory.
-  static Derived load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
-    register_memmap();
-    const Json meta = read_memmap_meta(prefix);
-    detail::check_memmap_class(meta, schema(), prefix);
-    const TensorDict td = load_tensorclass_level(prefix, meta, device);
-    Derived out = from_loaded_(td, prefix, false);
-    out.tc_saved_path_ = prefix;
-    return out;
-  }
-  // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
-  // this class (and of its nested tensorclasses) as TensorDicts holding the
-  // tensor fields and the non-tensor ones as NonTensorData. load_memmap calls it.
-  static void register_memmap() {
-    static const bool registered = [] {
-      MemmapLoader loader = [](const std::string& dir, const Json& meta, std::optional<at::Device> device) {
-        return Value(load_tensorclass_level(dir, meta, device));
-      };
-      register_memmap_class(std::string(schema().python_type), loader);
-      register_memmap_class(std::string(schema().name), loader);
-      visit_fields_([](detail::NestedField, auto field) { register_nested_memmap_(field); });
-      return true;
-    }();
-    (void)registered;
-  }
-  // Writes the tensordict form to a new h5 file: tensor fields as datasets,
-  // string fields as tensordict's string datasets. h5 stores no other
-  // non-tensor data: such a field holding its schema default is left out (on
-  // load it takes the default again); any other value is refused, naming the
-  // field, rather than lost (memmap() stores every field).
-  PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const {
-    return tensordict_form_(detail::NonTensorFields::H5).to_h5(path, options);
-  }
-  // tensordict's save / load: memmap() and load_memmap().
-  Derived save(const std::string& prefix, const MemmapOptions& options = {}) const { return memmap(prefix, options); }
-  static Derived load(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
-    return load_memmap(prefix, device);
-  }
-  // True for an instance memmap()/memmap_() wrote or load_memmap() loaded
-  // (not for what ops derive from it, as for a TensorDict).
-  bool is_memmap() const { return tc_saved_path_.has_value(); }
-  // The directory it was written to or loaded from.
-  const std::optional<std::string>& saved_path() const { return tc_saved_path_; }
-  // Reads an h5 file written by to_h5 (or h5py): the batch size comes from the
-  // schema's declared shapes, non-tensor fields take their defaults. Validated.
-  static Derived from_h5(const std::string& path) {
-    const TensorDict td = PersistentTensorDict::from_h5(path, "r").to_tensordict();
-    return from_loaded_(td, path, true);
   }
 
   // ---- printing -----------------------------------------------------------------------
@@ -686,6 +395,10 @@ class TensorClass {
  private:
   template <class>
   friend class TensorClass;
+  friend class TensorClassSurface<Derived>;
+  friend class TensorClassPersistence<Derived>;
+  template <class>
+  friend class TensorClassPersistence;
 
   // tensorclass-gen refuses these field names; this catches a hand-written field table.
   static consteval bool no_field_hides_a_member_() {
@@ -760,10 +473,6 @@ class TensorClass {
       }
     }
     return detail::present(dst);
-  }
-  template <class F>
-  static void register_nested_memmap_(F) {
-    nested_class_t<typename F::member_type>::register_memmap();
   }
 
   // "Class.field", for messages.
@@ -1256,44 +965,9 @@ class TensorClass {
     if (!matched) detail::throw_no_field(schema().name, path[at]);
   }
 
-  // ---- persistence ---------------------------------------------------------------------------
-  // The tags that make memmap_tensorclass write this level (at `path`) and
-  // every nested tensorclass in tensorclass layout.
-  void collect_tags_(MemmapClassTags& tags, std::vector<std::string> path) const {
-    MemmapClassTag tag{std::string(schema().python_type), Json::object()};
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                                       if (!m.defined()) tag.fields[std::string(field.info().name)] = nullptr;
-                                     },
-                                     [&](detail::NestedField, auto field, const auto& m) {
-                                       const std::string name(field.info().name);
-                                       const auto* n = detail::present(m);
-                                       if (!n) {
-                                         tag.fields[name] = nullptr;  // Python's tensorclass stores None
-                                         return;
-                                       }
-                                       auto sub = path;
-                                       sub.push_back(name);
-                                       n->collect_tags_(tags, std::move(sub));
-                                     },
-                                     [&](detail::DataField, auto field, const auto& m) {
-                                       tag.fields[std::string(field.info().name)] = m;
-                                     }},
-                  derived());
-    tags.emplace(std::move(path), std::move(tag));
-  }
-
-  // An instance from a loaded tensordict form (memmap: batch sizes as stored;
-  // h5: inferred from the schema), validated; errors are prefixed with `where`.
-  static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
-    Derived out;
-    try {
-      out.read_loaded_(td, std::string(schema().name), std::nullopt, infer_batch);
-      out.validate();
-    } catch (...) {
-      rethrow_reworded([&](std::string_view what) { return where + ": " + std::string(what); });
-    }
-    return out;
-  }
+  // Reads the fields from a loaded tensordict form (TensorClassPersistence's
+  // from_loaded_): every stored key must be a field; batch sizes as stored
+  // or, for h5, inferred from the schema.
   void read_loaded_(const TensorDictBase& td, const std::string& path, std::optional<at::IntArrayRef> parent,
                     bool infer_batch) {
     for (const auto& key : td.keys()) {
@@ -1348,9 +1022,6 @@ class TensorClass {
   // was built, and later writes to public members are unchecked until
   // validate(), as they are for the parent's own members.
   bool tc_validated_ = false;
-  // Where memmap() wrote this instance or load_memmap() read it; not copied
-  // by ops (what they derive is not memory-mapped there).
-  std::optional<std::string> tc_saved_path_;
 };
 
 }  // namespace tensordict

@@ -70,6 +70,11 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
+// The number of fields of class T (its FieldTable's member pointers).
+template <class T>
+inline constexpr std::size_t num_fields_v =
+    std::tuple_size_v<std::remove_cvref_t<decltype(schema::FieldTable<T>::members)>>;
+
 // Field I of tensorclass T as a handler sees it: its schema entry, and its
 // member in any instance (of(x), e.g. in each of a list of pieces).
 template <class T, std::size_t I>
@@ -104,9 +109,8 @@ void visit_field(H& handler, Objs&... objs) {
 // Recursing into a nested member is the handler's choice.
 template <class T, class H, class... Objs>
 void visit_fields(H&& handler, Objs&... objs) {
-  constexpr std::size_t n = std::tuple_size_v<std::remove_cvref_t<decltype(schema::FieldTable<T>::members)>>;
   [&]<std::size_t... I>(std::index_sequence<I...>) { (visit_field<T, I>(handler, objs...), ...); }
-  (std::make_index_sequence<n>{});
+  (std::make_index_sequence<num_fields_v<T>>{});
 }
 // The handler for the field named `name` only; false when T has none.
 template <class T, class H, class... Objs>

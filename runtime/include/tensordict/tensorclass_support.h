@@ -14,6 +14,12 @@
 
 namespace tensordict::detail {
 
+// Which non-tensor fields a tensorclass's tensordict form holds (as
+// non-tensor data): all (to_tensordict), none (the dynamic core's ops carry
+// them through the shell), or what h5 stores (strings; a field at its default
+// is left out, any other value refused).
+enum class NonTensorFields { All, None, H5 };
+
 // Symbolic dims seen so far while validating one instance: symbol -> (size, field).
 struct SymbolBinding {
   std::string_view symbol;

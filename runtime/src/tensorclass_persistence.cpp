@@ -1,6 +1,6 @@
 // The non-template half of TensorClass<Derived>'s persistence: class checks,
 // error locations and h5 batch inference.
-#include "tensordict/tensorclass_persist.h"
+#include "tensordict/tensorclass_persistence.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>

@@ -1,0 +1,187 @@
+// tensordict::TensorClassPersistence<Derived>: a tensorclass on disk, in
+// Python tensordict's formats (FORMATS.md): memmap directories in
+// tensordict's tensorclass layout, h5 files, save/load, and where an
+// instance was saved.
+//
+// A base of TensorClass<Derived> (tensorclass.h). One writer with
+// TensorDict's: memmap() writes the tensordict form plus tags saying which
+// levels are tensorclasses; loading reads a tensordict form and builds the
+// typed instance from it (validated like construction).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensordict/dense.h"
+#include "tensordict/errors.h"
+#include "tensordict/memmap.h"
+#include "tensordict/persistent.h"
+#include "tensordict/schema.h"
+#include "tensordict/tensorclass_fields.h"
+#include "tensordict/tensorclass_support.h"
+
+namespace tensordict {
+
+namespace detail {
+// Non-template helpers of the methods below (src/tensorclass_persistence.cpp).
+
+// Checks that meta.json `meta` of `dir` names the class `info` (its
+// python_type, or the same bare class name as a Python module elsewhere
+// writes it); throws std::runtime_error naming the file and both classes.
+void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const std::string& dir);
+
+// h5 stores no batch size: the number of batch dims of a `info` level comes
+// from a tensor field with a declared shape (its dims minus the declared
+// feature dims) or the class's declared batch names; without either, the
+// parent's batch size (`parent`, when nested) or the batch size `td` was read with.
+std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDictBase& td,
+                                      std::optional<at::IntArrayRef> parent);
+
+// std::invalid_argument "Class.name: non-tensor field must be a string, got 3".
+[[noreturn]] void throw_bad_non_tensor(const std::string& path, const schema::FieldInfo& field, const Json& got);
+
+}  // namespace detail
+
+template <class Derived>
+class TensorClass;
+
+template <class Derived>
+class TensorClassPersistence {
+ public:
+  // Writes a memory-mapped copy at `prefix`: meta.json = {"_type": <python_type>,
+  // <non-tensor fields>...} (unset optional tensors as null, as Python keeps
+  // None fields there), tensor fields in `prefix/_tensordict/`, each nested
+  // tensorclass in its own directory there with its own meta.json. Returns the
+  // copy, holding the mapped tensors, locked. One writer with TensorDict's:
+  // the tensordict form plus tags saying which levels are tensorclasses.
+  Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
+    MemmapClassTags tags;
+    collect_tags_(tags, {});
+    const TensorDict mapped =
+        memmap_tensorclass(self_().tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
+    Derived out = self_().shell_();
+    out.set_locked_tree_(false);
+    out.from_td_(mapped);
+    out.set_locked_tree_(true);
+    out.saved_path_ = prefix;
+    return out;
+  }
+  // memmap() in place: the tensor members become the mapped ones.
+  Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
+    self_() = memmap(prefix, options);
+    return self_();
+  }
+  // Loads what memmap() (or Python tensordict) wrote at `prefix`: tensors are
+  // memory-mapped, non-tensor fields come from meta.json (schema defaults when
+  // absent). Validated like construction; errors also name the directory.
+  static Derived load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
+    register_memmap();
+    const Json meta = read_memmap_meta(prefix);
+    detail::check_memmap_class(meta, Derived::schema(), prefix);
+    const TensorDict td = load_tensorclass_level(prefix, meta, device);
+    Derived out = from_loaded_(td, prefix, false);
+    out.saved_path_ = prefix;
+    return out;
+  }
+  // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
+  // this class (and of its nested tensorclasses) as TensorDicts holding the
+  // tensor fields and the non-tensor ones as NonTensorData. load_memmap calls it.
+  static void register_memmap() {
+    static const bool registered = [] {
+      MemmapLoader loader = [](const std::string& dir, const Json& meta, std::optional<at::Device> device) {
+        return Value(load_tensorclass_level(dir, meta, device));
+      };
+      register_memmap_class(std::string(Derived::schema().python_type), loader);
+      register_memmap_class(std::string(Derived::schema().name), loader);
+      Derived::visit_fields_([](detail::NestedField, auto field) { register_nested_memmap_(field); });
+      return true;
+    }();
+    (void)registered;
+  }
+  // Writes the tensordict form to a new h5 file: tensor fields as datasets,
+  // string fields as tensordict's string datasets. h5 stores no other
+  // non-tensor data: such a field holding its schema default is left out (on
+  // load it takes the default again); any other value is refused, naming the
+  // field, rather than lost (memmap() stores every field).
+  PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const {
+    return self_().tensordict_form_(detail::NonTensorFields::H5).to_h5(path, options);
+  }
+  // tensordict's save / load: memmap() and load_memmap().
+  Derived save(const std::string& prefix, const MemmapOptions& options = {}) const { return memmap(prefix, options); }
+  static Derived load(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
+    return load_memmap(prefix, device);
+  }
+  // True for an instance memmap()/memmap_() wrote or load_memmap() loaded
+  // (not for what ops derive from it, as for a TensorDict).
+  bool is_memmap() const { return saved_path_.has_value(); }
+  // The directory it was written to or loaded from.
+  const std::optional<std::string>& saved_path() const { return saved_path_; }
+  // Reads an h5 file written by to_h5 (or h5py): the batch size comes from the
+  // schema's declared shapes, non-tensor fields take their defaults. Validated.
+  static Derived from_h5(const std::string& path) {
+    const TensorDict td = PersistentTensorDict::from_h5(path, "r").to_tensordict();
+    return from_loaded_(td, path, true);
+  }
+
+ protected:
+  TensorClassPersistence() = default;
+
+ private:
+  friend class TensorClass<Derived>;
+  template <class>
+  friend class TensorClassPersistence;
+
+  Derived& self_() { return static_cast<Derived&>(*this); }
+  const Derived& self_() const { return static_cast<const Derived&>(*this); }
+
+  template <class F>
+  static void register_nested_memmap_(F) {
+    nested_class_t<typename F::member_type>::register_memmap();
+  }
+
+  // The tags that make memmap_tensorclass write this level (at `path`) and
+  // every nested tensorclass in tensorclass layout.
+  void collect_tags_(MemmapClassTags& tags, std::vector<std::string> path) const {
+    MemmapClassTag tag{std::string(Derived::schema().python_type), Json::object()};
+    Derived::visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+                                                if (!m.defined()) tag.fields[std::string(field.info().name)] = nullptr;
+                                              },
+                                              [&](detail::NestedField, auto field, const auto& m) {
+                                                const std::string name(field.info().name);
+                                                const auto* n = detail::present(m);
+                                                if (!n) {
+                                                  tag.fields[name] = nullptr;  // Python's tensorclass stores None
+                                                  return;
+                                                }
+                                                auto sub = path;
+                                                sub.push_back(name);
+                                                n->collect_tags_(tags, std::move(sub));
+                                              },
+                                              [&](detail::DataField, auto field, const auto& m) {
+                                                tag.fields[std::string(field.info().name)] = m;
+                                              }},
+                           self_());
+    tags.emplace(std::move(path), std::move(tag));
+  }
+
+  // An instance from a loaded tensordict form (memmap: batch sizes as stored;
+  // h5: inferred from the schema), validated; errors are prefixed with `where`.
+  static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
+    Derived out;
+    try {
+      out.read_loaded_(td, std::string(Derived::schema().name), std::nullopt, infer_batch);
+      out.validate();
+    } catch (...) {
+      rethrow_reworded([&](std::string_view what) { return where + ": " + std::string(what); });
+    }
+    return out;
+  }
+
+  // Where memmap() wrote this instance or load_memmap() read it; not copied
+  // by ops (what they derive is not memory-mapped there).
+  std::optional<std::string> saved_path_;
+};
+
+}  // namespace tensordict

@@ -1,0 +1,249 @@
+// tensordict::TensorClassSurface<Derived>: the part of a tensorclass's
+// interface that the dynamic core runs (pointwise math, comparisons,
+// reductions, select/exclude, gather, masked_select, update, set_).
+//
+// A base of TensorClass<Derived> (tensorclass.h), which owns the typed layer:
+// each op here runs TensorDict's op on the tensordict form (the same
+// tensors, no copy) and, where the result keeps the schema, turns it back into
+// the static type through TensorClass's typed_(). So both layers share one
+// implementation of tensordict's semantics.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "tensordict/dense.h"
+#include "tensordict/errors.h"
+#include "tensordict/key.h"
+#include "tensordict/op_lists.h"
+#include "tensordict/tensorclass_support.h"
+
+namespace tensordict {
+
+template <class Derived>
+class TensorClass;
+
+template <class Derived>
+class TensorClassSurface {
+ public:
+  // The rule for result types: an op whose result fits the schema returns
+  // the static type, and every tensor field that declares a dtype must keep
+  // it (uint8 pixels / 2 throws ValueError naming the field; cast
+  // to_tensordict() to leave the schema). Ops whose result does not fit the
+  // schema return a TensorDict: comparisons and predicates (bools),
+  // reductions (batch dims removed, dtypes promoted), select/exclude (other
+  // keys). In-place forms write into the fields' tensors.
+#define TENSORCLASS_UNARY(name)                                                     \
+  Derived name() const { return self_().typed_(self_().td_form_().name(), #name); } \
+  Derived& name##_() {                                                              \
+    self_().td_form_().name##_();                                                   \
+    return self_();                                                                 \
+  }
+  TENSORDICT_UNARY_OPS(TENSORCLASS_UNARY)
+#undef TENSORCLASS_UNARY
+
+#define TENSORCLASS_BINARY(name)                                                                             \
+  Derived name(const Derived& other) const {                                                                 \
+    return self_().typed_(self_().td_form_().name(other.td_form_()), #name);                                 \
+  }                                                                                                          \
+  Derived name(const Operand& other) const { return self_().typed_(self_().td_form_().name(other), #name); } \
+  Derived& name##_(const Derived& other) {                                                                   \
+    self_().td_form_().name##_(other.td_form_());                                                            \
+    return self_();                                                                                          \
+  }                                                                                                          \
+  Derived& name##_(const Operand& other) {                                                                   \
+    self_().td_form_().name##_(other);                                                                       \
+    return self_();                                                                                          \
+  }
+  TENSORDICT_BINARY_OPS(TENSORCLASS_BINARY)
+  TENSORDICT_BINARY_OPS_NO_INPLACE(TENSORCLASS_BINARY)
+  TENSORCLASS_BINARY(clamp_min)
+  TENSORCLASS_BINARY(clamp_max)
+#undef TENSORCLASS_BINARY
+
+  // self + alpha * other, self - alpha * other.
+#define TENSORCLASS_ALPHA_BINARY(name)                                              \
+  Derived name(const Derived& other, const at::Scalar& alpha = 1) const {           \
+    return self_().typed_(self_().td_form_().name(other.td_form_(), alpha), #name); \
+  }                                                                                 \
+  Derived name(const Operand& other, const at::Scalar& alpha = 1) const {           \
+    return self_().typed_(self_().td_form_().name(other, alpha), #name);            \
+  }                                                                                 \
+  Derived& name##_(const Derived& other, const at::Scalar& alpha = 1) {             \
+    self_().td_form_().name##_(other.td_form_(), alpha);                            \
+    return self_();                                                                 \
+  }                                                                                 \
+  Derived& name##_(const Operand& other, const at::Scalar& alpha = 1) {             \
+    self_().td_form_().name##_(other, alpha);                                       \
+    return self_();                                                                 \
+  }
+  TENSORCLASS_ALPHA_BINARY(add)
+  TENSORCLASS_ALPHA_BINARY(sub)
+#undef TENSORCLASS_ALPHA_BINARY
+  Derived clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) const {
+    return self_().typed_(self_().td_form_().clamp(min, max), "clamp");
+  }
+  Derived& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) {
+    self_().td_form_().clamp_(min, max);
+    return self_();
+  }
+  // self + weight * (end - self).
+  Derived lerp(const Derived& end, const at::Scalar& weight) const {
+    return self_().typed_(self_().td_form_().lerp(end.td_form_(), weight), "lerp");
+  }
+  Derived lerp(const Operand& end, const at::Scalar& weight) const {
+    return self_().typed_(self_().td_form_().lerp(end, weight), "lerp");
+  }
+  Derived& lerp_(const Derived& end, const at::Scalar& weight) {
+    self_().td_form_().lerp_(end.td_form_(), weight);
+    return self_();
+  }
+  Derived& lerp_(const Operand& end, const at::Scalar& weight) {
+    self_().td_form_().lerp_(end, weight);
+    return self_();
+  }
+  // self + value * t1 * t2, self + value * t1 / t2.
+#define TENSORCLASS_TERNARY(name)                                                               \
+  Derived name(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) const {       \
+    return self_().typed_(self_().td_form_().name(t1.td_form_(), t2.td_form_(), value), #name); \
+  }                                                                                             \
+  Derived name(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const {       \
+    return self_().typed_(self_().td_form_().name(t1, t2, value), #name);                       \
+  }                                                                                             \
+  Derived& name##_(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) {         \
+    self_().td_form_().name##_(t1.td_form_(), t2.td_form_(), value);                            \
+    return self_();                                                                             \
+  }                                                                                             \
+  Derived& name##_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) {         \
+    self_().td_form_().name##_(t1, t2, value);                                                  \
+    return self_();                                                                             \
+  }
+  TENSORCLASS_TERNARY(addcmul)
+  TENSORCLASS_TERNARY(addcdiv)
+#undef TENSORCLASS_TERNARY
+  // Every tensor field set to `value` / to fn(field), in place.
+  Derived& fill_(const at::Scalar& value) {
+    self_().td_form_().fill_(value);
+    return self_();
+  }
+  template <class Fn>
+  Derived& apply_(Fn&& fn) {
+    self_().td_form_().apply_(fn);
+    return self_();
+  }
+
+  // Comparisons and predicates: a TensorDict of bools (the schema's dtypes
+  // do not hold for them).
+#define TENSORCLASS_COMPARISON(name)                                                                          \
+  TensorDict name(const Derived& other) const { return self_().to_tensordict().name(other.to_tensordict()); } \
+  TensorDict name(const Operand& other) const { return self_().to_tensordict().name(other); }
+  TENSORDICT_COMPARISONS(TENSORCLASS_COMPARISON)
+#undef TENSORCLASS_COMPARISON
+#define TENSORCLASS_PREDICATE(name) \
+  TensorDict name() const { return self_().to_tensordict().name(); }
+  TENSORDICT_PREDICATES(TENSORCLASS_PREDICATE)
+#undef TENSORCLASS_PREDICATE
+
+  // Reductions over batch dims (TensorDictBase's): a TensorDict.
+#define TENSORCLASS_REDUCTION(name)                                             \
+  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const { \
+    return self_().to_tensordict().name(std::move(dims), keepdim);              \
+  }
+  TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
+#undef TENSORCLASS_REDUCTION
+  // (values, indices) over one batch dim, as TensorDictBase::max(dim).
+  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const {
+    return self_().to_tensordict().max(dim, keepdim);
+  }
+  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const {
+    return self_().to_tensordict().min(dim, keepdim);
+  }
+
+#define TENSORCLASS_OPERATOR(op, method)                                                 \
+  friend Derived operator op(const Derived& a, const Derived& b) { return a.method(b); } \
+  friend Derived operator op(const Derived& a, const Operand& b) { return a.method(b); }
+  TENSORCLASS_OPERATOR(+, add)
+  TENSORCLASS_OPERATOR(-, sub)
+  TENSORCLASS_OPERATOR(*, mul)
+  TENSORCLASS_OPERATOR(/, div)
+#undef TENSORCLASS_OPERATOR
+#define TENSORCLASS_COMPARISON_OPERATOR(op, method)                                         \
+  friend TensorDict operator op(const Derived& a, const Derived& b) { return a.method(b); } \
+  friend TensorDict operator op(const Derived& a, const Operand& b) { return a.method(b); }
+  TENSORCLASS_COMPARISON_OPERATOR(==, eq)
+  TENSORCLASS_COMPARISON_OPERATOR(!=, ne)
+  TENSORCLASS_COMPARISON_OPERATOR(<, lt)
+  TENSORCLASS_COMPARISON_OPERATOR(<=, le)
+  TENSORCLASS_COMPARISON_OPERATOR(>, gt)
+  TENSORCLASS_COMPARISON_OPERATOR(>=, ge)
+#undef TENSORCLASS_COMPARISON_OPERATOR
+  friend Derived operator-(const Derived& a) { return a.neg(); }
+
+  // The elements where the batch mask is true, in one batch dim.
+  Derived masked_select(const at::Tensor& mask) const {
+    return self_().typed_(self_().td_form_().masked_select(mask), "masked_select");
+  }
+  // torch.gather along batch dim `dim`; the result's batch size is index's shape.
+  Derived gather(int64_t dim, const at::Tensor& index) const {
+    return self_().typed_(self_().td_form_().gather(dim, index), "gather");
+  }
+
+  // A TensorDict of the fields `keys` (shared), non-tensor fields included.
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const {
+    return TensorDict(self_().to_tensordict().select(keys, strict));
+  }
+  TensorDict exclude(const std::vector<NestedKey>& keys) const {
+    return TensorDict(self_().to_tensordict().exclude(keys));
+  }
+
+  // Sets every entry of `other` (a tensordict holding fields of this class,
+  // tensor or non-tensor; nested tensorclasses as nested tensordicts), then
+  // validates: a key that is no field is a KeyError, a value that breaks the
+  // schema leaves this object unchanged. Refused when locked.
+  Derived& update(const TensorDictBase& other) {
+    if (self_().is_locked())
+      detail::throw_locked(Derived::schema().name, other.keys().empty() ? "" : other.keys().front().repr());
+    TensorDict next = self_().to_tensordict();
+    next.update(other);
+    Derived updated = Derived::from_tensordict(next, self_());
+    updated.tc_consolidated_storage_ = at::Tensor();
+    self_() = std::move(updated);
+    return self_();
+  }
+  Derived& update(const Derived& other) { return update(other.to_tensordict()); }
+  // In place: every tensor of `other` is written into the field's tensor.
+  Derived& update_(const TensorDictBase& other) {
+    self_().td_form_().update_(other);
+    return self_();
+  }
+  Derived& update_(const Derived& other) { return update_(other.td_form_()); }
+  // Writes into the existing tensor field at `key` in place.
+  Derived& set_(const NestedKey& key, const at::Tensor& value) {
+    self_().td_form_().set_(key, value);
+    return self_();
+  }
+
+  // True when every element of every tensor member is true / nonzero.
+  bool all() const {
+    bool ok = true;
+    Derived::for_each_tensor_(self_(), [&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
+    return ok;
+  }
+  bool any() const {
+    bool found = false;
+    Derived::for_each_tensor_(self_(), [&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
+    return found;
+  }
+
+ protected:
+  TensorClassSurface() = default;
+
+ private:
+  Derived& self_() { return static_cast<Derived&>(*this); }
+  const Derived& self_() const { return static_cast<const Derived&>(*this); }
+};
+
+}  // namespace tensordict
