@@ -135,7 +135,9 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
   if (old_key == new_key) return *this;
   check_unlocked();  // tensordict's @lock_blocked: the lock error comes first
   if (safe && contains(new_key)) {
-    throw KeyError(fmt::format("rename_key_: key {} already exists (safe=true)", new_key.repr()));
+    // tensordict's message (_td.py rename_key_), the key as Python formats it.
+    throw KeyError(fmt::format("key {} already present in TensorDict.",
+                               new_key.size() == 1 ? new_key.front() : new_key.repr()));
   }
   const bool same_level = old_key.size() == new_key.size() &&
                           std::equal(old_key.path().begin(), old_key.path().end() - 1, new_key.path().begin());

@@ -53,11 +53,10 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
   // another kind would replace it outside the index too (tensordict's
   // _SubTensorDict.update raises ValueError). The handle names the key.
   if (existing && (existing->is_tensor() != value.is_tensor() || existing->is_tensordict() != value.is_tensordict())) {
-    throw ValueError(
-        fmt::format("the source of this sub-tensordict holds {} there; a sub-tensordict writes into its source's "
-                    "entries and cannot "
-                    "replace one by another kind: expected {}, got {}",
-                    kind_of(*existing), kind_of(*existing), kind_of(value)));
+    throw ValueError(fmt::format(
+        "Tried to replace {} with an incompatible object: the source of this sub-tensordict holds {} there; a "
+        "sub-tensordict writes into its source's entries and cannot replace one by another kind: expected {}, got {}",
+        kind_of(*existing), kind_of(*existing), kind_of(*existing), kind_of(value)));
   }
   if (value.is_tensor()) {
     const at::Tensor& t = value.tensor();
@@ -74,7 +73,12 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
   }
   if (value.is_tensordict()) {
     if (!existing) {
-      TensorDictBase(source_).create_nested(key);
+      // A new nested tensordict in the source: the source's batch dims, then
+      // the value's dims past this view's (tensordict keeps them).
+      std::vector<int64_t> batch = source_.batch_size().vec();
+      const auto extra = value.tensordict().batch_size().slice(resolved_.result_batch_size().size());
+      batch.insert(batch.end(), extra.begin(), extra.end());
+      TensorDictBase(source_).set(key, TensorDict({}, batch, source_.device()));
       existing = source_.impl()->find(key);
     }
     SubTensorDict nested(existing->tensordict(), index_);
