@@ -46,7 +46,7 @@ TEST_CASE("rename_key_ keeps the position and refuses to overwrite when safe") {
   td.rename_key_({"nested", "c"}, "top_c");
   REQUIRE(td.contains("top_c"));
   REQUIRE_FALSE(td.contains({"nested", "c"}));
-  REQUIRE_THAT(TD_MESSAGE(td.rename_key_("b", "alpha", true)), Contains("'alpha' already exists"));
+  REQUIRE_THAT(TD_MESSAGE(td.rename_key_("b", "alpha", true)), Contains("key alpha already present in TensorDict."));
   REQUIRE(td.contains("b"));
   td.rename_key_("b", "alpha");  // unsafe: overwrites
   REQUIRE(td.keys() == std::vector<NestedKey>{"alpha", "nested", "top_c"});
