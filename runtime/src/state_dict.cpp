@@ -72,6 +72,29 @@ void refuse_new_key_if_locked(const TensorDictBase& td, const std::string& key) 
   }
 }
 
+// strict compares the tensors: a level holding none (an empty nested
+// tensordict, or its dict in a state dict) is neither missing nor extra, as
+// in tensordict, whose flat state dicts have no entry for it.
+bool holds_tensors(const StateDict& sd) {
+  for (const auto& entry : sd) {
+    if (is_meta_key(entry.key())) continue;
+    const c10::IValue& v = entry.value();
+    if (v.isTensor()) return true;
+    if (v.isGenericDict() && holds_tensors(c10::impl::toTypedDict<std::string, c10::IValue>(v.toGenericDict()))) {
+      return true;
+    }
+  }
+  return false;
+}
+bool holds_tensors(const Value& value) {
+  if (value.is_tensor()) return true;
+  if (!value.is_tensordict()) return false;
+  for (const auto& [key, leaf] : value.tensordict().items(true, true)) {
+    if (leaf.is_tensor()) return true;
+  }
+  return false;
+}
+
 void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, const std::vector<std::string>& path) {
   auto where = [&](const std::string& key) {
     std::vector<std::string> p = path;
@@ -96,8 +119,9 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
         td.set_(key, v.toTensor());
       }
     } else if (v.isGenericDict()) {
+      const StateDict nested = c10::impl::toTypedDict<std::string, c10::IValue>(v.toGenericDict());
       if (!existing) {
-        if (strict && !assign)
+        if (strict && !assign && holds_tensors(nested))
           throw std::runtime_error(
               fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
         refuse_new_key_if_locked(td, where(key));
@@ -107,7 +131,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
       }
       std::vector<std::string> sub = path;
       sub.push_back(key);
-      load(existing->tensordict(), c10::impl::toTypedDict<std::string, c10::IValue>(v.toGenericDict()), strict, assign, sub);
+      load(existing->tensordict(), nested, strict, assign, sub);
     } else {
       throw TypeError(
           fmt::format("load_state_dict: entry {} is a {}, expected a tensor or a dict", where(key), v.tagKind()));
@@ -115,7 +139,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
   }
   if (strict) {
     td.impl()->for_each([&](const std::string& key, const Value& value) {
-      if (!value.is_non_tensor() && !sd.contains(key)) {
+      if (holds_tensors(value) && !sd.contains(key)) {
         throw std::runtime_error(
             fmt::format("load_state_dict: key {} is in the tensordict but not in the state dict", where(key)));
       }
