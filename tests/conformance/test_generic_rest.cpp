@@ -241,7 +241,7 @@ TEST_CASE("an empty tensordict filled slice by slice, by indexed writes or sub-t
   }
 }
 
-TEST_CASE("state_dict round trips, flat and nested; load_state_dict of a part (test_generic.py::"
+TEST_CASE("state_dict round trips, flat and nested, load_state_dict of a part (test_generic.py::"
           "test_state_dict_flat_roundtrip, test_state_dict_nested_roundtrip, test_load_state_dict_incomplete)",
           "[conformance][test_generic.py]") {
   TensorDict td({{"a", at::scalar_tensor(1)}}, {});

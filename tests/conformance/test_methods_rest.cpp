@@ -74,7 +74,7 @@ TEST_CASE(
   });
 }
 
-TEST_CASE("del_ removes a key; a locked tensordict refuses (test_methods.py::test_remove)",
+TEST_CASE("del_ removes a key, a locked tensordict refuses (test_methods.py::test_remove)",
           "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDictBase& td) {
     {
@@ -157,7 +157,7 @@ TEST_CASE("mean over every batch dim and over dim 0 gives a tensordict (test_met
 }
 
 TEST_CASE(
-    "transpose, unsqueeze and view of the dense kinds; transpose's dims out of range are a ValueError "
+    "transpose, unsqueeze and view of the dense kinds, transpose's dims out of range are a ValueError "
     "(test_methods.py::test_transpose, test_unsqueeze, test_view)",
     "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDictBase& td) {
@@ -222,7 +222,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "update adds keys and nested keys; through a sub-tensordict a tensor cannot replace a tensordict "
+    "update adds keys and nested keys, through a sub-tensordict a tensor cannot replace a tensordict "
     "(test_methods.py::test_update)",
     "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDictBase& td) {
@@ -332,7 +332,7 @@ TEST_CASE("indexed writes with an ellipsis (test_methods.py::test_setitem_ellips
 }
 
 TEST_CASE(
-    "save then load_memmap gives the leaves back; memmap_ into a directory, refused for sub-tensordicts and h5 "
+    "save then load_memmap gives the leaves back, memmap_ into a directory, refused for sub-tensordicts and h5 "
     "(test_methods.py::test_save_load_memmap, test_memmap_)",
     "[conformance][test_methods.py]") {
   // As tensordict's tests: copy_existing=True (the memmap fixture's leaves are mapped elsewhere).
