@@ -17,7 +17,8 @@ TensorDictBase TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
   detail::PieceMeta meta{resolved.result_batch_size().vec(), detail::any_named(names()) ? resolved.result_names(names()) : Names{}};
-  return TensorDictBase(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index"));
+  return TensorDictBase(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index",
+                                                detail::ShapeCheck::Planned));
 }
 
 at::Tensor TensorDictImpl::read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>) const {
@@ -54,11 +55,13 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
     }
   };
   for (const auto& [key, item] : source.items(true, true)) {
-    create_levels(key);
+    // An entry we hold has its levels already: one lookup per entry.
+    const bool held = contains(key);
+    if (!held) create_levels(key);
     if (item.is_non_tensor()) {
       // tensordict writes non-tensor data at the index too; a missing key
       // holds None outside it, as a missing tensor holds zeros.
-      if (!contains(key)) set(key, NonTensorData(Json()));
+      if (!held) set(key, NonTensorData(Json()));
       TensorDictBase parent = parent_of(key, false);
       const Value current = *parent.impl_->find(key.back());
       if (!current.is_non_tensor()) {
@@ -71,7 +74,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
       continue;
     }
     const at::Tensor& leaf = item.tensor();
-    if (!contains(key)) {
+    if (!held) {
       // tensordict creates the missing entry, zero outside the index.
       std::vector<int64_t> shape = batch_size().vec();
       const auto feature = leaf.sizes().slice(target.size());

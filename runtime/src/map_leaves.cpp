@@ -48,6 +48,7 @@ struct Mapper {
   LeafFn fn;
   const char* op;
   std::size_t source_dims;
+  ShapeCheck check;
   std::vector<std::string> path;  // for messages
 
   // Every result must start with its level's batch size: code after this
@@ -55,6 +56,7 @@ struct Mapper {
   // shorter leaf must not get in (a user's apply function can return anything).
   void check_results(const at::Tensor* outs, const std::vector<PieceMeta>& level_metas, const std::string& key,
                      const char* what) {
+    if (check == ShapeCheck::Planned) return;
     for (std::size_t i = 0; i < level_metas.size(); ++i) {
       if (!outs[i].defined() || leaf_starts_with(outs[i], level_metas[i].batch_size)) continue;
       path.push_back(key);
@@ -115,7 +117,7 @@ struct Mapper {
       std::vector<std::shared_ptr<DenseImpl>> results;
       if (inside) {  // the member is the source of its own walk
         const std::vector<PieceMeta> same(n, PieceMeta{m.batch_size().vec(), m.names()});
-        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), path};
+        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), check, path};
         results = walk.run(m, same);
       } else {
         results = run(m, nested_metas(m));
@@ -252,16 +254,18 @@ void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const 
 }
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
-                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op) {
-  Mapper mapper{metas, device, kind, fn, op, source.batch_size().size(), {}};
+                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op,
+                                                   ShapeCheck check) {
+  Mapper mapper{metas, device, kind, fn, op, source.batch_size().size(), check, {}};
   return mapper.run(source, metas);
 }
 
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
-                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                                      ShapeCheck check) {
   std::vector<PieceMeta> metas{std::move(meta)};
   auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf); };
-  return map_leaves(source, metas, device, kind, each, op).front();
+  return map_leaves(source, metas, device, kind, each, op, check).front();
 }
 
 }  // namespace tensordict::detail

@@ -42,12 +42,22 @@ using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
 // lazy.
 enum class OpKind { Batch, Value, Leafwise, Fold };
 
+// Whether every result is checked to start with its piece's batch size
+// (Results: code after map_leaves slices leaf sizes by the batch dims, and a
+// function such as a user's apply can return anything), or the op's exact
+// plan guarantees it (Planned: an index, a reshape/permute/squeeze/unbind
+// plan applied to leaves that start with the source's batch size, checked
+// where they entered), which saves the check on the hottest ops.
+enum class ShapeCheck { Results, Planned };
+
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
-                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op);
+                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op,
+                                                   ShapeCheck check = ShapeCheck::Results);
 
 // The single-output case.
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
-                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op);
+                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                                      ShapeCheck check = ShapeCheck::Results);
 
 // The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
 // its kind (a lazy root is stacked): for ops whose result is dense.
