@@ -1,9 +1,9 @@
 // The dict API of TensorDictBase: lookup, set, delete, key views.
+#include <c10/util/SmallVector.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "dense_impl.h"
 #include "format.h"
@@ -98,7 +98,9 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
 // must also leave room under the nesting bound. One walk over the nested
 // tensordicts of `nested` (each visited once) checks both.
 void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, const NestedKey& key) {
-  std::unordered_set<const TensorDictImpl*> seen;
+  // Nested trees are small: a linear scan of an inline vector allocates
+  // nothing on the common path (setting one nested tensordict).
+  c10::SmallVector<const TensorDictImpl*, 16> seen;
   auto walk = [&](auto&& self, const TensorDictImpl& td, std::size_t depth) -> void {
     if (&td == &level) {
       throw ValueError(fmt::format(
@@ -111,7 +113,8 @@ void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, con
                                    key.repr(), detail::kMaxNestingDepth));
     }
     // An h5 file's groups hold no in-memory tensordict: nothing to walk.
-    if (!seen.insert(&td).second || td.type_name() == "PersistentTensorDict") return;
+    if (std::find(seen.begin(), seen.end(), &td) != seen.end() || td.type_name() == "PersistentTensorDict") return;
+    seen.push_back(&td);
     td.for_each_child([&](const TensorDictBase& child) { self(self, *child.impl(), depth + 1); });
   };
   walk(walk, *nested.impl(), key.size());
