@@ -86,13 +86,18 @@ bool holds_tensors(const StateDict& sd) {
   }
   return false;
 }
-bool holds_tensors(const Value& value) {
-  if (value.is_tensor()) return true;
-  if (!value.is_tensordict()) return false;
-  for (const auto& [key, leaf] : value.tensordict().items(true, true)) {
-    if (leaf.is_tensor()) return true;
-  }
-  return false;
+// The same of a tensordict's entry and of a level, from the keys' kinds: no
+// entry is read (an h5 file's datasets stay on disk).
+bool holds_tensors(const TensorDictImpl& level);
+bool entry_holds_tensors(const TensorDictImpl& level, const std::string& key, EntryKind kind) {
+  return kind == EntryKind::Tensor || (kind == EntryKind::TensorDict && holds_tensors(*level.find(key)->impl()));
+}
+bool holds_tensors(const TensorDictImpl& level) {
+  bool found = false;
+  level.for_each_key([&](const std::string& key, EntryKind kind) {
+    found = found || entry_holds_tensors(level, key, kind);
+  });
+  return found;
 }
 
 void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, const std::vector<std::string>& path) {
@@ -138,8 +143,9 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     }
   }
   if (strict) {
-    td.impl()->for_each([&](const std::string& key, const Value& value) {
-      if (holds_tensors(value) && !sd.contains(key)) {
+    const TensorDictImpl& level = *td.impl();
+    level.for_each_key([&](const std::string& key, EntryKind kind) {
+      if (entry_holds_tensors(level, key, kind) && !sd.contains(key)) {
         throw std::runtime_error(
             fmt::format("load_state_dict: key {} is in the tensordict but not in the state dict", where(key)));
       }

@@ -54,9 +54,9 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
   // _SubTensorDict.update raises ValueError). The handle names the key.
   if (existing && (existing->is_tensor() != value.is_tensor() || existing->is_tensordict() != value.is_tensordict())) {
     throw ValueError(fmt::format(
-        "Tried to replace {} with an incompatible object: the source of this sub-tensordict holds {} there; a "
-        "sub-tensordict writes into its source's entries and cannot replace one by another kind: expected {}, got {}",
-        kind_of(*existing), kind_of(*existing), kind_of(*existing), kind_of(value)));
+        "Tried to replace {0} with an incompatible object: the source of this sub-tensordict holds {0} there; a "
+        "sub-tensordict writes into its source's entries and cannot replace one by another kind: expected {0}, got {1}",
+        kind_of(*existing), kind_of(value)));
   }
   if (value.is_tensor()) {
     const at::Tensor& t = value.tensor();

@@ -95,6 +95,9 @@ inline const std::vector<std::string>& fixture_names() {
   return names;
 }
 
+// The sub-tensordict fixtures (views, which tensordict's tests often treat apart).
+inline bool is_sub_td(const std::string& name) { return name == "sub_td" || name == "sub_td2"; }
+
 // Runs `body` on every fixture kind, naming the kind in failures.
 inline void for_each_fixture(const std::function<void(const std::string&, TensorDictBase&)>& body) {
   for (const auto& name : fixture_names()) {

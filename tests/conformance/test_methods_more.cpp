@@ -12,12 +12,6 @@ using namespace conformance;
 using tensordict::LockGuard;
 using tensordict::NestedKey;
 
-namespace {
-
-bool is_sub_td(const std::string& name) { return name == "sub_td" || name == "sub_td2"; }
-
-}  // namespace
-
 TEST_CASE("clear empties the tensordict in place (test_methods.py::test_clear)", "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDictBase& td) {
     LockGuard unlocked(td, /*lock=*/false);

@@ -21,8 +21,6 @@ using tensordict::NestedKey;
 
 namespace {
 
-bool is_sub_td(const std::string& name) { return name == "sub_td" || name == "sub_td2"; }
-
 // The kinds tensordict's fixtures build as lazy views (sub-tensordicts,
 // legacy permuted/squeezed/unsqueezed views, h5): its shape-op tests expect
 // "Make it dense" from them and stop there. Ours are dense results or
