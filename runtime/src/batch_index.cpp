@@ -258,8 +258,10 @@ at::Tensor BatchIndex::step_view(const at::Tensor& leaf) const {
   if (detail::direct_view_ok(leaf)) {
     // The steps applied to the geometry, as at::select / at::slice /
     // at::unsqueeze compute it.
-    c10::SmallVector<int64_t, 8> sizes(leaf.sizes().begin(), leaf.sizes().end());
-    c10::SmallVector<int64_t, 8> strides(leaf.strides().begin(), leaf.strides().end());
+    const auto leaf_sizes = leaf.sizes();  // each call is out of line: once
+    const auto leaf_strides = leaf.strides();
+    c10::SmallVector<int64_t, 8> sizes(leaf_sizes.begin(), leaf_sizes.end());
+    c10::SmallVector<int64_t, 8> strides(leaf_strides.begin(), leaf_strides.end());
     int64_t offset = leaf.storage_offset();
     for (const auto& s : steps_) {
       check_step(s, sizes, leaf);

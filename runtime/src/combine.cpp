@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "dense_impl.h"
+#include "exact_cast.h"
 #include "format.h"
 #include "lazy_impl.h"
 #include "map_leaves.h"
@@ -34,7 +35,7 @@ std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict
   std::vector<const detail::DenseImpl*> out;
   out.reserve(tds.size());
   for (const auto& td : tds) {
-    const auto* dense = dynamic_cast<const detail::DenseImpl*>(td.impl().get());
+    const auto* dense = detail::exact_cast<detail::DenseImpl>(td.impl().get());
     if (!dense) return {};
     const auto& first = out.empty() ? dense->key_table() : out.front()->key_table();
     if (dense->key_table() != first && dense->key_table()->keys() != first->keys()) return {};
@@ -46,10 +47,10 @@ std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict
 // Every member must have the first member's keys at this level.
 void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, const std::vector<std::string>& prefix) {
   if (!aligned_dense(tds).empty()) return;  // same keys in the same order
-  const auto* first = dynamic_cast<const detail::DenseImpl*>(tds.front().impl().get());
+  const auto* first = detail::exact_cast<detail::DenseImpl>(tds.front().impl().get());
   std::optional<std::set<std::string>> reference;
   for (std::size_t i = 1; i < tds.size(); ++i) {
-    const auto* dense = dynamic_cast<const detail::DenseImpl*>(tds[i].impl().get());
+    const auto* dense = detail::exact_cast<detail::DenseImpl>(tds[i].impl().get());
     if (first && dense && first->key_table() == dense->key_table()) continue;  // shared table: same keys
     if (!reference) reference = key_set(*tds.front().impl());
     const auto keys = key_set(*tds[i].impl());

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "dense_impl.h"
+#include "exact_cast.h"
 
 namespace tensordict {
 
@@ -18,7 +19,7 @@ TensorDict::TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size, s
 }
 
 TensorDict::TensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  if (!dynamic_cast<const detail::DenseImpl*>(impl_.get())) {
+  if (!detail::exact_cast<detail::DenseImpl>(impl_.get())) {
     throw TypeError(std::string("a ") + std::string(td.type_name()) +
                     " is not a dense TensorDict; use contiguous() or to_tensordict() to make one");
   }

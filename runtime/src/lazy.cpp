@@ -61,7 +61,7 @@ LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensord
                                                                std::move(batch_size), device)) {}
 
 LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  if (!dynamic_cast<const detail::LazyStackedImpl*>(impl_.get())) {
+  if (!detail::exact_cast<detail::LazyStackedImpl>(impl_.get())) {
     throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
   }
 }

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "exact_cast.h"
 #include "tensordict/base.h"
 
 namespace tensordict::detail {
@@ -87,7 +88,7 @@ class LazyStackedImpl final : public TensorDictImpl {
 TensorDictBase lazy_cat(const std::vector<TensorDictBase>& tds, int64_t dim);
 
 // The lazy stack `impl` is, or null for another kind.
-inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return dynamic_cast<const LazyStackedImpl*>(&impl); }
+inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return exact_cast<LazyStackedImpl>(&impl); }
 
 // `other` cut along `lazy`'s stack dim, one part per member, for ops that go
 // member by member: another lazy stack's own members when it stacks along

@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "exact_cast.h"
 #include "format.h"
 #include "lazy_impl.h"
 #include "nesting.h"
@@ -54,9 +55,10 @@ struct Mapper {
   // Every result must start with its level's batch size: code after this
   // (reshape, index, memmap) slices leaf sizes by the batch dims, so a
   // shorter leaf must not get in (a user's apply function can return anything).
+  // Called only under ShapeCheck::Results: the test stays at the call site,
+  // where it costs nothing per leaf for the planned ops.
   void check_results(const at::Tensor* outs, const std::vector<PieceMeta>& level_metas, const std::string& key,
                      const char* what) {
-    if (check == ShapeCheck::Planned) return;
     for (std::size_t i = 0; i < level_metas.size(); ++i) {
       if (!outs[i].defined() || leaf_starts_with(outs[i], level_metas[i].batch_size)) continue;
       path.push_back(key);
@@ -96,7 +98,7 @@ struct Mapper {
   // op that keeps the batch size does so across the stack dim too. Null
   // otherwise (the lazy stack is then stacked).
   const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
-    auto lazy = dynamic_cast<const LazyStackedImpl*>(&level);
+    auto lazy = as_lazy(level);
     if (!lazy) return nullptr;
     const bool keeps_dims = std::all_of(metas.begin(), metas.end(), [](const PieceMeta& m) { return m.keep_nested_dims; });
     if (!keeps_dims) return nullptr;
@@ -141,7 +143,7 @@ struct Mapper {
 
     std::shared_ptr<const KeyTable> table;
     std::shared_ptr<KeyTable> built;
-    if (auto dense = dynamic_cast<const DenseImpl*>(&level)) {
+    if (auto dense = exact_cast<DenseImpl>(&level)) {
       table = dense->key_table();
     } else {
       built = std::make_shared<KeyTable>();
@@ -157,7 +159,7 @@ struct Mapper {
           path.push_back(key);
           rethrow_for_key(op, NestedKey(path));
         }
-        check_results(outs.data(), level_metas, key, "shape");
+        if (check == ShapeCheck::Results) check_results(outs.data(), level_metas, key, "shape");
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
       } else if (value.is_non_tensor()) {
         const NonTensorData& data = value.non_tensor();
@@ -177,7 +179,7 @@ struct Mapper {
           path.push_back(key);
           rethrow_for_key(op, NestedKey(path));
         }
-        check_results(outs.data(), level_metas, key, "non-tensor stack shape");
+        if (check == ShapeCheck::Results) check_results(outs.data(), level_metas, key, "non-tensor stack shape");
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(NonTensorData::from_ids(data.pool(), std::move(outs[i])));
       } else {
         path.push_back(key);
