@@ -103,6 +103,12 @@ void DenseImpl::for_each(c10::function_ref<void(const std::string&, const Value&
   for (std::size_t i = 0; i < values_.size(); ++i) fn(keys[i], values_[i]);
 }
 
+void DenseImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+  for (const Value& value : values_) {
+    if (value.is_tensordict()) fn(value.tensordict());
+  }
+}
+
 std::optional<Value> DenseImpl::find(const std::string& key) const {
   const std::size_t slot = keys_->find(key);
   if (slot == KeyTable::npos) return std::nullopt;

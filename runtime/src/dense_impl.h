@@ -55,6 +55,9 @@ class DenseImpl final : public TensorDictImpl {
 
   std::size_t num_keys() const override { return values_.size(); }
   void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
+  // Straight over the values (the default looks every child up by key): the
+  // cycle check of every nested set() and the lock walks run it.
+  void for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const override;
   std::optional<Value> find(const std::string& key) const override;
   void insert(const std::string& key, Value value) override;
   bool erase(const std::string& key) override;

@@ -51,7 +51,7 @@ TensorDict with_leaves(const TensorDictBase& td, const std::vector<at::Tensor>& 
                        const char* op) {
   std::size_t next = 0;
   auto impl = map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, OpKind::Value,
-                         [&](const at::Tensor&) { return leaves.at(next++); }, op);
+                         [&](const at::Tensor&) { return leaves.at(next++); }, op, ShapeCheck::Planned);
   return TensorDict(TensorDictBase(std::move(impl)));
 }
 

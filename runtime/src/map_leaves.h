@@ -47,7 +47,8 @@ enum class OpKind { Batch, Value, Leafwise, Fold };
 // function such as a user's apply can return anything), or the op's exact
 // plan guarantees it (Planned: an index, a reshape/permute/squeeze/unbind
 // plan applied to leaves that start with the source's batch size, checked
-// where they entered), which saves the check on the hottest ops.
+// where they entered; a function that keeps every leaf's shape: a cast, a
+// copy, a device move), which saves the check on the hottest ops.
 enum class ShapeCheck { Results, Planned };
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
@@ -60,9 +61,10 @@ std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta me
                                       ShapeCheck check = ShapeCheck::Results);
 
 // The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
-// its kind (a lazy root is stacked): for ops whose result is dense.
+// its kind (a lazy root is stacked): for ops whose result is dense. `check`:
+// Planned for the functions that keep each leaf's shape.
 TensorDict leafwise(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                    OpKind kind = OpKind::Leafwise);
+                    ShapeCheck check, OpKind kind = OpKind::Leafwise);
 // A dense shallow copy (the structure; tensors shared where the kind stores
 // them).
 TensorDict dense_shallow_copy(const TensorDictBase& td, const char* op);

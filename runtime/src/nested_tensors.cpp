@@ -64,7 +64,7 @@ TensorDict TensorDictBase::to_padded_tensor(double padding, const std::optional<
                                  mask_key->repr(), shape_string(batch)));
   }
   const auto pad = [padding](const at::Tensor& t) { return t.is_nested() ? at::nested_to_padded_tensor(t, padding) : t; };
-  if (!ragged) return detail::leafwise(*this, pad, "to_padded_tensor");
+  if (!ragged) return detail::leafwise(*this, pad, "to_padded_tensor", detail::ShapeCheck::Results);
 
   TensorDict out(apply(pad, std::vector<int64_t>{}, Names{}));  // dense: a batch size is given
   out.auto_batch_size_(batch_dims());
