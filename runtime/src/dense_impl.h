@@ -50,6 +50,8 @@ class DenseImpl final : public TensorDictImpl {
   std::string_view type_name() const override { return "TensorDict"; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
   std::optional<at::Device> device() const override { return device_; }
+  // Its own lock (no lock source to ask): every set() checks it.
+  bool is_locked() const override { return own_lock(); }
   const Names& names() const override { return names_; }
   void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) override;
 

@@ -344,7 +344,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   // caller's tensordict keeps its names; conflicting names are an error), and
   // an unnamed parent takes the value's names.
   const Names& names = level.names();
-  const Names own = nested.names();
+  const Names& own = nested.names();  // not read once `nested` is replaced below
   const auto leading = static_cast<std::ptrdiff_t>(names.size());
   if (parent.has_names()) {
     if (!std::equal(names.begin(), names.end(), own.begin())) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../temp_dir.h"
@@ -494,4 +495,63 @@ TEST_CASE("kind matrix: writes of a same-kind value land in every kind's storage
   check_in_place(
       "update_ with a value of the same kind", [](auto& x) { x.update_(x * 0 + 3); },
       [](const at::Tensor& t) { return at::full_like(t, 3); });
+}
+
+TEST_CASE("kind matrix: names and locks on every kind", "[matrix]") {
+  using tensordict::Names;
+  const Names xy{"x", "y"};
+  for (Kind& k : kinds()) {
+    INFO(k.name);
+    auto check_names = [&](auto& x) {
+      x.rename_(xy);
+      CHECK((x.names() == xy));
+      CHECK((x.index({1}).names() == Names{"y"}));
+      CHECK((x.index({Slice(0, 2)}).names() == xy));
+      CHECK((x.transpose(0, 1).names() == Names{"y", "x"}));
+      CHECK((x.unsqueeze(1).names() == Names{"x", std::nullopt, "y"}));
+      CHECK((x.unbind(0)[0].names() == Names{"y"}));
+      CHECK((x.clone().names() == xy));
+      // (A tensorclass refuses a cast its schema's dtypes forbid.)
+      if constexpr (std::is_base_of_v<TensorDictBase, std::decay_t<decltype(x)>>) {
+        CHECK((x.to(at::kDouble).names() == xy));
+      }
+      CHECK(((x + 1).names() == xy));
+      CHECK((x.reshape({6}).names() == Names{std::nullopt}));
+    };
+    auto check = [&](auto& x) {
+      // Names follow the batch dims through indexing, shape ops, copies,
+      // casts and math (tensordict's rules). A sub-view's names are its
+      // source's: naming it alone is refused.
+      if (k.name == "sub_view") {
+        REQUIRE_THROWS_WITH(x.rename_(xy), Catch::Contains("names follow its source and index"));
+      } else {
+        check_names(x);
+      }
+
+      // A sub-view shares its source's lock and cannot be locked alone
+      // (tensordict's _SubTensorDict.lock_).
+      if (k.name == "sub_view") {
+        REQUIRE_THROWS_WITH(x.lock_(), Catch::Contains("Cannot lock a"));
+        return;
+      }
+      // Shape ops keep the lock; copies are unlocked (tensordict's _td.py).
+      x.lock_();
+      CHECK(x.is_locked());
+      CHECK(x.reshape({6}).is_locked());
+      CHECK(x.transpose(0, 1).is_locked());
+      CHECK_FALSE(x.clone().is_locked());
+      if constexpr (std::is_base_of_v<TensorDictBase, std::decay_t<decltype(x)>>) {
+        REQUIRE_THROWS_WITH(x.set("new", at::zeros({3, 2})), Catch::Contains("Cannot modify locked TensorDict"));
+        x.set_("a", x.get("a") * 0 + 1);  // set_ stays allowed
+        CHECK(at::equal(k.destination().get("a"), at::ones({3, 2, 5})));
+      }
+      x.unlock_();
+      CHECK_FALSE(x.is_locked());
+    };
+    if (k.tc) {
+      check(*k.tc);
+    } else {
+      check(*k.td);
+    }
+  }
 }

@@ -719,10 +719,14 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     map_into_(out, fn, batch_dims());
     return out;
   }
-  // A shape plan (shape_plan.h) applied to every tensor field.
+  // A shape plan (shape_plan.h) applied to every tensor field. The result
+  // keeps the lock, as the dynamic core's shape ops do (tensordict: the same
+  // data seen through another shape).
   template <class Plan>
   Derived planned_(const Plan& plan) const {
-    return mapped_(BatchSizeArg(at::IntArrayRef(plan.batch)), plan, plan.names);
+    Derived out = mapped_(BatchSizeArg(at::IntArrayRef(plan.batch)), plan, plan.names);
+    if (tc_locked_) out.set_locked_tree_(true);
+    return out;
   }
   template <class Plan>
   std::vector<Derived> planned_pieces_(const Plan& plan) const {
