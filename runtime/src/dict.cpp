@@ -473,7 +473,7 @@ TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDictBase& mine, const TensorDictBase& theirs) -> void {
     detail::NestingGuard guard("update_");
-    if (auto lazy = detail::exact_cast<detail::LazyStackedImpl>(mine.impl_.get())) {
+    if (auto lazy = detail::as_lazy(*mine.impl_)) {
       const auto parts = detail::parts_for_members(*lazy, theirs, "update_");
       for (std::size_t i = 0; i < parts.size(); ++i) self(self, lazy->members()[i], parts[i]);
       return;

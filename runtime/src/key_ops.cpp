@@ -99,7 +99,7 @@ TensorDictBase TensorDictBase::exclude(const std::vector<NestedKey>& keys) const
 TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
   // A lazy stack is updated member by member with the other's parts along
   // its stack dim, which needs no stacking of either side.
-  if (auto lazy = detail::exact_cast<detail::LazyStackedImpl>(impl_.get())) {
+  if (auto lazy = detail::as_lazy(*impl_)) {
     check_unlocked();
     const auto parts = detail::parts_for_members(*lazy, other, "update");
     for (std::size_t i = 0; i < parts.size(); ++i) TensorDictBase(lazy->members()[i]).update(parts[i]);
@@ -116,7 +116,7 @@ TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
       std::optional<Value> mine;
       if (value.is_tensordict() && (mine = get_value(full)) && mine->is_tensordict()) {
         // Nested tensordicts are updated, not replaced.
-        if (detail::exact_cast<detail::LazyStackedImpl>(mine->impl().get())) {
+        if (detail::as_lazy(*mine->impl())) {
           TensorDictBase(mine->tensordict()).update(value.tensordict());
         } else {
           self(self, *value.impl());

@@ -61,7 +61,7 @@ LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensord
                                                                std::move(batch_size), device)) {}
 
 LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  if (!detail::exact_cast<detail::LazyStackedImpl>(impl_.get())) {
+  if (!detail::as_lazy(*impl_)) {
     throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
   }
 }

@@ -239,7 +239,7 @@ void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
 std::vector<TensorDictBase> parts_for_members(const LazyStackedImpl& lazy, const TensorDictBase& other, const char* op) {
   const int64_t dim = lazy.stack_dim();
   std::vector<TensorDictBase> out;
-  auto other_lazy = exact_cast<LazyStackedImpl>(other.impl().get());
+  auto other_lazy = as_lazy(*other.impl());
   if (other_lazy && other_lazy->stack_dim() == dim) {
     out = other_lazy->members();
   } else {

@@ -64,7 +64,7 @@ struct Pairer {
   // along its stack dim and stays lazy (tensordict's rule; its members may
   // not be stackable).
   Value nested(const TensorDictBase& a, const TensorDictBase& b) {
-    auto lazy = exact_cast<LazyStackedImpl>(a.impl().get());
+    auto lazy = as_lazy(*a.impl());
     if (!lazy) return Value(TensorDictBase(run(*a.impl(), *b.impl())));
     const auto parts = parts_for_members(*lazy, b, op);
     std::vector<TensorDictBase> members;

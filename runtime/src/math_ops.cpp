@@ -114,7 +114,7 @@ bool holds_nested_lazy(const TensorDictImpl& level) {
   level.for_each_key([&](const std::string& key, EntryKind kind) {
     if (found || kind != EntryKind::TensorDict) return;
     const TensorDictBase nested = level.find(key)->tensordict();
-    found = detail::exact_cast<detail::LazyStackedImpl>(nested.impl().get()) != nullptr || holds_nested_lazy(*nested.impl());
+    found = detail::as_lazy(*nested.impl()) != nullptr || holds_nested_lazy(*nested.impl());
   });
   return found;
 }
@@ -142,13 +142,13 @@ TensorDictBase TensorDictBase::apply(const TensorFn& fn, std::optional<std::vect
   // filter_empty: drop undefined results, then nested levels they emptied.
   // A lazy stack is pruned member by member (its members may not stack).
   auto prune = [](auto&& self, TensorDictBase level) -> bool {
-    if (auto lazy = detail::exact_cast<detail::LazyStackedImpl>(level.impl().get())) {
+    if (auto lazy = detail::as_lazy(*level.impl())) {
       bool pruned = false;
       for (const auto& m : lazy->members()) pruned = self(self, m) || pruned;
       return pruned;
     }
     auto emptied = [](const TensorDictBase& td) {
-      auto lazy = detail::exact_cast<detail::LazyStackedImpl>(td.impl().get());
+      auto lazy = detail::as_lazy(*td.impl());
       if (!lazy) return td.num_keys() == 0;
       return std::all_of(lazy->members().begin(), lazy->members().end(), [](const TensorDictBase& m) { return m.num_keys() == 0; });
     };

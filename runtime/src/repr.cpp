@@ -139,7 +139,7 @@ std::string repr(const TensorDictBase& td) {
   detail::NestingGuard guard("repr");
   const auto device = td.device();
   std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr)) + "}", 4)};
-  const bool lazy = detail::exact_cast<detail::LazyStackedImpl>(td.impl().get()) != nullptr;
+  const bool lazy = detail::as_lazy(*td.impl()) != nullptr;
   if (lazy) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td)) + "}", 4));
   parts.push_back(indent("batch_size=" + torch_size(td.batch_size()), 4));
   parts.push_back(indent("device=" + device_str(device), 4));
