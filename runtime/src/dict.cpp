@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "dense_impl.h"
+#include "exact_cast.h"
 #include "format.h"
 #include "lazy_impl.h"
 #include "map_leaves.h"
@@ -112,8 +113,12 @@ void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, con
       throw ValueError(fmt::format("cannot set key {}: the value nests tensordicts more than {} levels deep",
                                    key.repr(), detail::kMaxNestingDepth));
     }
-    // An h5 file's groups hold no in-memory tensordict: nothing to walk.
-    if (std::find(seen.begin(), seen.end(), &td) != seen.end() || td.type_name() == "PersistentTensorDict") return;
+    // An h5 file's groups hold no in-memory tensordict: nothing to walk (a
+    // dense level, the common one, is told apart without a name compare).
+    if (std::find(seen.begin(), seen.end(), &td) != seen.end() ||
+        (!detail::exact_cast<detail::DenseImpl>(&td) && td.type_name() == "PersistentTensorDict")) {
+      return;
+    }
     seen.push_back(&td);
     td.for_each_child([&](const TensorDictBase& child) { self(self, *child.impl(), depth + 1); });
   };
@@ -301,9 +306,10 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   parent.check_unlocked();
   // A kind may refuse what it cannot store (a sub-view cannot change the kind
   // of its source's entry); the message then names the key.
-  auto insert = [&](Value v) {
+  // The Value is built in insert()'s parameter: no moved-from copy per set.
+  auto insert = [&](auto&& v) {
     try {
-      level.insert(key.back(), std::move(v));
+      level.insert(key.back(), Value(std::forward<decltype(v)>(v)));
     } catch (const std::invalid_argument&) {
       rethrow_reworded([&](std::string_view what) { return fmt::format("cannot set key {}: {}", key.repr(), what); });
     }
@@ -321,7 +327,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
       throw std::runtime_error(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
                                            key.repr(), shape_string(ids.sizes()), shape_string(level.batch_size())));
     }
-    insert(value);
+    insert(std::move(value));
     return *this;
   }
   TensorDictBase nested = value.tensordict();
@@ -361,7 +367,7 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   } else if (nested.has_names()) {
     TensorDictBase(parent).rename_(Names(own.begin(), own.begin() + leading));
   }
-  insert(Value(nested));
+  insert(std::move(nested));
   return *this;
 }
 

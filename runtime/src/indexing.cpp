@@ -62,15 +62,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
       // tensordict writes non-tensor data at the index too; a missing key
       // holds None outside it, as a missing tensor holds zeros.
       if (!held) set(key, NonTensorData(Json()));
-      TensorDictBase parent = parent_of(key, false);
-      const Value current = *parent.impl_->find(key.back());
-      if (!current.is_non_tensor()) {
-        throw ValueError(
-            fmt::format("index_put_ failed for key {}: the tensordict holds {} there and the value non-tensor data",
-                        key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
-      }
-      // Like indexed tensor writes, allowed on a locked tensordict.
-      parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, item.non_tensor()));
+      put_non_tensor_at(key, resolved, item, "index_put_");
       continue;
     }
     const at::Tensor& leaf = item.tensor();
@@ -118,6 +110,34 @@ at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex
 
 TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
   put_at(key, BatchIndex(index, batch_size()), index, value, "set_at_");
+  return *this;
+}
+
+void TensorDictBase::put_non_tensor_at(const NestedKey& key, const BatchIndex& resolved, const Value& value, const char* op) {
+  TensorDictBase parent = parent_of(key, false);
+  const Value current = *parent.impl_->find(key.back());
+  if (!current.is_non_tensor()) {
+    throw ValueError(fmt::format("{} failed for key {}: the tensordict holds {} there and the value non-tensor data", op,
+                                 key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
+  }
+  // Like indexed tensor writes, allowed on a locked tensordict.
+  parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, value.non_tensor()));
+}
+
+TensorDictBase& TensorDictBase::update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index,
+                                           const std::optional<std::vector<NestedKey>>& keys_to_update) {
+  if (keys_to_update && keys_to_update->empty()) return *this;
+  const BatchIndex resolved(index, batch_size());
+  // The keys named are the keys written, as update()'s keys_to_update.
+  const TensorDictBase source = keys_to_update ? TensorDictBase(other.select(*keys_to_update, false)) : other;
+  for (const auto& [key, item] : source.items(true, true)) {
+    if (item.is_tensor()) {
+      put_at(key, resolved, index, item.tensor(), "update_at_");
+    } else {
+      (void)get_non_tensor(key);  // the KeyError or kind error of a key we lack
+      put_non_tensor_at(key, resolved, item, "update_at_");
+    }
+  }
   return *this;
 }
 

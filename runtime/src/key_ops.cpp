@@ -1,5 +1,6 @@
 // Operations on the key structure: select, exclude, update, renaming,
 // flattening keys, splitting by keys, emptying.
+#include <ATen/ATen.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -336,6 +337,48 @@ TensorDictBase& TensorDictBase::clear() {
   // From the back: no remaining entry moves, each erase costs O(1).
   for (auto it = keys.rbegin(); it != keys.rend(); ++it) impl_->erase(*it);
   return *this;
+}
+
+namespace {
+// cat_tensors and stack_tensors: `combine` makes the new entry from the
+// tensors at `keys`; it is set before any of them is deleted.
+TensorDictBase& combine_entries(TensorDictBase& td, const std::vector<NestedKey>& keys, const NestedKey& out_key,
+                                bool keep_entries, const char* op,
+                                const std::function<at::Tensor(const std::vector<at::Tensor>&)>& combine) {
+  if (keys.empty()) throw ValueError(fmt::format("{}: no keys given", op));
+  std::vector<at::Tensor> entries;
+  entries.reserve(keys.size());
+  for (const auto& key : keys) entries.push_back(td.get(key));
+  at::Tensor combined;
+  try {
+    combined = combine(entries);
+  } catch (...) {
+    rethrow_reworded([&](std::string_view what) {
+      std::vector<std::string> names;
+      for (const auto& key : keys) names.push_back(key.repr());
+      return fmt::format("{} of {}: {}", op, fmt::join(names, ", "), what);
+    });
+  }
+  td.set(out_key, std::move(combined));
+  if (!keep_entries) {
+    for (const auto& key : keys) {
+      if (key != out_key && td.contains(key)) td.del_(key);
+    }
+  }
+  return td;
+}
+}  // namespace
+
+TensorDictBase& TensorDictBase::cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
+                                            bool keep_entries) {
+  return combine_entries(*this, keys, out_key, keep_entries, "cat_tensors",
+                         [&](const std::vector<at::Tensor>& entries) { return at::cat(entries, dim); });
+}
+
+TensorDictBase& TensorDictBase::stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
+                                              bool keep_entries) {
+  return combine_entries(*this, keys, out_key, keep_entries, "stack_tensors",
+                         [&](const std::vector<at::Tensor>& entries) { return at::stack(entries, dim); });
 }
 
 std::vector<std::string> TensorDictBase::sorted_keys() const {

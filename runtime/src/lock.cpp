@@ -14,9 +14,7 @@ constexpr const char* kLockError =
     "key is present.";
 }  // namespace
 
-void TensorDictBase::check_unlocked() const {
-  if (impl_->is_locked()) throw std::runtime_error(kLockError);
-}
+void TensorDictBase::throw_locked() { throw std::runtime_error(kLockError); }
 
 TensorDictBase& TensorDictBase::lock_() {
   if (impl_->lock_source()) {

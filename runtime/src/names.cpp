@@ -7,6 +7,7 @@
 #include "map_leaves.h"
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
+#include "tensordict/shape_plan.h"
 
 namespace tensordict {
 
@@ -62,33 +63,6 @@ TensorDict TensorDictBase::rename(const std::string& old_name, const std::string
   return out;
 }
 
-TensorDictBase& TensorDictBase::refine_names(const Names& names) {
-  const auto nb = static_cast<std::size_t>(batch_dims());
-  const auto ellipsis = std::find(names.begin(), names.end(), std::optional<std::string>("..."));
-  Names wanted;
-  if (ellipsis == names.end()) {
-    wanted = names;
-  } else {
-    if (std::find(ellipsis + 1, names.end(), std::optional<std::string>("...")) != names.end()) {
-      throw ValueError("refine_names: at most one '...' is allowed");
-    }
-    const std::size_t listed = names.size() - 1;
-    if (listed > nb) throw ValueError(fmt::format("refine_names: {} names for {} batch dims", listed, nb));
-    wanted.assign(names.begin(), ellipsis);
-    wanted.insert(wanted.end(), nb - listed, std::nullopt);
-    wanted.insert(wanted.end(), ellipsis + 1, names.end());
-  }
-  if (wanted.size() != nb) throw ValueError(fmt::format("refine_names: {} names for {} batch dims", wanted.size(), nb));
-  Names refined = this->names();
-  for (std::size_t d = 0; d < nb; ++d) {
-    if (!wanted[d]) continue;
-    if (refined[d] && refined[d] != wanted[d]) {
-      throw std::runtime_error(
-          fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d], *wanted[d]));
-    }
-    refined[d] = wanted[d];
-  }
-  return rename_(refined);
-}
+TensorDictBase& TensorDictBase::refine_names(const Names& names) { return rename_(shape::refined_names(this->names(), names)); }
 
 }  // namespace tensordict

@@ -311,4 +311,33 @@ Combined concatenated(const std::vector<at::IntArrayRef>& batches, const Names& 
   return out;
 }
 
+Names refined_names(const Names& current, const Names& wanted) {
+  const std::size_t nb = current.size();
+  const auto ellipsis = std::find(wanted.begin(), wanted.end(), std::optional<std::string>("..."));
+  Names spread;
+  if (ellipsis == wanted.end()) {
+    spread = wanted;
+  } else {
+    if (std::find(ellipsis + 1, wanted.end(), std::optional<std::string>("...")) != wanted.end()) {
+      throw ValueError("refine_names: at most one '...' is allowed");
+    }
+    const std::size_t listed = wanted.size() - 1;
+    if (listed > nb) throw ValueError(fmt::format("refine_names: {} names for {} batch dims", listed, nb));
+    spread.assign(wanted.begin(), ellipsis);
+    spread.insert(spread.end(), nb - listed, std::nullopt);
+    spread.insert(spread.end(), ellipsis + 1, wanted.end());
+  }
+  if (spread.size() != nb) throw ValueError(fmt::format("refine_names: {} names for {} batch dims", spread.size(), nb));
+  Names refined = current;
+  for (std::size_t d = 0; d < nb; ++d) {
+    if (!spread[d]) continue;
+    if (refined[d] && refined[d] != spread[d]) {
+      throw std::runtime_error(
+          fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d], *spread[d]));
+    }
+    refined[d] = spread[d];
+  }
+  return refined;
+}
+
 }  // namespace tensordict::shape

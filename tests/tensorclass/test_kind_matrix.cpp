@@ -493,6 +493,14 @@ TEST_CASE("kind matrix: writes of a same-kind value land in every kind's storage
         return out;
       });
   check_in_place(
+      "update_at_ with a value of the same kind",
+      [](auto& x) { x.update_at_(x.index({Slice(2, 3)}) * 10, {Slice(0, 1)}); },
+      [](const at::Tensor& t) {
+        at::Tensor out = t.clone();
+        out.index_put_({Slice(0, 1)}, t.index({Slice(2, 3)}) * 10);
+        return out;
+      });
+  check_in_place(
       "update_ with a value of the same kind", [](auto& x) { x.update_(x * 0 + 3); },
       [](const at::Tensor& t) { return at::full_like(t, 3); });
 }
@@ -511,12 +519,21 @@ TEST_CASE("kind matrix: names and locks on every kind", "[matrix]") {
       CHECK((x.unsqueeze(1).names() == Names{"x", std::nullopt, "y"}));
       CHECK((x.unbind(0)[0].names() == Names{"y"}));
       CHECK((x.clone().names() == xy));
-      // (A tensorclass refuses a cast its schema's dtypes forbid.)
+      // A cast the schema allows keeps them on every holder; a tensorclass
+      // refuses a cast its schema's dtypes forbid.
+      CHECK((x.to(at::kFloat).names() == xy));
       if constexpr (std::is_base_of_v<TensorDictBase, std::decay_t<decltype(x)>>) {
         CHECK((x.to(at::kDouble).names() == xy));
       }
       CHECK(((x + 1).names() == xy));
       CHECK((x.reshape({6}).names() == Names{std::nullopt}));
+      // refine_names names the unnamed dims and checks the named ones.
+      x.rename_(Names{"x", std::nullopt});
+      x.refine_names({"...", "y"});
+      CHECK((x.names() == xy));
+      REQUIRE_THROWS_WITH(x.refine_names({"z", "..."}),
+                          "refine_names: dim 0 is named 'x' and cannot be refined to 'z'");
+      CHECK((x.names() == xy));
     };
     auto check = [&](auto& x) {
       // Names follow the batch dims through indexing, shape ops, copies,

@@ -370,6 +370,22 @@ class TensorDictBase {
   // In place: every tensor of `other` is written into the existing entry at
   // its key (which must exist with a compatible shape).
   TensorDictBase& update_(const TensorDictBase& other);
+  // tensordict's update_at_: every entry of `other` written into this
+  // tensordict at batch `index` (set_at_ for each tensor; non-tensor data is
+  // written at the index too). Every key of `other` must exist here.
+  // keys_to_update: only those keys, as update()'s; an empty list updates
+  // nothing.
+  TensorDictBase& update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index,
+                             const std::optional<std::vector<NestedKey>>& keys_to_update = std::nullopt);
+  // tensordict's cat_tensors / stack_tensors: the tensors at `keys`
+  // concatenated (stacked) along tensor dim `dim` into a new entry `out_key`;
+  // the entries taken are deleted unless keep_entries. The new entry is set
+  // before any is deleted, so a failure (shapes, batch size, lock) changes
+  // nothing.
+  TensorDictBase& cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
+                              bool keep_entries = false);
+  TensorDictBase& stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
+                                bool keep_entries = false);
   TensorDictBase& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
   TensorDict flatten_keys(std::string_view separator = ".") const;
   TensorDict unflatten_keys(std::string_view separator = ".") const;
@@ -694,14 +710,21 @@ class TensorDictBase {
  protected:
   // The tensordict that holds `key`'s last part, creating levels if `create`.
   TensorDictBase parent_of(const NestedKey& key, bool create) const;
-  // Throws tensordict's lock error if this level is locked.
-  void check_unlocked() const;
+  // Throws tensordict's lock error if this level is locked (inline: every
+  // set() asks).
+  void check_unlocked() const {
+    if (impl_->is_locked()) throw_locked();
+  }
+  [[noreturn]] static void throw_locked();
   // The level holding the tensor entry `key`; get()'s errors when there is none.
   TensorDictBase tensor_level(const NestedKey& key) const;
   // target[index] = value for the tensor at `key`, written through whatever
   // kind holds it (`resolved`: `index` resolved against this batch size).
   void put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index, const at::Tensor& value,
               const char* op);
+  // The same for the non-tensor data `value` into the non-tensor entry at
+  // `key` (which exists).
+  void put_non_tensor_at(const NestedKey& key, const BatchIndex& resolved, const Value& value, const char* op);
 
   std::shared_ptr<TensorDictImpl> impl_;
 

@@ -181,5 +181,10 @@ struct Combined {
 Combined stacked(const std::vector<at::IntArrayRef>& batches, const std::vector<const Names*>& names, int64_t dim);
 Combined concatenated(const std::vector<at::IntArrayRef>& batches, const Names& first_names, int64_t dim);
 
+// tensordict's refine_names: `current` (one entry per batch dim) with the
+// unnamed dims taking `wanted`'s names; a named dim must already have its
+// name; one "..." entry stands for the dims not listed.
+Names refined_names(const Names& current, const Names& wanted);
+
 }  // namespace shape
 }  // namespace tensordict

@@ -103,6 +103,12 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     set_names_(std::move(names));
     return derived();
   }
+  // tensordict's refine_names: unnamed dims take the given names, named dims
+  // must already have them; one "..." entry stands for the dims not listed.
+  Derived& refine_names(const Names& names) {
+    set_names_(shape::refined_names(this->names(), names));
+    return derived();
+  }
   // tensordict's rule: shared when on a CUDA device.
   bool is_shared() const { return tc_device_ && tc_device_->is_cuda(); }
 

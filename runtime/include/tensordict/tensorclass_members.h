@@ -36,13 +36,13 @@ inline constexpr std::string_view tensorclass_public_members[] = {
     "is_memmap",            "is_shared",            "len",                  "lerp",                 "lerp_",
     "load",                 "load_memmap",          "lock_",                "masked_fill",          "masked_fill_",
     "masked_select",        "memmap",               "memmap_",              "names",                "num_fields",
-    "numel",                "permute",              "pin_memory",           "register_memmap",      "rename_",
-    "repr",                 "reshape",              "save",                 "saved_path",           "schema",
-    "select",               "set",                  "set_",                 "sizes",                "split",
-    "squeeze",              "stack",                "sub",                  "sub_",                 "to",
-    "to_h5",                "to_tensordict",        "transpose",            "unbind",               "unflatten",
-    "unlock_",              "unsqueeze",            "update",               "update_",              "validate",
-    "view",                 "where",                "zero_",
+    "numel",                "permute",              "pin_memory",           "refine_names",         "register_memmap",
+    "rename_",              "repr",                 "reshape",              "save",                 "saved_path",
+    "schema",               "select",               "set",                  "set_",                 "sizes",
+    "split",                "squeeze",              "stack",                "sub",                  "sub_",
+    "to",                   "to_h5",                "to_tensordict",        "transpose",            "unbind",
+    "unflatten",            "unlock_",              "unsqueeze",            "update",               "update_",
+    "update_at_",           "validate",             "view",                 "where",                "zero_",
 };
 // clang-format on
 

@@ -220,6 +220,16 @@ class TensorClassSurface {
     return self_();
   }
   Derived& update_(const Derived& other) { return update_(other.td_form_()); }
+  // tensordict's update_at_: every tensor of `other` (a tensordict of tensor
+  // fields, or an object of this class shaped like obj[index]) written into
+  // the field's tensor at batch `index`.
+  Derived& update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index) {
+    self_().td_form_().update_at_(other, index);
+    return self_();
+  }
+  Derived& update_at_(const Derived& other, at::ArrayRef<TensorIndex> index) {
+    return update_at_(other.td_form_(), index);
+  }
   // Writes into the existing tensor field at `key` in place.
   Derived& set_(const NestedKey& key, const at::Tensor& value) {
     self_().td_form_().set_(key, value);
