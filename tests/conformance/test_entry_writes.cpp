@@ -2,6 +2,8 @@
 // update at a batch index) and cat_tensors / stack_tensors (several entries
 // combined into one), each run over every fixture kind where tensordict runs
 // it. Expected values are plain libtorch on the fixture's leaves.
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,47 +113,60 @@ TEST_CASE("update_at_ errors: a key the destination lacks, a value of the wrong 
   CHECK((td.get("a") == 0).all().item<bool>());
 }
 
+namespace {
+
+// tensordict's keep_entries parametrisation ([False, True, None]): `body`
+// gets whether the entries are kept and a call of cat_tensors (or
+// stack_tensors) of "a" and "a_bis" along -1 into "cat" ("stack") that
+// passes the option, or leaves it to its default for None.
+void for_each_keep_entries(bool cat,
+                           const std::function<void(bool keep, const std::function<void(TensorDictBase&)>&)>& body) {
+  for (const std::optional<bool> keep : {std::optional<bool>(false), std::optional<bool>(true), std::optional<bool>()}) {
+    CAPTURE(keep.has_value(), keep.value_or(false));
+    body(keep.value_or(false), [&](TensorDictBase& td) {
+      const std::vector<NestedKey> keys{"a", "a_bis"};
+      if (keep) {
+        cat ? td.cat_tensors(keys, "cat", -1, *keep) : td.stack_tensors(keys, "stack", -1, *keep);
+      } else {
+        cat ? td.cat_tensors(keys, "cat", -1) : td.stack_tensors(keys, "stack", -1);
+      }
+    });
+  }
+}
+
+}  // namespace
+
 TEST_CASE("cat_tensors concatenates two entries into a new one, keeping or deleting them "
           "(test_methods.py::test_cat_tensors)",
           "[conformance][test_methods.py]") {
-  for (const std::optional<bool> keep : {std::optional<bool>(false), std::optional<bool>(true), std::optional<bool>()}) {
+  for_each_keep_entries(/*cat=*/true, [](bool keep, const auto& cat_tensors) {
     for_each_fixture([&](const std::string&, TensorDictBase& td) {
-      CAPTURE(keep.value_or(false));
       LockGuard unlocked(td, /*lock=*/false);
       const at::Tensor a = td.pop("a").tensor();
       td.set("a", a.unsqueeze(-1));
       td.set("a_bis", td.get("a") + 1);
       const at::Tensor expected = at::cat({td.get("a"), td.get("a_bis")}, -1);
-      if (keep) {
-        td.cat_tensors({"a", "a_bis"}, "cat", -1, *keep);
-      } else {
-        td.cat_tensors({"a", "a_bis"}, "cat", -1);
-      }
+      cat_tensors(td);
       CHECK(same_tensor(td.get("cat"), expected));
-      CHECK(td.contains("a") == keep.value_or(false));
-      CHECK(td.contains("a_bis") == keep.value_or(false));
+      CHECK(td.contains("a") == keep);
+      CHECK(td.contains("a_bis") == keep);
     });
-  }
+  });
 }
 
 TEST_CASE("stack_tensors stacks two entries into a new one, keeping or deleting them "
           "(test_methods.py::test_stack_tensors)",
           "[conformance][test_methods.py]") {
-  for (const std::optional<bool> keep : {std::optional<bool>(false), std::optional<bool>(true), std::optional<bool>()}) {
+  for_each_keep_entries(/*cat=*/false, [](bool keep, const auto& stack_tensors) {
     for_each_fixture([&](const std::string&, TensorDictBase& td) {
-      CAPTURE(keep.value_or(false));
       LockGuard unlocked(td, /*lock=*/false);
       td.set("a_bis", td.get("a") + 1);
       const at::Tensor expected = at::stack({td.get("a"), td.get("a_bis")}, -1);
-      if (keep) {
-        td.stack_tensors({"a", "a_bis"}, "stack", -1, *keep);
-      } else {
-        td.stack_tensors({"a", "a_bis"}, "stack", -1);
-      }
+      stack_tensors(td);
       CHECK(same_tensor(td.get("stack"), expected));
-      CHECK(td.contains("a") == keep.value_or(false));
+      CHECK(td.contains("a") == keep);
     });
-  }
+  });
 }
 
 TEST_CASE("cat_tensors and stack_tensors: the docstring examples, nested keys, and an out_key among the keys",
