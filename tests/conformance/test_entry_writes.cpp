@@ -91,7 +91,7 @@ TEST_CASE("update_at_ of non-tensor data, then memmap_, then update_at_ again (t
   CHECK(td.get_non_tensor("val") == Json::array({0, 2, 0, 2, 0, 2, 0, 2, 0, 2}));
 }
 
-TEST_CASE("update_at_ with keys_to_update writes only those keys; an empty list writes nothing", "[conformance]") {
+TEST_CASE("update_at_ with keys_to_update writes only those keys, an empty list nothing", "[conformance]") {
   TensorDict td = zeros_over_time();
   td.update_at_(ones_at_one_step(), {Slice(), 0}, std::vector<NestedKey>{{"b", "c"}});
   CHECK((td.get({"b", "c"}).select(1, 0) == 1).all().item<bool>());
