@@ -8,6 +8,7 @@
 #include "dense_impl.h"
 #include "exact_cast.h"
 #include "format.h"
+#include "holding_level.h"
 #include "lazy_impl.h"
 #include "map_leaves.h"
 #include "nesting.h"
@@ -223,10 +224,7 @@ TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) cons
   return level;
 }
 
-namespace {
-// The level holding the last part of `key`, or null when a part on the way
-// is missing or not a tensordict. Nothing is looked up at the last level.
-std::shared_ptr<TensorDictImpl> holding_level(const std::shared_ptr<TensorDictImpl>& top, const NestedKey& key) {
+std::shared_ptr<TensorDictImpl> detail::holding_level(const std::shared_ptr<TensorDictImpl>& top, const NestedKey& key) {
   std::shared_ptr<TensorDictImpl> level = top;
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
     auto found = level->find(key[depth]);
@@ -235,15 +233,14 @@ std::shared_ptr<TensorDictImpl> holding_level(const std::shared_ptr<TensorDictIm
   }
   return level;
 }
-}  // namespace
 
 bool TensorDictBase::contains(const NestedKey& key) const {
-  const auto level = holding_level(impl_, key);
+  const auto level = detail::holding_level(impl_, key);
   return level && level->has_key(key.back());
 }
 
 std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
-  const auto level = holding_level(impl_, key);
+  const auto level = detail::holding_level(impl_, key);
   if (!level) return std::nullopt;
   return level->find(key.back());
 }

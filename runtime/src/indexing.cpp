@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "holding_level.h"
 #include "map_leaves.h"
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
@@ -30,6 +31,18 @@ void TensorDictImpl::assign_at(const std::string& key, const BatchIndex& resolve
   detail::put_entry(*this, key, find(key)->tensor(), resolved, value);
 }
 
+namespace {
+// The write of put_at once the level holding the tensor at `key` is known.
+void assign_at_key(TensorDictImpl& level, const NestedKey& key, const BatchIndex& resolved,
+                   at::ArrayRef<TensorIndex> index, const at::Tensor& value, const char* op) {
+  try {
+    level.assign_at(key.back(), resolved, index, value);
+  } catch (...) {
+    detail::rethrow_for_key(op, key);
+  }
+}
+}  // namespace
+
 TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
   const BatchIndex resolved(index, batch_size());
   const auto target = resolved.result_batch_size();
@@ -55,8 +68,15 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
     }
   };
   for (const auto& [key, item] : source.items(true, true)) {
-    // An entry we hold has its levels already: one lookup per entry.
-    const bool held = contains(key);
+    // One walk to the level holding the key tells whether we hold it, and
+    // where to write a tensor we hold (the common case).
+    const auto level = detail::holding_level(impl_, key);
+    const auto kind = level ? level->entry_kind(key.back()) : std::nullopt;
+    if (kind == EntryKind::Tensor && item.is_tensor()) {
+      assign_at_key(*level, key, resolved, index, item.tensor(), "index_put_");
+      continue;
+    }
+    const bool held = kind.has_value();
     if (!held) create_levels(key);
     if (item.is_non_tensor()) {
       // tensordict writes non-tensor data at the index too; a missing key
@@ -143,12 +163,7 @@ TensorDictBase& TensorDictBase::update_at_(const TensorDictBase& other, at::Arra
 
 void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
                             const at::Tensor& value, const char* op) {
-  TensorDictBase parent = tensor_level(key);
-  try {
-    parent.impl_->assign_at(key.back(), resolved, index, value);
-  } catch (...) {
-    detail::rethrow_for_key(op, key);
-  }
+  assign_at_key(*tensor_level(key).impl_, key, resolved, index, value, op);
 }
 
 }  // namespace tensordict
