@@ -34,13 +34,13 @@ inline void require_same_entry(const tensordict::Value& a, const tensordict::Val
   }
 }
 
-// The shared fixtures (../shared/fixtures beside the repository). Fails the
-// test, never skips it, when they are missing.
+// Files written by Python tensordict (tests/fixtures in the repository). Fails
+// the test, never skips it, when they are missing.
 inline fs::path fixtures_dir() {
   const fs::path dir(TENSORCLASS_FIXTURES_DIR);
   if (!fs::is_directory(dir / "python-tensordict")) {
     FAIL("the fixtures directory "
-         << dir.string() << "/python-tensordict is missing: clone the shared/ directory beside the repository");
+         << dir.string() << "/python-tensordict is missing");
   }
   return dir / "python-tensordict";
 }
