@@ -1,5 +1,5 @@
 // Tensors and tensordicts whose values are all different, so misplaced
-// elements show: shared by the runtime and conformance suites.
+// elements show: shared by the test suites.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -14,6 +14,12 @@ inline at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat)
   int64_t n = 1;
   for (auto s : shape) n *= s;
   return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
+}
+
+// Both undefined, or equal in shape, dtype and values (on any device).
+inline bool same(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() == b.defined() &&
+         (!a.defined() || (a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.cpu().equal(b.cpu())));
 }
 
 // A bool mask from 0/1 values (libtorch 1.13 cannot build bool tensors from a list).

@@ -6,22 +6,18 @@
 #include <filesystem>
 #include <string>
 
+#include "suite_paths.h"
 #include "tensordict/remove_tree.h"
 
 namespace td_test {
 
 // Unique per process and per call (ctest runs test cases in parallel
-// processes); removed on destruction. Under the build tree when the suite
-// defines TENSORCLASS_TEST_TMP, else under the system's temp directory.
+// processes); removed on destruction. Under the suite's build dir.
 class TempDir {
  public:
   TempDir() {
     static int counter = 0;
-#ifdef TENSORCLASS_TEST_TMP
-    const std::filesystem::path root(TENSORCLASS_TEST_TMP);
-#else
-    const std::filesystem::path root = std::filesystem::temp_directory_path() / "tensorclass_tests";
-#endif
+    const std::filesystem::path root(paths::test_tmp);
     path_ = root / ("p" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     tensordict::remove_tree(path_);
     std::filesystem::create_directories(path_);

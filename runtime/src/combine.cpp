@@ -16,6 +16,7 @@
 #include "tensordict/functional.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/shape_plan.h"
+#include "value_kind.h"
 
 namespace tensordict {
 
@@ -62,10 +63,6 @@ void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, con
     throw std::runtime_error(fmt::format("{}: tensordict {} has different keys than tensordict 0{}: missing [{}], extra [{}]",
                                          op, i, where, fmt::join(missing, ", "), fmt::join(extra, ", ")));
   }
-}
-
-const char* kind_of(const Value& v) {
-  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
 }
 
 std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) {
@@ -157,9 +154,10 @@ struct Combiner {
                       std::vector<std::string>& prefix) {
     const Value& first = members.front();
     for (std::size_t i = 1; i < members.size(); ++i) {
-      if (kind_of(members[i]) != kind_of(first)) {
+      if (detail::kind_of(members[i]) != detail::kind_of(first)) {
         throw std::runtime_error(fmt::format("{}: key {} is {} in tensordict 0 but {} in tensordict {}", op,
-                                             NestedKey(prefix).repr(), kind_of(first), kind_of(members[i]), i));
+                                             NestedKey(prefix).repr(), detail::kind_of(first),
+                                             detail::kind_of(members[i]), i));
       }
     }
     if (first.is_tensor()) {

@@ -15,6 +15,7 @@
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
+#include "value_kind.h"
 
 namespace tensordict {
 
@@ -25,31 +26,25 @@ Value::Value(const TensorDictBase& td) : value_(td.impl()) {}
 
 Value::Value(const NonTensorData& data) : value_(std::make_shared<const NonTensorData>(data)) {}
 
-namespace {
-const char* kind_of(const Value& v) {
-  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
-}
-}  // namespace
-
 const at::Tensor& Value::tensor() const& {
-  if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", kind_of(*this)));
+  if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", detail::kind_of(*this)));
   return std::get<0>(value_);
 }
 
 at::Tensor Value::tensor() && {
-  if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", kind_of(*this)));
+  if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", detail::kind_of(*this)));
   return std::move(std::get<0>(value_));
 }
 
 const NonTensorData& Value::non_tensor() const {
-  if (!is_non_tensor()) throw TypeError(fmt::format("the value is {}, not non-tensor data", kind_of(*this)));
+  if (!is_non_tensor()) throw TypeError(fmt::format("the value is {}, not non-tensor data", detail::kind_of(*this)));
   return *std::get<2>(value_);
 }
 
 TensorDictBase Value::tensordict() const { return TensorDictBase(impl()); }
 
 const std::shared_ptr<TensorDictImpl>& Value::impl() const {
-  if (!is_tensordict()) throw TypeError(fmt::format("the value is {}, not a tensordict", kind_of(*this)));
+  if (!is_tensordict()) throw TypeError(fmt::format("the value is {}, not a tensordict", detail::kind_of(*this)));
   return std::get<1>(value_);
 }
 

@@ -3,23 +3,18 @@
 #include "tensordict/base.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/tensorclass_support.h"
+#include "value_kind.h"
 
 namespace tensordict {
 
-namespace {
-EntryKind kind_of(const Value& v) {
-  return v.is_tensor() ? EntryKind::Tensor : v.is_tensordict() ? EntryKind::TensorDict : EntryKind::NonTensor;
-}
-}  // namespace
-
 void TensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
-  for_each([&](const std::string& key, const Value& value) { fn(key, kind_of(value)); });
+  for_each([&](const std::string& key, const Value& value) { fn(key, detail::entry_kind_of(value)); });
 }
 
 std::optional<EntryKind> TensorDictImpl::entry_kind(const std::string& key) const {
   const auto found = find(key);
   if (!found) return std::nullopt;
-  return kind_of(*found);
+  return detail::entry_kind_of(*found);
 }
 
 TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {

@@ -10,14 +10,9 @@
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
+#include "value_kind.h"
 
 namespace tensordict::detail {
-
-namespace {
-EntryKind kind_of(const Value& v) {
-  return v.is_tensor() ? EntryKind::Tensor : v.is_tensordict() ? EntryKind::TensorDict : EntryKind::NonTensor;
-}
-}  // namespace
 
 LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
                                  std::optional<std::string> stack_dim_name, std::optional<std::vector<int64_t>> member_batch,
@@ -125,7 +120,7 @@ std::vector<std::string> LazyStackedImpl::common_keys() const {
 std::size_t LazyStackedImpl::num_keys() const { return common_keys().size(); }
 
 void LazyStackedImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
-  for (const auto& key : common_keys()) fn(key, kind_of(*members_.front().impl()->find(key)));
+  for (const auto& key : common_keys()) fn(key, entry_kind_of(*members_.front().impl()->find(key)));
 }
 
 // A key of every member; its kind is the first member's (find() reports members that disagree).
@@ -152,9 +147,9 @@ std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
     if (!v) return std::nullopt;
     values.push_back(*v);
   }
-  const EntryKind kind = kind_of(values.front());
+  const EntryKind kind = entry_kind_of(values.front());
   for (std::size_t i = 1; i < values.size(); ++i) {
-    if (kind_of(values[i]) != kind) {
+    if (entry_kind_of(values[i]) != kind) {
       throw std::runtime_error(fmt::format("LazyStackedTensorDict: key '{}' holds different kinds of entries in tensordicts 0 and {}", key, i));
     }
   }

@@ -8,6 +8,7 @@
 #include "lazy_impl.h"
 #include "map_leaves.h"
 #include "nesting.h"
+#include "value_kind.h"
 
 namespace tensordict::detail {
 
@@ -17,10 +18,6 @@ namespace {
   throw KeyError(fmt::format("{}: key {} is in the {} tensordict but not in the {}; pass MissingKeys::intersection() or "
                              "MissingKeys::fill(value) to combine tensordicts with different keys",
                              op, key.repr(), in, not_in));
-}
-
-const char* kind_of(const Value& v) {
-  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
 }
 
 struct Pairer {

@@ -10,6 +10,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/sub.h"
+#include "value_kind.h"
 
 namespace tensordict::detail {
 
@@ -40,12 +41,6 @@ std::optional<Value> SubTensorDictImpl::find(const std::string& key) const {
   if (!data.is_stack()) return value;
   return Value(NonTensorData::from_ids(data.pool(), resolved_.apply(data.ids())));
 }
-
-namespace {
-const char* kind_of(const Value& v) {
-  return v.is_tensor() ? "a tensor" : v.is_tensordict() ? "a tensordict" : "non-tensor data";
-}
-}  // namespace
 
 void SubTensorDictImpl::insert(const std::string& key, Value value) {
   auto existing = source_.impl()->find(key);

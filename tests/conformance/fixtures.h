@@ -117,6 +117,8 @@ inline std::vector<std::pair<tensordict::NestedKey, at::Tensor>> snapshot(const 
   return out;
 }
 
+inline bool is_lazy(const TensorDictBase& td) { return td.type_name() == "LazyStackedTensorDict"; }
+
 // The tensor at `key` of `td` compared element by element.
 inline bool same_tensor(const at::Tensor& a, const at::Tensor& b) {
   return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && at::equal(a, b);

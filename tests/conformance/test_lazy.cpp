@@ -13,8 +13,6 @@ using tensordict::Names;
 
 namespace {
 
-bool is_lazy(const TensorDictBase& td) { return td.type_name() == "LazyStackedTensorDict"; }
-
 // test_lazy.py's nested_lazy_het_td: three members sharing "shared" [4, 4, 2]
 // and "hetero" ([3] twice, then [2]), each with its own
 // "individual_{i}_tensor", an "individual_{i}_td" copy and a "shared_td" copy;

@@ -11,8 +11,6 @@ using tensordict::LazyStackedTensorDict;
 
 namespace {
 
-bool is_lazy(const TensorDictBase& td) { return td.type_name() == "LazyStackedTensorDict"; }
-
 TensorDictBase member(const TensorDictBase& td, std::size_t i) { return LazyStackedTensorDict(td).tensordicts().at(i); }
 
 at::Tensor values(std::vector<int64_t> shape, double start) {

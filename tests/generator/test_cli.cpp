@@ -34,7 +34,7 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const auto dir = fs::path(TCGEN_TEST_BINARY_DIR) / "scratch";
+  const auto dir = fs::path(tcgen_test::kBinaryDir) / "scratch";
   fs::create_directories(dir);
   // Per process: ctest runs test cases in parallel processes.
   const std::string stem = "cli." + std::to_string(getpid());
@@ -44,7 +44,7 @@ Result run(const std::string& args) {
   // so that a hostile schema fails its case instead of hanging or exhausting
   // the machine.
   const std::string limits = std::string(kSanitizedAddressSpace ? "" : "ulimit -v 8388608 && ") + "timeout 120 ";
-  const std::string cmd = limits + "\"" + TCGEN_EXE + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
+  const std::string cmd = limits + "\"" + tcgen_test::kGeneratorExe + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
                           err.string() + "\"";
   const int status = std::system(cmd.c_str());
   Result r;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../temp_dir.h"
+#include "../text_files.h"
 #include "child.h"
 #include "tensordict/tensordict.h"
 
@@ -21,15 +22,8 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;
 
-inline void write_text(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-inline std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using td_test::read_text;
+using td_test::write_text;
 
 inline constexpr const char* kTdType = "<class 'tensordict._td.TensorDict'>";
 

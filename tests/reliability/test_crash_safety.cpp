@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "../suite_paths.h"
 #include "tensordict/persistent.h"
 #include "tensordict/tensordict.h"
 
@@ -35,7 +36,7 @@ int kills_per_format() {
 }
 
 fs::path scratch(const std::string& name) {
-  fs::path p = fs::path(TENSORCLASS_TEST_TMP) / (name + "." + std::to_string(::getpid()));
+  fs::path p = fs::path(td_test::paths::test_tmp) / (name + "." + std::to_string(::getpid()));
   tensordict::remove_tree(p);
   fs::create_directories(p);
   return p;

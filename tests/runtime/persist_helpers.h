@@ -10,12 +10,12 @@
 #include <string>
 
 #include "../temp_dir.h"
+#include "../text_files.h"
 #include "helpers.h"
 
 namespace td_test {
 
 namespace fs = std::filesystem;
-
 
 // Two entries at the same key hold the same thing: tensors of one dtype,
 // shape and values; equal non-tensor data; nested tensordicts of one batch
@@ -34,10 +34,20 @@ inline void require_same_entry(const tensordict::Value& a, const tensordict::Val
   }
 }
 
+// The same batch size, keys (nested included) and entries.
+inline void require_same_entries(const tensordict::TensorDictBase& a, const tensordict::TensorDictBase& b) {
+  REQUIRE(a.batch_size() == b.batch_size());
+  REQUIRE(a.keys(true) == b.keys(true));
+  for (const auto& key : a.keys(true)) {
+    INFO("key " << key.repr());
+    require_same_entry(*a.get_value(key), *b.get_value(key));
+  }
+}
+
 // Files written by Python tensordict (tests/fixtures in the repository). Fails
 // the test, never skips it, when they are missing.
 inline fs::path fixtures_dir() {
-  const fs::path dir(TENSORCLASS_FIXTURES_DIR);
+  const fs::path dir = paths::source("tests/fixtures");
   if (!fs::is_directory(dir / "python-tensordict")) {
     FAIL("the fixtures directory "
          << dir.string() << "/python-tensordict is missing");
@@ -45,15 +55,6 @@ inline fs::path fixtures_dir() {
   return dir / "python-tensordict";
 }
 
-inline std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << text;
-}
 
 // Every entry under `dir`, relative, sorted: to check that nothing stray is left.
 inline std::vector<std::string> tree_of(const fs::path& dir) {

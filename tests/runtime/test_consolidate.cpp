@@ -51,12 +51,6 @@ std::pair<uintptr_t, uintptr_t> byte_range(const at::Tensor& t) {
 
 // Every leaf of `got` holds the values of `want`'s (same dtype and shape),
 // and the non-tensor data and batch sizes agree.
-void require_same_tree(const tensordict::TensorDictBase& got, const tensordict::TensorDictBase& want) {
-  REQUIRE(got.batch_size() == want.batch_size());
-  REQUIRE(got.keys(true) == want.keys(true));
-  for (const auto& key : want.keys(true)) require_same_entry(*got.get_value(key), *want.get_value(key));
-}
-
 }  // namespace
 
 TEST_CASE("consolidate copies every leaf into one storage and views it there", "[consolidate]") {
@@ -65,7 +59,7 @@ TEST_CASE("consolidate copies every leaf into one storage and views it there", "
   REQUIRE(c.is_consolidated());
   REQUIRE_FALSE(td.is_consolidated());
   REQUIRE_FALSE(td.consolidated_storage().has_value());
-  require_same_tree(c, td);
+  require_same_entries(c, td);
   REQUIRE(c.get_non_tensor("task") == "walk");
   REQUIRE(c.get_non_tensor({"nested", "note"}) == 42);
   REQUIRE(c.get_td({"nested", "deeper"}).batch_size() == td.get_td({"nested", "deeper"}).batch_size());
@@ -128,9 +122,9 @@ TEST_CASE("consolidate round trips: clone, contiguous and to(cpu) give back the 
   const TensorDict cloned(c.clone());
   REQUIRE_FALSE(cloned.is_consolidated());
   REQUIRE_FALSE(cloned.is_locked());
-  require_same_tree(cloned, td);
+  require_same_entries(cloned, td);
   REQUIRE(cloned.get("a").data_ptr() != c.get("a").data_ptr());
-  require_same_tree(c.contiguous(), td);
+  require_same_entries(c.contiguous(), td);
   // Already on the CPU: tensordict returns the consolidated tensordict itself.
   const TensorDict same(c.to(at::Device(at::kCPU)));
   REQUIRE(same.impl() == c.impl());
@@ -146,7 +140,7 @@ TEST_CASE("consolidate of a lazy stack gives a dense consolidated tensordict", "
   const TensorDict c = lazy.consolidate();
   REQUIRE(c.is_consolidated());
   REQUIRE(c.type_name() == "TensorDict");
-  require_same_tree(c, tensordict::stack({sample({2}), sample({2}) + 1}, 0));
+  require_same_entries(c, tensordict::stack({sample({2}), sample({2}) + 1}, 0));
 }
 
 TEST_CASE("memmap of a consolidated tensordict writes a normal tree that loads back equal", "[consolidate]") {
@@ -156,7 +150,7 @@ TEST_CASE("memmap of a consolidated tensordict writes a normal tree that loads b
   const auto dir = (tmp / "td").string();
   c.memmap(dir);
   const TensorDict loaded = TensorDict::load_memmap(dir);
-  require_same_tree(loaded, td);
+  require_same_entries(loaded, td);
   REQUIRE_FALSE(loaded.is_consolidated());
   // One file per leaf, each of the leaf's own size (not the whole storage).
   REQUIRE(fs::file_size(tmp / "td" / "odd.memmap") == 3 * 5);
@@ -166,7 +160,7 @@ TEST_CASE("memmap of a consolidated tensordict writes a normal tree that loads b
   TensorDict in_place = td.consolidate();
   in_place.memmap_((tmp / "in_place").string());
   REQUIRE_FALSE(in_place.is_consolidated());
-  require_same_tree(TensorDict::load_memmap((tmp / "in_place").string()), td);
+  require_same_entries(TensorDict::load_memmap((tmp / "in_place").string()), td);
 }
 
 TEST_CASE("consolidate refuses leaves that cannot be views of one storage, naming the key", "[consolidate]") {
@@ -267,21 +261,21 @@ TEST_CASE("consolidated tensordicts move to the GPU and back as one storage", "[
     REQUIRE(g.is_locked());
     REQUIRE(g.consolidated_storage()->device() == kGpu);
     require_on(g, kGpu);
-    require_same_tree(g, td);
+    require_same_entries(g, td);
 
     const TensorDict back(g.to(at::Device(at::kCPU)));
     REQUIRE(back.is_consolidated());
     REQUIRE(back.consolidated_storage()->is_pinned());  // lands in pinned memory
     require_on(back, at::Device(at::kCPU));
-    require_same_tree(back, td);
+    require_same_entries(back, td);
 
     const TensorDict async(c.to(kGpu, /*non_blocking=*/true));
     tensordict::synchronize(kGpu);
-    require_same_tree(async, td);
+    require_same_entries(async, td);
   }
   const TensorDict on_gpu = td.consolidate({.device = kGpu, .pin_memory = false, .non_blocking = false});
   REQUIRE(on_gpu.consolidated_storage()->device() == kGpu);
-  require_same_tree(on_gpu, td);
+  require_same_entries(on_gpu, td);
 }
 
 TEST_CASE("tensordicts that are not consolidated move with one staging buffer and one synchronisation", "[consolidate][cuda]") {
@@ -294,29 +288,29 @@ TEST_CASE("tensordicts that are not consolidated move with one staging buffer an
   REQUIRE_FALSE(g.is_consolidated());
   REQUIRE_FALSE(g.is_locked());
   require_on(g, kGpu);
-  require_same_tree(g, td);
+  require_same_entries(g, td);
   REQUIRE(shares_one_storage(g));
   REQUIRE(g.get("strided").strides() == td.get("strided").strides());  // dense leaves keep their strides
 
   const TensorDict back(g.to(at::Device(at::kCPU)));
   require_on(back, at::Device(at::kCPU));
-  require_same_tree(back, td);
+  require_same_entries(back, td);
   REQUIRE(all_pinned(back));
 
   // non_blocking: wait on the GPU's stream before reading.
   const TensorDict async(td.to(kGpu, /*non_blocking=*/true));
   const TensorDict async_back(async.to(at::Device(at::kCPU), /*non_blocking=*/true));
   tensordict::record_event(kGpu).synchronize();
-  require_same_tree(async_back, td);
+  require_same_entries(async_back, td);
 
   // pin_memory: one pinned allocation, then one copy to the GPU.
   const TensorDict pinned = td.pin_memory();
   REQUIRE(all_pinned(pinned));
   REQUIRE(shares_one_storage(pinned));
-  require_same_tree(pinned, td);
+  require_same_entries(pinned, td);
   const TensorDict from_pinned(pinned.to(kGpu, /*non_blocking=*/true));
   tensordict::synchronize(kGpu);
-  require_same_tree(from_pinned, td);
+  require_same_entries(from_pinned, td);
 
   // Autograd leaves keep their graph (libtorch's per-leaf to).
   TensorDict grads({{"w", at::ones({3}).requires_grad_()}, {"x", at::ones({3})}}, {3});

@@ -18,7 +18,7 @@ LazyStackedTensorDict mixed_shapes() {
   return lazy_stack({a, b}, 0);
 }
 
-const std::vector<TensorDictBase>& members(const TensorDictBase& td) {
+const std::vector<TensorDictBase>& lazy_members(const TensorDictBase& td) {
   REQUIRE(td.type_name() == "LazyStackedTensorDict");
   return LazyStackedTensorDict(td).tensordicts();
 }
@@ -26,8 +26,8 @@ const std::vector<TensorDictBase>& members(const TensorDictBase& td) {
 // Each member of `got` holds fn(member of `source`) at "x" and ("n", "y").
 void require_members(const TensorDictBase& got, const TensorDictBase& source,
                      const std::function<at::Tensor(const at::Tensor&)>& fn) {
-  const auto& g = members(got);
-  const auto& s = members(source);
+  const auto& g = lazy_members(got);
+  const auto& s = lazy_members(source);
   REQUIRE(g.size() == s.size());
   for (std::size_t i = 0; i < g.size(); ++i) {
     INFO("member " << i);
@@ -50,9 +50,9 @@ TEST_CASE("a lazy stack held by a TensorDictBase handle stays lazy through clone
 
   const TensorDictBase cloned = base.clone();
   require_members(cloned, base, same);
-  REQUIRE(members(cloned)[1].get("x").data_ptr() != members(base)[1].get("x").data_ptr());
+  REQUIRE(lazy_members(cloned)[1].get("x").data_ptr() != lazy_members(base)[1].get("x").data_ptr());
   const TensorDictBase shallow = base.clone(false);
-  REQUIRE(members(shallow)[1].get("x").data_ptr() == members(base)[1].get("x").data_ptr());
+  REQUIRE(lazy_members(shallow)[1].get("x").data_ptr() == lazy_members(base)[1].get("x").data_ptr());
 
   require_members(base.to(at::kDouble), base, [](const at::Tensor& t) { return t.to(at::kDouble); });
   require_members(base.to_double(), base, [](const at::Tensor& t) { return t.to(at::kDouble); });
@@ -81,15 +81,15 @@ TEST_CASE("indexing and unbinding a lazy stack through a TensorDictBase handle k
   require_members(row, base, [](const at::Tensor& t) { return t[1]; });
   // A long index along the stack dim selects members.
   const TensorDictBase picked = base.index({at::tensor({1, 0, 1}, at::kLong)});
-  REQUIRE(members(picked).size() == 3);
-  REQUIRE(members(picked)[0].impl() == lazy.tensordicts()[1].impl());
+  REQUIRE(lazy_members(picked).size() == 3);
+  REQUIRE(lazy_members(picked)[0].impl() == lazy.tensordicts()[1].impl());
 
   const auto pieces = base.unbind(0);
   REQUIRE(pieces.size() == 2);
   REQUIRE(pieces[0].impl() == lazy.tensordicts()[0].impl());
   REQUIRE(pieces[1].impl() == lazy.tensordicts()[1].impl());
   // masked_select is an index: the selected members.
-  REQUIRE(members(base.masked_select(mask({0, 1}))).size() == 1);
+  REQUIRE(lazy_members(base.masked_select(mask({0, 1}))).size() == 1);
 }
 
 TEST_CASE("a lazy stack's handle hides nothing: the binary apply and every TensorDictBase overload compile on it",

@@ -10,15 +10,6 @@ using Catch::Matchers::Contains;
 namespace {
 
 // Same keys in the same order, batch sizes, dtypes, shapes and values.
-void require_same(const TensorDictBase& a, const TensorDictBase& b) {
-  REQUIRE(a.batch_size() == b.batch_size());
-  REQUIRE(a.keys(true) == b.keys(true));
-  for (const auto& key : a.keys(true)) {
-    INFO("key " << key.repr());
-    require_same_entry(*a.get_value(key), *b.get_value(key));
-  }
-}
-
 // Nested, non-tensor (one value and a stack), zero-element, bool, bfloat16 and
 // keys that need encoding.
 TensorDict rich() {
@@ -82,14 +73,14 @@ TEST_CASE("memmap round trip keeps nested, non-tensor, zero-element, bool, bfloa
   TempDir tmp;
   TensorDict td = rich();
   TensorDict mm(td.memmap(tmp / "td"));
-  require_same(td, mm);
+  require_same_entries(td, mm);
   REQUIRE(mm.is_memmap());
   REQUIRE(mm.is_locked());
   REQUIRE_FALSE(td.is_memmap());
   REQUIRE_FALSE(td.is_locked());
   REQUIRE(mm.device() == at::Device(at::kCPU));
   TensorDict back = TensorDict::load_memmap(tmp / "td");
-  require_same(td, back);
+  require_same_entries(td, back);
   REQUIRE(back.get_non_tensor("stack") == Json::array({"a", "b", "c"}));
   // File names are encoded; nothing escapes the directory.
   const auto files = tree_of(tmp.path() / "td");
@@ -181,7 +172,7 @@ TEST_CASE("copy_existing, existsok and num_threads follow tensordict") {
                Contains("already memory-mapped to") && Contains("copy_existing=true"));
   MemmapOptions copy;
   copy.copy_existing = true;
-  require_same(first.memmap(tmp / "two", copy), td);
+  require_same_entries(first.memmap(tmp / "two", copy), td);
 
   MemmapOptions strict;
   strict.existsok = false;
@@ -193,7 +184,7 @@ TEST_CASE("copy_existing, existsok and num_threads follow tensordict") {
   MemmapOptions threads;
   threads.num_threads = 4;
   many.memmap(tmp / "many", threads);
-  require_same(TensorDict::load_memmap(tmp / "many"), many);
+  require_same_entries(TensorDict::load_memmap(tmp / "many"), many);
 }
 
 TEST_CASE("memmap without sync writes the same tree, byte for byte") {
@@ -203,7 +194,7 @@ TEST_CASE("memmap without sync writes the same tree, byte for byte") {
   td.memmap(tmp / "synced");
   MemmapOptions unsynced;
   unsynced.sync = false;
-  require_same(td.memmap(tmp / "unsynced", unsynced), td);
+  require_same_entries(td.memmap(tmp / "unsynced", unsynced), td);
   const auto files = tree_of(tmp / "synced");
   REQUIRE(tree_of(tmp / "unsynced") == files);
   REQUIRE_THAT(fmt::format("{}", fmt::join(files, " ")), Contains("a.memmap") && Contains("label/meta.json"));
@@ -218,7 +209,7 @@ TEST_CASE("save/load are memmap/load_memmap, memmap_refresh_ reloads what was wr
   TempDir tmp;
   TensorDict td = sample({2});
   TensorDict saved(td.save(tmp / "s"));
-  require_same(TensorDict::load(tmp / "s"), td);
+  require_same_entries(TensorDict::load(tmp / "s"), td);
   // Another writer replaces the tree at the same place.
   TensorDict other({{"z", at::ones({2, 3})}}, {2});
   MemmapOptions copy;
@@ -247,7 +238,7 @@ TEST_CASE("memmap refuses symlinks and reserved keys, keys never escape the dire
   sneaky.memmap(tmp / "sneaky");
   REQUIRE(tree_of(tmp.path() / "sneaky") == std::vector<std::string>{"%2E%2E", "%2E%2E/meta.json", "%2E%2E/x.memmap",
                                                                      "..%2F..%2Fescape.memmap", "meta.json"});
-  require_same(TensorDict::load_memmap(tmp / "sneaky"), sneaky);
+  require_same_entries(TensorDict::load_memmap(tmp / "sneaky"), sneaky);
 }
 
 TEST_CASE("raw (unencoded) file names of older writers are accepted") {
@@ -256,7 +247,7 @@ TEST_CASE("raw (unencoded) file names of older writers are accepted") {
   td.memmap(tmp / "old");
   fs::rename(tmp.path() / "old" / "a%20b.memmap", tmp.path() / "old" / "a b.memmap");
   fs::rename(tmp.path() / "old" / "sub%20dir", tmp.path() / "old" / "sub dir");
-  require_same(TensorDict::load_memmap(tmp / "old"), td);
+  require_same_entries(TensorDict::load_memmap(tmp / "old"), td);
 }
 
 TEST_CASE("classes the reader does not know load through register_memmap_class") {

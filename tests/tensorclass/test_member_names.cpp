@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../suite_paths.h"
 #include "tensordict/op_lists.h"
 #include "tensordict/tensorclass_members.h"
 
@@ -176,7 +177,7 @@ TEST_CASE("the reserved field names are exactly TensorClass's public members", "
   };
   MemberScan scan;
   for (const auto& [file, head] : parts) {
-    const std::string text = read_file(TENSORDICT_INCLUDE_DIR "/tensordict/" + file);
+    const std::string text = read_file(td_test::paths::source("runtime/include/tensordict").string() + "/" + file);
     INFO(file << " has no line `" << head << "`: TensorClass's bases changed; list each base's header here");
     REQUIRE(text.find("\n" + head + "\n") != std::string::npos);
     MemberScan part = scan_public_members(text, head);

@@ -9,8 +9,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "../builders.h"
 #include "../message_of.h"
 #include "../temp_dir.h"
+#include "../text_files.h"
 #include "tc_optional.tc.h"
 
 using tct::opt::Frame;
@@ -20,19 +22,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-at::Tensor iota(at::IntArrayRef shape) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  return at::arange(n, at::kFloat).reshape(shape);
-}
+using td_test::iota;
+using td_test::read_text;
 
 Frame with_pose() { return Frame({.reward = iota({4}), .pose = Pose({.xyz = iota({4, 3}) + 10}, {4}), .label = "on"}, {4}); }
 Frame without_pose() { return Frame({.reward = iota({4}) + 1}, {4}); }
-
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 }  // namespace
 

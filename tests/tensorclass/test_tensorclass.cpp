@@ -8,6 +8,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "../builders.h"
 #include "../message_of.h"
 #include "rl.tc.h"
 #include "sequence.tc.h"
@@ -22,11 +23,8 @@ using td_test::message_of;
 
 namespace {
 
-at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
-}
+using td_test::iota;
+using td_test::same;
 
 std::vector<int64_t> join(at::IntArrayRef a, at::IntArrayRef b) {
   std::vector<int64_t> out(a.begin(), a.end());
@@ -42,10 +40,6 @@ Observation make_obs(at::IntArrayRef batch, bool with_depth = true) {
   f.reward = iota(batch) + 0.5;
   f.agent = Agent({.pos = iota(join(batch, {2})), .vel = -iota(join(batch, {2}))}, batch.vec());
   return Observation(std::move(f), batch.vec());
-}
-
-bool same(const at::Tensor& a, const at::Tensor& b) {
-  return a.defined() == b.defined() && (!a.defined() || (a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.equal(b)));
 }
 
 // Checks every tensor member of `got` against fn(member of `src`).

@@ -10,8 +10,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "../builders.h"
 #include "../message_of.h"
 #include "../temp_dir.h"
+#include "../text_files.h"
 #include "tc_obs.tc.h"
 
 using Catch::Matchers::Contains;
@@ -21,21 +23,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-at::Tensor iota(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  return at::arange(n, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(dtype);
-}
+using td_test::iota;
+using td_test::read_text;
+using td_test::same;
+using td_test::write_text;
 
 using td_test::message_of;
 using td_test::TempDir;
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_text(const fs::path& file, const std::string& text) { std::ofstream(file, std::ios::binary) << text; }
 
 // Replaces the one occurrence of `from` in `file` (a test that edits a written file).
 void edit(const fs::path& file, const std::string& from, const std::string& to) {
@@ -47,7 +42,7 @@ void edit(const fs::path& file, const std::string& from, const std::string& to) 
 }
 
 // Batch {2}, H=1, W=2, non-default non-tensor fields.
-Observation make_obs(bool with_depth) {
+Observation small_obs(bool with_depth) {
   Observation::Fields f;
   f.pixels = iota({2, 3, 1, 2}, at::kByte);
   if (with_depth) f.depth = iota({2, 1, 2}) - 1;
@@ -57,11 +52,6 @@ Observation make_obs(bool with_depth) {
   f.tags = {"x", "y", "z"};
   f.scale = 2.5;
   return Observation(std::move(f), {2});
-}
-
-bool same(const at::Tensor& a, const at::Tensor& b) {
-  return a.defined() == b.defined() &&
-         (!a.defined() || (a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.cpu().equal(b.cpu())));
 }
 
 void require_same(const Observation& a, const Observation& b) {
@@ -82,7 +72,7 @@ void require_same(const Observation& a, const Observation& b) {
 TEST_CASE("memmap writes tensordict's tensorclass layout and load_memmap reads it back") {
   TempDir tmp;
   const fs::path dir = tmp / "obs";
-  const Observation obs = make_obs(false);
+  const Observation obs = small_obs(false);
   const Observation mm = obs.memmap(dir.string());
   REQUIRE(mm.is_locked());
   require_same(mm, obs);
@@ -103,7 +93,7 @@ TEST_CASE("memmap writes tensordict's tensorclass layout and load_memmap reads i
   REQUIRE_FALSE(back.depth.defined());
 
   // With the optional field set, and non-tensor fields left at their defaults.
-  Observation full = make_obs(true);
+  Observation full = small_obs(true);
   full.task = "walk";
   full.tags = {"a", "b"};
   full.scale = 1.0;
@@ -116,7 +106,7 @@ TEST_CASE("memmap writes tensordict's tensorclass layout and load_memmap reads i
 TEST_CASE("memmap_ maps the members in place, loaded tensors are views of the files") {
   TempDir tmp;
   const fs::path dir = tmp / "obs";
-  Observation obs = make_obs(true);
+  Observation obs = small_obs(true);
   obs.memmap_(dir.string());
   REQUIRE(obs.is_locked());
   REQUIRE(obs.task == "run");
@@ -132,7 +122,7 @@ TEST_CASE("memmap_ maps the members in place, loaded tensors are views of the fi
 TEST_CASE("the dynamic loader knows registered tensorclasses") {
   TempDir tmp;
   const fs::path dir = tmp / "obs";
-  make_obs(false).memmap(dir.string());
+  small_obs(false).memmap(dir.string());
   Observation::register_memmap();  // (load_memmap does this too)
   tensordict::TensorDict td = tensordict::TensorDict::load_memmap(dir.string());
   REQUIRE(td.batch_size() == at::IntArrayRef{2});
@@ -142,7 +132,7 @@ TEST_CASE("the dynamic loader knows registered tensorclasses") {
   REQUIRE_FALSE(td.contains("depth"));
   // The tensordict form converts back to the class, non-tensor fields included.
   const Observation back = Observation::from_tensordict(td);
-  REQUIRE(same(back.pixels, make_obs(false).pixels));
+  REQUIRE(same(back.pixels, small_obs(false).pixels));
   REQUIRE(back.task == "run");
 }
 
@@ -152,7 +142,7 @@ TEST_CASE("load_memmap validates against the schema and names the directory") {
   const fs::path td_meta = dir / "_tensordict" / "meta.json";
   auto fresh = [&] {
     tensordict::remove_tree(dir);
-    make_obs(true).memmap(dir.string());
+    small_obs(true).memmap(dir.string());
   };
   auto load = [&] { return message_of([&] { Observation::load_memmap(dir.string()); }); };
 
@@ -185,13 +175,13 @@ TEST_CASE("load_memmap validates against the schema and names the directory") {
   // Python modules elsewhere: the bare class name is enough.
   fresh();
   edit(dir / "meta.json", "<class 'tct.Observation'>", "<class '__main__.Observation'>");
-  require_same(Observation::load_memmap(dir.string()), make_obs(true));
+  require_same(Observation::load_memmap(dir.string()), small_obs(true));
 }
 
 TEST_CASE("to_h5 / from_h5 round-trip the tensor and string fields, validated on load") {
   TempDir tmp;
   const std::string path = (tmp / "obs.h5").string();
-  Observation obs = make_obs(true);
+  Observation obs = small_obs(true);
   obs.task = "pendulum";  // a string field: a string dataset, as tensordict writes it
   obs.tags = {"a", "b"};  // other non-tensor fields at their schema defaults are left out
   obs.scale = 1.0;
@@ -206,7 +196,7 @@ TEST_CASE("to_h5 / from_h5 round-trip the tensor and string fields, validated on
   CHECK(back.task == "pendulum");
 
   // A non-string field away from its default cannot be stored: refused, not lost.
-  Observation unset = make_obs(false);
+  Observation unset = small_obs(false);
   CHECK(message_of([&] { unset.to_h5(path); }) ==
         "to_h5: Observation.tags holds ['x', 'y', 'z'], not its default: h5 stores string non-tensor data only (memmap() "
         "stores every field)");
@@ -226,7 +216,7 @@ TEST_CASE("to_h5 / from_h5 round-trip the tensor and string fields, validated on
 TEST_CASE("save / load and is_memmap / saved_path") {
   TempDir tmp;
   const std::string dir = (tmp / "obs").string();
-  const Observation obs = make_obs(true);
+  const Observation obs = small_obs(true);
   CHECK(!obs.is_memmap());
   CHECK(!obs.saved_path());
   const Observation saved = obs.save(dir);
@@ -240,7 +230,7 @@ TEST_CASE("save / load and is_memmap / saved_path") {
   // What ops derive is not memory-mapped there (as for a TensorDict).
   CHECK(!loaded.index({0}).is_memmap());
   CHECK(!loaded.clone().is_memmap());
-  Observation in_place = make_obs(true);
+  Observation in_place = small_obs(true);
   in_place.memmap_((tmp / "in_place").string());
   CHECK(in_place.saved_path() == (tmp / "in_place").string());
 }

@@ -1,0 +1,42 @@
+# Compiles through ccache when it is installed, configured so that every
+# checkout of the project on a machine shares one cache: a fresh clone of a
+# commit (CI's) reuses the objects a developer's build of it made elsewhere.
+#
+# - CCACHE_BASEDIR=<source dir>: paths inside the checkout reach the compiler
+#   and the hash relative to the build dir, so they read the same in any clone;
+# - CCACHE_NOHASHDIR: the working directory is not hashed (it names the clone);
+# - CCACHE_SLOPPINESS: precompiled headers are cached (pch_defines,
+#   time_macros), and a fresh clone's new file times do not make ccache
+#   distrust its headers;
+# - CCACHE_MAXSIZE bounds the cache (ccache evicts the oldest entries), unless
+#   the environment sets its own.
+#
+# Off: -DTENSORCLASS_CCACHE=OFF at configure time, or CCACHE_DISABLE=1 in the
+# environment of a build (ccache then runs the compiler as it is).
+option(TENSORCLASS_CCACHE "Compile through ccache (when installed) with a cache shared by every checkout" ON)
+
+function(tensorclass_compiler_cache)
+  # Off, or the user chose a launcher of their own (a bare ccache gets this set-up).
+  if(NOT TENSORCLASS_CCACHE OR (CMAKE_CXX_COMPILER_LAUNCHER AND NOT CMAKE_CXX_COMPILER_LAUNCHER MATCHES "(^|/)ccache$"))
+    return()
+  endif()
+  find_program(TENSORCLASS_CCACHE_PROGRAM ccache)
+  if(NOT TENSORCLASS_CCACHE_PROGRAM)
+    return()
+  endif()
+  set(max_size "$ENV{CCACHE_MAXSIZE}")
+  if(NOT max_size)
+    set(max_size 20G)
+  endif()
+  set(launcher env
+      CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}
+      CCACHE_NOHASHDIR=1
+      CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+      CCACHE_MAXSIZE=${max_size}
+      ${TENSORCLASS_CCACHE_PROGRAM})
+  foreach(lang CXX C)
+    set(CMAKE_${lang}_COMPILER_LAUNCHER "${launcher}" PARENT_SCOPE)
+  endforeach()
+  message(STATUS "Compiler cache: ${TENSORCLASS_CCACHE_PROGRAM} (shared by every checkout; "
+                 "off with -DTENSORCLASS_CCACHE=OFF or CCACHE_DISABLE=1)")
+endfunction()
