@@ -242,7 +242,7 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   };
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); };
   std::vector<std::string> prefix;
-  Combiner combiner{"stack", leaves, plan};
+  Combiner combiner{"stack", leaves, plan, {}};
   return combiner.run(tds, prefix);
 }
 
@@ -259,7 +259,7 @@ TensorDictBase cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   };
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };
   std::vector<std::string> prefix;
-  Combiner combiner{"cat", leaves, plan};
+  Combiner combiner{"cat", leaves, plan, {}};
   return combiner.run(tds, prefix);
 }
 
