@@ -11,7 +11,7 @@
 #
 # The cache stays bounded by ccache's own max_size (5 GB unless set with
 # `ccache --max-size`), evicting the least recently used entries: one commit's
-# three builds (two libtorches, the sanitizer build) take about 1.5 GB.
+# three builds (two libtorches, the sanitizer build) take about 1.1 GB.
 #
 # Off: -DTENSORCLASS_CCACHE=OFF at configure time, or CCACHE_DISABLE=1 in the
 # environment of a build (ccache then runs the compiler as it is).
