@@ -8,6 +8,7 @@
 
 #include "format.h"
 #include "ivalue_dict.h"
+#include "lazy_impl.h"
 #include "nesting.h"
 #include "tensordict/dense.h"
 #include "tensordict/errors.h"
@@ -62,7 +63,7 @@ std::optional<Json> to_json(const c10::IValue& value) {
 
 IDict level_to_dict(const TensorDictBase& td) {
   detail::NestingGuard guard("to_dict");
-  if (td.type_name() == "LazyStackedTensorDict") {
+  if (detail::as_lazy(*td.impl())) {
     for (const auto& own : LazyStackedTensorDict(td).exclusive_keys()) {
       // tensordict's message: a dict cannot hold what only some members have.
       if (!own.empty()) throw std::runtime_error("the method to_dict cannot complete when there are exclusive keys.");

@@ -49,8 +49,6 @@ std::pair<uintptr_t, uintptr_t> byte_range(const at::Tensor& t) {
   return {begin, begin + static_cast<uintptr_t>(t.numel() * t.element_size())};
 }
 
-// Every leaf of `got` holds the values of `want`'s (same dtype and shape),
-// and the non-tensor data and batch sizes agree.
 }  // namespace
 
 TEST_CASE("consolidate copies every leaf into one storage and views it there", "[consolidate]") {

@@ -15,7 +15,6 @@
 #include "../format.h"
 #include "calls.h"
 #include "tensordict/errors.h"
-#include "tensordict/lazy.h"
 #include "wire.h"
 
 namespace tensordict {
@@ -189,11 +188,9 @@ Work reduce_impl(const TensorDictBase& td, const ProcessGroupPtr& group, ReduceK
 }
 
 // Element `j` of `td` along its first batch dim, as views of its storage
-// (a lazy stack's own indexing keeps it lazy: its members or their views).
-TensorDictBase element(const TensorDictBase& td, int64_t j) {
-  if (td.type_name() == "LazyStackedTensorDict") return LazyStackedTensorDict(td).index({j});
-  return td.index({j});
-}
+// (indexing dispatches on the kind: a lazy stack's keeps it lazy, its
+// members or their views).
+TensorDictBase element(const TensorDictBase& td, int64_t j) { return td.index({j}); }
 
 }  // namespace
 
