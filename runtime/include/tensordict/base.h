@@ -493,7 +493,7 @@ class TensorDictBase {
   TensorDictBase expand_as(const at::Tensor& other) const;
   TensorDict expand_as(const TensorDictBase& other) const;
 
-  // ---- ops that reorder or repeat batch elements (copies; runtime/src/repeat_ops.cpp)
+  // ---- ops that reorder or repeat batch elements (copies; runtime/src/ops/repeat_ops.cpp)
   TensorDict flip(at::IntArrayRef dims) const;
   TensorDict fliplr() const;  // flip({1})
   TensorDict flipud() const;  // flip({0})
@@ -653,7 +653,7 @@ class TensorDictBase {
   // of them); TensorDict::from_dict takes it back.
   c10::Dict<std::string, c10::IValue> to_dict() const;
 
-  // ---- device, dtype, copies (runtime/src/device_moves.cpp) ------------------------
+  // ---- device, dtype, copies (runtime/src/storage/device_moves.cpp) ------------------------
   // Every leaf on `device`, with as few copies and synchronisations as the
   // leaves allow: a consolidated tensordict (or one whose leaves share one
   // storage) moves as one copy of that storage, the result's leaves being
@@ -685,7 +685,7 @@ class TensorDictBase {
   // storage and stays consolidated). Needs an accelerator in libtorch.
   TensorDict pin_memory() const;
 
-  // ---- one storage (runtime/src/consolidate.cpp) -------------------------------------
+  // ---- one storage (runtime/src/storage/consolidate.cpp) -------------------------------------
   // tensordict's consolidate(): a copy whose tensor leaves are views of one
   // flat uint8 storage (each leaf contiguous, starting at a multiple of 8
   // bytes), so that to(), pin_memory() and transfers move one block. Nested
@@ -728,7 +728,7 @@ class TensorDictBase {
 
   std::shared_ptr<TensorDictImpl> impl_;
 
-  // ---- persistence (memmap: runtime/src/memmap, h5: runtime/src/h5) ------------
+  // ---- persistence (memmap: runtime/src/memmap, h5: runtime/src/kinds/persistent) ------------
  public:
   // Writes every leaf to `prefix` in tensordict's memmap layout (FORMATS.md)
   // and replaces it by a memory-mapped view of its file; the tensordict moves

@@ -1,5 +1,5 @@
 // The lists of leaf-wise ops, written once and expanded where the methods are
-// declared (base.h) and defined (src/math_ops.cpp). X(name) per op.
+// declared (base.h) and defined (src/ops/math_ops.cpp). X(name) per op.
 #pragma once
 
 // Unary ops that have an in-place `name_` form in libtorch.

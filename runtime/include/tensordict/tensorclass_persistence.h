@@ -25,7 +25,7 @@
 namespace tensordict {
 
 namespace detail {
-// Non-template helpers of the methods below (src/tensorclass_persistence.cpp).
+// Non-template helpers of the methods below (src/typed/tensorclass_persistence.cpp).
 
 // Checks that meta.json `meta` of `dir` names the class `info` (its
 // python_type, or the same bare class name as a Python module elsewhere

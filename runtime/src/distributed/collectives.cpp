@@ -11,11 +11,11 @@
 #include <map>
 #include <stdexcept>
 
-#include "../flat_storage.h"
-#include "../format.h"
-#include "calls.h"
+#include "storage/flat_storage.h"
+#include "core/format.h"
+#include "distributed/calls.h"
 #include "tensordict/errors.h"
-#include "wire.h"
+#include "distributed/wire.h"
 
 namespace tensordict {
 

@@ -13,7 +13,7 @@
 
 #include <type_traits>
 
-#include "calls.h"
+#include "distributed/calls.h"
 
 #include "tensordict/errors.h"
 

@@ -18,8 +18,8 @@
 
 #include <string>
 
-#include "calls.h"
-#include "wire.h"
+#include "distributed/calls.h"
+#include "distributed/wire.h"
 
 namespace tensordict::dist {
 

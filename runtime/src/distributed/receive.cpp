@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "messages.h"
+#include "distributed/messages.h"
 
 namespace tensordict {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "calls.h"
+#include "distributed/calls.h"
 #include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "messages.h"
+#include "distributed/messages.h"
 
 namespace tensordict {
 

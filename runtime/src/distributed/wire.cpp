@@ -1,5 +1,5 @@
 // The leaves of a tensordict on the wire: order, layout, descriptor, packing.
-#include "wire.h"
+#include "distributed/wire.h"
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
@@ -9,8 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "../flat_storage.h"
-#include "../format.h"
+#include "storage/flat_storage.h"
+#include "core/format.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"

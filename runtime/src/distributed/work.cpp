@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "calls.h"
+#include "distributed/calls.h"
 
 namespace tensordict {
 

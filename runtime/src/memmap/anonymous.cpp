@@ -4,10 +4,10 @@
 
 #include <stdexcept>
 
-#include "../format.h"
-#include "../lazy_impl.h"
-#include "../nesting.h"
-#include "memmap_detail.h"
+#include "core/format.h"
+#include "kinds/lazy/lazy_impl.h"
+#include "core/nesting.h"
+#include "memmap/memmap_detail.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {

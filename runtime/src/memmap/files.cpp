@@ -11,8 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "../format.h"
-#include "memmap_detail.h"
+#include "core/format.h"
+#include "memmap/memmap_detail.h"
 #include "tensordict/remove_tree.h"
 
 namespace tensordict::detail::memmap {

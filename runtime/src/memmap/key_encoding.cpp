@@ -1,4 +1,4 @@
-#include "memmap_detail.h"
+#include "memmap/memmap_detail.h"
 
 namespace tensordict::detail::memmap {
 

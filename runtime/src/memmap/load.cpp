@@ -7,11 +7,11 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "../dense_impl.h"
-#include "../format.h"
-#include "../lazy_impl.h"
-#include "../nesting.h"
-#include "memmap_detail.h"
+#include "kinds/dense/dense_impl.h"
+#include "core/format.h"
+#include "kinds/lazy/lazy_impl.h"
+#include "core/nesting.h"
+#include "memmap/memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"

@@ -11,8 +11,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "../format.h"
-#include "memmap_detail.h"
+#include "core/format.h"
+#include "memmap/memmap_detail.h"
 
 namespace tensordict::detail::memmap {
 

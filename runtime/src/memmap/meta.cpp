@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "../format.h"
-#include "memmap_detail.h"
+#include "core/format.h"
+#include "memmap/memmap_detail.h"
 #include "tensordict/dtype.h"
 #include "tensordict/non_tensor.h"
 

@@ -3,8 +3,8 @@
 // loader returns, and what TensorClass<Derived>::load_memmap validates.
 #include <stdexcept>
 
-#include "../format.h"
-#include "memmap_detail.h"
+#include "core/format.h"
+#include "memmap/memmap_detail.h"
 #include "tensordict/dense.h"
 #include "tensordict/memmap.h"
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "../format.h"
-#include "memmap_detail.h"
+#include "core/format.h"
+#include "memmap/memmap_detail.h"
 
 namespace tensordict::detail::memmap {
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "text.h"
+#include "nn/text.h"
 
 namespace tensordict::nn {
 

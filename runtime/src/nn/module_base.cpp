@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "text.h"
+#include "nn/text.h"
 
 namespace tensordict::nn {
 

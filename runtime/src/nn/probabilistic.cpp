@@ -11,7 +11,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/nn/distributions.h"
 #include "tensordict/nn/probabilistic.h"
-#include "text.h"
+#include "nn/text.h"
 
 namespace tensordict::nn {
 

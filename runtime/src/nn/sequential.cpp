@@ -9,7 +9,7 @@
 #include <exception>
 #include <typeinfo>
 
-#include "text.h"
+#include "nn/text.h"
 
 namespace tensordict::nn {
 

@@ -1,5 +1,5 @@
 // How tensordict.nn prints keys and modules.
-#include "text.h"
+#include "nn/text.h"
 
 #include <fmt/format.h>
 

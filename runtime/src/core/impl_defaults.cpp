@@ -1,0 +1,33 @@
+// The defaults of TensorDictImpl's overridable operations, written against
+// its required ones.
+#include "tensordict/base.h"
+#include "tensordict/non_tensor.h"
+#include "tensordict/tensorclass_support.h"
+#include "core/value_kind.h"
+
+namespace tensordict {
+
+void TensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
+  for_each([&](const std::string& key, const Value& value) { fn(key, detail::entry_kind_of(value)); });
+}
+
+std::optional<EntryKind> TensorDictImpl::entry_kind(const std::string& key) const {
+  const auto found = find(key);
+  if (!found) return std::nullopt;
+  return detail::entry_kind_of(*found);
+}
+
+TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
+  const at::Tensor t = find(key)->tensor();
+  return {detail::leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()};
+}
+
+void TensorDictImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+  for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind == EntryKind::TensorDict) fn(find(key)->tensordict());
+  });
+}
+
+void TensorDictImpl::assign(const std::string& key, const at::Tensor& value) { find(key)->tensor().copy_(value); }
+
+}  // namespace tensordict

@@ -1,0 +1,235 @@
+// LazyStackedTensorDict: the handle's lazy operations.
+#include "tensordict/lazy.h"
+#include "tensordict/errors.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "core/format.h"
+#include "core/libtorch_compat.h"
+#include "kinds/lazy/lazy_impl.h"
+
+namespace tensordict {
+
+namespace {
+
+const detail::LazyStackedImpl& lazy_of(const TensorDictBase& td) {
+  return static_cast<const detail::LazyStackedImpl&>(*td.impl());
+}
+
+bool is_full_slice(const TensorIndex& item, int64_t size) {
+  if (!item.is_slice()) return false;
+  const auto s = detail::slice_bounds(item.slice());
+  return s.start == 0 && s.stop >= size && s.step == 1;
+}
+
+// The index as one item per batch dim (Ellipsis expanded, trailing dims full
+// slices); nullopt when it has items a per-dim split cannot express (None,
+// bool scalars, masks over several dims, several tensor indices).
+std::optional<std::vector<TensorIndex>> per_dim(at::ArrayRef<TensorIndex> index, int64_t batch_dims) {
+  int64_t consumed = 0;
+  int tensors = 0;
+  for (const auto& item : index) {
+    if (item.is_none() || item.is_boolean()) return std::nullopt;
+    if (item.is_tensor()) {
+      if (item.tensor().dim() != 1) return std::nullopt;
+      ++tensors;
+    }
+    if (!item.is_ellipsis()) ++consumed;
+  }
+  if (tensors > 1 || consumed > batch_dims) return std::nullopt;
+  std::vector<TensorIndex> dims;
+  for (const auto& item : index) {
+    if (item.is_ellipsis()) {
+      for (int64_t i = 0; i < batch_dims - consumed; ++i) dims.emplace_back(Slice());
+    } else {
+      dims.push_back(item);
+    }
+  }
+  while (static_cast<int64_t>(dims.size()) < batch_dims) dims.emplace_back(Slice());
+  return dims;
+}
+
+}  // namespace
+
+LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim,
+                                             std::optional<std::vector<int64_t>> batch_size, std::optional<at::Device> device)
+    : TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(tensordicts), stack_dim, std::nullopt,
+                                                               std::move(batch_size), device)) {}
+
+LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
+  if (!detail::as_lazy(*impl_)) {
+    throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
+  }
+}
+
+int64_t LazyStackedTensorDict::stack_dim() const { return lazy_of(*this).stack_dim(); }
+
+const std::vector<TensorDictBase>& LazyStackedTensorDict::tensordicts() const { return lazy_of(*this).members(); }
+
+std::vector<std::vector<std::string>> LazyStackedTensorDict::exclusive_keys() const {
+  const auto common = lazy_of(*this).common_keys();
+  std::vector<std::vector<std::string>> out;
+  for (const auto& m : tensordicts()) {
+    std::vector<std::string> own;
+    m.impl()->for_each_key([&](const std::string& key, EntryKind) {
+      if (std::find(common.begin(), common.end(), key) == common.end()) own.push_back(key);
+    });
+    out.push_back(std::move(own));
+  }
+  return out;
+}
+
+bool LazyStackedTensorDict::contains(const TensorDictBase& td) const {
+  const auto& members = tensordicts();
+  return std::any_of(members.begin(), members.end(), [&](const TensorDictBase& m) { return m.impl() == td.impl(); });
+}
+
+std::vector<at::Tensor> LazyStackedTensorDict::get_list(const NestedKey& key) const {
+  std::vector<at::Tensor> out;
+  for (const auto& m : tensordicts()) out.push_back(m.get(key));
+  return out;
+}
+
+namespace {
+// The tensor at `key` under `td`, a lazy stack met on the way padded rather
+// than stacked (members that are stacks of different shapes).
+at::Tensor padded_get(const TensorDictBase& td, const NestedKey& key, const at::Scalar& value) {
+  if (detail::as_lazy(*td.impl())) return LazyStackedTensorDict(td).get_padded(key, value);
+  if (!key.is_nested()) return td.get(key);
+  const auto rest = key.path().subspan(1);
+  return padded_get(td.get_td(key.front()), NestedKey(std::vector<std::string>(rest.begin(), rest.end())), value);
+}
+}  // namespace
+
+at::Tensor LazyStackedTensorDict::get_padded(const NestedKey& key, const at::Scalar& value) const {
+  std::vector<at::Tensor> parts;
+  for (const auto& m : tensordicts()) parts.push_back(padded_get(m, key, value));
+  std::vector<int64_t> largest = parts.front().sizes().vec();
+  for (const auto& p : parts) {
+    if (p.dim() != static_cast<int64_t>(largest.size())) {
+      throw std::runtime_error(fmt::format("get_padded: key {} has tensors of different numbers of dims ({} and {})", key.repr(),
+                                           largest.size(), p.dim()));
+    }
+    for (int64_t d = 0; d < p.dim(); ++d) largest[d] = std::max(largest[d], p.size(d));
+  }
+  for (auto& p : parts) {
+    std::vector<int64_t> pads;
+    for (int64_t d = p.dim() - 1; d >= 0; --d) {
+      pads.push_back(0);
+      pads.push_back(largest[d] - p.size(d));
+    }
+    p = at::constant_pad_nd(p, pads, value);
+  }
+  return at::stack(parts, stack_dim());
+}
+
+void LazyStackedTensorDict::append(const TensorDictBase& td) {
+  check_unlocked();
+  const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(static_cast<int64_t>(tensordicts().size()), td);
+}
+
+void LazyStackedTensorDict::insert(int64_t position, const TensorDictBase& td) {
+  check_unlocked();
+  const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(position, td);
+}
+
+// ---- the kind-preserving operations (TensorDictImpl's virtuals) -------------------
+
+namespace detail {
+
+TensorDictBase LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
+  const int64_t sd = stack_dim_;
+  const auto n = static_cast<int64_t>(members_.size());
+  const auto dims = per_dim(index, static_cast<int64_t>(batch_size_.size()));
+  if (!dims) return TensorDictImpl::index(index);  // not expressible per member: the dense result
+  // Validates the index and its batch size the usual way.
+  const BatchIndex resolved(index, batch_size_);
+
+  const TensorIndex& along = (*dims)[sd];
+  std::vector<TensorIndex> others(dims->begin(), dims->end());
+  others.erase(others.begin() + sd);
+  const bool others_trivial = std::all_of(others.begin(), others.end(), [&](const TensorIndex& i) {
+    const auto d = &i - others.data();
+    return is_full_slice(i, member_batch_[d]);
+  });
+
+  // The members selected along the stack dim.
+  std::vector<int64_t> chosen;
+  bool single = false;
+  if (along.is_integer()) {
+    int64_t i = detail::index_integer(along);
+    chosen.push_back(i < 0 ? i + n : i);
+    single = true;
+  } else if (along.is_slice()) {
+    const at::Tensor ids = at::arange(n).index({along});
+    for (int64_t k = 0; k < ids.numel(); ++k) chosen.push_back(ids[k].item<int64_t>());
+  } else {
+    const at::Tensor t = along.tensor();
+    const at::Tensor ids = (t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) ? t.nonzero().view({-1}) : t.to(at::kLong);
+    for (int64_t k = 0; k < ids.numel(); ++k) {
+      int64_t i = ids[k].item<int64_t>();
+      chosen.push_back(i < 0 ? i + n : i);
+    }
+  }
+  if (chosen.empty()) return TensorDictImpl::index(index);  // an empty stack has no members to stack
+
+  // The stack dim's place in the result: the dims before it that survive.
+  int64_t new_sd = 0;
+  for (int64_t d = 0; d < sd; ++d) new_sd += others[d].is_integer() ? 0 : 1;
+  std::vector<TensorDictBase> results;
+  for (int64_t i : chosen) {
+    const TensorDictBase& m = members_[i];
+    results.push_back(others_trivial ? m : m.index(others));
+  }
+  if (single) return results.front();
+  (void)resolved;
+  return TensorDictBase(restack(std::move(results), new_sd));
+}
+
+std::vector<TensorDictBase> LazyStackedImpl::unbind(int64_t dim) const {
+  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind");
+  if (d == stack_dim_) return members_;
+  if (members_.empty()) return TensorDictImpl::unbind(dim);
+  // Across the stack dim: each member unbound, the slices stacked lazily.
+  std::vector<std::vector<TensorDictBase>> slices(static_cast<std::size_t>(batch_size_[d]));
+  for (const auto& m : members_) {
+    auto parts = m.unbind(d < stack_dim_ ? d : d - 1);
+    for (std::size_t k = 0; k < parts.size(); ++k) slices[k].push_back(std::move(parts[k]));
+  }
+  std::vector<TensorDictBase> out;
+  out.reserve(slices.size());
+  for (auto& s : slices) out.emplace_back(restack(std::move(s), d < stack_dim_ ? stack_dim_ - 1 : stack_dim_));
+  return out;
+}
+
+std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
+  std::vector<TensorDictBase> out;
+  out.reserve(members_.size());
+  for (const auto& m : members_) out.push_back(fn(m));
+  return restack(std::move(out), stack_dim_);
+}
+
+std::shared_ptr<LazyStackedImpl> LazyStackedImpl::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {
+  // No member left: the result describes the same members to come.
+  auto member_batch = members.empty() ? std::optional<std::vector<int64_t>>(member_batch_) : std::nullopt;
+  return std::make_shared<LazyStackedImpl>(std::move(members), stack_dim, stack_dim_name_, std::move(member_batch), device());
+}
+
+}  // namespace detail
+
+LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
+  std::vector<TensorDictBase> parts;
+  for (auto& part : unbind(dim)) parts.emplace_back(std::move(part));
+  return LazyStackedTensorDict(std::move(parts), wrap_batch_dim(dim, batch_dims(), "to_lazystack"));
+}
+
+LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
+  if (tds.empty()) throw std::runtime_error("lazy_stack: items cannot be empty");
+  return LazyStackedTensorDict(tds, dim);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,169 @@
+// Batch indexing and indexed assignment.
+#include <stdexcept>
+
+#include "core/format.h"
+#include "core/holding_level.h"
+#include "ops/map_leaves.h"
+#include "tensordict/dense.h"
+#include "tensordict/errors.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict {
+
+
+TensorDictBase TensorDictBase::index(at::ArrayRef<TensorIndex> index) const { return impl_->index(index); }
+
+// The default: every leaf indexed, a dense result.
+TensorDictBase TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
+  const BatchIndex resolved(index, batch_size());
+  auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
+  detail::PieceMeta meta{resolved.result_batch_size().vec(), detail::any_named(names()) ? resolved.result_names(names()) : Names{}};
+  return TensorDictBase(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index",
+                                                detail::ShapeCheck::Planned));
+}
+
+at::Tensor TensorDictImpl::read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>) const {
+  return resolved.apply(find(key)->tensor());
+}
+
+void TensorDictImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>,
+                               const at::Tensor& value) {
+  detail::put_entry(*this, key, find(key)->tensor(), resolved, value);
+}
+
+namespace {
+// The write of put_at once the level holding the tensor at `key` is known.
+void assign_at_key(TensorDictImpl& level, const NestedKey& key, const BatchIndex& resolved,
+                   at::ArrayRef<TensorIndex> index, const at::Tensor& value, const char* op) {
+  try {
+    level.assign_at(key.back(), resolved, index, value);
+  } catch (...) {
+    detail::rethrow_for_key(op, key);
+  }
+}
+}  // namespace
+
+TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
+  const BatchIndex resolved(index, batch_size());
+  const auto target = resolved.result_batch_size();
+  TensorDictBase source = value;
+  if (source.batch_size() != target) {
+    try {
+      source = value.expand(target);
+    } catch (const std::exception&) {
+      throw std::runtime_error(fmt::format("index_put_: the value's batch size {} cannot be expanded to the indexed batch size {}",
+                                           shape_string(value.batch_size()), shape_string(target)));
+    }
+  }
+  // A nested level the value has and this tensordict lacks is created with
+  // this batch size followed by the level's own extra dims (base.py:18405).
+  auto create_levels = [&](const NestedKey& key) {
+    for (std::size_t depth = 1; depth < key.size(); ++depth) {
+      const NestedKey level(std::vector<std::string>(key.path().begin(), key.path().begin() + static_cast<std::ptrdiff_t>(depth)));
+      if (contains(level)) continue;
+      std::vector<int64_t> batch = batch_size().vec();
+      const auto own = source.get_td(level).batch_size().slice(target.size());
+      batch.insert(batch.end(), own.begin(), own.end());
+      set(level, TensorDict({}, batch, device()));
+    }
+  };
+  for (const auto& [key, item] : source.items(true, true)) {
+    // One walk to the level holding the key tells whether we hold it, and
+    // where to write a tensor we hold (the common case).
+    const auto level = detail::holding_level(impl_, key);
+    const auto kind = level ? level->entry_kind(key.back()) : std::nullopt;
+    if (kind == EntryKind::Tensor && item.is_tensor()) {
+      assign_at_key(*level, key, resolved, index, item.tensor(), "index_put_");
+      continue;
+    }
+    const bool held = kind.has_value();
+    if (!held) create_levels(key);
+    if (item.is_non_tensor()) {
+      // tensordict writes non-tensor data at the index too; a missing key
+      // holds None outside it, as a missing tensor holds zeros.
+      if (!held) set(key, NonTensorData(Json()));
+      put_non_tensor_at(key, resolved, item, "index_put_");
+      continue;
+    }
+    const at::Tensor& leaf = item.tensor();
+    if (!held) {
+      // tensordict creates the missing entry, zero outside the index.
+      std::vector<int64_t> shape = batch_size().vec();
+      const auto feature = leaf.sizes().slice(target.size());
+      shape.insert(shape.end(), feature.begin(), feature.end());
+      set(key, at::zeros(shape, leaf.options().device(device().value_or(leaf.device()))));
+    }
+    put_at(key, resolved, index, leaf, "index_put_");
+  }
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
+  const BatchIndex resolved(index, batch_size());
+  for (const auto& [key, item] : items(true, true)) {
+    if (item.is_tensor()) put_at(key, resolved, index, value, "index_put_");
+  }
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
+  return index_put_(index, Operand(value).tensor());
+}
+
+TensorDictBase TensorDictBase::tensor_level(const NestedKey& key) const {
+  TensorDictBase parent = parent_of(key, false);
+  // get()'s KeyError or kind error, from the entry's kind alone (an h5 file
+  // reads no dataset to answer).
+  if (parent.impl_->entry_kind(key.back()) != EntryKind::Tensor) (void)get(key);
+  return parent;
+}
+
+at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
+  const BatchIndex resolved(index, batch_size());
+  const TensorDictBase parent = tensor_level(key);
+  try {
+    return parent.impl_->read_at(key.back(), resolved, index);
+  } catch (...) {
+    detail::rethrow_for_key("get_at", key);
+  }
+}
+
+TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
+  put_at(key, BatchIndex(index, batch_size()), index, value, "set_at_");
+  return *this;
+}
+
+void TensorDictBase::put_non_tensor_at(const NestedKey& key, const BatchIndex& resolved, const Value& value, const char* op) {
+  TensorDictBase parent = parent_of(key, false);
+  const Value current = *parent.impl_->find(key.back());
+  if (!current.is_non_tensor()) {
+    throw ValueError(fmt::format("{} failed for key {}: the tensordict holds {} there and the value non-tensor data", op,
+                                 key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
+  }
+  // Like indexed tensor writes, allowed on a locked tensordict.
+  parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, value.non_tensor()));
+}
+
+TensorDictBase& TensorDictBase::update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index,
+                                           const std::optional<std::vector<NestedKey>>& keys_to_update) {
+  if (keys_to_update && keys_to_update->empty()) return *this;
+  const BatchIndex resolved(index, batch_size());
+  // The keys named are the keys written, as update()'s keys_to_update.
+  const TensorDictBase source = keys_to_update ? TensorDictBase(other.select(*keys_to_update, false)) : other;
+  for (const auto& [key, item] : source.items(true, true)) {
+    if (item.is_tensor()) {
+      put_at(key, resolved, index, item.tensor(), "update_at_");
+    } else {
+      (void)get_non_tensor(key);  // the KeyError or kind error of a key we lack
+      put_non_tensor_at(key, resolved, item, "update_at_");
+    }
+  }
+  return *this;
+}
+
+void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                            const at::Tensor& value, const char* op) {
+  assign_at_key(*tensor_level(key).impl_, key, resolved, index, value, op);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,273 @@
+#include "ops/map_leaves.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+
+#include "core/exact_cast.h"
+#include "core/format.h"
+#include "kinds/lazy/lazy_impl.h"
+#include "core/nesting.h"
+#include "tensordict/errors.h"
+#include "tensordict/non_tensor.h"
+
+namespace tensordict::detail {
+
+namespace {
+// libtorch's errors keep their meaning (errors.h): c10's IndexError,
+// ValueError and TypeError become ours; any other c10::Error becomes `Error`.
+template <class Error>
+[[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
+  try {
+    throw;
+  } catch (const c10::IndexError& e) {
+    throw IndexError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const c10::ValueError& e) {
+    throw ValueError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const c10::TypeError& e) {
+    throw TypeError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
+  }
+}
+}  // namespace
+
+void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<std::runtime_error>(op, key); }
+
+void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<ValueError>(op, key); }
+
+namespace {
+
+struct Mapper {
+  const std::vector<PieceMeta>& metas;
+  std::optional<at::Device> device;
+  OpKind kind;
+  LeafFn fn;
+  const char* op;
+  std::size_t source_dims;
+  ShapeCheck check;
+  std::vector<std::string> path;  // for messages
+
+  // Every result must start with its level's batch size: code after this
+  // (reshape, index, memmap) slices leaf sizes by the batch dims, so a
+  // shorter leaf must not get in (a user's apply function can return anything).
+  // Called only under ShapeCheck::Results: the test stays at the call site,
+  // where it costs nothing per leaf for the planned ops.
+  void check_results(const at::Tensor* outs, const std::vector<PieceMeta>& level_metas, const std::string& key,
+                     const char* what) {
+    for (std::size_t i = 0; i < level_metas.size(); ++i) {
+      if (!outs[i].defined() || leaf_starts_with(outs[i], level_metas[i].batch_size)) continue;
+      path.push_back(key);
+      throw std::runtime_error(fmt::format("{}: the result for key {} has {} {}, which does not start with the batch size {}",
+                                           op, NestedKey(path).repr(), what, shape_string(leaf_shape(outs[i])),
+                                           shape_string(level_metas[i].batch_size)));
+    }
+  }
+
+  // Piece metadata of a nested level: the pieces' batch and names followed by
+  // the level's own dims past the source's.
+  std::vector<PieceMeta> nested_metas(const TensorDictImpl& level) const {
+    const auto extra = level.batch_size().slice(source_dims);
+    const Names& names = level.names();
+    std::vector<PieceMeta> out(metas.size());
+    for (std::size_t i = 0; i < metas.size(); ++i) {
+      out[i].batch_size = metas[i].batch_size;
+      out[i].keep_nested_dims = metas[i].keep_nested_dims;
+      if (!metas[i].keep_nested_dims) continue;
+      out[i].batch_size.insert(out[i].batch_size.end(), extra.begin(), extra.end());
+      // The nested level's own dims keep their names even when the result's
+      // shared dims have none (tensordict: td[0][""] keeps "d").
+      const auto own_begin = names.begin() + static_cast<std::ptrdiff_t>(std::min(source_dims, names.size()));
+      const bool own_named = std::any_of(own_begin, names.end(), [](const auto& n) { return n.has_value(); });
+      if (!metas[i].names.empty() || own_named) {
+        out[i].names = metas[i].names.empty() ? Names(metas[i].batch_size.size(), std::nullopt) : metas[i].names;
+        out[i].names.insert(out[i].names.end(), own_begin, names.end());
+      }
+    }
+    return out;
+  }
+
+  // A nested lazy stack whose stack dim lies past the source's batch dims:
+  // the op reaches the same leading dims of every member, so it runs member
+  // by member and the result stays a lazy stack, as in tensordict (whose
+  // members may hold keys and shapes that no dense stack could). A leafwise
+  // op that keeps the batch size does so across the stack dim too. Null
+  // otherwise (the lazy stack is then stacked).
+  const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
+    auto lazy = as_lazy(level);
+    if (!lazy) return nullptr;
+    const bool keeps_dims = std::all_of(metas.begin(), metas.end(), [](const PieceMeta& m) { return m.keep_nested_dims; });
+    if (!keeps_dims) return nullptr;
+    if (static_cast<std::size_t>(lazy->stack_dim()) >= source_dims) return lazy;
+    const auto source_batch = level.batch_size().slice(0, source_dims);
+    const bool keeps_batch = std::all_of(metas.begin(), metas.end(), [&](const PieceMeta& m) { return m.batch_size == source_batch; });
+    return kind == OpKind::Leafwise && keeps_batch ? lazy : nullptr;
+  }
+
+  std::vector<TensorDictBase> run_members(const LazyStackedImpl& lazy) {
+    const std::size_t n = metas.size();
+    // Inside the source's batch (a leafwise op): every member keeps its own
+    // batch size and names, and the stack dim stays where it is.
+    const bool inside = static_cast<std::size_t>(lazy.stack_dim()) < source_dims;
+    std::vector<std::vector<TensorDictBase>> members(n);
+    for (const auto& member : lazy.members()) {
+      const TensorDictImpl& m = *member.impl();
+      std::vector<std::shared_ptr<DenseImpl>> results;
+      if (inside) {  // the member is the source of its own walk
+        const std::vector<PieceMeta> same(n, PieceMeta{m.batch_size().vec(), m.names()});
+        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), check, path};
+        results = walk.run(m, same);
+      } else {
+        results = run(m, nested_metas(m));
+      }
+      for (std::size_t i = 0; i < n; ++i) members[i].emplace_back(std::move(results[i]));
+    }
+    const auto past_source = lazy.stack_dim() - static_cast<int64_t>(source_dims);
+    std::vector<TensorDictBase> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto stack_dim = inside ? lazy.stack_dim() : static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
+      out.emplace_back(std::make_shared<LazyStackedImpl>(std::move(members[i]), stack_dim, lazy.stack_dim_name()));
+    }
+    return out;
+  }
+
+  std::vector<std::shared_ptr<DenseImpl>> run(const TensorDictImpl& level, const std::vector<PieceMeta>& level_metas) {
+    NestingGuard guard(op);
+    const std::size_t n = level_metas.size();
+    std::vector<std::vector<Value>> values(n);
+    for (auto& v : values) v.reserve(level.num_keys());
+
+    std::shared_ptr<const KeyTable> table;
+    std::shared_ptr<KeyTable> built;
+    if (auto dense = exact_cast<DenseImpl>(&level)) {
+      table = dense->key_table();
+    } else {
+      built = std::make_shared<KeyTable>();
+    }
+
+    std::vector<at::Tensor> outs(n);
+    level.for_each([&](const std::string& key, const Value& value) {
+      if (built) built->push_back(key);
+      if (value.is_tensor()) {
+        try {
+          fn(value.tensor(), outs.data());
+        } catch (...) {
+          path.push_back(key);
+          rethrow_for_key(op, NestedKey(path));
+        }
+        if (check == ShapeCheck::Results) check_results(outs.data(), level_metas, key, "shape");
+        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
+      } else if (value.is_non_tensor()) {
+        const NonTensorData& data = value.non_tensor();
+        if (kind == OpKind::Fold && data.is_stack()) {
+          path.push_back(key);
+          throw ValueError(
+              fmt::format("{}: key {} holds a non-tensor stack, whose elements it cannot carry; exclude it first", op,
+                          NestedKey(path).repr()));
+        }
+        if (kind != OpKind::Batch || !data.is_stack()) {
+          for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);
+          return;
+        }
+        try {
+          fn(data.ids(), outs.data());
+        } catch (...) {
+          path.push_back(key);
+          rethrow_for_key(op, NestedKey(path));
+        }
+        if (check == ShapeCheck::Results) check_results(outs.data(), level_metas, key, "non-tensor stack shape");
+        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(NonTensorData::from_ids(data.pool(), std::move(outs[i])));
+      } else {
+        path.push_back(key);
+        const TensorDictImpl& nested = *value.impl();
+        if (auto lazy = member_wise(nested)) {
+          auto results = run_members(*lazy);
+          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
+        } else {
+          auto results = run(nested, nested_metas(nested));
+          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDictBase(std::move(results[i])));
+        }
+        path.pop_back();
+      }
+    });
+    if (built) table = built;
+
+    std::vector<std::shared_ptr<DenseImpl>> out;
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.push_back(std::make_shared<DenseImpl>(table, std::move(values[i]), level_metas[i].batch_size, device,
+                                                level_metas[i].names));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+bool any_named(const Names& names) {
+  return std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); });
+}
+
+bool writes_through(const TensorDictImpl& td) {
+  NestingGuard guard("writes_through");
+  if (!td.entries_alias_storage()) return false;
+  bool all = true;
+  td.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (all && kind == EntryKind::TensorDict) all = writes_through(*td.find(key)->impl());
+  });
+  return all;
+}
+
+void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
+               const at::Tensor& value) {
+  index.put(target, value);
+  if (!level.entries_alias_storage()) level.assign(key, target);
+}
+
+void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value) {
+  std::shared_ptr<TensorDictImpl> level = td.impl();
+  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();
+  level->insert(key.back(), std::move(value));
+}
+
+void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+  std::vector<std::string> path;
+  auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
+    NestingGuard guard(op);
+    level.for_each([&](const std::string& key, const Value& value) {
+      path.push_back(key);
+      if (value.is_tensor()) {
+        try {
+          fn(value.tensor());
+        } catch (...) {
+          rethrow_for_key(op, NestedKey(path));
+        }
+      } else if (value.is_tensordict()) {
+        self(self, *value.impl());
+      }
+      path.pop_back();
+    });
+  };
+  walk(walk, source);
+}
+
+std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
+                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op,
+                                                   ShapeCheck check) {
+  Mapper mapper{metas, device, kind, fn, op, source.batch_size().size(), check, {}};
+  return mapper.run(source, metas);
+}
+
+std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
+                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                                      ShapeCheck check) {
+  std::vector<PieceMeta> metas{std::move(meta)};
+  auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf); };
+  return map_leaves(source, metas, device, kind, each, op, check).front();
+}
+
+}  // namespace tensordict::detail

@@ -1,0 +1,114 @@
+// map_leaves: the one mechanism behind every leaf-wise op (private).
+//
+// Indexing, shape ops, device and dtype moves, clone, unbind and split all
+// build tensordicts whose leaves are computed from the matching leaves of a
+// source and whose batch size changes in a known way. This walks the source
+// once, calls `fn` once per leaf (it may produce several outputs: unbind,
+// split), and assembles `pieces` dense tensordicts. Nested levels keep the
+// batch dims they have beyond the source's. When the source is dense, the
+// results share its key table (no key is copied).
+#pragma once
+
+#include <c10/util/FunctionRef.h>
+
+#include <memory>
+#include <vector>
+
+#include "kinds/dense/dense_impl.h"
+
+namespace tensordict::detail {
+
+struct PieceMeta {
+  std::vector<int64_t> batch_size;
+  Names names;  // empty: none
+  // Nested levels keep their batch dims beyond the source's; false when the
+  // op removes every dim of every leaf (full reductions).
+  bool keep_nested_dims = true;
+};
+
+// fn(leaf, out) writes out[0 .. metas.size()).
+using LeafFn = c10::function_ref<void(const at::Tensor& leaf, at::Tensor* out)>;
+
+// What an op does to non-tensor data: a batch op (indexing, shape ops,
+// unbind, split) moves a stack's elements like a tensor of the batch shape,
+// so `fn` runs on the stack's id tensor; a value op (dtype, device, clone)
+// leaves non-tensor data as it is.
+// A fold (reductions, padding) mixes or invents batch elements: it keeps
+// single non-tensor values and refuses stacks, whose elements it cannot carry.
+// A leafwise op is a value op whose fn treats every element alone (casts,
+// copies, pointwise math, a user's apply, which tensordict runs per member):
+// a nested lazy stack then runs it member by member even when its stack dim
+// lies inside the source's batch dims, so members of different shapes stay
+// lazy.
+enum class OpKind { Batch, Value, Leafwise, Fold };
+
+// Whether every result is checked to start with its piece's batch size
+// (Results: code after map_leaves slices leaf sizes by the batch dims, and a
+// function such as a user's apply can return anything), or the op's exact
+// plan guarantees it (Planned: an index, a reshape/permute/squeeze/unbind
+// plan applied to leaves that start with the source's batch size, checked
+// where they entered; a function that keeps every leaf's shape: a cast, a
+// copy, a device move), which saves the check on the hottest ops.
+enum class ShapeCheck { Results, Planned };
+
+std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
+                                                   std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op,
+                                                   ShapeCheck check = ShapeCheck::Results);
+
+// The single-output case.
+std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
+                                      OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                                      ShapeCheck check = ShapeCheck::Results);
+
+// The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
+// its kind (a lazy root is stacked): for ops whose result is dense. `check`:
+// Planned for the functions that keep each leaf's shape.
+TensorDict leafwise(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+                    ShapeCheck check, OpKind kind = OpKind::Leafwise);
+// A dense shallow copy (the structure; tensors shared where the kind stores
+// them).
+TensorDict dense_shallow_copy(const TensorDictBase& td, const char* op);
+
+// Whether any dim has a name (TensorDictBase::has_names, for an impl's names).
+bool any_named(const Names& names);
+
+// Calls fn on every tensor leaf at any depth; errors name the key.
+void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
+
+// True when writing into the tensors a walk yields writes into `td` at every
+// level (no lazy stack or copying sub-view inside): in-place ops can then work
+// on the entries; otherwise they compute their result and update_() it.
+bool writes_through(const TensorDictImpl& td);
+
+// target[index] = value in place, `target` being the tensor entry `key` of
+// `level` as level.find() gave it. A kind whose find() builds its tensors (a
+// lazy stack's stacked copy, a sub-view's advanced-index copy) gets the
+// result assigned back, so the write reaches its storage.
+void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
+               const at::Tensor& value);
+
+// `dest` (non-tensor data over `batch`) with `value` written at `index`: the
+// non-tensor counterpart of BatchIndex::put. Collapses to one value when
+// every element holds the same one.
+NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,
+                             const NonTensorData& value);
+
+// Replaces the entry at an existing key path without validating it (for ops
+// that rewrite leaves they just derived, whose shapes they control).
+void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value);
+
+// Non-tensor data of several tensordicts (of the given batch sizes) as one
+// entry: equal single values stay one value (tensordict's rule); otherwise
+// their elements' ids are joined like tensors (`join`: at::stack or at::cat).
+NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
+                                 c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join);
+
+// Rethrows the exception in flight naming `op` and `key` (libtorch's message
+// without its backtrace): libtorch's IndexError, ValueError and TypeError as
+// ours, anything else as std::runtime_error. Call from a catch block.
+[[noreturn]] void rethrow_for_key(const char* op, const NestedKey& key);
+// The same with ValueError for anything else: for in-place writes (set_,
+// update_), whose failures tensordict reports as ValueError.
+[[noreturn]] void rethrow_invalid_for_key(const char* op, const NestedKey& key);
+
+}  // namespace tensordict::detail

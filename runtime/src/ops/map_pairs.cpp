@@ -1,0 +1,128 @@
+#include "ops/map_pairs.h"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+#include "core/format.h"
+#include "kinds/lazy/lazy_impl.h"
+#include "ops/map_leaves.h"
+#include "core/nesting.h"
+#include "core/value_kind.h"
+
+namespace tensordict::detail {
+
+namespace {
+
+[[noreturn]] void missing_key(const char* op, const NestedKey& key, const char* in, const char* not_in) {
+  throw KeyError(fmt::format("{}: key {} is in the {} tensordict but not in the {}; pass MissingKeys::intersection() or "
+                             "MissingKeys::fill(value) to combine tensordicts with different keys",
+                             op, key.repr(), in, not_in));
+}
+
+struct Pairer {
+  PairFn fn;
+  const MissingKeys& missing;
+  const char* op;
+  std::vector<std::string> path;
+
+  NestedKey here(const std::string& key) {
+    path.push_back(key);
+    NestedKey k(path);
+    path.pop_back();
+    return k;
+  }
+
+  at::Tensor call(const at::Tensor& x, const at::Tensor& y, const std::string& key) {
+    try {
+      return fn(x, y);
+    } catch (...) {
+      rethrow_for_key(op, here(key));
+    }
+  }
+
+  // One side is absent: fill it, or recurse against an empty level.
+  Value fill_one(const Value& present, bool present_is_a, const std::string& key) {
+    if (present.is_tensor()) {
+      const at::Tensor& t = present.tensor();
+      const at::Tensor filled = at::full_like(t, missing.fill_value());
+      return present_is_a ? call(t, filled, key) : call(filled, t, key);
+    }
+    if (present.is_non_tensor()) return present;
+    const TensorDictImpl& level = *present.impl();
+    DenseImpl empty(level.batch_size().vec(), level.device(), {});
+    path.push_back(key);
+    auto out = present_is_a ? run(level, empty) : run(empty, level);
+    path.pop_back();
+    return Value(TensorDictBase(out));
+  }
+
+  // A nested lazy stack in `a` is paired member by member with `b`'s parts
+  // along its stack dim and stays lazy (tensordict's rule; its members may
+  // not be stackable).
+  Value nested(const TensorDictBase& a, const TensorDictBase& b) {
+    auto lazy = as_lazy(*a.impl());
+    if (!lazy) return Value(TensorDictBase(run(*a.impl(), *b.impl())));
+    const auto parts = parts_for_members(*lazy, b, op);
+    std::vector<TensorDictBase> members;
+    for (std::size_t i = 0; i < parts.size(); ++i) members.emplace_back(run(*lazy->members()[i].impl(), *parts[i].impl()));
+    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(members), lazy->stack_dim(), lazy->stack_dim_name())));
+  }
+
+  std::shared_ptr<DenseImpl> run(const TensorDictImpl& a, const TensorDictImpl& b) {
+    NestingGuard guard(op);
+    auto out = std::make_shared<DenseImpl>(a.batch_size().vec(), a.device(), a.names());
+    a.for_each([&](const std::string& key, const Value& va) {
+      auto vb = b.find(key);
+      if (!vb) {
+        if (missing.kind() == MissingKeys::Kind::Error) missing_key(op, here(key), "first", "second");
+        if (missing.kind() == MissingKeys::Kind::Fill) out->insert(key, fill_one(va, true, key));
+        return;
+      }
+      if (va.is_tensor() != vb->is_tensor() || va.is_tensordict() != vb->is_tensordict()) {
+        throw std::runtime_error(fmt::format("{}: key {} is {} in the first tensordict but {} in the second", op,
+                                             here(key).repr(), kind_of(va), kind_of(*vb)));
+      }
+      if (va.is_tensor()) {
+        out->insert(key, call(va.tensor(), vb->tensor(), key));
+      } else if (va.is_tensordict()) {
+        path.push_back(key);
+        out->insert(key, nested(va.tensordict(), vb->tensordict()));
+        path.pop_back();
+      } else {
+        out->insert(key, va);  // non-tensor data is carried from the first operand
+      }
+    });
+    b.for_each([&](const std::string& key, const Value& vb) {
+      if (a.find(key)) return;
+      if (missing.kind() == MissingKeys::Kind::Error) missing_key(op, here(key), "second", "first");
+      if (missing.kind() == MissingKeys::Kind::Fill) out->insert(key, fill_one(vb, false, key));
+    });
+    return out;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<DenseImpl> map_pairs(const TensorDictImpl& a, const TensorDictImpl& b, PairFn fn, const MissingKeys& missing,
+                                     const char* op) {
+  Pairer pairer{fn, missing, op, {}};
+  return pairer.run(a, b);
+}
+
+void update_pairs(const TensorDictImpl& a, const TensorDictImpl& b, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
+                  const MissingKeys& missing, const char* op) {
+  // The pairing, its checks and its messages are map_pairs'; the "result"
+  // of each pair is a's leaf itself, written in place.
+  auto in_place = [&](const at::Tensor& x, const at::Tensor& y) {
+    at::Tensor target = x;
+    fn(target, y);
+    return x;
+  };
+  // With MissingKeys::fill, a's leaves without a partner are combined with
+  // the fill value; b-only keys are combined into scratch tensors and dropped
+  // (a key cannot be created in place).
+  map_pairs(a, b, in_place, missing, op);
+}
+
+}  // namespace tensordict::detail

@@ -1,0 +1,24 @@
+// map_pairs: the one mechanism behind ops between two tensordicts (private).
+//
+// Leaves are paired by key path; keys present in one operand only follow
+// tensordict's `default=` rule (MissingKeys). The result has `a`'s structure
+// (plus `b`-only keys when missing entries are filled).
+#pragma once
+
+#include <c10/util/FunctionRef.h>
+
+#include "kinds/dense/dense_impl.h"
+
+namespace tensordict::detail {
+
+using PairFn = c10::function_ref<at::Tensor(const at::Tensor& a, const at::Tensor& b)>;
+
+std::shared_ptr<DenseImpl> map_pairs(const TensorDictImpl& a, const TensorDictImpl& b, PairFn fn, const MissingKeys& missing,
+                                     const char* op);
+
+// In place: a's leaves are updated by fn(a_leaf, b_leaf) (fn writes into
+// a_leaf), with map_pairs' pairing rules.
+void update_pairs(const TensorDictImpl& a, const TensorDictImpl& b, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
+                  const MissingKeys& missing, const char* op);
+
+}  // namespace tensordict::detail

@@ -1,0 +1,68 @@
+// Dim names: rename_, rename, refine_names.
+#include <algorithm>
+#include <stdexcept>
+
+#include "kinds/dense/dense_impl.h"
+#include "core/format.h"
+#include "ops/map_leaves.h"
+#include "tensordict/dense.h"
+#include "tensordict/errors.h"
+#include "tensordict/shape_plan.h"
+
+namespace tensordict {
+
+namespace {
+
+std::string show(const Names& names) {
+  std::vector<std::string> parts;
+  for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+TensorDictBase& TensorDictBase::rename_(const Names& names) {
+  const Names checked = detail::checked_names(names, batch_size().size());
+  // Keys first: a lazy stack builds only its nested levels, not its tensors.
+  impl_->for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind != EntryKind::TensorDict) return;
+    TensorDictBase nested = impl_->find(key)->tensordict();
+    Names inherited = checked;
+    const Names& own = nested.names();
+    inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(checked.size()), own.end());
+    try {
+      nested.rename_(inherited);
+    } catch (const std::exception& e) {
+      throw ValueError(fmt::format("rename_: nested tensordict {} cannot take names {}: {}", NestedKey(key).repr(),
+                                   show(inherited), e.what()));
+    }
+  });
+  impl_->set_meta(batch_size().vec(), device(), checked);
+  return *this;
+}
+
+TensorDictBase& TensorDictBase::rename_(const std::string& old_name, const std::string& new_name) {
+  Names names = this->names();
+  auto it = std::find(names.begin(), names.end(), std::optional<std::string>(old_name));
+  if (it == names.end()) {
+    throw ValueError(fmt::format("rename_: no dim is named '{}' (names are {})", old_name, show(names)));
+  }
+  *it = new_name;
+  return rename_(names);
+}
+
+TensorDict TensorDictBase::rename(const Names& names) const {
+  TensorDict out = detail::dense_shallow_copy(*this, "rename");
+  out.rename_(names);
+  return out;
+}
+
+TensorDict TensorDictBase::rename(const std::string& old_name, const std::string& new_name) const {
+  TensorDict out = detail::dense_shallow_copy(*this, "rename");
+  out.rename_(old_name, new_name);
+  return out;
+}
+
+TensorDictBase& TensorDictBase::refine_names(const Names& names) { return rename_(shape::refined_names(this->names(), names)); }
+
+}  // namespace tensordict

@@ -1,0 +1,139 @@
+// consolidate(), is_consolidated(), consolidated_storage(): every tensor leaf
+// copied into one flat uint8 storage and viewed there (tensordict's
+// consolidate; the device moves in device_moves.cpp then move one block).
+#include <ATen/Context.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "storage/flat_storage.h"
+#include "core/format.h"
+#include "ops/map_leaves.h"
+#include "tensordict/device_sync.h"
+#include "tensordict/errors.h"
+
+namespace tensordict {
+
+namespace {
+
+// tensordict pads every leaf to a multiple of 8 bytes, so each starts aligned
+// for any dtype up to 8 bytes wide; wider ones (complex128) align to their size.
+constexpr int64_t kLeafAlignment = 8;
+
+// Why `t` cannot be a view of one flat storage (tensordict refuses the same
+// leaves, or cannot take them from C++), as the part of the message after
+// the key.
+void check_consolidatable(const at::Tensor& t) {
+  if (t.is_nested()) {
+    throw ValueError(
+        "a nested tensor cannot be consolidated: tensordict consolidates jagged-layout nested tensors only, which "
+        "libtorch's "
+        "C++ API does not build; pad it with to_padded_tensor() or exclude the key first");
+  }
+  if (t.layout() != at::kStrided) {
+    std::ostringstream layout;
+    layout << t.layout();
+    throw ValueError("a tensor of layout " + layout.str() +
+                     " cannot be consolidated: only strided tensors can be views of one flat storage; call to_dense() "
+                     "or exclude the key first");
+  }
+  if (t.is_quantized()) {
+    throw ValueError(
+        "a quantized tensor cannot be consolidated: its quantizer is not part of a flat storage; "
+        "dequantize() it or exclude the key first");
+  }
+  if (t.requires_grad()) {
+    throw ValueError(
+        "a tensor that requires grad cannot be consolidated: a copy into one storage keeps no autograd "
+        "history; detach() it first");
+  }
+}
+
+at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
+  auto options = at::TensorOptions().dtype(at::kByte).device(device);
+  if (!pin_memory) return at::empty({bytes}, options);
+  if (!at::hasCUDA()) {
+    throw std::runtime_error("consolidate: pin_memory=true needs an accelerator, and this libtorch has none (or sees no device)");
+  }
+  return at::empty({bytes}, options.pinned_memory(true));
+}
+
+}  // namespace
+
+TensorDict TensorDictBase::consolidate(const ConsolidateOptions& options) const {
+  const at::Device device = options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
+  if (options.pin_memory && !device.is_cpu()) {
+    throw ValueError(fmt::format("consolidate: pin_memory=true pins a storage on the CPU, but the storage goes to {}",
+                                 device.str()));
+  }
+  if (const auto storage = consolidated_storage()) {
+    // Already one storage: tensordict returns it as it is; a storage elsewhere
+    // (or to be pinned) moves in one copy and stays consolidated.
+    const bool pinned_enough = !options.pin_memory || storage->is_pinned();
+    if (storage->device() == device && pinned_enough) return TensorDict(*this);
+    return options.pin_memory ? pin_memory() : TensorDict(to(device, options.non_blocking));  // dense: consolidated
+  }
+
+  std::vector<at::Tensor> leaves;
+  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) {
+    check_consolidatable(t);
+    leaves.push_back(t);
+  }, "consolidate");
+
+  std::vector<int64_t> offsets;
+  offsets.reserve(leaves.size());
+  int64_t end = 0;
+  for (const auto& t : leaves) {
+    end = detail::align_up(end, std::max<int64_t>(kLeafAlignment, static_cast<int64_t>(t.element_size())));
+    offsets.push_back(end);
+    end += detail::byte_size(t);
+  }
+  const at::Tensor storage = allocate_storage(end, device, options.pin_memory);
+
+  // Each leaf lands contiguous at its offset (tensordict's layout). Copies
+  // across devices do not wait one by one: at most one synchronisation per
+  // device at the end.
+  std::vector<at::Tensor> views;
+  views.reserve(leaves.size());
+  std::vector<at::Device> crossed;
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    views.push_back(detail::view_at(storage, leaves[i], offsets[i], /*keep_strides=*/false));
+    const at::Device from = leaves[i].device();
+    const bool across = from != device;
+    views.back().copy_(leaves[i], /*non_blocking=*/across);
+    if (across && std::find(crossed.begin(), crossed.end(), from) == crossed.end()) crossed.push_back(from);
+  }
+  if (!crossed.empty() && !options.non_blocking) {
+    synchronize(device);
+    for (const auto& d : crossed) synchronize(d);
+  }
+
+  TensorDict out = detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
+                                       "consolidate");
+  out.impl()->set_consolidated_storage(storage);
+  out.lock_();
+  return out;
+}
+
+bool TensorDictBase::is_consolidated() const {
+  const at::Tensor& storage = impl_->consolidated_storage();
+  if (!storage.defined()) return false;
+  // A claim checked against the leaves: anything that replaced one (a raw
+  // write into a nested level, memmap_) ends it.
+  const c10::StorageImpl* one = storage.storage().unsafeGetStorageImpl();
+  bool all = true;
+  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) {
+    all = all && t.has_storage() && t.storage().unsafeGetStorageImpl() == one;
+  }, "is_consolidated");
+  return all;
+}
+
+std::optional<at::Tensor> TensorDictBase::consolidated_storage() const {
+  if (!is_consolidated()) return std::nullopt;
+  return impl_->consolidated_storage();
+}
+
+}  // namespace tensordict
