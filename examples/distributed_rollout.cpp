@@ -80,7 +80,7 @@ int run(const Settings& s) {
   td::broadcast(weights, group, /*src=*/0);  // every actor starts from the learner's weights
   torch::optim::SGD optimizer(policy->parameters(), torch::optim::SGDOptions(0.05));
 
-  std::vector<td::TensorDictBase> inbox;  // the learner's receive buffers, one per actor
+  std::vector<td::TensorDict> inbox;  // the learner's receive buffers, one per actor
   for (int64_t it = 0; it < kIterations; ++it) {
     if (s.rank != 0) {
       TensorDict mine = rollout(policy, s.rank);

@@ -14,7 +14,7 @@
 #include <vector>
 
 using tensordict::TensorDict;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 using namespace at::indexing;
 
 #if TENSORCLASS_EXAMPLE_TYPED
@@ -82,7 +82,7 @@ int main() {
 #endif
 
   // One step of `num_envs` environments: observations nested under "obs".
-  std::vector<TensorDictBase> trajectory;
+  std::vector<TensorDict> trajectory;
   for (int64_t t = 0; t < steps; ++t) {
     TensorDict step({{"obs", TensorDict({{"pixels", at::rand({num_envs, 3, 8, 8})}, {"pos", at::randn({num_envs, 2})}})},
                      {"action", at::randint(0, 4, {num_envs}, at::kLong)},

@@ -152,7 +152,7 @@ void check_no_outside_bytes(const at::Tensor& t) {
   }
 }
 
-void exercise(const tensordict::TensorDictBase& td, const fs::path& root) {
+void exercise(const tensordict::TensorDict& td, const fs::path& root) {
   for (const auto& key : td.keys(true, true)) {
     auto value = td.get_value(key);
     if (value && value->is_tensor() && value->tensor().numel() > 0) check_no_outside_bytes(value->tensor());
@@ -176,7 +176,7 @@ void exercise(const tensordict::TensorDictBase& td, const fs::path& root) {
     copy.unlock_();
   });
   run([&] {
-    if (td.type_name() != "TensorDict") return;
+    if (td.kind() != Kind::Dense) return;
     auto again = tensordict::TensorDict(td).memmap((root / "again").string());
     auto back = tensordict::load_memmap((root / "again").string());
     if (back.keys(true, true) != td.keys(true, true)) {

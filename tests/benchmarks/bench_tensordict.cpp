@@ -7,7 +7,7 @@
 #include "bench_common.h"
 
 using tensordict::TensorDict;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 using namespace bench;
 
 namespace {
@@ -30,7 +30,7 @@ TensorDict nested_td(Leaves l) {
 // The operands of one variant, built once and alive for the whole run.
 struct Data {
   TensorDict x, y, half;
-  std::vector<TensorDictBase> pair, all;
+  std::vector<TensorDict> pair, all;
 };
 
 void add_variant(const std::string& name, TensorDict (*make)(Leaves), const Leaves& a, const Leaves& b,

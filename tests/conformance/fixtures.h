@@ -21,12 +21,12 @@
 namespace conformance {
 
 using tensordict::TensorDict;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 
 // One fixture: the tensordict, and the directory or file it lives in.
 struct Fixture {
   std::string name;
-  TensorDictBase td;
+  TensorDict td;
   std::shared_ptr<td_test::TempDir> dir;
 };
 
@@ -53,7 +53,7 @@ inline Fixture make_fixture(const std::string& name) {
   if (name == "td") return {name, leaves({4, 3, 2, 1}), nullptr};
   if (name == "nested_td") return {name, nested({4, 3, 2, 1}), nullptr};
   if (name == "nested_stacked_td") {
-    std::vector<TensorDictBase> parts;
+    std::vector<TensorDict> parts;
     for (auto& p : nested({4, 3, 2, 1}).unbind(1)) parts.push_back(p.clone());
     return {name, tensordict::lazy_stack(parts, 1), nullptr};
   }
@@ -99,7 +99,7 @@ inline const std::vector<std::string>& fixture_names() {
 inline bool is_sub_td(const std::string& name) { return name == "sub_td" || name == "sub_td2"; }
 
 // Runs `body` on every fixture kind, naming the kind in failures.
-inline void for_each_fixture(const std::function<void(const std::string&, TensorDictBase&)>& body) {
+inline void for_each_fixture(const std::function<void(const std::string&, TensorDict&)>& body) {
   for (const auto& name : fixture_names()) {
     INFO("fixture " << name);
     Fixture f = make_fixture(name);
@@ -109,7 +109,7 @@ inline void for_each_fixture(const std::function<void(const std::string&, Tensor
 
 // The tensor leaves of `td` (non-tensor data left out), each copied: the
 // values before an op, to compute its expected result from.
-inline std::vector<std::pair<tensordict::NestedKey, at::Tensor>> snapshot(const TensorDictBase& td) {
+inline std::vector<std::pair<tensordict::NestedKey, at::Tensor>> snapshot(const TensorDict& td) {
   std::vector<std::pair<tensordict::NestedKey, at::Tensor>> out;
   for (const auto& [key, value] : td.items(true, true)) {
     if (value.is_tensor()) out.emplace_back(key, value.tensor().clone());
@@ -117,7 +117,7 @@ inline std::vector<std::pair<tensordict::NestedKey, at::Tensor>> snapshot(const 
   return out;
 }
 
-inline bool is_lazy(const TensorDictBase& td) { return td.type_name() == "LazyStackedTensorDict"; }
+inline bool is_lazy(const TensorDict& td) { return td.kind() == tensordict::Kind::LazyStack; }
 
 // The tensor at `key` of `td` compared element by element.
 inline bool same_tensor(const at::Tensor& a, const at::Tensor& b) {

@@ -11,7 +11,7 @@ using tensordict::NestedKey;
 using Catch::Contains;
 
 TEST_CASE("where with a pad fills the keys one side lacks (test_methods.py::test_where_pad)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     at::manual_seed(1);
     const at::Tensor mask = at::zeros(td.batch_size(), at::kBool).bernoulli_();
     const at::Tensor unmasked = mask.logical_not();
@@ -94,7 +94,7 @@ TEST_CASE("split_keys in place: the keys taken leave the tensordict (test_method
   for (const char* name : {"td", "nested_td", "memmap_td", "td_with_non_tensor"}) {
     CAPTURE(name);
     Fixture f = make_fixture(name);
-    TensorDictBase& td = f.td;
+    TensorDict& td = f.td;
     const at::Tensor a = td.get("a");
     const at::Tensor b = td.get("b");
     if (td.is_locked()) {
@@ -142,7 +142,7 @@ TEST_CASE("stack and cat with out write into out's tensors (test_generic.py::tes
   const auto ptr_a = cat_target.get("a").data_ptr();
   const auto ptr_c = cat_target.get({"b", "c"}).data_ptr();
   cat_target.lock_();  // in place: a locked out is fine, as in tensordict
-  TensorDictBase& returned = tensordict::cat_out(cat_target, {td1, td2}, 0);
+  TensorDict& returned = tensordict::cat_out(cat_target, {td1, td2}, 0);
   CHECK(returned.impl() == cat_target.impl());
   CHECK(cat_target.get("a").data_ptr() == ptr_a);
   CHECK(cat_target.get({"b", "c"}).data_ptr() == ptr_c);
@@ -153,8 +153,8 @@ TEST_CASE("stack and cat with out write into out's tensors (test_generic.py::tes
   tensordict::stack_out(stack_target, {td1, td2}, 1);
   CHECK(stack_target.get("a").equal(at::stack({td1.get("a"), td2.get("a")}, 1)));
   CHECK(stack_target.get({"b", "c"}).equal(at::stack({td1.get({"b", "c"}), td2.get({"b", "c"})}, 1)));
-  TensorDictBase m0 = td1.clone();
-  TensorDictBase m1 = td1.clone();
+  TensorDict m0 = td1.clone();
+  TensorDict m1 = td1.clone();
   m0.zero_();
   m1.zero_();
   tensordict::LazyStackedTensorDict lazy_target = tensordict::lazy_stack({m0, m1}, 0);

@@ -9,7 +9,7 @@ using tensordict::Names;
 TEST_CASE("new_zeros / new_ones / new_empty / new_full over every fixture (test_methods.py::test_new_zeros, test_new_ones, "
           "test_new_empty, test_new_full)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     CHECK(td.new_zeros({0}).batch_size() == at::IntArrayRef{0});
     const TensorDict zeros = td.new_zeros({2, 3});
     CHECK(zeros.batch_size() == at::IntArrayRef{2, 3});
@@ -36,7 +36,7 @@ TEST_CASE("new_* names follow the trailing dims (base.py _new_impl)", "[conforma
 }
 
 TEST_CASE("*_like constructors (test_misc.py::test_zeros_like)", "[conformance][test_misc.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const TensorDict zeros = tensordict::zeros_like(td);
     CHECK(zeros.batch_size() == td.batch_size());
     CHECK(zeros.keys(true, true) == td.keys(true, true));
@@ -46,7 +46,7 @@ TEST_CASE("*_like constructors (test_misc.py::test_zeros_like)", "[conformance][
     CHECK(tensordict::empty_like(td).get("c").scalar_type() == at::kLong);
     // rand_like / randn_like need floating leaves, as torch's do.
     CHECK_THROWS_AS(tensordict::rand_like(td), std::runtime_error);
-    const TensorDictBase r = tensordict::rand_like(td.to(at::kFloat));
+    const TensorDict r = tensordict::rand_like(td.to(at::kFloat));
     CHECK(((r.get("a") >= 0) & (r.get("a") < 1)).all().item<bool>());
     CHECK(tensordict::randn_like(td.to(at::kFloat)).get("b").sizes() == td.get("b").sizes());
   });
@@ -74,9 +74,9 @@ TEST_CASE("expand_as (test_generic.py::test_expand_as)", "[conformance][test_gen
 }
 
 TEST_CASE("softmax over every fixture (test_methods.py::test_softmax)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (name == "sub_td" || name == "sub_td2") return;  // skipped by tensordict too
-    const TensorDictBase floats = td.to(at::kFloat);
+    const TensorDict floats = td.to(at::kFloat);
     for (int64_t dim : {0, 1, -1}) {
       const TensorDict out = floats.softmax(dim);
       CHECK(out.batch_size() == td.batch_size());
@@ -87,9 +87,9 @@ TEST_CASE("softmax over every fixture (test_methods.py::test_softmax)", "[confor
 }
 
 TEST_CASE("logsumexp over every fixture (test_methods.py::test_logsumexp)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (name == "td_with_non_tensor") return;
-    const TensorDictBase floats = td.to(at::kFloat);
+    const TensorDict floats = td.to(at::kFloat);
     for (bool keepdim : {false, true}) {
       for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {0}, {1}, {0, 1}, {-1}}) {
         const TensorDict out = floats.logsumexp(dims, keepdim);
@@ -112,7 +112,7 @@ TEST_CASE("all(dim) and any(dim) keep the other dims' names (_td.py all/any)", "
 }
 
 TEST_CASE("sorted_keys over every fixture (test_methods.py::test_sorted_keys)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     std::vector<std::string> keys;
     for (const auto& k : td.keys()) keys.push_back(k.back());
     std::sort(keys.begin(), keys.end());
@@ -123,7 +123,7 @@ TEST_CASE("sorted_keys over every fixture (test_methods.py::test_sorted_keys)", 
 }
 
 TEST_CASE("popitem (test_methods.py::test_popitem)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (name == "sub_td" || name == "sub_td2" || name == "td_h5") return;  // NotImplementedError in tensordict
     if (td.is_locked()) td.unlock_();  // tensordict's test: `with td.unlock_():`
     const auto before = td.keys();
@@ -171,7 +171,7 @@ TEST_CASE("bytes (test_generic.py::test_bytes, dense leaves)", "[conformance][te
 }
 
 TEST_CASE("data_ptr over every fixture (test_methods.py::test_data_ptr)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     const TensorDict ptrs = td.data_ptr();
     CHECK(ptrs.batch_size().empty());
     CHECK(td.data_ptr(true).batch_size().empty());

@@ -30,7 +30,7 @@ TensorDict ones_at_one_step() {
 }
 
 // Every tensor leaf of `td` at batch index `index` equals `value`.
-bool all_equal_at(const TensorDictBase& td, int64_t step, double value) {
+bool all_equal_at(const TensorDict& td, int64_t step, double value) {
   bool all = true;
   for (const auto& [key, leaf] : snapshot(td)) all = all && (leaf.select(1, step) == value).all().item<bool>();
   return all;
@@ -40,9 +40,9 @@ bool all_equal_at(const TensorDictBase& td, int64_t step, double value) {
 
 TEST_CASE("update_at_ writes a zeroed row into row 0 and leaves the others (test_methods.py::test_update_at_)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     const auto before = snapshot(td);
-    const TensorDictBase td0 = td.index({1}).clone().zero_();
+    const TensorDict td0 = td.index({1}).clone().zero_();
     td.update_at_(td0, {0});
     for (const auto& [key, value] : before) {
       CAPTURE(key.repr());
@@ -120,10 +120,10 @@ namespace {
 // stack_tensors) of "a" and "a_bis" along -1 into "cat" ("stack") that
 // passes the option, or leaves it to its default for None.
 void for_each_keep_entries(bool cat,
-                           const std::function<void(bool keep, const std::function<void(TensorDictBase&)>&)>& body) {
+                           const std::function<void(bool keep, const std::function<void(TensorDict&)>&)>& body) {
   for (const std::optional<bool> keep : {std::optional<bool>(false), std::optional<bool>(true), std::optional<bool>()}) {
     CAPTURE(keep.has_value(), keep.value_or(false));
-    body(keep.value_or(false), [&](TensorDictBase& td) {
+    body(keep.value_or(false), [&](TensorDict& td) {
       const std::vector<NestedKey> keys{"a", "a_bis"};
       if (keep) {
         cat ? td.cat_tensors(keys, "cat", -1, *keep) : td.stack_tensors(keys, "stack", -1, *keep);
@@ -140,7 +140,7 @@ TEST_CASE("cat_tensors concatenates two entries into a new one, keeping or delet
           "(test_methods.py::test_cat_tensors)",
           "[conformance][test_methods.py]") {
   for_each_keep_entries(/*cat=*/true, [](bool keep, const auto& cat_tensors) {
-    for_each_fixture([&](const std::string&, TensorDictBase& td) {
+    for_each_fixture([&](const std::string&, TensorDict& td) {
       LockGuard unlocked(td, /*lock=*/false);
       const at::Tensor a = td.pop("a").tensor();
       td.set("a", a.unsqueeze(-1));
@@ -158,7 +158,7 @@ TEST_CASE("stack_tensors stacks two entries into a new one, keeping or deleting 
           "(test_methods.py::test_stack_tensors)",
           "[conformance][test_methods.py]") {
   for_each_keep_entries(/*cat=*/false, [](bool keep, const auto& stack_tensors) {
-    for_each_fixture([&](const std::string&, TensorDictBase& td) {
+    for_each_fixture([&](const std::string&, TensorDict& td) {
       LockGuard unlocked(td, /*lock=*/false);
       td.set("a_bis", td.get("a") + 1);
       const at::Tensor expected = at::stack({td.get("a"), td.get("a_bis")}, -1);

@@ -140,7 +140,7 @@ TEST_CASE("a strict load_state_dict with other keys is a RuntimeError (test_meth
     Fixture f = make_fixture(name);
     auto sd = f.td.state_dict();
     CHECK(sd.erase("a") == 1);
-    TensorDictBase zero = f.td.clone().zero_();
+    TensorDict zero = f.td.clone().zero_();
     CHECK_NOTHROW(zero.load_state_dict(sd, /*strict=*/false));
     CHECK_THROWS_AS(zero.load_state_dict(sd, /*strict=*/true), std::runtime_error);
     CHECK_FALSE(throws_as<std::out_of_range>([&] { zero.load_state_dict(sd, true); }));  // not a KeyError
@@ -223,7 +223,7 @@ TEST_CASE(
     "set_ of a missing key is a KeyError naming it (test_generic.py::test_tensordict_set, "
     "test_methods.py::test_tensordict_set)",
     "[conformance][test_generic.py][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const std::vector<int64_t> shape = [&] {
       std::vector<int64_t> s = td.batch_size().vec();
       s.push_back(3);
@@ -238,7 +238,7 @@ TEST_CASE(
 
 TEST_CASE("rename_key_ with safe=true onto an existing key is a KeyError (test_methods.py::test_rename_key)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     // A locked fixture (memmap_td) reports the lock first (the rename_key_
     // case above); an h5 file is opened read-only.
     if (td.is_locked() || name == "td_h5") return;

@@ -17,7 +17,7 @@ using tensordict::NonTensorData;
 
 namespace {
 
-bool same_td(const TensorDictBase& a, const TensorDictBase& b) { return a.impl() == b.impl(); }
+bool same_td(const TensorDict& a, const TensorDict& b) { return a.impl() == b.impl(); }
 
 }  // namespace
 
@@ -33,7 +33,7 @@ TEST_CASE("clone of an empty tensordict (test_generic.py::test_clone_empty)", "[
 TEST_CASE("expand of singleton batch dims (test_generic.py::test_expand_with_singleton)",
           "[conformance][test_generic.py]") {
   const TensorDict td({{"key1", at::randn({1, 5, 6})}, {"key2", at::randn({1, 5, 10})}}, {1, 5});
-  const TensorDictBase expanded = td.expand({3, 7, 4, 5});
+  const TensorDict expanded = td.expand({3, 7, 4, 5});
   CHECK(expanded.batch_size() == at::IntArrayRef({3, 7, 4, 5}));
   CHECK(expanded.get("key1").sizes() == at::IntArrayRef({3, 7, 4, 5, 6}));
   CHECK(expanded.get("key2").sizes() == at::IntArrayRef({3, 7, 4, 5, 10}));
@@ -67,10 +67,10 @@ TEST_CASE("is_empty looks through empty nested tensordicts (test_generic.py::tes
   TensorDict empty({}, {});
   empty.create_nested({"a", "b"});
   CHECK(empty.is_empty());
-  TensorDictBase with_string = empty.clone();
+  TensorDict with_string = empty.clone();
   with_string.set({"a", "c"}, NonTensorData(tensordict::Json("a string!")));
   CHECK_FALSE(with_string.is_empty());
-  TensorDictBase with_number = empty.clone();
+  TensorDict with_number = empty.clone();
   with_number.set({"a", "c"}, at::scalar_tensor(1));
   CHECK_FALSE(with_number.is_empty());
 }
@@ -85,7 +85,7 @@ TEST_CASE("select with strict=false keeps the nested keys that exist (test_gener
   TensorDict td({}, {});
   td.set({"a", "b"}, at::tensor(std::vector<int64_t>{1}));
   td.set({"a", "c"}, at::tensor(std::vector<int64_t>{2}));
-  const TensorDictBase selected = td.select({NestedKey({"a", "b"}), "r", NestedKey({"a", "z"})}, /*strict=*/false);
+  const TensorDict selected = td.select({NestedKey({"a", "b"}), "r", NestedKey({"a", "z"})}, /*strict=*/false);
   const auto keys = selected.keys(true, true);
   CHECK(std::find(keys.begin(), keys.end(), NestedKey({"a", "b"})) != keys.end());
   CHECK(keys.size() == 1);
@@ -101,8 +101,8 @@ TEST_CASE("a new key set through a sub-tensordict lands in the source, zero else
     const std::vector<tensordict::TensorIndex> idx =
         index0 ? std::vector<tensordict::TensorIndex>{Slice(), Slice(2, 4)}
                : std::vector<tensordict::TensorIndex>{Slice(2, 4)};
-    TensorDictBase td0 = td.get_sub_tensordict(idx0);
-    TensorDictBase sub = td.get_sub_tensordict(idx);
+    TensorDict td0 = td.get_sub_tensordict(idx0);
+    TensorDict sub = td.get_sub_tensordict(idx);
     const at::Tensor c = index0 ? at::randn({10, 2, 10}) : at::randn({2, 10, 10});
     sub.set("c", c);
     CHECK(same_tensor(td.get("c").index(idx), sub.get("c")));
@@ -174,7 +174,7 @@ TEST_CASE("masked_select flattens the masked batch dims (test_generic.py::test_m
   at::manual_seed(1);
   const TensorDict td({{"key1", at::randn({4, 5, 6})}, {"key2", at::randn({4, 5, 10})}}, {4, 5});
   const at::Tensor mask = at::zeros({4, 5}, at::kBool).bernoulli_();
-  const TensorDictBase masked = td.masked_select(mask);
+  const TensorDict masked = td.masked_select(mask);
   CHECK(masked.get("key1").size(0) == masked.batch_size()[0]);
   CHECK(masked.batch_size()[0] == mask.sum().item<int64_t>());
 }
@@ -182,7 +182,7 @@ TEST_CASE("masked_select flattens the masked batch dims (test_generic.py::test_m
 TEST_CASE("permute with positive and negative dims (test_generic.py::test_permute)", "[conformance][test_generic.py]") {
   const TensorDict td(
       {{"a", at::randn({4, 5, 6, 9})}, {"b", at::randn({4, 5, 6, 7})}, {"c", at::randn({4, 5, 6})}}, {4, 5, 6});
-  TensorDictBase p = td.permute({2, 1, 0});
+  TensorDict p = td.permute({2, 1, 0});
   CHECK(p.batch_size() == at::IntArrayRef({6, 5, 4}));
   CHECK(p.get("a").sizes() == at::IntArrayRef({6, 5, 4, 9}));
   p = td.permute({-1, -3, -2});
@@ -200,7 +200,7 @@ TEST_CASE("indexing, stacking the slices back, and set_ through an index (test_g
   CHECK(td.index({2, Slice(None, 2)}).batch_size() == at::IntArrayRef({2}));
   CHECK(td.index({None, Slice(None, 2)}).batch_size() == at::IntArrayRef({1, 2, 5}));
   CHECK((tensordict::stack(td.unbind(0), 0) == td).all());
-  std::vector<TensorDictBase> rows;
+  std::vector<TensorDict> rows;
   for (const auto& row : td.unbind(0)) rows.push_back(tensordict::stack(row.unbind(0), 0));
   CHECK((tensordict::stack(rows, 0) == td).all());
 
@@ -219,9 +219,9 @@ TEST_CASE("an empty tensordict filled slice by slice, by indexed writes or sub-t
   for (bool update : {false, true}) {
     for (bool lazy : {false, true}) {
       INFO((update ? "update" : "index_put_") << (lazy ? " of a lazy stack" : " of a tensordict"));
-      TensorDictBase td = TensorDict({}, {16});
+      TensorDict td = TensorDict({}, {16});
       if (lazy) {
-        std::vector<TensorDictBase> members(16, TensorDict({}, {}));
+        std::vector<TensorDict> members(16, TensorDict({}, {}));
         for (auto& m : members) m = TensorDict({}, {});
         td = tensordict::lazy_stack(members, 0);
       }
@@ -254,7 +254,7 @@ TEST_CASE("state_dict round trips, flat and nested, load_state_dict of a part (t
   // (README, differences from tensordict).
   CHECK(keys == std::set<std::string>{"a", "b.c", "b.d.e", "__batch_size", "__device"});
   for (bool flatten : {true, false}) {
-    TensorDictBase zero = td.clone();
+    TensorDict zero = td.clone();
     zero.zero_();
     zero.load_state_dict(td.state_dict(false, flatten), /*strict=*/true, /*assign=*/false, /*from_flatten=*/flatten);
     CHECK((zero == td).all());

@@ -49,7 +49,7 @@ TEST_CASE("set(inplace=true) copies into an existing tensor and sets a missing k
 
 TEST_CASE("update with keys_to_update, clone and inplace (test_methods.py::test_update_select)", "[conformance][test_methods.py]") {
   TensorDict dest = abc();
-  TensorDictBase source = abc().apply([](const at::Tensor& t) { return t + 5; });
+  TensorDict source = abc().apply([](const at::Tensor& t) { return t + 5; });
   const auto a_ptr = dest.get("a").data_ptr();
   dest.update(source, UpdateOptions{false, false, std::vector<NestedKey>{{"b", "c"}}, false});
   CHECK(dest.get({"b", "c"}).eq(6).all().item<bool>());
@@ -193,7 +193,7 @@ TEST_CASE("indexed assignment into an empty preallocated tensordict creates entr
   TensorDict td_0({{"env.time", at::rand({N, 1})},
                    {"agent.obs", TensorDict({{"image", at::rand({N, T, 64})}, {"state", at::rand({N, T, 3, 8, 8})}}, {N, T})}},
                   {N});
-  const TensorDictBase td_1 = td_0.clone();
+  const TensorDict td_1 = td_0.clone();
   buffer.index_put_({0}, td_0);
   buffer.index_put_({1}, td_1);
   CHECK(buffer.batch_size() == at::IntArrayRef({B, N}));

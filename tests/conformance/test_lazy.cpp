@@ -19,7 +19,7 @@ namespace {
 // stacked at dim 0 under "lazy" next to a dense [3, 3, 2], then expanded to
 // `batch` and cloned.
 TensorDict nested_lazy_het_td(std::vector<int64_t> batch) {
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   const std::vector<int64_t> hetero{3, 3, 2};
   for (int64_t i = 0; i < 3; ++i) {
     std::vector<int64_t> individual{1, 2, 3};
@@ -37,7 +37,7 @@ TensorDict nested_lazy_het_td(std::vector<int64_t> batch) {
 }
 
 // Every tensor under `td` (a lazy stack: under each member) equals `value`.
-bool all_equal(const TensorDictBase& td, double value) {
+bool all_equal(const TensorDict& td, double value) {
   if (is_lazy(td)) {
     for (const auto& m : LazyStackedTensorDict(td).tensordicts()) {
       if (!all_equal(m, value)) return false;
@@ -65,7 +65,7 @@ TEST_CASE("a lazy stack of heterogeneous members stays lazy through ops on its p
     stacked.push_back(3);
     CHECK(lazy.batch_size() == at::IntArrayRef(stacked));
     CHECK(lazy.stack_dim() == static_cast<int64_t>(batch.size()));
-    CHECK(lazy.index({Ellipsis, 0}).type_name() == "TensorDict");
+    CHECK(lazy.index({Ellipsis, 0}).kind() == tensordict::Kind::Dense);
     // The hetero key cannot be stacked; each member keeps its own shape.
     std::vector<int64_t> hetero = batch;
     hetero.push_back(2);
@@ -79,7 +79,7 @@ TEST_CASE("copies, casts, shape ops and indexing of a parent keep its heterogene
     CAPTURE(batch);
     const TensorDict obs = nested_lazy_het_td(batch);
     const auto nb = static_cast<int64_t>(batch.size());
-    auto check_lazy = [&](const TensorDictBase& td, int64_t stack_dim) {
+    auto check_lazy = [&](const TensorDict& td, int64_t stack_dim) {
       const auto lazy = LazyStackedTensorDict(td.get_td("lazy"));
       CHECK(lazy.stack_dim() == stack_dim);
       CHECK(lazy.tensordicts().size() == 3);
@@ -118,11 +118,11 @@ TEST_CASE("apply_ and apply with another tensordict go member by member (test_la
   for (const auto& batch : kBatchSizes) {
     CAPTURE(batch);
     const TensorDict obs = nested_lazy_het_td(batch);
-    TensorDictBase obs2 = obs.clone();
+    TensorDict obs2 = obs.clone();
     obs2.apply_([](const at::Tensor& t) { return t + 1; });
     CHECK(all_equal(obs2, 1));
     CHECK(all_equal(obs, 0));
-    const TensorDictBase sum = obs2.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, obs2);
+    const TensorDict sum = obs2.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, obs2);
     CHECK(is_lazy(sum.get_td("lazy")));
     CHECK(all_equal(sum, 2));
     CHECK(all_equal(obs2 + obs2, 2));
@@ -135,9 +135,9 @@ TEST_CASE("apply_ and apply with another tensordict go member by member (test_la
   td1.set({"a", "b", "c"}, at::ones({3, 5}) * 2);
   const TensorDict td({{"parent", tensordict::lazy_stack({td0, td1}, 0)}}, {2});
   // The stack dim lies inside the parent's batch: clone() copies member by member.
-  const TensorDictBase copy = td.clone();
+  const TensorDict copy = td.clone();
   CHECK(is_lazy(copy.get_td("parent")));
-  const TensorDictBase applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, copy);
+  const TensorDict applied = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, copy);
   const auto abc = LazyStackedTensorDict(applied.get_td({"parent", "a", "b"}));
   CHECK((abc.tensordicts()[0].get("c") == 2).all().item<bool>());
   CHECK((abc.tensordicts()[1].get("c") == 4).all().item<bool>());
@@ -149,7 +149,7 @@ TEST_CASE("update and update_ between parents of heterogeneous lazy stacks write
   for (const auto& batch : kBatchSizes) {
     CAPTURE(batch);
     TensorDict dest = nested_lazy_het_td(batch);
-    TensorDictBase ones = dest.clone();
+    TensorDict ones = dest.clone();
     ones.apply_([](const at::Tensor& t) { return t + 1; });
     const auto members_before = LazyStackedTensorDict(dest.get_td("lazy")).tensordicts();
     const auto hetero_ptr = members_before[2].get("hetero").data_ptr();
@@ -157,7 +157,7 @@ TEST_CASE("update and update_ between parents of heterogeneous lazy stacks write
     CHECK(all_equal(dest, 1));
     CHECK(LazyStackedTensorDict(dest.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() == hetero_ptr);
 
-    TensorDictBase twos = ones.apply([](const at::Tensor& t) { return t + 1; });
+    TensorDict twos = ones.apply([](const at::Tensor& t) { return t + 1; });
     dest.update(twos);
     CHECK(all_equal(dest, 2));
     // update keeps the destination's members (it sets into them).
@@ -296,13 +296,13 @@ TEST_CASE("densify stacks equal shapes and makes nested tensors of the rest (tes
     CHECK(dense.get({"d", "e"}).equal(at::tensor({0.0f, 1.0f})));
   };
   const TensorDict dense = td.densify();
-  CHECK(dense.type_name() == "TensorDict");
+  CHECK(dense.kind() == tensordict::Kind::Dense);
   CHECK(dense.get("a").is_nested());
   check(dense);
   // A lazy stack held by a dense tensordict is densified in place of it.
   const TensorDict nest({{"td", td}}, {2});
   const TensorDict nest_dense = nest.densify();
-  CHECK(nest_dense.get_td("td").type_name() == "TensorDict");
+  CHECK(nest_dense.get_td("td").kind() == tensordict::Kind::Dense);
   check(TensorDict(nest_dense.get_td("td")));
   // Densifying a dense tensordict keeps its tensors.
   CHECK(nest_dense.densify().get({"td", "d", "e"}).data_ptr() == nest_dense.get({"td", "d", "e"}).data_ptr());
@@ -326,19 +326,19 @@ TEST_CASE("dense_stack_tds stacks the outer level densely and keeps heterogeneou
       TensorDict td1({{"a", at::zeros({5, 6, 4})}, {"b", at::zeros({5, 6, 2})}}, batch);
       const LazyStackedTensorDict td_lazy = tensordict::lazy_stack({td0, td1}, nested_stack_dim);
       const TensorDict container({{"lazy", td_lazy}}, td_lazy.batch_size());
-      TensorDictBase container_plus_one = container.clone();
+      TensorDict container_plus_one = container.clone();
       container_plus_one.apply_([](const at::Tensor& t) { return t + 1; });
       CHECK(is_lazy(container_plus_one.get_td("lazy")));
       const LazyStackedTensorDict td_stack = tensordict::lazy_stack({container, container_plus_one}, stack_dim);
       CHECK(td_stack.stack_dim() == stack_dim);
-      const TensorDictBase dense = tensordict::dense_stack_tds(td_stack);
-      CHECK(dense.type_name() == "TensorDict");
+      const TensorDict dense = tensordict::dense_stack_tds(td_stack);
+      CHECK(dense.kind() == tensordict::Kind::Dense);
       const LazyStackedTensorDict inner(dense.get_td("lazy"));
       CHECK_FALSE(inner.tensordicts()[0].contains("b"));
       CHECK(inner.tensordicts()[1].contains("b"));
       CHECK(inner.stack_dim() == (stack_dim > nested_stack_dim ? nested_stack_dim : nested_stack_dim + 1));
       // The list form is the same.
-      const TensorDictBase from_list = tensordict::dense_stack_tds({container, container_plus_one}, stack_dim);
+      const TensorDict from_list = tensordict::dense_stack_tds({container, container_plus_one}, stack_dim);
       const LazyStackedTensorDict inner_list(from_list.get_td("lazy"));
       CHECK(inner_list.stack_dim() == inner.stack_dim());
       // Each inner member holds, along stack_dim, the container's value then the one plus one.
@@ -367,7 +367,7 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
   const TensorDict td({{"lazy", tensordict::lazy_stack({m0, m1})}, {"d", at::ones({2, 4})}}, {2});
   // Each result keeps "lazy" a stack along dim 0 of members whose x is
   // fn(1) and fn(2), and member 1 keeps its own key.
-  auto check = [](const TensorDictBase& r, double x0, double x1, at::ScalarType dtype) {
+  auto check = [](const TensorDict& r, double x0, double x1, at::ScalarType dtype) {
     REQUIRE(is_lazy(r.get_td("lazy")));
     const LazyStackedTensorDict lazy(r.get_td("lazy"));
     CHECK(lazy.stack_dim() == 0);
@@ -386,11 +386,11 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
   check(td.pow(2), 1, 4, at::kFloat);
   check(td.clamp(0.0, 1.5), 1, 1.5, at::kFloat);
   // A copy owns its members' tensors.
-  const TensorDictBase copy = td.clone();
+  const TensorDict copy = td.clone();
   LazyStackedTensorDict(copy.get_td("lazy")).tensordicts()[0].get("x").fill_(9);
   CHECK(m0.get("x").equal(at::ones({3})));
   // clone(false) shares them.
-  const TensorDictBase shallow = td.clone(false);
+  const TensorDict shallow = td.clone(false);
   CHECK(LazyStackedTensorDict(shallow.get_td("lazy")).tensordicts()[0].get("x").data_ptr() == m0.get("x").data_ptr());
   // A batch-shaped operand depends on where the stack dim is: the lazy stack
   // is stacked, which its members' shapes refuse, naming the key.

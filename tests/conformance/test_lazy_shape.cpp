@@ -11,7 +11,7 @@ using tensordict::LazyStackedTensorDict;
 
 namespace {
 
-TensorDictBase member(const TensorDictBase& td, std::size_t i) { return LazyStackedTensorDict(td).tensordicts().at(i); }
+TensorDict member(const TensorDict& td, std::size_t i) { return LazyStackedTensorDict(td).tensordicts().at(i); }
 
 at::Tensor values(std::vector<int64_t> shape, double start) {
   int64_t n = 1;
@@ -28,8 +28,8 @@ LazyStackedTensorDict hetero(int64_t stack_dim) {
 }
 
 // test_cat_mixed_lazy_*'s members: two [2, 3] tensordicts whose "a" is all i.
-std::vector<TensorDictBase> filled_members() {
-  std::vector<TensorDictBase> members;
+std::vector<TensorDict> filled_members() {
+  std::vector<TensorDict> members;
   for (int64_t i = 0; i < 2; ++i) members.push_back(TensorDict({{"a", at::full({2, 3}, static_cast<double>(i))}}, {2, 3}));
   return members;
 }
@@ -122,7 +122,7 @@ TEST_CASE("expand of a lazy stack expands its members and stays lazy where they 
   // Members that agree stack densely (tensordict's maybe_dense_stack).
   const auto same = tensordict::lazy_stack({lazy.tensordicts()[0].select({"y"}), lazy.tensordicts()[1].select({"y"})}, 1);
   const auto dense = same.expand({5, 3, 2, 4});
-  CHECK(dense.type_name() == "TensorDict");
+  CHECK(dense.kind() == tensordict::Kind::Dense);
   CHECK(same_tensor(dense.get("y"), lazy.get("y").expand({5, 3, 2, 4})));
   // One member is repeated along the stack dim.
   const auto one = tensordict::lazy_stack({lazy.tensordicts()[0]}, 1);
@@ -135,7 +135,7 @@ TEST_CASE("expand of a lazy stack expands its members and stays lazy where they 
 TEST_CASE("split of a lazy stack gives lazy stacks: groups of members along the stack dim, split members across "
           "(test_lazy.py::test_split_lazy)",
           "[conformance][test_lazy.py]") {
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   for (int64_t i = 0; i < 3; ++i) members.push_back(TensorDict({{"a", values({2, 3 + i}, 10.0 * i)}}, {2}));
   const auto td = tensordict::lazy_stack(members, 1);  // batch [2, 3]
 
@@ -236,7 +236,7 @@ TEST_CASE("cat keeps a lazy stack whose members cannot be stacked densely (test_
 
 TEST_CASE("view, reshape, unflatten and flatten regroup a lazy stack's members (test_lazy.py::test_lazy_stack_view_full_size)",
           "[conformance][test_lazy.py]") {
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   for (int64_t i = 0; i < 60; ++i) members.push_back(TensorDict({{"a", at::scalar_tensor(i, at::kLong)}}, {}));
   const auto tds = tensordict::lazy_stack(members, 0);
   const auto tdview = tds.view({3, 4, 5});
@@ -255,7 +255,7 @@ TEST_CASE("view, reshape, unflatten and flatten regroup a lazy stack's members (
 
 TEST_CASE("view of part of a lazy stack's batch regroups members across the stack dim (test_lazy.py::test_lazy_stack_view_part_size)",
           "[conformance][test_lazy.py]") {
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   for (const auto& a : at::arange(120).chunk(60)) members.push_back(TensorDict({{"a", a}}, {2}));
   const auto tds = tensordict::lazy_stack(members, 1);
   REQUIRE(tds.batch_size() == at::IntArrayRef({2, 60}));
@@ -276,7 +276,7 @@ TEST_CASE("view of part of a lazy stack's batch regroups members across the stac
   CHECK(same_tensor(flat.index({3}).get("x"), het.tensordicts()[1].get("x")[1]));
   CHECK(flat.index({3}).contains("only1"));
   // A shape that neither flattens nor unflattens dims gives the dense result.
-  CHECK(tds.reshape({4, 30}).type_name() == "TensorDict");
+  CHECK(tds.reshape({4, 30}).kind() == tensordict::Kind::Dense);
 }
 
 TEST_CASE("unbind of a lazy stack gives its members along the stack dim, lazy slices across it (test_lazy.py::test_unbind_lazystack)",

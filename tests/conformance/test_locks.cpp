@@ -72,7 +72,7 @@ TEST_CASE("shape ops of a locked tensordict give locked results (test_methods.py
           "[conformance][test_methods.py]") {
   auto td = sample({2, 3});
   td.lock_();
-  const std::vector<std::pair<std::string, TensorDictBase>> results = {
+  const std::vector<std::pair<std::string, TensorDict>> results = {
       {"view", td.view({6})},
       {"reshape", td.reshape({6})},
       {"permute", td.permute({1, 0})},
@@ -85,7 +85,7 @@ TEST_CASE("shape ops of a locked tensordict give locked results (test_methods.py
       {"unflatten", td.unflatten(1, {3, 1})},
   };
   for (const auto& [name, held] : results) {
-    const TensorDictBase& result = held;  // (clang 14 lambdas cannot capture structured bindings)
+    const TensorDict& result = held;  // (clang 14 lambdas cannot capture structured bindings)
     INFO(name);
     REQUIRE(result.is_locked());
     REQUIRE(result.get_td("nested").is_locked());
@@ -107,8 +107,8 @@ TEST_CASE(
   TensorDict td;
   td.set({"a", "b", "c", "d"}, at::tensor(1.0));
   td.lock_();
-  TensorDictBase a = td.get_td("a");
-  TensorDictBase c = td.get_td({"a", "b", "c"});
+  TensorDict a = td.get_td("a");
+  TensorDict c = td.get_td({"a", "b", "c"});
   TensorDict other({{"a", a}});
   other.lock_();
   REQUIRE(CONF_MESSAGE(other.unlock_()).rfind("Cannot unlock a tensordict that is part of a locked graph.", 0) == 0);

@@ -15,8 +15,8 @@ TEST_CASE("memmap_() without a prefix maps every leaf, locks, and has no saved p
   for (const char* name : {"td", "nested_td", "stacked_td", "nested_stacked_td", "permute_td", "td_with_non_tensor"}) {
     CAPTURE(name);
     Fixture f = make_fixture(name);
-    TensorDictBase& td = f.td;
-    const TensorDictBase before = td.clone();
+    TensorDict& td = f.td;
+    const TensorDict before = td.clone();
     td.memmap_();
     CHECK(td.is_memmap());
     CHECK(td.is_locked());
@@ -32,7 +32,7 @@ TEST_CASE("memmap_() without a prefix maps every leaf, locks, and has no saved p
     CHECK((td.get("a") == 3).all().item<bool>());
     // A second call keeps the same memory (tensordict: no-op).
     // (A lazy stack stacks on get: its first member's tensor is compared.)
-    const bool lazy = td.type_name() == "LazyStackedTensorDict";
+    const bool lazy = td.kind() == tensordict::Kind::LazyStack;
     auto b_ptr = [&] { return lazy ? tensordict::LazyStackedTensorDict(td).tensordicts()[0].get("b").data_ptr() : td.get("b").data_ptr(); };
     const auto ptr = b_ptr();
     td.memmap_();
@@ -78,7 +78,7 @@ TEST_CASE("memmap stores nested (jagged) tensors as tensordict does: values, the
   td.set({"inner", "a"}, at::_nested_tensor_from_tensor_list({parts[1], parts[0]}));
   td_test::TempDir dir;
   const auto saved = td.memmap((dir / "j").string());
-  for (const TensorDictBase& loaded : {saved, TensorDictBase(TensorDict::load_memmap((dir / "j").string()))}) {
+  for (const TensorDict& loaded : {saved, TensorDict(TensorDict::load_memmap((dir / "j").string()))}) {
     REQUIRE(loaded.get("a").is_nested());
     const auto got = loaded.get("a").unbind(0);
     REQUIRE(got.size() == 2);

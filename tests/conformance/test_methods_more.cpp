@@ -13,9 +13,9 @@ using tensordict::LockGuard;
 using tensordict::NestedKey;
 
 TEST_CASE("clear empties the tensordict in place (test_methods.py::test_clear)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     LockGuard unlocked(td, /*lock=*/false);
-    TensorDictBase& cleared = td.clear();
+    TensorDict& cleared = td.clear();
     CHECK(&cleared == &td);
     CHECK(td.is_empty());
     CHECK(td.keys(true, true).empty());
@@ -24,7 +24,7 @@ TEST_CASE("clear empties the tensordict in place (test_methods.py::test_clear)",
 
 TEST_CASE("create_nested makes empty nested tensordicts with the batch size (test_methods.py::test_create_nested)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     {
       LockGuard unlocked(td, /*lock=*/false);
       td.create_nested("root");
@@ -45,10 +45,10 @@ TEST_CASE("create_nested makes empty nested tensordicts with the batch size (tes
 
 TEST_CASE("expand adds leading dims, each slice equal to the source (test_methods.py::test_expand)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     std::vector<int64_t> expected{3};
     expected.insert(expected.end(), td.batch_size().begin(), td.batch_size().end());
-    const TensorDictBase expanded = td.expand(expected);
+    const TensorDict expanded = td.expand(expected);
     CHECK(expanded.batch_size() == at::IntArrayRef(expected));
     const auto leaves = snapshot(td);
     for (const auto& [key, value] : leaves) {
@@ -61,11 +61,11 @@ TEST_CASE("expand adds leading dims, each slice equal to the source (test_method
 
 TEST_CASE("flatten then unflatten gives the tensordict back (test_methods.py::test_flatten_unflatten)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const std::vector<int64_t> shape(td.batch_size().begin(), td.batch_size().begin() + 3);
-    const TensorDictBase flat = td.flatten(0, 2);
+    const TensorDict flat = td.flatten(0, 2);
     CHECK(flat.batch_size()[0] == shape[0] * shape[1] * shape[2]);
-    const TensorDictBase back = flat.unflatten(0, shape);
+    const TensorDict back = flat.unflatten(0, shape);
     CHECK(back.batch_size() == td.batch_size());
     for (const auto& [key, value] : snapshot(td)) {
       CAPTURE(key.repr());
@@ -91,12 +91,12 @@ TEST_CASE("indices with None add dims as they do for a tensor (test_methods.py::
                                                         {{None, Slice(), 0}, {None, Slice(), 0}},
                                                         {{Slice(), None, 0}, {Slice(), None, 0}},
                                                         {{0, Ellipsis, None}, {0, Slice(), Slice(), Slice(), None}}};
-  for_each_fixture([&](const std::string&, TensorDictBase& td) {
+  for_each_fixture([&](const std::string&, TensorDict& td) {
     REQUIRE(td.batch_dims() == 4);
     const at::Tensor batch_zeros = at::zeros(td.batch_size());
     const auto leaves = snapshot(td);
     for (const auto& [index, leaf_index] : indices) {
-      const TensorDictBase got = td.index(index);
+      const TensorDict got = td.index(index);
       CHECK(got.batch_size() == batch_zeros.index(index).sizes());
       for (const auto& [key, value] : leaves) {
         CAPTURE(key.repr());
@@ -110,7 +110,7 @@ TEST_CASE(
     "nested tensordicts with more batch dims are reached and replaced by key path "
     "(test_methods.py::test_nested_td_index)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     td.unlock_();
     auto with = [&](std::vector<int64_t> extra) {
       std::vector<int64_t> shape(td.batch_size().begin(), td.batch_size().end());
@@ -136,7 +136,7 @@ TEST_CASE(
     "named_apply sees each leaf's key and drops the leaves it returns nothing for "
     "(test_methods.py::test_named_apply, inplace=False)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto leaves = snapshot(td);
     const tensordict::TensorDict out = td.named_apply([](const NestedKey& key, const at::Tensor& x) {
       return key.path().back().find('a') != std::string::npos ? x + 1 : at::Tensor();
@@ -159,7 +159,7 @@ TEST_CASE(
 
 TEST_CASE("maximum of a tensordict with itself is a tensordict of the leaves (test_methods.py::test_maximum)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const tensordict::TensorDict out = td.maximum(td);
     for (const auto& [key, value] : snapshot(td)) {
       CAPTURE(key.repr());

@@ -42,17 +42,17 @@ bool legacy_view(const std::string& name) {
 
 TEST_CASE("apply gives fn of every leaf and apply_ writes it in place (test_methods.py::test_apply)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     REQUIRE_FALSE(before.empty());
-    const TensorDictBase out = td.apply([](const at::Tensor& t) { return t + 1; });
+    const TensorDict out = td.apply([](const at::Tensor& t) { return t + 1; });
     CHECK(out.batch_size() == td.batch_size());
     for (const auto& [key, value] : before) {
       CAPTURE(key.repr());
       CHECK(same_tensor(out.get(key), value + 1));
       CHECK(same_tensor(td.get(key), value));  // the source is untouched
     }
-    TensorDictBase& same = td.apply_([](const at::Tensor& t) { return t + 1; });
+    TensorDict& same = td.apply_([](const at::Tensor& t) { return t + 1; });
     CHECK(same.impl() == td.impl());
     for (const auto& [key, value] : before) {
       CAPTURE(key.repr());
@@ -63,7 +63,7 @@ TEST_CASE("apply gives fn of every leaf and apply_ writes it in place (test_meth
 
 TEST_CASE("apply with another tensordict pairs the leaves by key (test_methods.py::test_apply_other)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     const TensorDict other = td.to_tensordict();
     const TensorDict out = td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, other);
@@ -79,7 +79,7 @@ TEST_CASE("apply with another tensordict pairs the leaves by key (test_methods.p
 TEST_CASE(
     "masked_fill fills the masked batch elements of every leaf in a new tensordict (test_methods.py::test_masked_fill)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     const at::Tensor mask = batch_mask(td.batch_size());
     const TensorDict out = td.masked_fill(mask, -10.0);
@@ -97,10 +97,10 @@ TEST_CASE(
 
 TEST_CASE("masked_fill_ fills the masked batch elements of every leaf in place (test_methods.py::test_masked_fill_)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     const at::Tensor mask = batch_mask(td.batch_size());
-    TensorDictBase& same = td.masked_fill_(mask, -10.0);
+    TensorDict& same = td.masked_fill_(mask, -10.0);
     CHECK(same.impl() == td.impl());
     for (const auto& [key, value] : before) {
       CAPTURE(key.repr());
@@ -113,12 +113,12 @@ TEST_CASE("masked_fill_ fills the masked batch elements of every leaf in place (
 
 TEST_CASE("indexing with a bool mask and masked_select agree and flatten the batch (test_methods.py::test_masking)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     const at::Tensor mask = batch_mask(td.batch_size());
     const int64_t count = mask.sum().item<int64_t>();
-    const TensorDictBase masked = td.index({mask});
-    const TensorDictBase selected = td.masked_select(mask);
+    const TensorDict masked = td.index({mask});
+    const TensorDict selected = td.masked_select(mask);
     CHECK(masked.batch_dims() == 1);
     CHECK(masked.batch_size()[0] == count);
     CHECK(selected.batch_size() == masked.batch_size());
@@ -131,9 +131,9 @@ TEST_CASE("indexing with a bool mask and masked_select agree and flatten the bat
 }
 
 TEST_CASE("zero_ zeroes every leaf in place (test_methods.py::test_zero_)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
-    TensorDictBase& same = td.zero_();
+    TensorDict& same = td.zero_();
     CHECK(same.impl() == td.impl());
     for (const auto& [key, value] : before) {
       CAPTURE(key.repr());
@@ -143,9 +143,9 @@ TEST_CASE("zero_ zeroes every leaf in place (test_methods.py::test_zero_)", "[co
 }
 
 TEST_CASE("fill_ of a key fills that leaf only (test_methods.py::test_fill_)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const at::Tensor b = td.get("b").clone();
-    TensorDictBase& same = td.fill_("a", 0.1);
+    TensorDict& same = td.fill_("a", 0.1);
     CHECK(same.impl() == td.impl());
     CHECK(td.get("a").eq(0.1).all().item<bool>());
     CHECK(same_tensor(td.get("a"), at::full(td.get("a").sizes(), 0.1)));
@@ -155,7 +155,7 @@ TEST_CASE("fill_ of a key fills that leaf only (test_methods.py::test_fill_)", "
 
 TEST_CASE("a tensordict equals its dense copy and differs from a zeroed one (test_methods.py::test_equal)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     CHECK(td.eq(td.to_tensordict()).all());
     CHECK_FALSE(td.ne(td.to_tensordict()).any());
     TensorDict zeroed = td.to_tensordict();
@@ -169,12 +169,12 @@ TEST_CASE(
     "comparisons with a float, an int and a 0-dim tensor apply to every leaf (test_methods.py::test_equal_float, "
     "test_equal_int, test_equal_tensor)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     td.zero_();
     CHECK(td.eq(0.0).all());
     CHECK(td.eq(0).all());
     CHECK(td.eq(at::zeros({}, at::kInt)).all());
-    TensorDictBase copy = td.clone();
+    TensorDict copy = td.clone();
     copy.zero_();
     CHECK(copy.ne(1.0).all());
     CHECK(copy.ne(1).all());
@@ -187,7 +187,7 @@ TEST_CASE(
     "isfinite, isnan, isreal, isposinf and isneginf of random leaves (test_methods.py::test_isfinite, test_isnan, "
     "test_isreal, test_isposinf, test_isneginf)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     CHECK(td.isfinite().all());
     CHECK_FALSE(td.isnan().any());
     CHECK(td.isreal().all());
@@ -200,7 +200,7 @@ TEST_CASE(
 }
 
 TEST_CASE("clamp bounds every leaf (test_methods.py::test_clamp)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     const TensorDict both = td.clamp(-1, 1);
     CHECK(both.le(1).all());
@@ -223,12 +223,12 @@ TEST_CASE(
     "(test_methods.py::test_exclude, "
     "test_exclude_missing)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     // tensordict raises NotImplementedError for exclude on a
     // PersistentTensorDict (persistent.py): not ported for td_h5.
     if (name == "td_h5") return;
     const auto keys = td.keys();
-    const TensorDictBase out = td.exclude({"a"});
+    const TensorDict out = td.exclude({"a"});
     CHECK(out.impl() != td.impl());
     CHECK(out.keys().size() == keys.size() - 1);
     CHECK_FALSE(out.contains("a"));
@@ -236,12 +236,12 @@ TEST_CASE(
     CHECK_FALSE(out.clone().contains("a"));
     CHECK(td.contains("a"));
     // Missing keys, plain and nested, are no error and drop nothing.
-    const TensorDictBase kept = td.exclude({"this key is missing", NestedKey{"this one too"}});
+    const TensorDict kept = td.exclude({"this key is missing", NestedKey{"this one too"}});
     CHECK(kept.keys(true, true) == td.keys(true, true));
     for (const auto& [key, value] : snapshot(td)) CHECK(same_tensor(kept.get(key), value));
     if (legacy_view(name)) return;
     if (td.is_locked()) td.unlock_();
-    TensorDictBase& same = td.exclude_({"a"});
+    TensorDict& same = td.exclude_({"a"});
     CHECK(same.impl() == td.impl());
     CHECK_FALSE(td.contains("a"));
     CHECK(td.keys().size() == keys.size() - 1);
@@ -252,13 +252,13 @@ TEST_CASE("select keeps the keys named, nested ones too, select_ in place (test_
           "[conformance][test_methods.py]") {
   for (bool strict : {true, false}) {
     CAPTURE(strict);
-    for_each_fixture([strict](const std::string& name, TensorDictBase& td) {
+    for_each_fixture([strict](const std::string& name, TensorDict& td) {
       // tensordict raises NotImplementedError for select on a
       // PersistentTensorDict (persistent.py): not ported for td_h5.
       if (name == "td_h5") return;
       std::vector<NestedKey> keys = {"a"};
       if (name == "nested_td" || name == "nested_stacked_td") keys.push_back(NestedKey{"my_nested_td", "inner"});
-      const TensorDictBase out = td.select(keys, strict);
+      const TensorDict out = td.select(keys, strict);
       CHECK(out.impl() != td.impl());
       CHECK(out.keys(true, true).size() == keys.size());
       CHECK(out.contains("a"));
@@ -268,7 +268,7 @@ TEST_CASE("select keeps the keys named, nested ones too, select_ in place (test_
       CHECK(td.contains("b"));
       if (legacy_view(name)) return;
       if (td.is_locked()) td.unlock_();
-      TensorDictBase& same = td.select_(keys, strict);
+      TensorDict& same = td.select_(keys, strict);
       CHECK(same.impl() == td.impl());
       CHECK(td.keys(true, true).size() == keys.size());
       CHECK(td.contains("a"));
@@ -279,11 +279,11 @@ TEST_CASE("select keeps the keys named, nested ones too, select_ in place (test_
 
 TEST_CASE("select of a missing key is a KeyError when strict, else nothing (test_methods.py::test_select_exception)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (name == "td_h5") return;  // tensordict: NotImplementedError (see test_select)
     CHECK_THROWS_AS(td.select({"tada"}, true), tensordict::KeyError);
     CHECK_THROWS_WITH(td.select({"tada"}, true), Contains("not found in"));
-    const TensorDictBase out = td.select({"tada"}, false);
+    const TensorDict out = td.select({"tada"}, false);
     CHECK(out.impl() != td.impl());
     CHECK(out.keys().empty());
   });
@@ -293,9 +293,9 @@ TEST_CASE(
     "clone copies every leaf and the batch size, a shallow clone of a dense tensordict shares its tensors "
     "(test_methods.py::test_clone_td)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     const auto before = snapshot(td);
-    TensorDictBase clone = td.clone();
+    TensorDict clone = td.clone();
     CHECK(clone.batch_size() == td.batch_size());
     CHECK(clone.eq(td).all());
     for (const auto& [key, value] : before) {
@@ -317,11 +317,11 @@ TEST_CASE("unbind gives the slices along a dim, which stack back to the tensordi
           "[conformance][test_methods.py]") {
   for (int64_t dim = 0; dim < 4; ++dim) {
     CAPTURE(dim);
-    for_each_fixture([dim](const std::string& name, TensorDictBase& td) {
+    for_each_fixture([dim](const std::string& name, TensorDict& td) {
       // tensordict's test runs on every kind but sub_td, idx_td and td_reset_bs.
       if (name == "sub_td" || name == "idx_td" || name == "td_reset_bs") return;
       const auto before = snapshot(td);
-      const std::vector<TensorDictBase> parts = td.unbind(dim);
+      const std::vector<TensorDict> parts = td.unbind(dim);
       REQUIRE(static_cast<int64_t>(parts.size()) == td.batch_size()[dim]);
       const TensorDict restacked = tensordict::stack(parts, dim).contiguous();
       CHECK(restacked.batch_size() == td.batch_size());
@@ -337,7 +337,7 @@ TEST_CASE("unbind gives the slices along a dim, which stack back to the tensordi
 
 TEST_CASE("keys, values and items rebuild the tensordict, in sorted order (test_methods.py::test_items_values_keys)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     if (td.is_locked()) td.unlock_();
     const auto check = [&] {
       const auto keys = td.keys();
@@ -366,7 +366,7 @@ TEST_CASE("keys, values and items rebuild the tensordict, in sorted order (test_
 
 TEST_CASE("pop removes a key and returns its value, or the default when missing (test_methods.py::test_pop)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     REQUIRE(has_key(td.keys(), "a"));
     const at::Tensor a = td.get("a").clone();
     if (td.is_locked()) td.unlock_();
@@ -392,7 +392,7 @@ TEST_CASE(
     "setdefault returns an existing key's value, or sets the default (test_methods.py::test_setdefault_existing_key, "
     "test_setdefault_missing_key)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     if (td.is_locked()) td.unlock_();
     const at::Tensor a = td.get("a").clone();
     const Value existing = td.setdefault("a", at::ones_like(td.get("b")));
@@ -407,7 +407,7 @@ TEST_CASE(
 
 TEST_CASE("set of a new key, refused when locked (test_methods.py::test_set_unexisting)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const at::Tensor ones = at::ones_like(td.get("a"));
     if (td.is_locked()) {
       CHECK_THROWS_AS(td.set("z", ones), std::runtime_error);
@@ -424,7 +424,7 @@ TEST_CASE(
     "a nested tensordict set with the batch size or an empty one (test_methods.py::test_nested_td, "
     "test_nested_td_emptyshape)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     if (td.is_locked()) td.unlock_();
     TensorDict same_shape({{"inner", at::randn(td.batch_size())}}, td.batch_size());
     td.set("inner_td", same_shape);
@@ -444,7 +444,7 @@ TEST_CASE(
 TEST_CASE(
     "where with a batch mask takes the tensordict or the other value per batch element (test_methods.py::test_where)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto before = snapshot(td);
     const at::Tensor mask = batch_mask(td.batch_size());
     const TensorDict with_zero = td.where(mask, 0);
@@ -464,7 +464,7 @@ TEST_CASE("gather along each batch dim takes the indexed elements of every leaf 
   using at::indexing::Slice;
   for (int64_t dim : {0, 1, 2, 3, -1, -2, -3}) {
     CAPTURE(dim);
-    for_each_fixture([dim](const std::string&, TensorDictBase& td) {
+    for_each_fixture([dim](const std::string&, TensorDict& td) {
       const auto before = snapshot(td);
       const int64_t d = dim < 0 ? dim + td.batch_dims() : dim;
       at::Tensor index = at::ones(td.batch_size(), at::kLong);
@@ -495,7 +495,7 @@ TEST_CASE("chunk splits a batch dim into pieces that cat back to the tensordict 
   for (int64_t dim : {0, 1, 2, 3}) {
     for (int64_t chunks : {1, 2}) {
       CAPTURE(dim, chunks);
-      for_each_fixture([&](const std::string&, TensorDictBase& td) {
+      for_each_fixture([&](const std::string&, TensorDict& td) {
         if (td.batch_dims() - 1 < dim) return;  // no such dim (the Python test skips it too)
         const int64_t n = std::min(td.batch_size()[static_cast<std::size_t>(dim)], chunks);
         const auto pieces = td.chunk(n, dim);
@@ -503,7 +503,7 @@ TEST_CASE("chunk splits a batch dim into pieces that cat back to the tensordict 
         int64_t total = 0;
         for (const auto& p : pieces) total += p.batch_size()[static_cast<std::size_t>(dim)];
         CHECK(total == td.batch_size()[static_cast<std::size_t>(dim)]);
-        const TensorDictBase back = tensordict::cat(pieces, dim);
+        const TensorDict back = tensordict::cat(pieces, dim);
         for (const auto& [key, value] : snapshot(td)) {
           CAPTURE(key.repr());
           const auto expected = value.chunk(n, dim);
@@ -517,7 +517,7 @@ TEST_CASE("chunk splits a batch dim into pieces that cat back to the tensordict 
 
 TEST_CASE("deleting a key removes it, and a locked tensordict refuses (test_methods.py::test_delitem)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     if (td.is_locked()) {  // memmap_td, as tensordict's "Cannot modify"
       CHECK_THROWS_AS(td.del_("a"), std::runtime_error);
       CHECK_THAT(CONF_MESSAGE(td.del_("a")), Catch::StartsWith("Cannot modify locked TensorDict."));
@@ -532,7 +532,7 @@ TEST_CASE("deleting a key removes it, and a locked tensordict refuses (test_meth
 
 TEST_CASE("empty() keeps the batch size, names and device, unlocked and without keys (test_methods.py::test_empty)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     TensorDict empty = td.empty();
     CHECK_FALSE(empty.is_locked());
     CHECK(empty.batch_size() == td.batch_size());
@@ -547,16 +547,16 @@ TEST_CASE("empty() keeps the batch size, names and device, unlocked and without 
 
 TEST_CASE("view with -1 in any one batch dim gives the same tensordict (test_methods.py::test_inferred_view_size)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (name == "permute_td" || name == "sub_td2") return;  // tensordict skips them: view incompatible with strides
     const auto before = snapshot(td);
     for (std::size_t i = 0; i < td.batch_size().size(); ++i) {
       CAPTURE(i);
       std::vector<int64_t> shape = td.batch_size().vec();
       shape[i] = -1;
-      const TensorDictBase viewed = td.view(shape);
+      const TensorDict viewed = td.view(shape);
       CHECK(viewed.batch_size() == td.batch_size());
-      const TensorDictBase round_trip = td.view({-1}).view(shape);
+      const TensorDict round_trip = td.view({-1}).view(shape);
       CHECK(round_trip.batch_size() == td.batch_size());
       for (const auto& [key, value] : before) {
         CAPTURE(key.repr());

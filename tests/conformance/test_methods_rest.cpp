@@ -31,7 +31,7 @@ bool lazy_view_in_tensordict(const std::string& name) {
 }
 
 // Every tensor leaf of `got` equal to that of `expected` (same keys).
-void require_same_leaves(const TensorDictBase& got, const TensorDictBase& expected) {
+void require_same_leaves(const TensorDict& got, const TensorDict& expected) {
   const auto want = snapshot(expected);
   REQUIRE(snapshot(got).size() == want.size());
   for (const auto& [key, value] : want) {
@@ -46,7 +46,7 @@ TEST_CASE(
     "shape, get of a key and of a one-part tuple, get with a default (test_methods.py::test_shape, "
     "test_getitem_string, test_getitem_nestedtuple, test_default_nested)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     CHECK(td.sizes() == td.batch_size());
     CHECK(td.get("a").defined());
     CHECK(same_tensor(td.get(NestedKey(std::vector<std::string>{"a"})), td.get("a")));
@@ -59,7 +59,7 @@ TEST_CASE(
     "setting a new key, a nested path and a tensordict with more batch dims (test_methods.py::test_setitem_string, "
     "test_setitem_nestedtuple, test_set_nested_batch_size)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     LockGuard unlocked(td, /*lock=*/false);
     td.set("d", at::randn({4, 3, 2, 1, 5}));
     CHECK(td.contains("d"));
@@ -75,10 +75,10 @@ TEST_CASE(
 
 TEST_CASE("del_ removes a key, a locked tensordict refuses (test_methods.py::test_remove)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     {
       LockGuard unlocked(td, /*lock=*/false);
-      TensorDictBase& out = td.del_("a");
+      TensorDict& out = td.del_("a");
       CHECK(&out == &td);
     }
     CHECK_FALSE(td.contains("a"));
@@ -91,7 +91,7 @@ TEST_CASE("del_ removes a key, a locked tensordict refuses (test_methods.py::tes
 
 TEST_CASE("rename_key_ across levels, and safe=true onto an existing key (test_methods.py::test_rename_key_nested)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     LockGuard unlocked(td, /*lock=*/false);
     td.set({"nested", "conflict"}, at::zeros(td.batch_size()));
     CHECK_THROWS_AS(td.rename_key_({"nested", "conflict"}, "b", /*safe=*/true), tensordict::KeyError);
@@ -111,7 +111,7 @@ TEST_CASE(
     "locking reaches a nested tensordict, which cannot be unlocked while its parent holds it "
     "(test_methods.py::test_lock_nested)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     td.unlock_();
     td.set({"some", "nested"}, at::zeros(td.batch_size()));
     if (is_sub_td(name)) {
@@ -121,7 +121,7 @@ TEST_CASE(
     }
     CHECK_FALSE(td.is_locked());
     td.lock_();
-    std::optional<TensorDictBase> some = td.get_td("some");
+    std::optional<TensorDict> some = td.get_td("some");
     CHECK(some->is_locked());
     CHECK_THROWS_AS(some->unlock_(), std::runtime_error);
     // Once the parent is gone, nothing holds the lock any more.
@@ -133,7 +133,7 @@ TEST_CASE(
 
 TEST_CASE("unlock_ leaves an unlocked, unshared tensordict (test_methods.py::test_unlock)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     td.unlock_();
     CHECK_FALSE(td.is_locked());
     CHECK_FALSE(td.is_shared());
@@ -142,7 +142,7 @@ TEST_CASE("unlock_ leaves an unlocked, unshared tensordict (test_methods.py::tes
 
 TEST_CASE("mean over every batch dim and over dim 0 gives a tensordict (test_methods.py::test_mean)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto leaves = snapshot(td);
     const TensorDict all = td.to_float().mean();
     const TensorDict first = td.to_float().mean({0});
@@ -159,17 +159,17 @@ TEST_CASE(
     "transpose, unsqueeze and view of the dense kinds, transpose's dims out of range are a ValueError "
     "(test_methods.py::test_transpose, test_unsqueeze, test_view)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     CHECK_THROWS_AS(td.transpose(-5, -6), tensordict::ValueError);
     if (lazy_view_in_tensordict(name)) return;
-    const TensorDictBase t = td.transpose(0, 1);
+    const TensorDict t = td.transpose(0, 1);
     CHECK(t.batch_size() == at::IntArrayRef({3, 4, 2, 1}));
     for (const auto& [key, value] : snapshot(td)) {
       CAPTURE(key.repr());
       CHECK(same_tensor(t.get(key).contiguous(), value.transpose(0, 1).contiguous()));
       CHECK(same_tensor(td.transpose(-1, -2).get(key).contiguous(), value.transpose(2, 3).contiguous()));
     }
-    TensorDictBase tt = td.transpose(-1, -2);
+    TensorDict tt = td.transpose(-1, -2);
     {
       LockGuard unlocked(tt, /*lock=*/false);
       tt.set({"some", "transposed", "tensor"}, at::zeros(tt.batch_size()));
@@ -178,12 +178,12 @@ TEST_CASE(
 
     LockGuard unlocked(td, /*lock=*/false);
     for (int64_t dim : {0, 1}) {
-      TensorDictBase u = td.unsqueeze(dim);
+      TensorDict u = td.unsqueeze(dim);
       const at::Tensor ones = at::ones_like(td.get("a").unsqueeze(dim));
       u.set("a", ones);
       CHECK((u.get("a") == 1).all().item<bool>());
     }
-    TensorDictBase v = td.view({-1});
+    TensorDict v = td.view({-1});
     const at::Tensor ones = at::ones({v.batch_size()[0], 5});
     v.set("a", ones);
     CHECK(same_tensor(v.get("a"), ones));
@@ -193,13 +193,13 @@ TEST_CASE(
 TEST_CASE("permute then its inverse gives the tensordict back (test_methods.py::test_permute_applied_twice)",
           "[conformance][test_methods.py]") {
   at::manual_seed(0);
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     for (int i = 0; i < 10; ++i) {
       const at::Tensor p = at::randperm(4);
       const at::Tensor inv = p.argsort();
       const std::vector<int64_t> pv(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + 4);
       const std::vector<int64_t> iv(inv.data_ptr<int64_t>(), inv.data_ptr<int64_t>() + 4);
-      const TensorDictBase back = td.permute(pv).permute(iv);
+      const TensorDict back = td.permute(pv).permute(iv);
       CHECK(back.batch_size() == td.batch_size());
       require_same_leaves(back, td);
     }
@@ -210,7 +210,7 @@ TEST_CASE(
     "to_tensordict and a tensordict rebuilt key by key equal the source (test_methods.py::test_to_tensordict, "
     "test_from_empty)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     CHECK((td.to_tensordict() == td).all());
     TensorDict rebuilt({}, td.batch_size(), td.device());
     for (const auto& [key, value] : td.items()) rebuilt.set(key, value);
@@ -224,7 +224,7 @@ TEST_CASE(
     "update adds keys and nested keys, through a sub-tensordict a tensor cannot replace a tensordict "
     "(test_methods.py::test_update)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     LockGuard unlocked(td, /*lock=*/false);
     const auto zeros = [&] { return at::zeros(td.batch_size()); };
     std::vector<NestedKey> keys = td.keys();
@@ -260,7 +260,7 @@ TEST_CASE("update through a sub-tensordict writes into the source (test_methods.
   const std::vector<std::string> index_kinds = {"mask", "int", "tensor1", "tensor2", "slice_tensor"};
   for (const auto& kind : index_kinds) {
     INFO("index " << kind);
-    for_each_fixture([&](const std::string&, TensorDictBase& td) {
+    for_each_fixture([&](const std::string&, TensorDict& td) {
       std::vector<tensordict::TensorIndex> index;
       const int64_t n = td.batch_size()[0], m = td.batch_size()[1];
       if (kind == "mask") {
@@ -276,9 +276,9 @@ TEST_CASE("update through a sub-tensordict writes into the source (test_methods.
       } else {
         index = {Slice(), at::tensor(std::vector<int64_t>{m - 2, m - 1})};
       }
-      TensorDictBase sub = td.get_sub_tensordict(index);
+      TensorDict sub = td.get_sub_tensordict(index);
       CHECK(sub.batch_size() == td.index(index).batch_size());
-      const TensorDictBase twos = td.index(index).to_tensordict().apply([](const at::Tensor& x) { return x * 0 + 2; });
+      const TensorDict twos = td.index(index).to_tensordict().apply([](const at::Tensor& x) { return x * 0 + 2; });
       {
         LockGuard unlocked(td, /*lock=*/false);
         sub.update(twos);
@@ -301,15 +301,15 @@ TEST_CASE("indexed writes of slices, with and without broadcasting (test_methods
   };
   for (const auto& [where, what] : writes) {
     for (bool dense : {false, true}) {
-      for_each_fixture([&](const std::string&, TensorDictBase& td) {
-        const TensorDictBase value = dense ? td.index(what).to_tensordict().zero_() : td.index(what).clone().zero_();
+      for_each_fixture([&](const std::string&, TensorDict& td) {
+        const TensorDict value = dense ? td.index(what).to_tensordict().zero_() : td.index(what).clone().zero_();
         td.index_put_(where, value);
         CHECK((td.index(where) == 0).all());
       });
     }
   }
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
-    const TensorDictBase copy = td.clone();
+  for_each_fixture([](const std::string&, TensorDict& td) {
+    const TensorDict copy = td.clone();
     td.index_put_({Slice()}, copy);
     require_same_leaves(td, copy);
   });
@@ -319,9 +319,9 @@ TEST_CASE("indexed writes with an ellipsis (test_methods.py::test_setitem_ellips
   using Index = std::vector<tensordict::TensorIndex>;
   const std::vector<Index> indices = {{Ellipsis}, {Ellipsis, 0}, {0, Ellipsis}, {0, Ellipsis, 0}};
   for (const auto& idx : indices) {
-    for_each_fixture([&](const std::string&, TensorDictBase& td) {
-      TensorDictBase copy = td.clone();
-      TensorDictBase zeros = copy.index(idx).clone();
+    for_each_fixture([&](const std::string&, TensorDict& td) {
+      TensorDict copy = td.clone();
+      TensorDict zeros = copy.index(idx).clone();
       zeros.zero_();
       for (const auto& [key, value] : snapshot(zeros)) CHECK((value == 0).all().item<bool>());
       copy.index_put_(idx, zeros);
@@ -336,11 +336,11 @@ TEST_CASE(
     "[conformance][test_methods.py]") {
   // As tensordict's tests: copy_existing=True (the memmap fixture's leaves are mapped elsewhere).
   const tensordict::MemmapOptions copy_existing{.copy_existing = true};
-  for_each_fixture([&](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([&](const std::string& name, TensorDict& td) {
     td_test::TempDir dir;
     if (name != "sub_td2") {
       td.save((dir / "saved").string(), copy_existing);
-      const TensorDictBase loaded = tensordict::load_memmap((dir / "saved").string());
+      const TensorDict loaded = tensordict::load_memmap((dir / "saved").string());
       CHECK(loaded.batch_size() == td.batch_size());
       CHECK((td.cpu() == loaded.cpu()).all());
       for (const auto& [key, value] : td.items(true, true)) {
@@ -359,7 +359,7 @@ TEST_CASE(
     CHECK(td.is_memmap());
     // Directories memmap_ did not write are left out on load.
     std::filesystem::create_directory(dir / "in_place" / "some_other_path");
-    const TensorDictBase loaded = tensordict::load_memmap(prefix);
+    const TensorDict loaded = tensordict::load_memmap(prefix);
     for (const auto& [key, value] : before) {
       CAPTURE(key.repr());
       CHECK(same_tensor(loaded.get(key), value));
@@ -369,9 +369,9 @@ TEST_CASE(
 
 TEST_CASE("load_state_dict of state_dict gives the values back (test_methods.py::test_state_dict)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto sd = td.state_dict();
-    TensorDictBase zero = td.clone().detach();
+    TensorDict zero = td.clone().detach();
     zero.zero_();
     zero.load_state_dict(sd);
     require_same_leaves(zero, td);
@@ -382,7 +382,7 @@ TEST_CASE(
     "setdefault of an existing nested key returns its value, of a missing one sets it "
     "(test_methods.py::test_setdefault_nested)",
     "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (is_sub_td(name)) return;  // tensordict's test sets the sub-tensordict's source: no C++ counterpart
     LockGuard unlocked(td, /*lock=*/false);
     const at::Tensor tensor = at::randn({4, 3, 2, 1, 5});
@@ -401,9 +401,9 @@ TEST_CASE(
 TEST_CASE("squeeze without a dim removes every size-1 batch dim and shares the leaves "
           "(test_methods.py::test_squeeze_with_none)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (lazy_view_in_tensordict(name)) return;
-    TensorDictBase squeezed = td.squeeze();
+    TensorDict squeezed = td.squeeze();
     for (int64_t d : squeezed.batch_size()) CHECK(d > 1);
     const at::Tensor ones = at::ones_like(td.get("a").squeeze());
     squeezed.set_("a", ones);
@@ -414,8 +414,8 @@ TEST_CASE("squeeze without a dim removes every size-1 batch dim and shares the l
 
 TEST_CASE("indexing keeps is_memmap, is_shared and the device (test_methods.py::test_indexed_properties)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
-    const TensorDictBase first = td.index({0});
+  for_each_fixture([](const std::string&, TensorDict& td) {
+    const TensorDict first = td.index({0});
     CHECK(first.is_shared() == td.is_shared());
     CHECK(first.device() == td.device());
   });
@@ -425,8 +425,8 @@ TEST_CASE("reductions over everything, over dim 1 and with keepdim, and folded i
           "(test_methods.py::test_reduction)",
           "[conformance][test_methods.py]") {
   using tensordict::Reduction;
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
-    const TensorDictBase f = td.exclude({"c"}).to_float();  // tensordict's _to_float: float leaves
+  for_each_fixture([](const std::string&, TensorDict& td) {
+    const TensorDict f = td.exclude({"c"}).to_float();  // tensordict's _to_float: float leaves
     std::vector<int64_t> without1, keep2;
     for (int64_t i = 0; i < f.batch_dims(); ++i) {
       if (i != 1) without1.push_back(f.batch_size()[i]);
@@ -459,7 +459,7 @@ TEST_CASE("reductions over everything, over dim 1 and with keepdim, and folded i
 
 TEST_CASE("LockGuard locks and unlocks for a scope and restores the state (test_methods.py::test_enter_exit)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (is_sub_td(name)) return;
     const bool was_locked = td.is_locked();
     {
@@ -477,7 +477,7 @@ TEST_CASE("LockGuard locks and unlocks for a scope and restores the state (test_
 
 TEST_CASE("renaming a locked tensordict's dims renames its nested tensordicts' (test_methods.py::test_lock_change_names)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     tensordict::Names names, renamed;
     for (int64_t i = 0; i < td.batch_dims(); ++i) {
       names.emplace_back(std::to_string(i));
@@ -502,7 +502,7 @@ TEST_CASE("renaming a locked tensordict's dims renames its nested tensordicts' (
 }
 
 TEST_CASE("indexed write of a dense zeroed slice (test_methods.py::test_broadcast)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     TensorDict zeros = td.index({Slice(), Slice(0, 2)}).to_tensordict();
     zeros.zero_();
     td.index_put_({Slice(), Slice(0, 2)}, zeros);
@@ -512,7 +512,7 @@ TEST_CASE("indexed write of a dense zeroed slice (test_methods.py::test_broadcas
 
 TEST_CASE("set_non_tensor and get_non_tensor, refused when locked (test_methods.py::test_non_tensor_data)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string& name, TensorDictBase& td) {
+  for_each_fixture([](const std::string& name, TensorDict& td) {
     if (!is_sub_td(name)) {
       LockGuard locked(td);
       CHECK_THROWS_AS(td.set_non_tensor({"this", "will"}, "fail"), std::runtime_error);

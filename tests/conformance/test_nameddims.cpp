@@ -52,15 +52,15 @@ TEST_CASE("indexing keeps the names of indexed dims (test_nameddims.py::test_ind
   CHECK_NAMES(td.index({0, Ellipsis, at::scalar_tensor(-1, at::kLong)}), "b", "c");
   CHECK_NAMES(td.index({0, Ellipsis, Slice(None, -1)}), "b", "c", "d");
   CHECK_NAMES(td.index({Slice(None, 1), Ellipsis, Slice(None, -1)}), "a", "b", "c", "d");
-  const TensorDictBase by_mask = td.index({at::ones({3}, at::kBool)});
+  const TensorDict by_mask = td.index({at::ones({3}, at::kBool)});
   CHECK_NAMES(by_mask, std::nullopt, "b", "c", "d");
-  const TensorDictBase by_mask2 = td.index({at::ones({3, 4}, at::kBool)});
+  const TensorDict by_mask2 = td.index({at::ones({3, 4}, at::kBool)});
   CHECK_NAMES(by_mask2, std::nullopt, "c", "d");
 }
 
 TEST_CASE("an index tensor with 2 dims repeats the name, over every fixture (test_methods.py::test_index_tensor_nd_names)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     Names names = {"a", "b", "c", "d"};
     try {
       td.refine_names(names);
@@ -70,13 +70,13 @@ TEST_CASE("an index tensor with 2 dims repeats the name, over every fixture (tes
     const at::Tensor example = at::zeros({}).expand(td.batch_size());
     const at::Tensor index = at::tensor({0, 1, 2, 1, 2, 0, 2, 0, 1}, at::kLong).reshape({3, 3});
     const Names repeated = {names[0], names[1], names[1], names[2], names[3]};
-    const TensorDictBase by_dim1 = td.index({Slice(), index});
+    const TensorDict by_dim1 = td.index({Slice(), index});
     CHECK(by_dim1.batch_size() == example.index({Slice(), index}).sizes());
     if (td.has_names()) CHECK((by_dim1.names() == repeated));
-    const TensorDictBase after_int = td.index({0, index});
+    const TensorDict after_int = td.index({0, index});
     CHECK(after_int.batch_size() == example.index({0, index}).sizes());
     if (td.has_names()) CHECK((after_int.names() == Names{names[1], names[1], names[2], names[3]}));
-    const TensorDictBase with_ellipsis = td.index({Ellipsis, index, Slice(), Slice()});
+    const TensorDict with_ellipsis = td.index({Ellipsis, index, Slice(), Slice()});
     CHECK(with_ellipsis.batch_size() == example.index({Ellipsis, index, Slice(), Slice()}).sizes());
     if (td.has_names()) CHECK((with_ellipsis.names() == repeated));
   });
@@ -119,7 +119,7 @@ TEST_CASE("stack names (test_generic.py::test_stack_names)", "[conformance][test
   CHECK_NAMES(tensordict::stack({td, td}, 0), std::nullopt, "first", "second");
   CHECK_NAMES(tensordict::stack({td, td}, 1), "first", std::nullopt, "second");
   CHECK_NAMES(tensordict::stack({td, td}, -1), "first", "second", std::nullopt);
-  TensorDictBase copy = td.clone();
+  TensorDict copy = td.clone();
   copy.rename_({"first", "third"});
   const TensorDict mixed = tensordict::stack({td, copy}, 0);
   CHECK_FALSE(mixed.has_names());

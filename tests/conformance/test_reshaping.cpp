@@ -11,13 +11,13 @@ using at::indexing::Slice;
 namespace {
 
 // The leaf at `key` of the result equals `expected(leaf of the source)`.
-void leaf_is(const TensorDictBase& result, const TensorDictBase& source, const char* key,
+void leaf_is(const TensorDict& result, const TensorDict& source, const char* key,
              const std::function<at::Tensor(const at::Tensor&)>& expected) {
   INFO("key " << key);
   CHECK(same_tensor(result.get(key), expected(source.get(key))));
 }
 
-std::vector<int64_t> shape_of(const TensorDictBase& td) { return td.batch_size().vec(); }
+std::vector<int64_t> shape_of(const TensorDict& td) { return td.batch_size().vec(); }
 
 // tensordict's test_generic fixtures: batch (4, 5, 6) and (2, 3).
 TensorDict td456() {
@@ -32,7 +32,7 @@ TensorDict td23() {
 }  // namespace
 
 TEST_CASE("movedim over every fixture (test_methods.py::test_movedim)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto moved = td.movedim(0, -1);
     CHECK(shape_of(moved) == std::vector<int64_t>{3, 2, 1, 4});
     for (const auto& key : td.keys(true, true)) {
@@ -78,7 +78,7 @@ TEST_CASE("movedim after view and on a lazy stack (test_generic.py::test_movedim
           "[conformance][test_generic.py]") {
   TensorDict td({{"a", at::randn({20, 6, 9})}, {"c", at::randn({20, 6})}}, {20, 6});
   CHECK(shape_of(td.view({4, 5, 6}).movedim(0, 2)) == std::vector<int64_t>{5, 6, 4});
-  std::vector<TensorDictBase> parts;
+  std::vector<TensorDict> parts;
   TensorDict base({{"a", at::randn({4, 5, 9})}, {"c", at::randn({4, 5})}}, {4, 5});
   for (int i = 0; i < 6; ++i) parts.push_back(base.clone());
   CHECK(shape_of(tensordict::lazy_stack(parts, 2).movedim(0, 2)) == std::vector<int64_t>{5, 6, 4});
@@ -92,7 +92,7 @@ TEST_CASE("swapaxes and swapdims (test_generic.py::test_swapaxes, test_methods.p
   leaf_is(swapped, td, "a", [](const at::Tensor& t) { return at::swapaxes(t, 0, 2); });
   CHECK(shape_of(td.swapdims(0, 2)) == std::vector<int64_t>{6, 5, 4});
   CHECK(shape_of(td.swapaxes(-1, -3)) == std::vector<int64_t>{6, 5, 4});
-  for_each_fixture([](const std::string&, TensorDictBase& f) {
+  for_each_fixture([](const std::string&, TensorDict& f) {
     CHECK(shape_of(f.swapaxes(0, 1)) == std::vector<int64_t>{3, 4, 2, 1});
     CHECK(shape_of(f.swapdims(0, 1)) == std::vector<int64_t>{3, 4, 2, 1});
   });
@@ -105,7 +105,7 @@ TEST_CASE("flip (test_generic.py::test_flip, test_methods.py::test_flip)", "[con
   leaf_is(td.flip({0, 1}), td, "a", [](const at::Tensor& t) { return t.flip({0, 1}); });  // feature dim untouched
   leaf_is(td.flip({-1}), td, "b", [](const at::Tensor& t) { return t.flip({-1}); });
   CHECK(CONF_MESSAGE(td.flip({0, -2})) == "flip: dim -2 appears twice in [0, -2]");
-  for_each_fixture([](const std::string&, TensorDictBase& f) {
+  for_each_fixture([](const std::string&, TensorDict& f) {
     CHECK(shape_of(f.flip({0})) == shape_of(f));
     leaf_is(f.flip({0, 1}), f, "a", [](const at::Tensor& t) { return t.flip({0, 1}); });
   });
@@ -120,7 +120,7 @@ TEST_CASE("fliplr and flipud (test_generic.py::test_fliplr_flipud, test_methods.
   CHECK_THROWS_AS(one.fliplr(), std::runtime_error);
   CHECK(CONF_MESSAGE(one.fliplr()) == "fliplr: requires at least 2 batch dims, got 1");
   CHECK(CONF_MESSAGE(TensorDict().flipud()) == "flipud: requires at least 1 batch dim, got 0");
-  for_each_fixture([](const std::string&, TensorDictBase& f) {
+  for_each_fixture([](const std::string&, TensorDict& f) {
     CHECK(shape_of(f.fliplr()) == shape_of(f));
     CHECK(shape_of(f.flipud()) == shape_of(f));
   });
@@ -133,7 +133,7 @@ TEST_CASE("roll (test_generic.py::test_roll, test_methods.py::test_roll)", "[con
   leaf_is(td.roll(-1, 0), td, "a", [](const at::Tensor& t) { return t.roll({-1}, {0}); });
   CHECK(CONF_MESSAGE(td.roll({1, 2}, {0})) == "roll: got 2 shifts [1, 2] for 1 dims [0] (one shift per batch dim)");
   CHECK_THROWS_AS(td.roll(1, 2), std::out_of_range);
-  for_each_fixture([](const std::string&, TensorDictBase& f) {
+  for_each_fixture([](const std::string&, TensorDict& f) {
     CHECK(shape_of(f.roll(1, 0)) == shape_of(f));
     leaf_is(f.roll({1, 2}, {0, 1}), f, "c", [](const at::Tensor& t) { return t.roll({1, 2}, {0, 1}); });
   });
@@ -145,11 +145,11 @@ TEST_CASE("narrow (test_generic.py::test_narrow, test_methods.py::test_narrow)",
   leaf_is(td.narrow(1, 1, 2), td, "a", [](const at::Tensor& t) { return t.narrow(1, 1, 2); });
   CHECK(shape_of(td.narrow(-1, 0, 2)) == std::vector<int64_t>{2, 2});
   // A view: writes reach the source.
-  TensorDictBase source = td.clone();
+  TensorDict source = td.clone();
   source.narrow(1, 1, 2).fill_("b", 7);
   CHECK(at::equal(source.get("b").index({Slice(), Slice(1, 3)}), at::full({2, 2}, 7.0)));
   CHECK(CONF_MESSAGE(td.narrow(1, 2, 2)) == "narrow: elements [2, 2 + 2) are outside batch dim 1 of size 3");
-  for_each_fixture([](const std::string&, TensorDictBase& f) {
+  for_each_fixture([](const std::string&, TensorDict& f) {
     CHECK(shape_of(f.narrow(0, 0, 1)) == std::vector<int64_t>{1, 3, 2, 1});
     CHECK(shape_of(f.narrow(1, 0, 2)) == std::vector<int64_t>{4, 2, 2, 1});
   });
@@ -165,7 +165,7 @@ TEST_CASE("tile (test_generic.py::test_tile, test_methods.py::test_tile)", "[con
   CHECK(shape_of(td.tile({3})) == std::vector<int64_t>{2, 9});
   leaf_is(td.tile({2, 1, 1}), td, "b", [](const at::Tensor& t) { return at::tile(t, {2, 1, 1}); });
   CHECK(CONF_MESSAGE(td.tile({-1})) == "tile: negative count in [-1]");
-  for_each_fixture([](const std::string& name, TensorDictBase& f) {
+  for_each_fixture([](const std::string& name, TensorDict& f) {
     if (name == "sub_td" || name == "sub_td2") return;  // skipped by tensordict too
     CHECK(shape_of(f.tile({2, 2, 2, 2})) == std::vector<int64_t>{8, 6, 4, 2});
   });
@@ -182,7 +182,7 @@ TEST_CASE("broadcast_to (test_generic.py::test_broadcast_to, test_methods.py::te
   CHECK(shape_of(td.broadcast_to({5, 2, 3})) == std::vector<int64_t>{5, 2, 3});
   CHECK(CONF_MESSAGE(td.broadcast_to({2, 4})) == "broadcast_to: batch size [1, 3] cannot be expanded to [2, 4]");
   CHECK_THROWS_AS(td.broadcast_to({-1, 3}), std::runtime_error);
-  for_each_fixture([](const std::string& name, TensorDictBase& f) {
+  for_each_fixture([](const std::string& name, TensorDict& f) {
     if (name == "sub_td" || name == "sub_td2") return;
     CHECK(shape_of(f.broadcast_to({4, 3, 2, 1})) == std::vector<int64_t>{4, 3, 2, 1});
     CHECK(shape_of(f.broadcast_to({2, 4, 3, 2, 1})) == std::vector<int64_t>{2, 4, 3, 2, 1});
@@ -190,7 +190,7 @@ TEST_CASE("broadcast_to (test_generic.py::test_broadcast_to, test_methods.py::te
 }
 
 TEST_CASE("repeat over every fixture (test_methods.py::test_repeat)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     CHECK((td.repeat({1, 1, 1, 1}) == td).all());
     for (int64_t d = 0; d < 4; ++d) {
       std::vector<int64_t> reps(4, 1);
@@ -204,7 +204,7 @@ TEST_CASE("repeat over every fixture (test_methods.py::test_repeat)", "[conforma
 }
 
 TEST_CASE("repeat_interleave over every fixture (test_methods.py::test_repeat_interleave)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     for (int64_t d : {0, 1, 2, 3, -1, -2, -3, -4}) {
       INFO("dim " << d);
       const TensorDict repeated = td.repeat_interleave(3, d);
@@ -221,7 +221,7 @@ TEST_CASE("repeat_interleave over every fixture (test_methods.py::test_repeat_in
 
 TEST_CASE("repeat_interleave with a tensor of counts (test_methods.py::test_repeat_interleave_tensor)",
           "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const at::Tensor counts = at::tensor({3, 4, 5}, at::kLong);
     const TensorDict repeated = td.repeat_interleave(counts, 1);
     CHECK(repeated.batch_size() == at::empty(td.batch_size()).repeat_interleave(counts, 1).sizes());
@@ -233,7 +233,7 @@ TEST_CASE("repeat_interleave with a tensor of counts (test_methods.py::test_repe
 }
 
 TEST_CASE("tensor_split over every fixture (test_methods.py::test_tensor_split)", "[conformance][test_methods.py]") {
-  for_each_fixture([](const std::string&, TensorDictBase& td) {
+  for_each_fixture([](const std::string&, TensorDict& td) {
     const auto reference = at::zeros(td.batch_size());
     for (int64_t dim : {0, 1}) {
       const auto pieces = td.tensor_split({1, 3}, dim);

@@ -24,9 +24,9 @@ TEST_CASE(
     "set, set_, update and index_put_ through a sub-tensordict of a lazy stack write into the members "
     "(test_methods.py::test_write_on_subtd)",
     "[conformance][test_methods.py]") {
-  std::vector<TensorDictBase> ms;
+  std::vector<TensorDict> ms;
   for (int64_t i = 0; i < 3; ++i) ms.push_back(sample({4}));
-  const std::vector<TensorDictBase> before = {ms[0].clone(), ms[1].clone(), ms[2].clone()};
+  const std::vector<TensorDict> before = {ms[0].clone(), ms[1].clone(), ms[2].clone()};
   auto lazy = lazy_stack(ms, 0);
   auto sub = lazy.get_sub_tensordict({Slice(0, 2), 1});  // row 1 of members 0 and 1
   REQUIRE(sub.batch_size() == at::IntArrayRef({2}));
@@ -94,7 +94,7 @@ TEST_CASE(
   REQUIRE_THAT(CONF_MESSAGE(sub.update(TensorDict({{"a", TensorDict({}, {2})}}, {2}))),
                Contains("cannot set key 'a'") && Contains("expected a tensor, got a tensordict"));
 
-  REQUIRE(td.get_td("nested").type_name() == "TensorDict");
+  REQUIRE(td.get_td("nested").kind() == tensordict::Kind::Dense);
   REQUIRE(td.keys(true, true) == before.keys(true, true));
   REQUIRE(td.allclose(before));
 }

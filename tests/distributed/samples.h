@@ -33,7 +33,7 @@ inline TensorDict sample_template() {
 }
 
 // Every leaf of `got` equals `expected`'s at the same key (the sorted walk of both).
-inline void check_equal(const tensordict::TensorDictBase& got, const tensordict::TensorDictBase& expected,
+inline void check_equal(const tensordict::TensorDict& got, const tensordict::TensorDict& expected,
                         const std::string& what) {
   const auto keys = expected.keys(/*include_nested=*/true, /*leaves_only=*/true);
   check(got.keys(true, true).size() == keys.size(), what + ": number of leaves");

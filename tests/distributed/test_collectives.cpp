@@ -105,7 +105,7 @@ TEST_CASE("init_remote sends the structure: from_remote_init needs no template",
       td::init_remote(make(), r.group, 1);
       td::init_remote(TensorDict({{"inner", lazy_sample(3)}}, {2}), r.group, 1);
     } else {
-      const td::TensorDictBase got = td::from_remote_init(r.group, 0);
+      const td::TensorDict got = td::from_remote_init(r.group, 0);
       const TensorDict expected = make();
       const auto keys = got.keys();
       check(keys.size() == 4 && keys[0] == td::NestedKey("zeta") && keys[1] == td::NestedKey("nested") &&
@@ -118,8 +118,8 @@ TEST_CASE("init_remote sends the structure: from_remote_init needs no template",
       check(at::equal(got.get({"nested", "ids"}), expected.get({"nested", "ids"})), "nested ids");
       check(at::equal(got.get({"stack", "obs"}), at::ones({2, 3})), "nested obs");
 
-      const td::TensorDictBase holder = td::from_remote_init(r.group, 0);
-      check(holder.get_td("inner").type_name() == "LazyStackedTensorDict", "a lazy stack stays lazy");
+      const td::TensorDict holder = td::from_remote_init(r.group, 0);
+      check(holder.get_td("inner").kind() == tensordict::Kind::LazyStack, "a lazy stack stays lazy");
       const td::LazyStackedTensorDict stack(holder.get_td("inner"));
       for (int i = 0; i < 2; ++i) check_equal(stack.tensordicts()[i], lazy_sample(3).tensordicts()[i], "lazy member");
     }

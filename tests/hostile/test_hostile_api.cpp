@@ -73,7 +73,7 @@ TEST_CASE("hostile api: 10k-deep nesting is a named error, never a crash") {
   // Built top-down (each set sees one level): the walks refuse past the bound.
   const std::string walks = HOSTILE_RETURNS({
     TensorDict top({}, {});
-    TensorDictBase level = top;
+    TensorDict level = top;
     for (int i = 0; i < 10000; ++i) {
       level.set("a", TensorDict({}, {}));
       level = level.get_td("a");

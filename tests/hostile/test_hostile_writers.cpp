@@ -34,7 +34,7 @@ TEST_CASE("hostile writers: a lazy stack of 3 rewritten as 2 loads back as 2") {
   TempDir tmp;
   const fs::path dir = tmp / "t";
   const std::string got = HOSTILE_RETURNS({
-    auto member = [](int v) { return TensorDictBase(TensorDict({{"x", at::full({2}, v)}}, {2})); };
+    auto member = [](int v) { return TensorDict(TensorDict({{"x", at::full({2}, v)}}, {2})); };
     LazyStackedTensorDict({member(1), member(2), member(3)}, 0).memmap(dir.string());
     LazyStackedTensorDict({member(4), member(5)}, 0).memmap(dir.string());
     auto back = LazyStackedTensorDict::load_memmap(dir.string());

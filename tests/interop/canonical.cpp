@@ -10,7 +10,7 @@
 namespace interop {
 
 using tensordict::Json;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 using tensordict::Value;
 
 namespace {
@@ -38,7 +38,7 @@ Json canonical_value(const Value& value) {
   return {{"kind", data.is_stack() ? "non_tensor_stack" : "non_tensor"}, {"value", data.data()}};
 }
 
-Json names_of(const TensorDictBase& td) {
+Json names_of(const TensorDict& td) {
   if (!td.has_names()) return nullptr;
   Json names = Json::array();
   for (const auto& name : td.names()) names.push_back(name ? Json(*name) : Json(nullptr));
@@ -59,8 +59,8 @@ Json canonical_tensor(const at::Tensor& t) {
           {"data", hex_bytes(t)}};
 }
 
-Json canonical(const TensorDictBase& td) {
-  if (td.type_name() == "LazyStackedTensorDict") {
+Json canonical(const TensorDict& td) {
+  if (td.kind() == tensordict::Kind::LazyStack) {
     const tensordict::LazyStackedTensorDict lazy(td);
     Json members = Json::array();
     for (const auto& member : lazy.tensordicts()) members.push_back(canonical(member));

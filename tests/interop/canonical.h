@@ -20,7 +20,7 @@
 
 namespace interop {
 
-tensordict::Json canonical(const tensordict::TensorDictBase& td);
+tensordict::Json canonical(const tensordict::TensorDict& td);
 tensordict::Json canonical_tensor(const at::Tensor& t);
 
 }  // namespace interop

@@ -165,12 +165,12 @@ TensorDict jagged() {
 
 std::vector<WrittenCase> write_cases(const fs::path& dir) {
   std::vector<WrittenCase> out;
-  auto memmap_case = [&](const std::string& name, const TensorDictBase& td) {
+  auto memmap_case = [&](const std::string& name, const TensorDict& td) {
     const fs::path path = dir / name;
     td.memmap(path.string());  // a lazy stack in its layout
     out.push_back({name, "memmap", path, canonical(td)});
   };
-  auto h5_case = [&](const std::string& name, const TensorDictBase& td) {
+  auto h5_case = [&](const std::string& name, const TensorDict& td) {
     const fs::path path = dir / (name + ".h5");
     td.to_h5(path.string()).close();
     out.push_back({name, "h5", path, canonical(PersistentTensorDict::from_h5(path.string()))});

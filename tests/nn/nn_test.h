@@ -11,6 +11,6 @@
 using tensordict::KeyError;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 namespace tnn = tensordict::nn;
 using td_test::message_of;

@@ -17,7 +17,7 @@ namespace {
 // test_tdseq_inplace's expectation of where a sequence's output lands: in the
 // input with inplace=True, in a new tensordict when the sequence or its
 // modules say False, else where the (in-place) modules wrote: the input.
-void check_placement(const TensorDictBase& output, const TensorDict& input, Inplace inplace, Inplace module_inplace) {
+void check_placement(const TensorDict& output, const TensorDict& input, Inplace inplace, Inplace module_inplace) {
   const bool new_td = inplace != Inplace::True && (module_inplace == Inplace::False || inplace == Inplace::False);
   CHECK((output.impl() != input.impl()) == new_td);
   CHECK(output.contains("input") == !new_td);
@@ -31,7 +31,7 @@ TEST_CASE(
   {
     auto tdm = twice(Inplace::False);
     TensorDict td({{"x", x}}, {1}, at::Device(at::kCPU));
-    const TensorDictBase out = tdm(td);
+    const TensorDict out = tdm(td);
     CHECK(out.impl() != td.impl());
     CHECK_FALSE(out.contains("x"));
     CHECK(at::equal(out.get("y"), x));
@@ -43,7 +43,7 @@ TEST_CASE(
   {
     auto tdm = twice(Inplace::Empty);
     TensorDict td({{"x", x}}, {1}, at::Device(at::kCPU));
-    const TensorDictBase out = tdm(td);
+    const TensorDict out = tdm(td);
     CHECK(out.impl() != td.impl());
     CHECK_FALSE(out.contains("x"));
     CHECK(out.contains("y"));
@@ -51,7 +51,7 @@ TEST_CASE(
     CHECK(out.batch_size().vec() == std::vector<int64_t>{1});
     CHECK(out.device() == at::Device(at::kCPU));
     // A given output tensordict prevails.
-    const TensorDictBase given = tdm(td, TensorDict());
+    const TensorDict given = tdm(td, TensorDict());
     CHECK_FALSE(given.contains("x"));
     CHECK(given.contains("y"));
     CHECK(given.contains("z"));
@@ -62,7 +62,7 @@ TEST_CASE(
     // None acts as False for a module; True (the default) writes into the input.
     TensorDict td({{"x", x}}, {1});
     CHECK(twice(Inplace::None)(td).impl() != td.impl());
-    const TensorDictBase out = twice(Inplace::True)(td);
+    const TensorDict out = twice(Inplace::True)(td);
     CHECK(out.impl() == td.impl());
     CHECK(td.contains("y"));
   }
@@ -82,7 +82,7 @@ TEST_CASE("TensorDictSequential inplace with modules in or out of place (test_nn
                                  tnn::TensorDictModule::Options().inplace(module_inplace))},
           false, {}, inplace);
       TensorDict input({{"input", at::zeros({})}}, {});
-      const TensorDictBase output = model(input);
+      const TensorDict output = model(input);
       check_placement(output, input, inplace, module_inplace);
       // (0 + 1) * (0 - 1)
       REQUIRE(output.contains("output"));
@@ -96,7 +96,7 @@ TEST_CASE("TensorDictSequential inplace=\"empty\" keeps the input's batch size a
   tnn::TensorDictSequential model({tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"})},
                                   false, {}, Inplace::Empty);
   TensorDict input({{"x", at::ones({3, 2})}}, {3});
-  const TensorDictBase out = model(input);
+  const TensorDict out = model(input);
   CHECK(out.impl() != input.impl());
   CHECK(out.batch_size().vec() == std::vector<int64_t>{3});
   CHECK_FALSE(out.contains("x"));
@@ -111,42 +111,42 @@ TEST_CASE("WrapModule runs a function of the whole tensordict in a sequence (nn/
           "[wrap][sequential]") {
   // The docstring's example: a reshape between two modules.
   tnn::TensorDictSequential seq({tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"}),
-                                 tnn::WrapModule([](const TensorDictBase& td) { return td.reshape({-1}); })});
+                                 tnn::WrapModule([](const TensorDict& td) { return td.reshape({-1}); })});
   TensorDict td({{"x", at::ones({3, 4, 5})}}, {3, 4});
-  const TensorDictBase out = seq(td);
+  const TensorDict out = seq(td);
   CHECK(out.batch_size().vec() == std::vector<int64_t>{12});
   CHECK(at::equal(out.get("y"), at::full({12, 5}, 2.0)));
   CHECK(at::equal(out.get("x"), at::ones({12, 5})));
   // in_keys and out_keys only inform the sequence (empty by default).
-  tnn::WrapModule informed([](const TensorDictBase& td) { return td; },
+  tnn::WrapModule informed([](const TensorDict& td) { return td; },
                            tnn::WrapModule::Options().in_keys({"a"}).out_keys({"b"}));
   CHECK(informed->in_keys() == std::vector<NestedKey>{"a"});
   CHECK(informed->out_keys() == std::vector<NestedKey>{"b"});
-  CHECK(tnn::WrapModule([](const TensorDictBase& td) { return td; })->in_keys().empty());
+  CHECK(tnn::WrapModule([](const TensorDict& td) { return td; })->in_keys().empty());
 }
 
 TEST_CASE("WrapModule inplace writes the result into the input", "[wrap]") {
-  auto add_z = [](const TensorDictBase& td) {
+  auto add_z = [](const TensorDict& td) {
     TensorDict out({{"z", td.get("x") + 1}}, td.batch_size());
-    return TensorDictBase(out);
+    return TensorDict(out);
   };
   TensorDict td({{"x", at::zeros({2})}}, {2});
   // Not in place: the function's result, the input unchanged.
-  const TensorDictBase fresh = tnn::WrapModule(add_z)(td);
+  const TensorDict fresh = tnn::WrapModule(add_z)(td);
   CHECK(fresh.impl() != td.impl());
   CHECK_FALSE(td.contains("z"));
   CHECK_FALSE(fresh.contains("x"));
   // In place: the input updated with the result, and returned.
-  const TensorDictBase updated = tnn::WrapModule(add_z, tnn::WrapModule::Options().inplace(true))(td);
+  const TensorDict updated = tnn::WrapModule(add_z, tnn::WrapModule::Options().inplace(true))(td);
   CHECK(updated.impl() == td.impl());
   CHECK(at::equal(td.get("z"), at::ones({2})));
   CHECK(at::equal(td.get("x"), at::zeros({2})));
   // A function returning its input: nothing to update.
-  auto same = [](const TensorDictBase& t) { return t; };
+  auto same = [](const TensorDict& t) { return t; };
   CHECK(tnn::WrapModule(same, tnn::WrapModule::Options().inplace(true))(td).impl() == td.impl());
   // With an output tensordict, the result goes there.
   TensorDict dest({}, {2});
-  const TensorDictBase into = tnn::WrapModule(add_z)(td, dest);
+  const TensorDict into = tnn::WrapModule(add_z)(td, dest);
   CHECK(into.impl() == dest.impl());
   CHECK(at::equal(dest.get("z"), at::ones({2})));
   // An empty function is refused.
@@ -189,7 +189,7 @@ TEST_CASE(
       auto model = categorical_policy(inplace, module_inplace);
       CHECK(model->inplace() == inplace);
       TensorDict input({{"input", x}}, {});
-      const TensorDictBase output = model(input);
+      const TensorDict output = model(input);
       check_placement(output, input, inplace, module_inplace);
       REQUIRE(output.contains("output"));
       CHECK(at::equal(output.get("output"), logits));
@@ -207,7 +207,7 @@ TEST_CASE("ProbabilisticTensorDictSequential inplace=\"empty\", an output tensor
   const at::Tensor logits = (x + 1) * (x - 1);
   auto model = categorical_policy(Inplace::Empty, Inplace::True);
   TensorDict input({{"input", x}}, {2}, at::Device(at::kCPU));
-  const TensorDictBase out = model(input);
+  const TensorDict out = model(input);
   CHECK(out.impl() != input.impl());
   CHECK(out.batch_size().vec() == std::vector<int64_t>{2});
   CHECK(out.device() == at::Device(at::kCPU));

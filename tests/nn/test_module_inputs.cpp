@@ -30,7 +30,7 @@ TEST_CASE("TensorDictModule strict=false passes a missing input as an undefined 
   tnn::TensorDictModule tdm(check, {"present", "missing"}, {"new_present"});
   CHECK_FALSE(tdm->strict());
   TensorDict td({{"present", torch::zeros({})}}, {});
-  TensorDictBase tdout = tdm(td);
+  TensorDict tdout = tdm(td);
   CHECK(b_was_undefined);
   CHECK(tdout.get("new_present").is_same(td.get("present")));
 

@@ -11,7 +11,7 @@
 using tensordict::KeyError;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 namespace tnn = tensordict::nn;
 using Catch::Matchers::Contains;
 using td_test::message_of;
@@ -26,7 +26,7 @@ TEST_CASE("TensorDictModule wraps a torch module and writes out_keys", "[module]
   torch::nn::Linear linear(3, 4);
   tnn::TensorDictModule module(linear, {"x"}, {"y"});
   TensorDict td({{"x", torch::randn({5, 3})}}, {5});
-  TensorDictBase out = module(td);
+  TensorDict out = module(td);
   CHECK(out.impl() == td.impl());  // written into the input
   REQUIRE(td.contains("y"));
   CHECK(td.get("y").sizes() == at::IntArrayRef{5, 4});
@@ -49,7 +49,7 @@ TEST_CASE("TensorDictModule writes into a given output tensordict", "[module]") 
   tnn::TensorDictModule module([](const at::Tensor& x) { return x + 1; }, {"x"}, {"y"});
   TensorDict td({{"x", torch::zeros({2})}}, {2});
   TensorDict dest({}, {2});
-  TensorDictBase out = module->forward(td, dest);
+  TensorDict out = module->forward(td, dest);
   CHECK(out.impl() == dest.impl());
   CHECK(dest.contains("y"));
   CHECK_FALSE(td.contains("y"));

@@ -21,13 +21,13 @@ tnn::TensorDictSequential two_step_sequence() {
 
 TensorDict a0_b1() { return TensorDict({{"a", torch::zeros({})}, {"b", torch::ones({})}}, {}); }
 
-std::vector<NestedKey> sorted_keys(const TensorDictBase& td) {
+std::vector<NestedKey> sorted_keys(const TensorDict& td) {
   auto keys = td.keys(/*include_nested=*/true, /*leaves_only=*/true);
   std::sort(keys.begin(), keys.end());
   return keys;
 }
 
-float value(const TensorDictBase& td, const NestedKey& key) { return td.get(key).item<float>(); }
+float value(const TensorDict& td, const NestedKey& key) { return td.get(key).item<float>(); }
 
 }  // namespace
 
@@ -44,7 +44,7 @@ TEST_CASE("TensorDictModule::select_out_keys writes only the selected keys, rese
     CHECK(mod->out_keys() == selection);
     CHECK(mod->out_keys_source() == tnn::Keys{"c", "d", "e"});
     TensorDict td = a0_b1();
-    TensorDictBase out = mod(td);
+    TensorDict out = mod(td);
     CHECK(out.impl() == td.impl());
     CHECK_FALSE(td.contains("c"));
     CHECK(td.contains("e") == (selection.size() == 2));
@@ -205,7 +205,7 @@ TEST_CASE("TensorDictSequential's selected_out_keys constructor argument", "[seq
 
   // ports test_nn.py::TestTDSequence::test_key_exclusion_constructor_exec
   TensorDict td({{"key1", torch::zeros({})}, {"key2", torch::zeros({})}, {"key3", torch::ones({})}}, {});
-  TensorDictBase out = seq(td);
+  TensorDict out = seq(td);
   CHECK(out.impl() == td.impl());
   CHECK(sorted_keys(td) == std::vector<NestedKey>{"key1", "key2", "key3"});
   CHECK(value(td, "key2") == 1.0f);  // foo1 (0 + 0) + key3
@@ -247,7 +247,7 @@ TEST_CASE(
     INFO("inplace " << static_cast<int>(inplace));
     auto seq = key_exclusion_chain({"key2"}, inplace);
     TensorDict td = key1_key2_key3();
-    const TensorDictBase out = seq(td);
+    const TensorDict out = seq(td);
     CHECK(out.impl() != td.impl());
     CHECK(sorted_keys(out) == std::vector<NestedKey>{"key2"});
     CHECK(torch::equal(out.get("key2"), key2));
@@ -264,7 +264,7 @@ TEST_CASE(
     // The same through select_out_keys, undone by reset_out_keys.
     auto built = key_exclusion_chain({}, inplace);
     built->select_out_keys({"key2", "foo1"});
-    const TensorDictBase selected = built(key1_key2_key3());
+    const TensorDict selected = built(key1_key2_key3());
     CHECK(sorted_keys(selected) == std::vector<NestedKey>{"foo1", "key2"});
     CHECK(torch::equal(selected.get("foo1"), original.get("key1") + original.get("key2")));
     built->reset_out_keys();
@@ -285,7 +285,7 @@ TEST_CASE("TensorDictSequential inplace=True with a selection writes only the se
   // (test_key_exclusion_constructor_exec).
   const TensorDict original = key1_key2_key3();
   TensorDict td = key1_key2_key3();
-  const TensorDictBase out = key_exclusion_chain({"key2"}, tnn::Inplace::True)(td);
+  const TensorDict out = key_exclusion_chain({"key2"}, tnn::Inplace::True)(td);
   CHECK(out.impl() == td.impl());
   CHECK(sorted_keys(td) == std::vector<NestedKey>{"key1", "key2", "key3"});
   CHECK(torch::equal(td.get("key2"), (original.get("key1") + original.get("key2")) + original.get("key3")));
@@ -301,7 +301,7 @@ TEST_CASE("TensorDictSequential with an output tensordict and a selection", "[se
   auto mod = two_step_sequence();
   TensorDict inp = a0_b1();
   TensorDict out;
-  TensorDictBase out2 = mod(inp, out);
+  TensorDict out2 = mod(inp, out);
   CHECK(out2.impl() == out.impl());
   CHECK(sorted_keys(out) == std::vector<NestedKey>{"c", "d", "e"});
   CHECK(sorted_keys(inp) == std::vector<NestedKey>{"a", "b"});

@@ -35,7 +35,7 @@ inline void require_same_entry(const tensordict::Value& a, const tensordict::Val
 }
 
 // The same batch size, keys (nested included) and entries.
-inline void require_same_entries(const tensordict::TensorDictBase& a, const tensordict::TensorDictBase& b) {
+inline void require_same_entries(const tensordict::TensorDict& a, const tensordict::TensorDict& b) {
   REQUIRE(a.batch_size() == b.batch_size());
   REQUIRE(a.keys(true) == b.keys(true));
   for (const auto& key : a.keys(true)) {

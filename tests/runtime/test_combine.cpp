@@ -33,7 +33,7 @@ TEST_CASE("stack adds a batch dim at any position") {
 }
 
 TEST_CASE("stack of many members and of one") {
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   for (int i = 0; i < 64; ++i) members.push_back(shifted({3}, i));
   auto s = stack(members);
   REQUIRE(s.batch_size() == at::IntArrayRef({64, 3}));

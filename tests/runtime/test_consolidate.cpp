@@ -35,7 +35,7 @@ TensorDict mixed(int64_t batch = 3) {
   return td;
 }
 
-std::vector<NestedKey> tensor_keys(const tensordict::TensorDictBase& td) {
+std::vector<NestedKey> tensor_keys(const tensordict::TensorDict& td) {
   std::vector<NestedKey> out;
   for (auto& [key, value] : td.items(true, true)) {
     if (value.is_tensor()) out.push_back(key);
@@ -137,7 +137,7 @@ TEST_CASE("consolidate of a lazy stack gives a dense consolidated tensordict", "
   const auto lazy = tensordict::lazy_stack({sample({2}), sample({2}) + 1}, 0);
   const TensorDict c = lazy.consolidate();
   REQUIRE(c.is_consolidated());
-  REQUIRE(c.type_name() == "TensorDict");
+  REQUIRE(c.kind() == Kind::Dense);
   require_same_entries(c, tensordict::stack({sample({2}), sample({2}) + 1}, 0));
 }
 
@@ -220,7 +220,7 @@ namespace {
 
 const at::Device kGpu(at::kCUDA, 0);
 
-bool shares_one_storage(const tensordict::TensorDictBase& td) {
+bool shares_one_storage(const tensordict::TensorDict& td) {
   const c10::StorageImpl* one = nullptr;
   for (const auto& key : tensor_keys(td)) {
     const auto* s = td.get(key).storage().unsafeGetStorageImpl();
@@ -230,12 +230,12 @@ bool shares_one_storage(const tensordict::TensorDictBase& td) {
   return true;
 }
 
-void require_on(const tensordict::TensorDictBase& td, at::Device device) {
+void require_on(const tensordict::TensorDict& td, at::Device device) {
   REQUIRE(td.device() == device);
   for (const auto& key : tensor_keys(td)) REQUIRE(td.get(key).device() == device);
 }
 
-bool all_pinned(const tensordict::TensorDictBase& td) {
+bool all_pinned(const tensordict::TensorDict& td) {
   for (const auto& key : tensor_keys(td)) {
     if (!td.get(key).is_pinned()) return false;
   }

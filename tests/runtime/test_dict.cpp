@@ -62,7 +62,7 @@ TEST_CASE("a nested tensordict takes the parent's batch size when its entries al
 
 TEST_CASE("a nested tensordict obtained from its parent is the same object") {
   auto td = sample({3});
-  TensorDictBase nested = td.get_td("nested");
+  TensorDict nested = td.get_td("nested");
   nested.set("new", at::ones({3}));
   REQUIRE(td.contains({"nested", "new"}));
   td.get({"nested", "c"}).fill_(7);

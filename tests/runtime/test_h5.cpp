@@ -30,7 +30,7 @@ std::vector<int64_t> parse_shape(std::string text) {
 
 // Checks `td` against an .expected.txt: "batch_size [..]" then
 // "key dtype [shape] sum" per leaf.
-void check_expected(const TensorDictBase& td, const fs::path& expected) {
+void check_expected(const TensorDict& td, const fs::path& expected) {
   std::ifstream in(expected);
   REQUIRE(in);
   std::string line;
@@ -77,7 +77,7 @@ TensorDict rich_h5() {
   return td;
 }
 
-void require_same_leaves(const TensorDictBase& a, const TensorDictBase& b) {
+void require_same_leaves(const TensorDict& a, const TensorDict& b) {
   REQUIRE(a.keys(true, true).size() == b.keys(true, true).size());
   for (const auto& key : a.keys(true, true)) {
     INFO("key " << key.repr());
@@ -113,10 +113,10 @@ TEST_CASE("every Python tensordict fixture loads and matches its expectations") 
 
 TEST_CASE("the h5py fixture: groups, dtypes (enum bool), inferred batch sizes, lazy reads") {
   PersistentTensorDict td = PersistentTensorDict::from_h5((fixtures_dir() / "h5" / "rollout.h5").string());
-  REQUIRE(td.type_name() == "PersistentTensorDict");
+  REQUIRE(td.kind() == Kind::Persistent);
   REQUIRE(td.batch_size() == at::IntArrayRef{4});
   REQUIRE(td.get_td("agent").batch_size() == at::IntArrayRef{4});
-  REQUIRE(td.get_td("agent").type_name() == "PersistentTensorDict");
+  REQUIRE(td.get_td("agent").kind() == Kind::Persistent);
   REQUIRE(td.get("done").scalar_type() == at::kBool);
   REQUIRE(td.get({"agent", "pos"}).scalar_type() == at::kDouble);
   REQUIRE(at::equal(td.get_at("obs", {1}), td.get("obs").index({1})));
@@ -195,7 +195,7 @@ TEST_CASE("h5 writes in r+ mode reach the file") {
   REQUIRE(at::equal(PersistentTensorDict::from_h5(path).get("b"), at::tensor({9, 1, 2, 9}, at::kLong)));
 }
 
-TEST_CASE("in-place ops through a TensorDictBase handle write an r+ h5 file") {
+TEST_CASE("in-place ops through a TensorDict handle write an r+ h5 file") {
   // find() reads a fresh copy of a dataset: every in-place op must write the
   // file, never just that copy. The expectations: the same ops on a dense copy.
   TempDir tmp;
@@ -211,7 +211,7 @@ TEST_CASE("in-place ops through a TensorDictBase handle write an r+ h5 file") {
   const auto doubled = [](const at::Tensor& t) { return t * 2; };
   const TensorDict update({{"b", at::arange(4) * -1}}, {4});
   {
-    TensorDictBase base = PersistentTensorDict::from_h5(path, "r+");
+    TensorDict base = PersistentTensorDict::from_h5(path, "r+");
     base.apply_(doubled);
     base.set_({"nested", "c"}, at::full({4, 2, 3}, 7.0));
     base.index_put_({Slice(0, 2)}, at::Scalar(3));
@@ -225,7 +225,7 @@ TEST_CASE("in-place ops through a TensorDictBase handle write an r+ h5 file") {
   expected.add_(1);
   require_same_leaves(stored(), expected);
   {
-    TensorDictBase base = PersistentTensorDict::from_h5(path, "r+");
+    TensorDict base = PersistentTensorDict::from_h5(path, "r+");
     base.zero_();
   }
   require_same_leaves(stored(), expected.zero_());

@@ -11,8 +11,8 @@ using at::indexing::Slice;
 namespace {
 // Three members of batch [4]: "obs" [4, 3] everywhere, "extra" only in
 // member 1, "img" of different feature shapes, a nested level everywhere.
-std::vector<TensorDictBase> members() {
-  std::vector<TensorDictBase> out;
+std::vector<TensorDict> members() {
+  std::vector<TensorDict> out;
   for (int64_t i = 0; i < 3; ++i) {
     TensorDict m({{"obs", iota({4, 3}) + 100 * i}, {"img", at::zeros({4, 2 + i})}, {"n", TensorDict({{"x", iota({4}) * (i + 1)}}, {4})}},
                  {4});
@@ -94,7 +94,7 @@ TEST_CASE("indexing across other dims stays lazy and matches torch's batch sizes
   check({2, 1});
   // "..." stands for batch dims only.
   REQUIRE(at::equal(lazy.index({Ellipsis, Slice(0, 2)}).get("obs"), dense_obs.index({Slice(), Slice(0, 2)})));
-  REQUIRE(lazy.index({0}).type_name() == "LazyStackedTensorDict");
+  REQUIRE(lazy.index({0}).kind() == Kind::LazyStack);
   REQUIRE_THAT(TD_MESSAGE(lazy.index({7})), Contains("index 7 is out of range for batch dim 0 of size 4"));
 }
 
@@ -134,7 +134,7 @@ TEST_CASE("nested lazy stacks, densifying, unbind, append, maybe_dense_stack") {
   REQUIRE(at::equal(of_lazy.get({"n", "x"}).index({1}), lazy.get({"n", "x"})));
 
   TensorDict dense = lazy.exclude({"img"}).contiguous();
-  REQUIRE(dense.type_name() == "TensorDict");
+  REQUIRE(dense.kind() == Kind::Dense);
   REQUIRE(dense.keys(true, true) == std::vector<NestedKey>{"obs", {"n", "x"}});
   REQUIRE(at::equal(dense.get("obs"), lazy.get("obs")));
   auto parts = lazy.unbind(0);
@@ -146,8 +146,8 @@ TEST_CASE("nested lazy stacks, densifying, unbind, append, maybe_dense_stack") {
   REQUIRE(lazy.tensordicts()[0].impl() == ms[1].impl());
   REQUIRE_THAT(TD_MESSAGE(lazy.append(sample({5}))), Contains("new_value has batch_size=[5]"));
 
-  REQUIRE(maybe_dense_stack({sample({2}), sample({2})}).type_name() == "TensorDict");
-  REQUIRE(maybe_dense_stack(members()).type_name() == "LazyStackedTensorDict");
+  REQUIRE(maybe_dense_stack({sample({2}), sample({2})}).kind() == Kind::Dense);
+  REQUIRE(maybe_dense_stack(members()).kind() == Kind::LazyStack);
 }
 
 TEST_CASE("clone, to and apply keep the stack lazy, lock reaches the members") {

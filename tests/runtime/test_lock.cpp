@@ -41,7 +41,7 @@ TEST_CASE("a locked tensordict allows in-place writes") {
 
 TEST_CASE("locks reach nested tensordicts, a nested one cannot be unlocked alone") {
   auto td = sample({2});
-  TensorDictBase nested = td.get_td("nested");
+  TensorDict nested = td.get_td("nested");
   td.lock_();
   REQUIRE(nested.is_locked());
   REQUIRE_THAT(TD_MESSAGE(nested.set("x", at::zeros({2}))), Contains("Cannot modify locked TensorDict"));

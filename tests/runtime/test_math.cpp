@@ -13,7 +13,7 @@ TensorDict positive(at::IntArrayRef batch) {
   return TensorDict(td.apply([](const at::Tensor& t) { return at::sigmoid(t / 50.0) * 0.8 + 0.1 - 0.4; }).abs().clamp(0.1, 0.9));
 }
 
-void require_close(const TensorDictBase& got, const TensorDictBase& source, const std::function<at::Tensor(const at::Tensor&)>& expected) {
+void require_close(const TensorDict& got, const TensorDict& source, const std::function<at::Tensor(const at::Tensor&)>& expected) {
   REQUIRE(got.keys(true, true) == source.keys(true, true));
   for (const auto& key : source.keys(true, true)) {
     INFO("key " << key);

@@ -31,7 +31,7 @@ TEST_CASE("the repr of a nested TensorDict matches tensordict's") {
   os << td;
   REQUIRE(os.str() == kNestedRepr);
   REQUIRE(fmt::format("{}", td) == kNestedRepr);
-  REQUIRE(fmt::format("{}", TensorDictBase(td)) == kNestedRepr);
+  REQUIRE(fmt::format("{}", TensorDict(td)) == kNestedRepr);
 }
 
 TEST_CASE("repr of an empty tensordict, a device and other dtypes") {

@@ -12,7 +12,7 @@ TensorDict three_dims() {
   return TensorDict({{"x", iota({2, 3, 4, 5})}, {"n", TensorDict({{"y", iota({2, 3, 4, 6, 7})}}, {2, 3, 4, 6})}}, {2, 3, 4});
 }
 
-void require_leaves(const TensorDictBase& out, const at::Tensor& x, const at::Tensor& y) {
+void require_leaves(const TensorDict& out, const at::Tensor& x, const at::Tensor& y) {
   REQUIRE(at::equal(out.get("x"), x));
   REQUIRE(at::equal(out.get({"n", "y"}), y));
 }

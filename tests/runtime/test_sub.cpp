@@ -9,11 +9,11 @@ using at::indexing::Slice;
 TEST_CASE("a sub-view reads the source at the index") {
   auto td = sample({4, 3});
   auto sub = td.get_sub_tensordict({Slice(1, 3)});
-  REQUIRE(sub.type_name() == "_SubTensorDict");
+  REQUIRE(sub.kind() == Kind::SubView);
   REQUIRE(sub.batch_size() == at::IntArrayRef({2, 3}));
   REQUIRE(sub.source().impl() == td.impl());
   REQUIRE(at::equal(sub.get("a"), td.get("a").index({Slice(1, 3)})));
-  REQUIRE(sub.get_td("nested").type_name() == "_SubTensorDict");
+  REQUIRE(sub.get_td("nested").kind() == Kind::SubView);
   REQUIRE(at::equal(sub.get({"nested", "c"}), td.get({"nested", "c"}).index({Slice(1, 3)})));
   REQUIRE(sub.keys(true, true) == td.keys(true, true));
 }
@@ -60,7 +60,7 @@ TEST_CASE("nested sub-views and materialising") {
   inner.set("b", at::full({3}, -7, at::kLong));
   REQUIRE(td.get("b").index({1}).eq(-7).all().item<bool>());
   TensorDict copy = outer.to_tensordict();
-  REQUIRE(copy.type_name() == "TensorDict");
+  REQUIRE(copy.kind() == Kind::Dense);
   copy.get("a").fill_(1000);
   REQUIRE_FALSE(td.get("a").eq(1000).any().item<bool>());
   REQUIRE(at::equal(copy.get("b"), td.get("b").index({Slice(0, 3)})));

@@ -22,7 +22,7 @@ using at::indexing::Slice;
 using tct::matrix::Matrix;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
-using tensordict::TensorDictBase;
+using tensordict::TensorDict;
 
 namespace {
 
@@ -43,7 +43,7 @@ TensorDict reference() {
 // One holder of the reference values, and where its in-place writes land.
 struct Kind {
   std::string name;
-  std::optional<TensorDictBase> td;  // the dynamic kinds
+  std::optional<TensorDict> td;  // the dynamic kinds
   std::optional<Matrix> tc;          // the generated class
   std::function<TensorDict()> destination;
   std::shared_ptr<td_test::TempDir> dir;
@@ -61,14 +61,14 @@ std::vector<Kind> kinds() {
         {"nested", parent.get_td("x"), std::nullopt, [parent] { return parent.get_td("x").to_tensordict(); }, nullptr});
   }
   {
-    std::vector<TensorDictBase> members;
+    std::vector<TensorDict> members;
     for (const auto& m : reference().unbind(0)) members.push_back(m.clone());
     out.push_back({"lazy", tensordict::lazy_stack(members, 0), std::nullopt,
                    [members] { return tensordict::stack(members, 0); }, nullptr});
   }
   {
     TensorDict source = tensordict::stack({reference() * 0 - 1, reference()}, 0);
-    out.push_back({"sub_view", TensorDictBase(source.get_sub_tensordict({1})), std::nullopt,
+    out.push_back({"sub_view", TensorDict(source.get_sub_tensordict({1})), std::nullopt,
                    [source] { return source.index({1}).to_tensordict(); }, nullptr});
   }
   {
@@ -100,7 +100,7 @@ std::vector<Kind> kinds() {
   return out;
 }
 
-TensorDict dense(const TensorDictBase& td) { return td.contiguous(); }
+TensorDict dense(const TensorDict& td) { return td.contiguous(); }
 TensorDict dense(const Matrix& tc) { return tc.to_tensordict(); }
 
 // fn(holder), as a dense TensorDict, whatever the holder's type.
@@ -399,9 +399,9 @@ namespace {
 
 // stack / cat of a holder with itself: the free functions for tensordicts,
 // the static ones for the class.
-TensorDictBase stacked(const TensorDictBase& x) { return tensordict::stack({x, x}, 1); }
+TensorDict stacked(const TensorDict& x) { return tensordict::stack({x, x}, 1); }
 Matrix stacked(const Matrix& x) { return Matrix::stack({x, x}, 1); }
-TensorDictBase concatenated(const TensorDictBase& x) { return tensordict::cat({x, x}, 0); }
+TensorDict concatenated(const TensorDict& x) { return tensordict::cat({x, x}, 0); }
 Matrix concatenated(const Matrix& x) { return Matrix::cat({x, x}, 0); }
 
 // A fresh directory per call, for round trips through files.
@@ -522,7 +522,7 @@ TEST_CASE("kind matrix: names and locks on every kind", "[matrix]") {
       // A cast the schema allows keeps them on every holder; a tensorclass
       // refuses a cast its schema's dtypes forbid.
       CHECK((x.to(at::kFloat).names() == xy));
-      if constexpr (std::is_base_of_v<TensorDictBase, std::decay_t<decltype(x)>>) {
+      if constexpr (std::is_base_of_v<TensorDict, std::decay_t<decltype(x)>>) {
         CHECK((x.to(at::kDouble).names() == xy));
       }
       CHECK(((x + 1).names() == xy));
@@ -557,7 +557,7 @@ TEST_CASE("kind matrix: names and locks on every kind", "[matrix]") {
       CHECK(x.reshape({6}).is_locked());
       CHECK(x.transpose(0, 1).is_locked());
       CHECK_FALSE(x.clone().is_locked());
-      if constexpr (std::is_base_of_v<TensorDictBase, std::decay_t<decltype(x)>>) {
+      if constexpr (std::is_base_of_v<TensorDict, std::decay_t<decltype(x)>>) {
         REQUIRE_THROWS_WITH(x.set("new", at::zeros({3, 2})), Catch::Contains("Cannot modify locked TensorDict"));
         x.set_("a", x.get("a") * 0 + 1);  // set_ stays allowed
         CHECK(at::equal(k.destination().get("a"), at::ones({3, 2, 5})));

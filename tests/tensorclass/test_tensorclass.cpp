@@ -337,7 +337,7 @@ TEST_CASE("shape ops over batch dims") {
 // The typed layer runs the dynamic core's shape plans (shape_plan.h): every
 // shape op gives the tensordict's batch size, names, leaves and errors.
 namespace {
-void require_same_as_dynamic(const Observation& typed, const tensordict::TensorDictBase& dynamic) {
+void require_same_as_dynamic(const Observation& typed, const tensordict::TensorDict& dynamic) {
   const tensordict::TensorDict got = typed.to_tensordict();
   REQUIRE(got.batch_size() == dynamic.batch_size());
   CHECK((got.names() == dynamic.names()));
@@ -417,7 +417,7 @@ TEST_CASE("to, clone, detach, contiguous") {
   CHECK(as_float.x.data_ptr() == named.x.data_ptr());
   as_float.validate();
   CHECK(message_of([&] { named.to(at::kDouble); }).rfind("to: Named.x would be float64", 0) == 0);
-  const tensordict::TensorDictBase d = o.to_tensordict().to(at::kDouble);
+  const tensordict::TensorDict d = o.to_tensordict().to(at::kDouble);
   CHECK(d.get("pixels").scalar_type() == at::kDouble);
   auto cpu = o.to(at::Device(at::kCPU));
   CHECK(cpu.device() == at::Device(at::kCPU));

@@ -1,4 +1,4 @@
-// TensorDictBase: the interface every tensordict kind offers.
+// TensorDict: the interface every tensordict kind offers.
 //
 // A tensordict is a handle with reference semantics, like at::Tensor: copying a
 // handle shares the entries; clone() copies them. The handle holds a
@@ -26,6 +26,8 @@
 #include "tensordict/batch_index.h"
 #include "tensordict/consolidate_options.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
+#include "tensordict/kind.h"
 #include "tensordict/key.h"
 #include "tensordict/persistence_options.h"
 #include "tensordict/op_lists.h"
@@ -39,174 +41,6 @@ struct IValue;
 }  // namespace c10
 
 namespace tensordict {
-
-class NonTensorData;
-using Json = nlohmann::ordered_json;
-class TensorDictImpl;
-class TensorDictBase;
-class TensorDict;
-class SubTensorDict;
-class LazyStackedTensorDict;
-class PersistentTensorDict;
-
-// Dimension names: one per batch dim, nullopt for an unnamed dim (tensordict's
-// None). An all-nullopt list means the tensordict has no names.
-using Names = std::vector<std::optional<std::string>>;
-
-// An entry's value: a tensor, a nested tensordict, or non-tensor data
-// (<tensordict/non_tensor.h>).
-class Value {
- public:
-  Value(at::Tensor tensor) : value_(std::move(tensor)) {}
-  Value(const TensorDictBase& td);
-  Value(const NonTensorData& data);
-
-  bool is_tensor() const { return value_.index() == 0; }
-  bool is_tensordict() const { return value_.index() == 1; }
-  bool is_non_tensor() const { return value_.index() == 2; }
-  // Throw std::invalid_argument when the value is of another kind.
-  const at::Tensor& tensor() const&;
-  // From a temporary: the tensor moves out (no reference count traffic).
-  at::Tensor tensor() &&;
-  TensorDictBase tensordict() const;
-  const NonTensorData& non_tensor() const;
-
-  const std::shared_ptr<TensorDictImpl>& impl() const;
-
- private:
-  std::variant<at::Tensor, std::shared_ptr<TensorDictImpl>, std::shared_ptr<const NonTensorData>> value_;
-};
-
-enum class EntryKind : uint8_t { Tensor, TensorDict, NonTensor };
-
-// What repr needs of a tensor entry, without building it: a lazy stack whose
-// members differ reports -1 in the dims where they do.
-struct TensorMeta {
-  std::vector<int64_t> shape;
-  at::ScalarType dtype;
-  at::Device device;
-  bool is_shared;
-};
-
-// A batch-shape op as TensorDictImpl::reshape_parts receives it, its
-// arguments checked and wrapped.
-struct BatchShapeOp {
-  enum class Kind : uint8_t { Expand, Permute, Squeeze, Unsqueeze, Reshape };
-  Kind kind;
-  // Expand, Reshape: the new batch size; Permute: the order of the batch
-  // dims; Squeeze (a dim of size 1), Unsqueeze: the one dim. A view of the
-  // caller's plan (nothing is allocated for a dense tensordict).
-  at::IntArrayRef dims;
-};
-
-// The storage a tensordict kind implements. No validation happens here: the
-// handle validates, then calls these.
-class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
- public:
-  virtual ~TensorDictImpl() = default;
-
-  // The class name tensordict prints ("TensorDict").
-  virtual std::string_view type_name() const = 0;
-  virtual at::IntArrayRef batch_size() const = 0;
-  virtual std::optional<at::Device> device() const = 0;
-  virtual const Names& names() const = 0;
-  virtual void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) = 0;
-
-  // This level's entries, in insertion order.
-  virtual std::size_t num_keys() const = 0;
-  // Keys and kinds only: no value is built (a lazy stack stacks nothing).
-  virtual void for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const;
-  // The values (a lazy stack builds each one, stacking its members').
-  virtual void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const = 0;
-  virtual std::optional<Value> find(const std::string& key) const = 0;
-  // Whether `key` is an entry, without building its value (an h5 group reads
-  // no dataset to answer).
-  virtual bool has_key(const std::string& key) const { return find(key).has_value(); }
-  virtual TensorMeta tensor_meta(const std::string& key) const;
-  // The tensordicts this one is made of, for lock propagation: nested
-  // tensordicts (a lazy stack: its members).
-  virtual void for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const;
-
-  // Writes `value` into the existing tensor entry `key` in place (a sub-view
-  // writes into its source, a lazy stack into its members).
-  virtual void assign(const std::string& key, const at::Tensor& value);
-  // True when the tensors find() returns share storage with the entries, so
-  // writing into them is writing into the tensordict; false for kinds that
-  // build them (a lazy stack's stacked tensors): in-place ops then compute
-  // the result and assign() it.
-  virtual bool entries_alias_storage() const { return true; }
-  // Adds `key` at the end, or replaces its value in place.
-  virtual void insert(const std::string& key, Value value) = 0;
-  virtual bool erase(const std::string& key) = 0;
-  // Renames keeping the position; `to` must not exist.
-  virtual void rename(const std::string& from, const std::string& to) = 0;
-
-  // The tensordict whose lock this one shares, or null when it has its own:
-  // a sub-view is locked exactly when its source is, and cannot be locked or
-  // unlocked itself (tensordict's rule: that would lock the whole source).
-  virtual const TensorDictImpl* lock_source() const { return nullptr; }
-  // Lock state (see TensorDictBase::lock_). A kind may derive it from its
-  // parts: a lazy stack is locked when all its members are (tensordict's rule).
-  virtual bool is_locked() const {
-    const TensorDictImpl* source = lock_source();
-    return source ? source->is_locked() : locked_;
-  }
-
-  // The flat uint8 storage that consolidate() copied every tensor leaf into
-  // (the leaves are views of it); undefined when not consolidated. Only a
-  // claim: TensorDictBase::is_consolidated() checks it against the leaves.
-  const at::Tensor& consolidated_storage() const { return consolidated_storage_; }
-  void set_consolidated_storage(at::Tensor storage) { consolidated_storage_ = std::move(storage); }
-
-  // Where memmap() wrote this tensordict or load_memmap() read it ("" for
-  // anonymous shared memory: memmap_() without a prefix); nullopt when it is
-  // not memory-mapped (is_memmap, saved_path).
-  const std::optional<std::string>& memmap_dir() const { return memmap_dir_; }
-  void set_memmap_dir(std::optional<std::string> dir) { memmap_dir_ = std::move(dir); }
-
-  // ---- operations whose result keeps the kind ------------------------------------
-  // TensorDictBase validates, then calls these. The defaults build a dense
-  // result leaf by leaf, which is right for a dense tensordict and a sub-view;
-  // a lazy stack keeps its members (lazy.cpp, lazy_shape.cpp), an h5 file reads and
-  // writes only the hyperslab an index selects (h5/).
-  virtual TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
-  virtual std::vector<TensorDictBase> unbind(int64_t dim) const;
-  // A value op (clone, to, apply, detach) on a kind made of other
-  // tensordicts: the same kind rebuilt from fn(part) (a lazy stack: of its
-  // members); null for the kinds whose result is dense.
-  virtual std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
-    return nullptr;
-  }
-  // A batch-shape op run part by part (a lazy stack: member by member, lazy
-  // where tensordict's stays lazy); nullopt for the kinds whose result is
-  // dense. The handle has checked the op.
-  virtual std::optional<TensorDictBase> reshape_parts(const BatchShapeOp& op) const;
-  virtual std::optional<std::vector<TensorDictBase>> split_parts(at::IntArrayRef sizes, int64_t dim) const;
-  // The kind of entry `key`, nullopt when there is none; builds no value (an
-  // h5 group and a lazy stack answer from their metadata).
-  virtual std::optional<EntryKind> entry_kind(const std::string& key) const;
-  // The tensor entry `key` at `index` (as written; `resolved` is the same
-  // index resolved against the caller's batch size, which this level's
-  // batch size starts with).
-  virtual at::Tensor read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index) const;
-  // Writes `value` into the tensor entry `key` at `index`, in place.
-  virtual void assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
-                         const at::Tensor& value);
-
- protected:
-  // Whether lock_() was called on this tensordict itself (or a locked parent
-  // reached it), whatever the kind derives.
-  bool own_lock() const { return locked_; }
-
- private:
-  friend class TensorDictBase;
-  bool locked_ = false;
-  at::Tensor consolidated_storage_;
-  std::optional<std::string> memmap_dir_;
-  // The locked tensordicts that locked this one as their child: it stays
-  // locked while any of them is (a tensordict may sit in two parents).
-  std::vector<std::weak_ptr<const TensorDictImpl>> lock_parents_;
-};
 
 // tensordict's `default=` for an op between two tensordicts whose keys differ.
 class MissingKeys {
@@ -230,7 +64,7 @@ class MissingKeys {
 
 class Operand;
 
-// tensordict's update() keywords (TensorDictBase::update(other, options)).
+// tensordict's update() keywords (TensorDict::update(other, options)).
 struct UpdateOptions {
   // Clone the values taken from the other tensordict.
   bool clone = false;
@@ -242,19 +76,63 @@ struct UpdateOptions {
   bool update_batch_size = false;
 };
 
-// Reductions (see TensorDictBase::reduce).
+// Reductions (see TensorDict::reduce).
 enum class Reduction {
 #define TENSORDICT_ENUM_VALUE(name) name,
   TENSORDICT_REDUCTIONS(TENSORDICT_ENUM_VALUE) std, var
 #undef TENSORDICT_ENUM_VALUE
 };
 
-// The interface users program against. Methods follow tensordict's names and
-// semantics; tensor-like ones follow libtorch's C++ spelling (index,
-// index_put_, sizes, to, dim; in-place ops end in `_`).
-class TensorDictBase {
+// The one handle users hold, whatever the kind. Methods follow tensordict's
+// names and semantics; tensor-like ones follow libtorch's C++ spelling
+// (index, index_put_, sizes, to, dim; in-place ops end in `_`). Every op
+// returns a TensorDict that keeps the kind of its result (a lazy stack's
+// clone() is a lazy stack), as every at::Tensor op returns an at::Tensor.
+class TensorDict {
  public:
-  explicit TensorDictBase(std::shared_ptr<TensorDictImpl> impl);
+  using Entry = std::pair<NestedKey, Value>;
+
+  // ---- construction (a dense tensordict; runtime/src/kinds/dense/dense.cpp) ------
+  // An empty tensordict with an empty batch size and no device.
+  TensorDict();
+  // Entries are set in order with set()'s rules: every tensor must start with
+  // `batch_size`; with a `device`, entries are moved there; `names` names the
+  // batch dims.
+  TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size = {},
+             std::optional<at::Device> device = std::nullopt, Names names = {});
+  // A handle on `impl`, of whatever kind (for kinds and the typed layer).
+  explicit TensorDict(std::shared_ptr<TensorDictImpl> impl);
+
+  // tensordict's from_dict: tensors, nested dicts (nested tensordicts) and
+  // non-tensor values (strings, numbers, bools, None, lists). Without a
+  // batch size the batch size is [] unless `auto_batch_size` or `batch_dims`
+  // asks for the longest leading shape every entry shares (at most
+  // `batch_dims` dims), as in tensordict.
+  static TensorDict from_dict(const c10::Dict<std::string, c10::IValue>& dict,
+                              std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+                              std::optional<at::Device> device = std::nullopt, bool auto_batch_size = false,
+                              std::optional<int64_t> batch_dims = std::nullopt);
+  // A tensordict of batch size [] with `value` (a 0-dim tensor of it) at
+  // each key (tensordict's TensorDict.fromkeys).
+  static TensorDict fromkeys(const std::vector<NestedKey>& keys, const at::Scalar& value = 0);
+  // Loads a tree written by memmap()/memmap_() (or Python tensordict) at any
+  // level; leaves map their files (no data is read). With a device, leaves are
+  // copied there. The result has the kind the tree was written from.
+  static TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+  static TensorDict load(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+
+  // ---- kind -----------------------------------------------------------------
+  Kind kind() const { return impl_->kind(); }
+  // The class name tensordict prints ("TensorDict", "LazyStackedTensorDict").
+  std::string_view type_name() const { return tensordict::type_name(kind()); }
+  // The one checked conversion to a kind's class, for its own methods
+  // (LazyStackedTensorDict::stack_dim, PersistentTensorDict::close, ...): a
+  // handle on the same tensordict; TypeError naming both kinds when this one
+  // is of another kind. K's header must be included.
+  template <class K>
+  K as() const {
+    return K(*this);
+  }
 
   // ---- metadata -------------------------------------------------------------
   at::IntArrayRef batch_size() const { return impl_->batch_size(); }
@@ -266,24 +144,23 @@ class TensorDictBase {
   std::optional<at::Device> device() const { return impl_->device(); }
   const Names& names() const { return impl_->names(); }
   bool has_names() const;
-  std::string_view type_name() const { return impl_->type_name(); }
 
   // ---- dim names ----------------------------------------------------------------
   // Names the batch dims (nullopt: unnamed); nested tensordicts share the
   // names of the dims they have in common with this one.
-  TensorDictBase& rename_(const Names& names);
+  TensorDict& rename_(const Names& names);
   // Renames the dim called `old_name` (tensordict's rename_(old="new")).
-  TensorDictBase& rename_(const std::string& old_name, const std::string& new_name);
+  TensorDict& rename_(const std::string& old_name, const std::string& new_name);
   // The same, on a shallow copy.
   TensorDict rename(const Names& names) const;
   TensorDict rename(const std::string& old_name, const std::string& new_name) const;
   // tensordict's refine_names: unnamed dims take the given names, named dims
   // must already have them; one "..." entry stands for the dims not listed.
-  TensorDictBase& refine_names(const Names& names);
+  TensorDict& refine_names(const Names& names);
 
   // tensordict's auto_batch_size_: the longest leading shape every entry
   // shares (at most `batch_dims` dims), applied level by level.
-  TensorDictBase& auto_batch_size_(std::optional<int64_t> batch_dims = std::nullopt);
+  TensorDict& auto_batch_size_(std::optional<int64_t> batch_dims = std::nullopt);
 
   // Number of elements of the batch (product of batch_size).
   int64_t numel() const;
@@ -304,8 +181,8 @@ class TensorDictBase {
   // locked one throw. Shape ops (view, reshape, permute, transpose, squeeze,
   // unsqueeze, expand, flatten, unflatten) give locked results of a locked
   // tensordict; indexing and copies give unlocked ones.
-  TensorDictBase& lock_();
-  TensorDictBase& unlock_();
+  TensorDict& lock_();
+  TensorDict& unlock_();
   bool is_locked() const { return impl_->is_locked(); }
 
   // tensordict refuses truth testing; so do we, at compile time.
@@ -318,12 +195,12 @@ class TensorDictBase {
   at::Tensor get(const NestedKey& key) const;
   at::Tensor get(const NestedKey& key, const at::Tensor& default_value) const;
   // The nested tensordict at `key` (the same object: writes reach the parent).
-  TensorDictBase get_td(const NestedKey& key) const;
+  TensorDict get_td(const NestedKey& key) const;
   // Non-tensor data (tensordict's NonTensorData): the value, or for a stack
   // of differing values the nested lists over the batch (tolist()).
   Json get_non_tensor(const NestedKey& key) const;
   Json get_non_tensor(const NestedKey& key, const Json& default_value) const;
-  TensorDictBase& set_non_tensor(const NestedKey& key, const Json& value);
+  TensorDict& set_non_tensor(const NestedKey& key, const Json& value);
 
   // The entry at `key`, whatever its kind; nullopt if absent.
   std::optional<Value> get_value(const NestedKey& key) const;
@@ -332,19 +209,19 @@ class TensorDictBase {
   // batch size and is moved to the tensordict's device; a nested tensordict
   // whose batch size does not start with ours is given ours when its entries
   // allow it.
-  TensorDictBase& set(const NestedKey& key, Value value);
+  TensorDict& set(const NestedKey& key, Value value);
   // tensordict's set(..., inplace=True): a tensor written into the existing
   // tensor entry at `key` in place (set_), else set() (the key is created).
-  TensorDictBase& set(const NestedKey& key, Value value, bool inplace);
+  TensorDict& set(const NestedKey& key, Value value, bool inplace);
   // Writes into the existing tensor at `key` (shapes must match).
-  TensorDictBase& set_(const NestedKey& key, const at::Tensor& value);
+  TensorDict& set_(const NestedKey& key, const at::Tensor& value);
   // The existing value at `key`, else sets and returns `default_value`.
   Value setdefault(const NestedKey& key, const Value& default_value);
-  TensorDictBase& del_(const NestedKey& key);
+  TensorDict& del_(const NestedKey& key);
   Value pop(const NestedKey& key);
   Value pop(const NestedKey& key, const Value& default_value);
   // Creates an empty nested tensordict with this batch size and device.
-  TensorDictBase& create_nested(const NestedKey& key);
+  TensorDict& create_nested(const NestedKey& key);
 
   // Keys in tensordict's order: with include_nested, a nested tensordict's
   // keys come before its own key; leaves_only drops nested tensordicts
@@ -356,43 +233,43 @@ class TensorDictBase {
   // A new tensordict with only `keys` (sharing their values). strict: a
   // missing key is a KeyError, else it is skipped. A lazy stack gives a lazy
   // stack of its members' selections.
-  TensorDictBase select(const std::vector<NestedKey>& keys, bool strict = true) const;
-  TensorDictBase exclude(const std::vector<NestedKey>& keys) const;
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
+  TensorDict exclude(const std::vector<NestedKey>& keys) const;
   // In place (tensordict's inplace=True): the keys not selected (the keys
   // given) are deleted from this tensordict, which is returned.
-  TensorDictBase& select_(const std::vector<NestedKey>& keys, bool strict = true);
-  TensorDictBase& exclude_(const std::vector<NestedKey>& keys);
+  TensorDict& select_(const std::vector<NestedKey>& keys, bool strict = true);
+  TensorDict& exclude_(const std::vector<NestedKey>& keys);
   // Sets every entry of `other`; nested tensordicts are updated recursively.
-  TensorDictBase& update(const TensorDictBase& other);
+  TensorDict& update(const TensorDict& other);
   // update() with tensordict's keywords: clone, inplace, keys_to_update,
   // update_batch_size.
-  TensorDictBase& update(const TensorDictBase& other, const UpdateOptions& options);
+  TensorDict& update(const TensorDict& other, const UpdateOptions& options);
   // In place: every tensor of `other` is written into the existing entry at
   // its key (which must exist with a compatible shape).
-  TensorDictBase& update_(const TensorDictBase& other);
+  TensorDict& update_(const TensorDict& other);
   // tensordict's update_at_: every entry of `other` written into this
   // tensordict at batch `index` (set_at_ for each tensor; non-tensor data is
   // written at the index too). Every key of `other` must exist here.
   // keys_to_update: only those keys, as update()'s; an empty list updates
   // nothing.
-  TensorDictBase& update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index,
+  TensorDict& update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                              const std::optional<std::vector<NestedKey>>& keys_to_update = std::nullopt);
   // tensordict's cat_tensors / stack_tensors: the tensors at `keys`
   // concatenated (stacked) along tensor dim `dim` into a new entry `out_key`;
   // the entries taken are deleted unless keep_entries. The new entry is set
   // before any is deleted, so a failure (shapes, batch size, lock) changes
   // nothing.
-  TensorDictBase& cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
+  TensorDict& cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
                               bool keep_entries = false);
-  TensorDictBase& stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
+  TensorDict& stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
                                 bool keep_entries = false);
-  TensorDictBase& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
+  TensorDict& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
   TensorDict flatten_keys(std::string_view separator = ".") const;
   TensorDict unflatten_keys(std::string_view separator = ".") const;
   // In place (tensordict's inplace=True): this tensordict's entries are
   // rearranged, and it is returned.
-  TensorDictBase& flatten_keys_(std::string_view separator = ".");
-  TensorDictBase& unflatten_keys_(std::string_view separator = ".");
+  TensorDict& flatten_keys_(std::string_view separator = ".");
+  TensorDict& unflatten_keys_(std::string_view separator = ".");
   // One tensordict per key list, then one with the remaining keys.
   std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true) const;
   // In place (tensordict's inplace=True, whose last result is the tensordict
@@ -426,7 +303,7 @@ class TensorDictBase {
   // Same batch size, device and names, no entries (recurse: keep the nested
   // structure, empty).
   TensorDict empty(bool recurse = false) const;
-  TensorDictBase& clear();
+  TensorDict& clear();
 
   // A view of this tensordict at `index` whose writes reach this one:
   // tensordict's get_sub_tensordict (<tensordict/sub.h>).
@@ -436,32 +313,32 @@ class TensorDictBase {
   // td[index] over batch dims: int, slice, None, Ellipsis, bool mask, long
   // tensor and lists of these (libtorch's TensorIndex). Basic indices give
   // views.
-  TensorDictBase index(at::ArrayRef<TensorIndex> index) const;
+  TensorDict index(at::ArrayRef<TensorIndex> index) const;
   // td[index] = value: a tensordict (expanded to the indexed batch size), a
   // tensor or a scalar, written into every leaf.
-  TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value);
-  TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value);
-  TensorDictBase& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value);
+  TensorDict& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value);
+  TensorDict& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value);
+  TensorDict& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value);
   at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const;
-  TensorDictBase& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
+  TensorDict& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
 
   // ---- shape ops on batch dims (negative dims count from the batch's end) --------
   // A lazy stack stays lazy, member by member (tensordict's rules): expand
   // stacks densely where the members allow; reshape, view, flatten and
   // unflatten regroup the members when they flatten or unflatten dims, and
   // give a dense result for other shapes.
-  TensorDictBase reshape(at::IntArrayRef shape) const;
-  TensorDictBase view(at::IntArrayRef shape) const;
-  TensorDictBase permute(at::IntArrayRef dims) const;
-  TensorDictBase transpose(int64_t dim0, int64_t dim1) const;
+  TensorDict reshape(at::IntArrayRef shape) const;
+  TensorDict view(at::IntArrayRef shape) const;
+  TensorDict permute(at::IntArrayRef dims) const;
+  TensorDict transpose(int64_t dim0, int64_t dim1) const;
   // Without a dim, removes every batch dim of size 1.
-  TensorDictBase squeeze(std::optional<int64_t> dim = std::nullopt) const;
-  TensorDictBase unsqueeze(int64_t dim) const;
+  TensorDict squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  TensorDict unsqueeze(int64_t dim) const;
   // The new batch size's trailing dims broadcast against the current ones.
-  TensorDictBase expand(at::IntArrayRef batch_size) const;
-  TensorDictBase flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  TensorDictBase unflatten(int64_t dim, at::IntArrayRef sizes) const;
-  std::vector<TensorDictBase> unbind(int64_t dim = 0) const;
+  TensorDict expand(at::IntArrayRef batch_size) const;
+  TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  TensorDict unflatten(int64_t dim, at::IntArrayRef sizes) const;
+  std::vector<TensorDict> unbind(int64_t dim = 0) const;
   // tensordict's to_lazystack: a lazy stack of this tensordict's slices
   // along `dim` (<tensordict/lazy.h>).
   LazyStackedTensorDict to_lazystack(int64_t dim = 0) const;
@@ -471,27 +348,27 @@ class TensorDictBase {
   // along the last dim), become nested (jagged) tensors, which needs the
   // stack dim to be 0.
   TensorDict densify() const;
-  std::vector<TensorDictBase> split(int64_t split_size, int64_t dim = 0) const;
-  std::vector<TensorDictBase> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
-  std::vector<TensorDictBase> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<TensorDict> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
   // torch.tensor_split: `sections` pieces whose sizes differ by at most one
   // (the first ones longer), or pieces cut at `indices`.
-  std::vector<TensorDictBase> tensor_split(int64_t sections, int64_t dim = 0) const;
-  std::vector<TensorDictBase> tensor_split(at::IntArrayRef indices, int64_t dim = 0) const;
+  std::vector<TensorDict> tensor_split(int64_t sections, int64_t dim = 0) const;
+  std::vector<TensorDict> tensor_split(at::IntArrayRef indices, int64_t dim = 0) const;
   // Moves batch dims `source` to positions `destination` (a permute).
-  TensorDictBase movedim(at::IntArrayRef source, at::IntArrayRef destination) const;
-  TensorDictBase movedim(int64_t source, int64_t destination) const;
+  TensorDict movedim(at::IntArrayRef source, at::IntArrayRef destination) const;
+  TensorDict movedim(int64_t source, int64_t destination) const;
   // Aliases of transpose.
-  TensorDictBase swapaxes(int64_t dim0, int64_t dim1) const;
-  TensorDictBase swapdims(int64_t dim0, int64_t dim1) const;
+  TensorDict swapaxes(int64_t dim0, int64_t dim1) const;
+  TensorDict swapdims(int64_t dim0, int64_t dim1) const;
   // Batch elements [start, start + length) of batch dim `dim` (a view).
   TensorDict narrow(int64_t dim, int64_t start, int64_t length) const;
   // expand() without -1 entries; the result has no names (as in tensordict).
   TensorDict broadcast_to(at::IntArrayRef batch_size) const;
   // expand(other.sizes()); for a tensordict, every leaf is expanded as the
   // other's leaf at its key, the result taking the other's batch size.
-  TensorDictBase expand_as(const at::Tensor& other) const;
-  TensorDict expand_as(const TensorDictBase& other) const;
+  TensorDict expand_as(const at::Tensor& other) const;
+  TensorDict expand_as(const TensorDict& other) const;
 
   // ---- ops that reorder or repeat batch elements (copies; runtime/src/ops/repeat_ops.cpp)
   TensorDict flip(at::IntArrayRef dims) const;
@@ -520,15 +397,15 @@ class TensorDictBase {
   // carried). A leaf for which fn returns an undefined tensor is dropped, and
   // so is a nested tensordict left empty by that (tensordict's filter_empty).
   // `batch_size`/`names` set the result's when fn changes the batch dims.
-  TensorDictBase apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+  TensorDict apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size = std::nullopt,
                        std::optional<Names> names = std::nullopt) const;
   // fn(leaf, other's leaf at the same key).
-  TensorDict apply(const BinaryTensorFn& fn, const TensorDictBase& other,
+  TensorDict apply(const BinaryTensorFn& fn, const TensorDict& other,
                    MissingKeys missing = MissingKeys::error()) const;
   // fn(key path, leaf).
   TensorDict named_apply(const NamedTensorFn& fn) const;
   // In place: every leaf becomes fn(leaf) (written into the existing tensor).
-  TensorDictBase& apply_(const TensorFn& fn);
+  TensorDict& apply_(const TensorFn& fn);
   // Every nested (jagged) tensor leaf becomes a dense tensor padded with
   // `padding`; other leaves are carried. When the batch size has a ragged
   // (-1) dim, the result's batch size is inferred again over as many dims,
@@ -538,7 +415,7 @@ class TensorDictBase {
 
 #define TENSORDICT_DECLARE_UNARY(name) \
   TensorDict name() const;             \
-  TensorDictBase& name##_();
+  TensorDict& name##_();
   TENSORDICT_UNARY_OPS(TENSORDICT_DECLARE_UNARY)
 #undef TENSORDICT_DECLARE_UNARY
 
@@ -550,7 +427,7 @@ class TensorDictBase {
   // every leaf) or a scalar.
 #define TENSORDICT_DECLARE_BINARY(name)                                                          \
   TensorDict name(const Operand& other, MissingKeys missing = MissingKeys::error()) const; \
-  TensorDictBase& name##_(const Operand& other, MissingKeys missing = MissingKeys::error());
+  TensorDict& name##_(const Operand& other, MissingKeys missing = MissingKeys::error());
   TENSORDICT_BINARY_OPS(TENSORDICT_DECLARE_BINARY)
   TENSORDICT_BINARY_OPS_NO_INPLACE(TENSORDICT_DECLARE_BINARY)
   TENSORDICT_DECLARE_BINARY(clamp_min)
@@ -558,23 +435,23 @@ class TensorDictBase {
 #undef TENSORDICT_DECLARE_BINARY
 
   TensorDict add(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error()) const;
-  TensorDictBase& add_(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error());
+  TensorDict& add_(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error());
   TensorDict sub(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error()) const;
-  TensorDictBase& sub_(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error());
+  TensorDict& sub_(const Operand& other, const at::Scalar& alpha = 1, MissingKeys missing = MissingKeys::error());
   TensorDict clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) const;
-  TensorDictBase& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt);
+  TensorDict& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt);
   // self + weight * (end - self).
   TensorDict lerp(const Operand& end, const at::Scalar& weight) const;
-  TensorDictBase& lerp_(const Operand& end, const at::Scalar& weight);
+  TensorDict& lerp_(const Operand& end, const at::Scalar& weight);
   // self + value * t1 * t2, self + value * t1 / t2.
   TensorDict addcmul(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const;
-  TensorDictBase& addcmul_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
+  TensorDict& addcmul_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
   TensorDict addcdiv(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const;
-  TensorDictBase& addcdiv_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
+  TensorDict& addcdiv_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
 
-  TensorDictBase& zero_();
-  TensorDictBase& fill_(const at::Scalar& value);
-  TensorDictBase& fill_(const NestedKey& key, const at::Scalar& value);
+  TensorDict& zero_();
+  TensorDict& fill_(const at::Scalar& value);
+  TensorDict& fill_(const NestedKey& key, const at::Scalar& value);
 
   // Comparisons: a tensordict of bools (also as operators below).
 #define TENSORDICT_DECLARE_COMPARISON(name) \
@@ -589,7 +466,7 @@ class TensorDictBase {
   TensorDict all(int64_t dim) const;
   TensorDict any(int64_t dim) const;
   // Same keys, and every pair of leaves allclose.
-  bool allclose(const TensorDictBase& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const TensorDict& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
 
   // where(condition, self, other) per leaf; `condition` is a bool tensor over
   // the batch dims (expanded over feature dims) or a tensordict of bools.
@@ -597,9 +474,9 @@ class TensorDictBase {
   // MissingKeys::fill(pad) is tensordict's pad= (the absent side reads pad).
   TensorDict where(const Operand& condition, const Operand& other, MissingKeys missing = MissingKeys::error()) const;
   TensorDict masked_fill(const at::Tensor& mask, const at::Scalar& value) const;
-  TensorDictBase& masked_fill_(const at::Tensor& mask, const at::Scalar& value);
+  TensorDict& masked_fill_(const at::Tensor& mask, const at::Scalar& value);
   // The elements where the batch mask is true, gathered into one batch dim.
-  TensorDictBase masked_select(const at::Tensor& mask) const;
+  TensorDict masked_select(const at::Tensor& mask) const;
   // torch.gather along batch dim `dim`; `index` has the batch dims and is
   // expanded over feature dims. The result's batch size is index's shape.
   TensorDict gather(int64_t dim, const at::Tensor& index) const;
@@ -645,7 +522,7 @@ class TensorDictBase {
   c10::Dict<std::string, c10::IValue> state_dict(bool keep_vars = false, bool flatten = false) const;
   // Loads one: by default tensors are copied into the existing ones; assign
   // replaces them. strict: the keys must match exactly.
-  TensorDictBase& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict, bool strict = true,
+  TensorDict& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict, bool strict = true,
                                   bool assign = false, bool from_flatten = false);
 
   // tensordict's to_dict: a dict per level holding the tensors (shared, not
@@ -665,16 +542,16 @@ class TensorDictBase {
   // with it, the copies may still run: wait with tensordict::synchronize(d)
   // or an event from tensordict::record_event(d) (<tensordict/device_sync.h>),
   // d being the accelerator involved, before reading or freeing the source.
-  TensorDictBase to(at::Device device, bool non_blocking = false) const;
-  TensorDictBase to(at::ScalarType dtype) const;
-#define TENSORDICT_DECLARE_CAST(name, dtype) TensorDictBase name() const;
+  TensorDict to(at::Device device, bool non_blocking = false) const;
+  TensorDict to(at::ScalarType dtype) const;
+#define TENSORDICT_DECLARE_CAST(name, dtype) TensorDict name() const;
   TENSORDICT_DTYPE_CASTS(TENSORDICT_DECLARE_CAST)
 #undef TENSORDICT_DECLARE_CAST
-  TensorDictBase cpu() const;
-  TensorDictBase cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
+  TensorDict cpu() const;
+  TensorDict cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
   // recurse=false copies the structure only; tensors are shared.
-  TensorDictBase clone(bool recurse = true) const;
-  TensorDictBase detach() const;
+  TensorDict clone(bool recurse = true) const;
+  TensorDict detach() const;
   // A dense tensordict (a lazy stack's members stacked, an h5 file read);
   // leaves that are already contiguous are shared.
   TensorDict contiguous() const;
@@ -708,8 +585,11 @@ class TensorDictBase {
   const std::shared_ptr<TensorDictImpl>& impl() const { return impl_; }
 
  protected:
+  // The checked conversion's test (as<K>() and each kind's constructor from
+  // a TensorDict): TypeError naming both kinds unless this one is `expected`.
+  void require_kind(Kind expected) const;
   // The tensordict that holds `key`'s last part, creating levels if `create`.
-  TensorDictBase parent_of(const NestedKey& key, bool create) const;
+  TensorDict parent_of(const NestedKey& key, bool create) const;
   // Throws tensordict's lock error if this level is locked (inline: every
   // set() asks).
   void check_unlocked() const {
@@ -717,7 +597,7 @@ class TensorDictBase {
   }
   [[noreturn]] static void throw_locked();
   // The level holding the tensor entry `key`; get()'s errors when there is none.
-  TensorDictBase tensor_level(const NestedKey& key) const;
+  TensorDict tensor_level(const NestedKey& key) const;
   // target[index] = value for the tensor at `key`, written through whatever
   // kind holds it (`resolved`: `index` resolved against this batch size).
   void put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index, const at::Tensor& value,
@@ -733,81 +613,85 @@ class TensorDictBase {
   // Writes every leaf to `prefix` in tensordict's memmap layout (FORMATS.md)
   // and replaces it by a memory-mapped view of its file; the tensordict moves
   // to the CPU and is locked.
-  TensorDictBase& memmap_(const std::string& prefix, const MemmapOptions& options = {});
+  TensorDict& memmap_(const std::string& prefix, const MemmapOptions& options = {});
   // tensordict's memmap_() without a prefix: every leaf moves into anonymous
   // shared memory (a file created in /dev/shm, or the temp directory, and
   // unlinked at once); the tensordict is locked and is_memmap(), with no
   // saved_path(). Leaves already there stay.
-  TensorDictBase& memmap_();
+  TensorDict& memmap_();
   // A new memory-mapped copy written to `prefix`; this one is unchanged.
-  TensorDictBase memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
+  TensorDict memmap(const std::string& prefix, const MemmapOptions& options = {}) const;
   // Same structure, files of full size (zero-filled), no data copied.
-  TensorDictBase memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
+  TensorDict memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const;
   // tensordict's save(): memmap() under another name.
-  TensorDictBase save(const std::string& prefix, const MemmapOptions& options = {}) const;
+  TensorDict save(const std::string& prefix, const MemmapOptions& options = {}) const;
   // True for a tensordict written or loaded by the memmap methods.
   bool is_memmap() const;
   // The directory it was written to or loaded from; nullopt if none.
   std::optional<std::string> saved_path() const;
   // Reloads the entries from saved_path() (what another process wrote there).
-  TensorDictBase& memmap_refresh_();
+  TensorDict& memmap_refresh_();
   // Writes the tree to an HDF5 file (<tensordict/persistent.h>): groups for
   // nested levels, one dataset per leaf, `options` on every dataset.
   PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const;
 };
 
+// tensordict's name for the class every kind derives from: here the same
+// handle, kept so that code written against the earlier API compiles.
+using TensorDictBase = TensorDict;
+
 // The other operand of a binary op: a tensordict, a tensor or a scalar.
 class Operand {
  public:
-  Operand(const TensorDictBase& td) : value_(td) {}
+  Operand(const TensorDict& td) : value_(td) {}
   Operand(at::Tensor tensor) : value_(std::move(tensor)) {}
   Operand(const at::Scalar& scalar) : value_(scalar) {}
   template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
   Operand(T scalar) : value_(at::Scalar(scalar)) {}
 
-  const TensorDictBase* tensordict() const { return std::get_if<TensorDictBase>(&value_); }
+  const TensorDict* tensordict() const { return std::get_if<TensorDict>(&value_); }
   // The tensor, or the scalar as a wrapped-number tensor (so type promotion
   // treats it as a Python scalar); undefined for a tensordict.
   at::Tensor tensor() const;
 
  private:
-  std::variant<TensorDictBase, at::Tensor, at::Scalar> value_;
+  std::variant<TensorDict, at::Tensor, at::Scalar> value_;
 };
 
 // Operators, as on tensors: arithmetic and elementwise comparison.
-TensorDict operator+(const TensorDictBase& a, const Operand& b);
-TensorDict operator-(const TensorDictBase& a, const Operand& b);
-TensorDict operator*(const TensorDictBase& a, const Operand& b);
-TensorDict operator/(const TensorDictBase& a, const Operand& b);
-TensorDict operator-(const TensorDictBase& a);
-TensorDict operator==(const TensorDictBase& a, const Operand& b);
-TensorDict operator!=(const TensorDictBase& a, const Operand& b);
-TensorDict operator<(const TensorDictBase& a, const Operand& b);
-TensorDict operator<=(const TensorDictBase& a, const Operand& b);
-TensorDict operator>(const TensorDictBase& a, const Operand& b);
-TensorDict operator>=(const TensorDictBase& a, const Operand& b);
+TensorDict operator+(const TensorDict& a, const Operand& b);
+TensorDict operator-(const TensorDict& a, const Operand& b);
+TensorDict operator*(const TensorDict& a, const Operand& b);
+TensorDict operator/(const TensorDict& a, const Operand& b);
+TensorDict operator-(const TensorDict& a);
+TensorDict operator==(const TensorDict& a, const Operand& b);
+TensorDict operator!=(const TensorDict& a, const Operand& b);
+TensorDict operator<(const TensorDict& a, const Operand& b);
+TensorDict operator<=(const TensorDict& a, const Operand& b);
+TensorDict operator>(const TensorDict& a, const Operand& b);
+TensorDict operator>=(const TensorDict& a, const Operand& b);
 
 // Scoped locking, for tensordict's `with td.lock_():` / `with td.unlock_():`:
 // sets the state for the guard's lifetime and restores the previous one.
 class LockGuard {
  public:
-  explicit LockGuard(TensorDictBase td, bool lock = true);
+  explicit LockGuard(TensorDict td, bool lock = true);
   ~LockGuard();
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
 
  private:
-  TensorDictBase td_;
+  TensorDict td_;
   bool was_locked_;
 };
 
 // A dense stack along a new batch dim; every member needs the same keys and
 // batch size.
-TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
 // Concatenation along an existing batch dim. With a lazy stack among `tds`,
 // a lazy stack (tensordict's rule): along the stack dim, of every member;
 // along another dim, of the members concatenated pairwise (dense inputs are
 // cut along the stack dim first).
-TensorDictBase cat(const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
 
 }  // namespace tensordict

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 
 namespace tensordict {
 
@@ -37,7 +37,7 @@ using ProcessGroupPtr = c10::intrusive_ptr<c10d::ProcessGroup>;
 // What isend, irecv and the asynchronous collectives return: wait() blocks
 // until the transfer is done (for irecv: until the tensordict holds the
 // received values) and rethrows its error (a closed peer, the group's
-// timeout, a structure mismatch) as std::runtime_error. tensordict returns a
+// timeout, a structure mismatch) as RuntimeError. tensordict returns a
 // tag or a list of futures instead.
 class Work {
  public:
@@ -56,42 +56,42 @@ class Work {
 // ---- point to point (tags: init_tag and init_tag + 1; the next free tag is returned) ----
 // Sends the tensor leaves of `td` to rank `dst`; the receiver must hold the
 // same structure. Non-tensor data stays behind (init_remote sends it).
-int send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);
+int send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);
 // Receives into the leaves of `td` (in place) what rank `src` sent.
-int recv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
+int recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
 // Asynchronous forms: the leaves of `td` must stay alive and unchanged (isend)
 // or unread (irecv) until wait() returns. Messages between two ranks with the
 // same tag arrive in the order they were posted.
-Work isend(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);
-Work irecv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
+Work isend(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag = 0);
+Work irecv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
 
 // ---- collectives (every rank of `group` calls them, with the same structure) ----
 // Reduces every leaf across the group, in place on every rank.
-Work all_reduce(const TensorDictBase& td, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM,
+Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM,
                 bool async_op = false);
 // Reduces every leaf into rank `dst`'s tensordict; the other ranks'
 // tensordicts are left unchanged (c10d reduces copies of their leaves).
-Work reduce(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
+Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
             bool async_op = false);
 // Copies rank `src`'s leaves into every other rank's tensordict.
-void broadcast(const TensorDictBase& td, const ProcessGroupPtr& group, int src);
+void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src);
 // Rank `dst` holds a tensordict whose first batch dim is world_size - 1; each
 // other rank sends one element of it, and rank r's lands at index r (r < dst)
 // or r - 1 (r > dst), as tensordict's gather_and_stack stacks them.
-void gather_and_stack(const TensorDictBase& td, const ProcessGroupPtr& group, int dst);
+void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst);
 
 // ---- without a template on the receiver ----
 // Sends the whole structure first (keys in their order, batch sizes, names,
 // dtypes, shapes, non-tensor data, lazy stacks) as a small header, then the leaves.
-void init_remote(const TensorDictBase& td, const ProcessGroupPtr& group, int dst);
+void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst);
 // Builds the tensordict rank `src` sent with init_remote (a TensorDict, or a
 // LazyStackedTensorDict for a lazy stack) on `device` (default: the sender's
 // device when this process has it, else the CPU).
-TensorDictBase from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt);
+TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt);
 
 // ---- generated tensorclasses: through their fields' tensordict (the fields themselves) ----
 template <class T>
-concept DistributedTensorClass = !std::derived_from<T, TensorDictBase> && requires(const T& tc) {
+concept DistributedTensorClass = !std::derived_from<T, TensorDict> && requires(const T& tc) {
   { tc.to_tensordict() } -> std::same_as<TensorDict>;
 };
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 
 namespace tensordict {
 
@@ -25,33 +25,33 @@ using MergeCallback = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
 // in every tensordict and a callback applies (`callback_exist`, for every
 // key, or the one given for that key), which then combines the values.
 // std::invalid_argument for fewer than two tensordicts.
-TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const MergeCallback& callback_exist = nullptr);
-TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const std::map<NestedKey, MergeCallback>& callback_exist);
+TensorDict merge_tensordicts(const std::vector<TensorDict>& tds, const MergeCallback& callback_exist = nullptr);
+TensorDict merge_tensordicts(const std::vector<TensorDict>& tds, const std::map<NestedKey, MergeCallback>& callback_exist);
 
 // tensordict's torch.stack / torch.cat with out=: the result is written into
 // `out`'s existing tensors (their storage kept; out may be locked), which
 // must hold every key of the result (a KeyError names one that is missing)
 // and have its batch size. Returns `out`.
-TensorDictBase& stack_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim = 0);
-TensorDictBase& cat_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim = 0);
+TensorDict& stack_out(TensorDict& out, const std::vector<TensorDict>& tds, int64_t dim = 0);
+TensorDict& cat_out(TensorDict& out, const std::vector<TensorDict>& tds, int64_t dim = 0);
 
 // Pads the batch dims with `value`: pad_size is (dim0_before, dim0_after,
 // dim1_before, ...) from the first batch dim on; negative sizes crop.
-TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, const at::Scalar& value = 0);
+TensorDict pad(const TensorDict& td, const std::vector<int64_t>& pad_size, const at::Scalar& value = 0);
 
 // Pads every key along dim `pad_dim` of its tensors to that key's longest
 // length across `tds`, then stacks them along a new first dim. With
 // return_mask, a "masks" entry holds, per key, true where values are real.
-TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim = 0, const at::Scalar& padding_value = 0,
+TensorDict pad_sequence(const std::vector<TensorDict>& tds, int64_t pad_dim = 0, const at::Scalar& padding_value = 0,
                         bool return_mask = false);
 
 // torch's *_like constructors applied to every tensor leaf (non-tensor data
 // carried): same keys, batch size, names, dtypes and devices.
-TensorDict zeros_like(const TensorDictBase& td);
-TensorDict ones_like(const TensorDictBase& td);
-TensorDict empty_like(const TensorDictBase& td);
-TensorDict full_like(const TensorDictBase& td, const at::Scalar& fill_value);
-TensorDict rand_like(const TensorDictBase& td);
-TensorDict randn_like(const TensorDictBase& td);
+TensorDict zeros_like(const TensorDict& td);
+TensorDict ones_like(const TensorDict& td);
+TensorDict empty_like(const TensorDict& td);
+TensorDict full_like(const TensorDict& td, const at::Scalar& fill_value);
+TensorDict rand_like(const TensorDict& td);
+TensorDict randn_like(const TensorDict& td);
 
 }  // namespace tensordict

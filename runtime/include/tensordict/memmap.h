@@ -1,9 +1,8 @@
 // Memmap extension points: loaders for classes the dynamic reader does not
 // know (tensorclasses) and the hooks generated tensorclasses save and load
-// through. The methods themselves are on TensorDictBase (memmap_, memmap,
-// memmap_like, save, is_memmap, saved_path, memmap_refresh_), TensorDict
-// (load_memmap, load) and LazyStackedTensorDict (memmap, memmap_like,
-// load_memmap).
+// through. The methods themselves are on TensorDict (memmap_, memmap,
+// memmap_like, save, is_memmap, saved_path, memmap_refresh_, load_memmap,
+// load) and LazyStackedTensorDict (load_memmap).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -17,7 +16,6 @@
 #include <vector>
 
 #include "tensordict/base.h"
-#include "tensordict/dense.h"
 
 namespace tensordict {
 
@@ -41,8 +39,8 @@ inline constexpr std::string_view kLoadedClassKey = "__class__";
 // Loads a tree written by memmap() at any level as the class its meta.json
 // names: a TensorDict, a LazyStackedTensorDict, what a registered loader
 // returns, or for any other class a TensorDict of its fields (see
-// kLoadedClassKey). TensorDict::load_memmap insists on a dense TensorDict.
-TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+// kLoadedClassKey). TensorDict::load_memmap is the same.
+TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
 
 // ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------
 // How a level is written in tensorclass layout: `type` is its meta.json
@@ -58,7 +56,7 @@ using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
 // memmap() of `td` where the levels in `tags` are written as tensorclasses:
 // `<dir>/meta.json` holds the tag, the level's entries go to `<dir>/_tensordict/`.
 // Returns the memory-mapped copy (tensorclass levels as plain TensorDicts).
-TensorDict memmap_tensorclass(const TensorDictBase& td, const std::string& prefix, const MemmapClassTags& tags,
+TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
                               const MemmapOptions& options = {});
 
 // Reads and parses `dir`/meta.json; errors name the file.

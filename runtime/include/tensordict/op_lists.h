@@ -20,7 +20,7 @@
 // Comparisons: a tensordict of bools; also the operators == != < <= > >=.
 #define TENSORDICT_COMPARISONS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 
-// Reductions over batch dims (see TensorDictBase::reduce).
+// Reductions over batch dims (see TensorDict::reduce).
 #define TENSORDICT_REDUCTIONS(X) X(sum) X(mean) X(nansum) X(nanmean) X(prod) X(amax) X(amin) X(max) X(min)
 
 // Named dtype casts: X(method, dtype). tensordict's float()/double()/int()/

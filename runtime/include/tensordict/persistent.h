@@ -6,7 +6,7 @@
 // repr read metadata only; get() reads one dataset, get_at() and index()
 // (ints and slices with positive steps over leading dims) read hyperslabs,
 // contiguous()/to_tensordict() read all. In "w", "w-"/"x", "a" and "r+"
-// modes every write through the TensorDictBase interface (set, set_, set_at_,
+// modes every write through the TensorDict interface (set, set_, set_at_,
 // del_, update_, apply_, zero_, index_put_, ...) reaches the file.
 #pragma once
 
@@ -15,11 +15,10 @@
 #include <vector>
 
 #include "tensordict/base.h"
-#include "tensordict/dense.h"
 
 namespace tensordict {
 
-class PersistentTensorDict : public TensorDictBase {
+class PersistentTensorDict : public TensorDict {
  public:
   // Opens `path` with h5py's modes: "r" (read), "r+" (read/write), "w"
   // (create, truncate), "w-"/"x" (create, fail if it exists), "a" (read/write,
@@ -30,11 +29,12 @@ class PersistentTensorDict : public TensorDictBase {
                                       std::optional<std::vector<int64_t>> batch_size = std::nullopt);
   // Writes `td` to a new file at `path` (truncating it); the result stays open
   // read/write. `options` apply to every tensor dataset.
-  static PersistentTensorDict from_dict(const TensorDictBase& td, const std::string& path,
+  static PersistentTensorDict from_dict(const TensorDict& td, const std::string& path,
                                         const H5Options& options = {});
 
-  // Views `td` as a PersistentTensorDict; std::invalid_argument if it is another kind.
-  explicit PersistentTensorDict(const TensorDictBase& td);
+  // Views `td` as a PersistentTensorDict (as td.as<PersistentTensorDict>());
+  // TypeError naming both kinds if it is another kind.
+  explicit PersistentTensorDict(const TensorDict& td);
 
   // Closes the file now (else the last handle closes it); later access throws.
   void close();

@@ -17,7 +17,7 @@ namespace tensordict {
 // Returns false and sets `ec` on the first failure.
 bool remove_tree(const std::filesystem::path& path, std::error_code& ec) noexcept;
 
-// As above; throws std::filesystem::filesystem_error naming the path.
+// As above; throws RuntimeError naming the path and the cause.
 void remove_tree(const std::filesystem::path& path);
 
 }  // namespace tensordict

@@ -17,15 +17,15 @@ namespace tensordict {
 //     batch_size=torch.Size([3]),
 //     device=None,
 //     is_shared=False)
-std::string repr(const TensorDictBase& td);
+std::string repr(const TensorDict& td);
 
-std::ostream& operator<<(std::ostream& os, const TensorDictBase& td);
+std::ostream& operator<<(std::ostream& os, const TensorDict& td);
 
 }  // namespace tensordict
 
 // fmt::format("{}", td) for every tensordict kind.
 template <class T, class Char>
-struct fmt::formatter<T, Char, std::enable_if_t<std::is_base_of_v<tensordict::TensorDictBase, T>>>
+struct fmt::formatter<T, Char, std::enable_if_t<std::is_base_of_v<tensordict::TensorDict, T>>>
     : fmt::formatter<std::basic_string_view<Char>, Char> {
   template <class Context>
   auto format(const T& td, Context& ctx) const {

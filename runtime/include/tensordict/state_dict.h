@@ -1,4 +1,4 @@
-// The types TensorDictBase::state_dict() returns: an ordered c10::Dict of
+// The types TensorDict::state_dict() returns: an ordered c10::Dict of
 // IValues (tensors, nested dicts, the batch size and device), which libtorch
 // serialises as it is (torch::pickle_save / torch::pickle_load).
 #pragma once

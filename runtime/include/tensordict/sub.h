@@ -12,17 +12,18 @@
 
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 
 namespace tensordict {
 
-class SubTensorDict : public TensorDictBase {
+class SubTensorDict : public TensorDict {
  public:
-  SubTensorDict(const TensorDictBase& source, at::ArrayRef<TensorIndex> index);
-  // Views `td` as a sub-view; std::invalid_argument if it is another kind.
-  explicit SubTensorDict(const TensorDictBase& td);
+  SubTensorDict(const TensorDict& source, at::ArrayRef<TensorIndex> index);
+  // Views `td` as a sub-view (as td.as<SubTensorDict>()); TypeError naming
+  // both kinds if it is another kind.
+  explicit SubTensorDict(const TensorDict& td);
 
-  const TensorDictBase& source() const;
+  const TensorDict& source() const;
 };
 
 }  // namespace tensordict

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "tensordict/batch_index.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/non_tensor.h"
@@ -260,7 +260,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // ---- device, dtype, copies ------------------------------------------------------------------
-  // TensorDictBase::to's moves (one block for a consolidated instance, pinned
+  // TensorDict::to's moves (one block for a consolidated instance, pinned
   // staging, one synchronisation; non_blocking: wait with
   // tensordict::synchronize), through the tensordict form.
   Derived to(at::Device device, bool non_blocking = false) const {
@@ -272,10 +272,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     out.set_device_(device);
     return out;
   }
-  // TensorDictBase::pin_memory: the host tensors in one pinned allocation.
+  // TensorDict::pin_memory: the host tensors in one pinned allocation.
   Derived pin_memory() const { return from_form_(td_form_().pin_memory()); }
 
-  // ---- one storage (TensorDictBase::consolidate) ---------------------------------------------
+  // ---- one storage (TensorDict::consolidate) ---------------------------------------------
   // tensordict's consolidate(): a copy whose tensor fields are views of one
   // flat storage; non-tensor fields and nested tensorclasses are kept. The
   // copy is locked; unlock_() ends the consolidation.
@@ -324,7 +324,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     return same_batch_(fn);
   }
   // fn(ours, theirs) -> tensor, pairing the tensor members of two instances
-  // (TensorDictBase::apply(fn, other), tensordict's td.apply(fn, other)).
+  // (TensorDict::apply(fn, other), tensordict's td.apply(fn, other)).
   template <class Fn>
   Derived apply(Fn&& fn, const Derived& other) const {
     Derived out = shell_();
@@ -362,7 +362,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // The inverse, validated. Non-tensor fields come from the tensordict's
   // non-tensor entries, else from `non_tensor` (defaults when omitted). A key
   // of `td` that is no field is a KeyError unless `strict` is false.
-  static Derived from_tensordict(const TensorDictBase& td, const Derived& non_tensor = Derived{}, bool strict = true) {
+  static Derived from_tensordict(const TensorDict& td, const Derived& non_tensor = Derived{}, bool strict = true) {
     Derived out = non_tensor;
     out.set_locked_tree_(false);
     out.tc_consolidated_storage_ = at::Tensor();
@@ -371,7 +371,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     out.validate();
     return out;
   }
-  static Derived from_tensordict(const TensorDictBase& td, bool strict) {
+  static Derived from_tensordict(const TensorDict& td, bool strict) {
     return from_tensordict(td, Derived{}, strict);
   }
 
@@ -562,7 +562,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
 
   // A tensordict the dynamic core derived from td_form_() by an op that
   // keeps the schema's shapes, as this class: declared dtypes must be kept.
-  Derived typed_(const TensorDictBase& td, const char* op) const {
+  Derived typed_(const TensorDict& td, const char* op) const {
     Derived out = from_form_(td);
     out.check_dtypes_(detail::FieldPath{nullptr, schema().name}, op,
                       [](const at::Tensor& t) { return t.scalar_type(); });
@@ -625,7 +625,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
   // This instance's non-tensor fields over the tensors of `td`, a tensordict
   // the core derived from td_form_(); consolidated and locked when `td` is.
-  Derived from_form_(const TensorDictBase& td) const {
+  Derived from_form_(const TensorDict& td) const {
     Derived out = shell_();
     out.from_td_(td);
     out.tc_consolidated_storage_ = td.impl()->consolidated_storage();
@@ -636,7 +636,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // Reads the fields from a tensordict form: tensors, nested tensorclasses,
   // and non-tensor fields held as non-tensor data (what load_memmap through
   // TensorDict gives); an absent non-tensor field keeps its current value.
-  void from_td_(const TensorDictBase& td, bool strict = true) {
+  void from_td_(const TensorDict& td, bool strict = true) {
     tc_batch_size_ = td.batch_size().vec();
     tc_device_ = td.device();
     set_names_(td.names());
@@ -978,7 +978,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // Reads the fields from a loaded tensordict form (TensorClassPersistence's
   // from_loaded_): every stored key must be a field; batch sizes as stored
   // or, for h5, inferred from the schema.
-  void read_loaded_(const TensorDictBase& td, const std::string& path, std::optional<at::IntArrayRef> parent,
+  void read_loaded_(const TensorDict& td, const std::string& path, std::optional<at::IntArrayRef> parent,
                     bool infer_batch) {
     for (const auto& key : td.keys()) {
       if (!is_field_(key.front())) {

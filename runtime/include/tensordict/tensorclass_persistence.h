@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 #include "tensordict/persistent.h"
@@ -29,14 +29,14 @@ namespace detail {
 
 // Checks that meta.json `meta` of `dir` names the class `info` (its
 // python_type, or the same bare class name as a Python module elsewhere
-// writes it); throws std::runtime_error naming the file and both classes.
+// writes it); throws RuntimeError naming the file and both classes.
 void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const std::string& dir);
 
 // h5 stores no batch size: the number of batch dims of a `info` level comes
 // from a tensor field with a declared shape (its dims minus the declared
 // feature dims) or the class's declared batch names; without either, the
 // parent's batch size (`parent`, when nested) or the batch size `td` was read with.
-std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDictBase& td,
+std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDict& td,
                                       std::optional<at::IntArrayRef> parent);
 
 // std::invalid_argument "Class.name: non-tensor field must be a string, got 3".
@@ -168,7 +168,7 @@ class TensorClassPersistence {
 
   // An instance from a loaded tensordict form (memmap: batch sizes as stored;
   // h5: inferred from the schema), validated; errors are prefixed with `where`.
-  static Derived from_loaded_(const TensorDictBase& td, const std::string& where, bool infer_batch) {
+  static Derived from_loaded_(const TensorDict& td, const std::string& where, bool infer_batch) {
     Derived out;
     try {
       out.read_loaded_(td, std::string(Derived::schema().name), std::nullopt, infer_batch);

@@ -38,7 +38,7 @@ struct FieldPath {
 };
 
 // Validates one tensor field against its FieldInfo and the batch size. Throws
-// std::invalid_argument (missing field, dtype) or std::runtime_error (shape),
+// std::invalid_argument (missing field, dtype) or RuntimeError (shape),
 // naming the field path and dim.
 void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field, const at::Tensor& tensor,
                            at::IntArrayRef batch_size, SymbolTable& symbols);
@@ -49,7 +49,7 @@ void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, a
 // A nested tensorclass's batch size must start with its parent's.
 void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::IntArrayRef parent);
 
-// "Cannot modify locked TensorDict. ..." (tensordict's message), as std::runtime_error.
+// "Cannot modify locked TensorDict. ..." (tensordict's message), as RuntimeError.
 [[noreturn]] void throw_locked(std::string_view class_name, std::string_view key);
 // KeyError: `class_name` has no field `key`.
 [[noreturn]] void throw_no_field(std::string_view class_name, std::string_view key);

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/op_lists.h"
@@ -147,14 +147,14 @@ class TensorClassSurface {
   TENSORDICT_PREDICATES(TENSORCLASS_PREDICATE)
 #undef TENSORCLASS_PREDICATE
 
-  // Reductions over batch dims (TensorDictBase's): a TensorDict.
+  // Reductions over batch dims (TensorDict's): a TensorDict.
 #define TENSORCLASS_REDUCTION(name)                                             \
   TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const { \
     return self_().to_tensordict().name(std::move(dims), keepdim);              \
   }
   TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
 #undef TENSORCLASS_REDUCTION
-  // (values, indices) over one batch dim, as TensorDictBase::max(dim).
+  // (values, indices) over one batch dim, as TensorDict::max(dim).
   std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const {
     return self_().to_tensordict().max(dim, keepdim);
   }
@@ -203,7 +203,7 @@ class TensorClassSurface {
   // tensor or non-tensor; nested tensorclasses as nested tensordicts), then
   // validates: a key that is no field is a KeyError, a value that breaks the
   // schema leaves this object unchanged. Refused when locked.
-  Derived& update(const TensorDictBase& other) {
+  Derived& update(const TensorDict& other) {
     if (self_().is_locked())
       detail::throw_locked(Derived::schema().name, other.keys().empty() ? "" : other.keys().front().repr());
     TensorDict next = self_().to_tensordict();
@@ -215,7 +215,7 @@ class TensorClassSurface {
   }
   Derived& update(const Derived& other) { return update(other.to_tensordict()); }
   // In place: every tensor of `other` is written into the field's tensor.
-  Derived& update_(const TensorDictBase& other) {
+  Derived& update_(const TensorDict& other) {
     self_().td_form_().update_(other);
     return self_();
   }
@@ -223,7 +223,7 @@ class TensorClassSurface {
   // tensordict's update_at_: every tensor of `other` (a tensordict of tensor
   // fields, or an object of this class shaped like obj[index]) written into
   // the field's tensor at batch `index`.
-  Derived& update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index) {
+  Derived& update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index) {
     self_().td_form_().update_at_(other, index);
     return self_();
   }

@@ -3,7 +3,6 @@
 
 #include "tensordict/base.h"
 #include "tensordict/batch_index.h"
-#include "tensordict/dense.h"
 #include "tensordict/device_sync.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"

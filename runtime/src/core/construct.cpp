@@ -24,7 +24,7 @@ std::vector<int64_t> common_prefix(const std::vector<int64_t>& a, at::IntArrayRe
 
 }  // namespace
 
-TensorDictBase& TensorDictBase::auto_batch_size_(std::optional<int64_t> batch_dims) {
+TensorDict& TensorDict::auto_batch_size_(std::optional<int64_t> batch_dims) {
   // Nested levels first: their batch sizes bound ours.
   std::optional<std::vector<int64_t>> shared;
   impl_->for_each([&](const std::string&, const Value& value) {
@@ -32,7 +32,7 @@ TensorDictBase& TensorDictBase::auto_batch_size_(std::optional<int64_t> batch_di
     if (value.is_tensor()) {
       shape = detail::leaf_shape(value.tensor());
     } else if (value.is_tensordict()) {
-      TensorDictBase nested = value.tensordict();
+      TensorDict nested = value.tensordict();
       nested.auto_batch_size_();
       shape = nested.batch_size().vec();
     } else {
@@ -58,9 +58,9 @@ TensorDict make_tensordict(std::vector<TensorDict::Entry> entries, std::optional
 namespace {
 // functional.py's merge_tensordicts: each leaf is settled once, by the first
 // tensordict that has it.
-TensorDict merge(const std::vector<TensorDictBase>& tds, c10::function_ref<const MergeCallback*(const NestedKey&)> callback_for) {
+TensorDict merge(const std::vector<TensorDict>& tds, c10::function_ref<const MergeCallback*(const NestedKey&)> callback_for) {
   if (tds.size() < 2) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("merge_tensordicts: at least 2 tensordicts must be provided, got {}", tds.size()));
   }
   TensorDict out = tds.front().empty(true);
@@ -82,28 +82,28 @@ TensorDict merge(const std::vector<TensorDictBase>& tds, c10::function_ref<const
 }
 }  // namespace
 
-TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const MergeCallback& callback_exist) {
+TensorDict merge_tensordicts(const std::vector<TensorDict>& tds, const MergeCallback& callback_exist) {
   return merge(tds, [&](const NestedKey&) { return &callback_exist; });
 }
 
-TensorDict merge_tensordicts(const std::vector<TensorDictBase>& tds, const std::map<NestedKey, MergeCallback>& callback_exist) {
+TensorDict merge_tensordicts(const std::vector<TensorDict>& tds, const std::map<NestedKey, MergeCallback>& callback_exist) {
   return merge(tds, [&](const NestedKey& key) -> const MergeCallback* {
     auto it = callback_exist.find(key);
     return it == callback_exist.end() ? nullptr : &it->second;
   });
 }
 
-TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, const at::Scalar& value) {
+TensorDict pad(const TensorDict& td, const std::vector<int64_t>& pad_size, const at::Scalar& value) {
   const int64_t nb = td.batch_dims();
   if (pad_size.size() % 2 != 0 || static_cast<int64_t>(pad_size.size()) > 2 * nb) {
-    throw std::runtime_error(fmt::format("pad: pad_size {} must have an even length of at most 2 * {} (the batch dims)",
+    throw RuntimeError(fmt::format("pad: pad_size {} must have an even length of at most 2 * {} (the batch dims)",
                                          shape_string(pad_size), nb));
   }
   std::vector<int64_t> batch = td.batch_size().vec();
   for (std::size_t d = 0; d < pad_size.size() / 2; ++d) {
     batch[d] += pad_size[2 * d] + pad_size[2 * d + 1];
     if (batch[d] < 0)
-      throw std::runtime_error(fmt::format("pad: padding {} crops batch dim {} below zero", shape_string(pad_size), d));
+      throw RuntimeError(fmt::format("pad: padding {} crops batch dim {} below zero", shape_string(pad_size), d));
   }
   auto fn = [&](const at::Tensor& t) {
     // constant_pad_nd lists pads from the last dim backwards.
@@ -115,11 +115,11 @@ TensorDict pad(const TensorDictBase& td, const std::vector<int64_t>& pad_size, c
     }
     return at::constant_pad_nd(t, pads, value);
   };
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {batch, td.names()}, td.device(), detail::OpKind::Fold, fn, "pad")));
+  return TensorDict(TensorDict(detail::map_leaves(*td.impl(), {batch, td.names()}, td.device(), detail::OpKind::Fold, fn, "pad")));
 }
 
-TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim, const at::Scalar& padding_value, bool return_mask) {
-  if (tds.empty()) throw std::runtime_error("pad_sequence needs at least one tensordict");
+TensorDict pad_sequence(const std::vector<TensorDict>& tds, int64_t pad_dim, const at::Scalar& padding_value, bool return_mask) {
+  if (tds.empty()) throw RuntimeError("pad_sequence needs at least one tensordict");
   const auto keys = tds.front().keys(true, true);
   std::vector<TensorDict> padded;
   std::vector<TensorDict> masks;
@@ -162,11 +162,11 @@ TensorDict pad_sequence(const std::vector<TensorDictBase>& tds, int64_t pad_dim,
       }
     }
   }
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   for (std::size_t i = 0; i < tds.size(); ++i) {
     if (padded_batch_len) {
       // The padded dim is a batch dim: every level's batch grows with it.
-      auto grow = [&](auto&& self, TensorDictBase level) -> void {
+      auto grow = [&](auto&& self, TensorDict level) -> void {
         std::vector<int64_t> batch = level.batch_size().vec();
         batch[static_cast<std::size_t>(pad_dim)] = *padded_batch_len;
         level.impl()->set_meta(batch, level.device(), level.names());

@@ -1,4 +1,4 @@
-// The dict API of TensorDictBase: lookup, set, delete, key views.
+// The dict API of TensorDict: lookup, set, delete, key views.
 #include <c10/util/SmallVector.h>
 #include <fmt/ranges.h>
 
@@ -6,13 +6,12 @@
 #include <stdexcept>
 
 #include "kinds/dense/dense_impl.h"
-#include "core/exact_cast.h"
 #include "core/format.h"
 #include "core/holding_level.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "core/nesting.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 #include "core/value_kind.h"
@@ -22,7 +21,7 @@ namespace tensordict {
 
 // ---- Value ---------------------------------------------------------------------
 
-Value::Value(const TensorDictBase& td) : value_(td.impl()) {}
+Value::Value(const TensorDict& td) : value_(td.impl()) {}
 
 Value::Value(const NonTensorData& data) : value_(std::make_shared<const NonTensorData>(data)) {}
 
@@ -41,7 +40,7 @@ const NonTensorData& Value::non_tensor() const {
   return *std::get<2>(value_);
 }
 
-TensorDictBase Value::tensordict() const { return TensorDictBase(impl()); }
+TensorDict Value::tensordict() const { return TensorDict(impl()); }
 
 const std::shared_ptr<TensorDictImpl>& Value::impl() const {
   if (!is_tensordict()) throw TypeError(fmt::format("the value is {}, not a tensordict", detail::kind_of(*this)));
@@ -73,13 +72,13 @@ void check_leaf(const TensorDictImpl& level, const NestedKey& key, const at::Ten
   if (!tensor.defined()) throw ValueError(fmt::format("cannot set key {}: the tensor is undefined", key.repr()));
   const auto batch = level.batch_size();
   if (!detail::leaf_starts_with(tensor, batch)) {
-    throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensor's shape {} does not start with the batch size {}",
+    throw RuntimeError(fmt::format("batch size mismatch for key {}: the tensor's shape {} does not start with the batch size {}",
                                          key.repr(), shape_string(detail::leaf_shape(tensor)), shape_string(batch)));
   }
 }
 
 // The value at `key`, or the KeyError naming the key and what is there.
-Value existing(const TensorDictBase& parent, const NestedKey& key) {
+Value existing(const TensorDict& parent, const NestedKey& key) {
   auto found = parent.impl()->find(key.back());
   if (!found) throw_missing(key, *parent.impl(), key.size() - 1);
   return *found;
@@ -94,7 +93,7 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
 // its ancestors). Every walk over a tree would then run forever. The subtree
 // must also leave room under the nesting bound. One walk over the nested
 // tensordicts of `nested` (each visited once) checks both.
-void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, const NestedKey& key) {
+void refuse_cycle(const TensorDictImpl& level, const TensorDict& nested, const NestedKey& key) {
   // Nested trees are small: a linear scan of an inline vector allocates
   // nothing on the common path (setting one nested tensordict).
   c10::SmallVector<const TensorDictImpl*, 16> seen;
@@ -109,43 +108,46 @@ void refuse_cycle(const TensorDictImpl& level, const TensorDictBase& nested, con
       throw ValueError(fmt::format("cannot set key {}: the value nests tensordicts more than {} levels deep",
                                    key.repr(), detail::kMaxNestingDepth));
     }
-    // An h5 file's groups hold no in-memory tensordict: nothing to walk (a
-    // dense level, the common one, is told apart without a name compare).
-    if (std::find(seen.begin(), seen.end(), &td) != seen.end() ||
-        (!detail::exact_cast<detail::DenseImpl>(&td) && td.type_name() == "PersistentTensorDict")) {
-      return;
-    }
+    // An h5 file's groups hold no in-memory tensordict: nothing to walk.
+    if (std::find(seen.begin(), seen.end(), &td) != seen.end() || td.kind() == Kind::Persistent) return;
     seen.push_back(&td);
-    td.for_each_child([&](const TensorDictBase& child) { self(self, *child.impl(), depth + 1); });
+    td.for_each_child([&](const TensorDict& child) { self(self, *child.impl(), depth + 1); });
   };
   walk(walk, *nested.impl(), key.size());
 }
 
 }  // namespace
 
-// ---- TensorDictBase --------------------------------------------------------------
+// ---- TensorDict --------------------------------------------------------------
 
-TensorDictBase::TensorDictBase(std::shared_ptr<TensorDictImpl> impl) : impl_(std::move(impl)) {
+TensorDict::TensorDict(std::shared_ptr<TensorDictImpl> impl) : impl_(std::move(impl)) {
   if (!impl_) throw ValueError("a tensordict handle needs an implementation");
 }
 
-bool TensorDictBase::has_names() const { return detail::any_named(names()); }
+void TensorDict::require_kind(Kind expected) const {
+  if (kind() != expected) {
+    throw TypeError(fmt::format("cannot view a {} as a {}: it is another kind of tensordict", class_name(kind()),
+                                class_name(expected)));
+  }
+}
 
-int64_t TensorDictBase::numel() const {
+bool TensorDict::has_names() const { return detail::any_named(names()); }
+
+int64_t TensorDict::numel() const {
   const auto batch = batch_size();
   if (std::find(batch.begin(), batch.end(), 0) != batch.end()) return 0;
   int64_t n = 1;
   for (auto s : batch) {
     if (__builtin_mul_overflow(n, s, &n)) {
-      throw std::overflow_error(fmt::format("numel of the batch size {} does not fit in int64", shape_string(batch)));
+      throw ValueError(fmt::format("numel of the batch size {} does not fit in int64", shape_string(batch)));
     }
   }
   return n;
 }
 
-int64_t TensorDictBase::len() const { return batch_dims() ? batch_size()[0] : 0; }
+int64_t TensorDict::len() const { return batch_dims() ? batch_size()[0] : 0; }
 
-bool TensorDictBase::is_empty() const {
+bool TensorDict::is_empty() const {
   detail::NestingGuard guard("is_empty");
   bool empty = true;
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
@@ -154,13 +156,13 @@ bool TensorDictBase::is_empty() const {
   return empty;
 }
 
-void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
+void TensorDict::set_batch_size(at::IntArrayRef batch_size) {
   detail::NestingGuard guard("set_batch_size");
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind == EntryKind::Tensor) {
       const auto shape = impl_->tensor_meta(key).shape;
       if (!starts_with(shape, batch_size)) {
-        throw std::runtime_error(fmt::format("cannot set batch size {}: key {} has shape {}", shape_string(batch_size),
+        throw RuntimeError(fmt::format("cannot set batch size {}: key {} has shape {}", shape_string(batch_size),
                                              NestedKey(key).repr(), shape_string(shape)));
       }
       return;
@@ -169,16 +171,16 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
     if (v.is_non_tensor()) {
       const auto& ids = v.non_tensor().ids();
       if (ids.defined() && !starts_with(ids.sizes(), batch_size)) {
-        throw std::runtime_error(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_string(batch_size),
+        throw RuntimeError(fmt::format("cannot set batch size {}: non-tensor stack {} spans batch {}", shape_string(batch_size),
                                              NestedKey(key).repr(), shape_string(ids.sizes())));
       }
     } else {
-      TensorDictBase nested = v.tensordict();
+      TensorDict nested = v.tensordict();
       if (!starts_with(nested.batch_size(), batch_size)) {
         try {
           nested.set_batch_size(batch_size);
         } catch (const std::exception& e) {
-          throw std::runtime_error(fmt::format("cannot set batch size {}: nested tensordict {} has batch size {} ({})",
+          throw RuntimeError(fmt::format("cannot set batch size {}: nested tensordict {} has batch size {} ({})",
                                                shape_string(batch_size), NestedKey(key).repr(),
                                                shape_string(nested.batch_size()), e.what()));
         }
@@ -195,15 +197,15 @@ void TensorDictBase::set_batch_size(at::IntArrayRef batch_size) {
   impl_->set_meta(batch_size.vec(), device(), std::move(names));
 }
 
-TensorDictBase TensorDictBase::parent_of(const NestedKey& key, bool create) const {
-  TensorDictBase level = *this;
+TensorDict TensorDict::parent_of(const NestedKey& key, bool create) const {
+  TensorDict level = *this;
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
     const std::string& part = key[depth];
     auto found = level.impl_->find(part);
     if (!found) {
       if (!create) throw_missing(key, *level.impl_, depth);
       level.check_unlocked();
-      TensorDictBase child(std::make_shared<detail::DenseImpl>(level.batch_size().vec(), level.device(), level.names()));
+      TensorDict child(std::make_shared<detail::DenseImpl>(level.batch_size().vec(), level.device(), level.names()));
       level.impl_->insert(part, Value(child));
       // Found again: a view kind stores it elsewhere (a sub-view: in its source).
       level = level.impl_->find(part)->tensordict();
@@ -229,18 +231,18 @@ std::shared_ptr<TensorDictImpl> detail::holding_level(const std::shared_ptr<Tens
   return level;
 }
 
-bool TensorDictBase::contains(const NestedKey& key) const {
+bool TensorDict::contains(const NestedKey& key) const {
   const auto level = detail::holding_level(impl_, key);
   return level && level->has_key(key.back());
 }
 
-std::optional<Value> TensorDictBase::get_value(const NestedKey& key) const {
+std::optional<Value> TensorDict::get_value(const NestedKey& key) const {
   const auto level = detail::holding_level(impl_, key);
   if (!level) return std::nullopt;
   return level->find(key.back());
 }
 
-at::Tensor TensorDictBase::get(const NestedKey& key) const {
+at::Tensor TensorDict::get(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
   if (found.is_non_tensor()) {
     throw TypeError(fmt::format("key {} holds non-tensor data, not a tensor; use get_non_tensor()", key.repr()));
@@ -252,7 +254,7 @@ at::Tensor TensorDictBase::get(const NestedKey& key) const {
   return found.tensor();
 }
 
-Json TensorDictBase::get_non_tensor(const NestedKey& key) const {
+Json TensorDict::get_non_tensor(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
   if (!found.is_non_tensor()) {
     throw TypeError(fmt::format("key {} holds {}, not non-tensor data", key.repr(),
@@ -261,23 +263,23 @@ Json TensorDictBase::get_non_tensor(const NestedKey& key) const {
   return found.non_tensor().data();
 }
 
-Json TensorDictBase::get_non_tensor(const NestedKey& key, const Json& default_value) const {
+Json TensorDict::get_non_tensor(const NestedKey& key, const Json& default_value) const {
   if (!contains(key)) return default_value;
   return get_non_tensor(key);
 }
 
-TensorDictBase& TensorDictBase::set_non_tensor(const NestedKey& key, const Json& value) {
+TensorDict& TensorDict::set_non_tensor(const NestedKey& key, const Json& value) {
   return set(key, NonTensorData(value));
 }
 
-at::Tensor TensorDictBase::get(const NestedKey& key, const at::Tensor& default_value) const {
+at::Tensor TensorDict::get(const NestedKey& key, const at::Tensor& default_value) const {
   auto found = get_value(key);
   if (!found) return default_value;
   if (!found->is_tensor()) return get(key);  // the same clear error
   return found->tensor();
 }
 
-TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
+TensorDict TensorDict::get_td(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
   if (found.is_non_tensor()) throw TypeError(fmt::format("key {} holds non-tensor data, not a tensordict", key.repr()));
   if (!found.is_tensordict()) {
@@ -287,11 +289,11 @@ TensorDictBase TensorDictBase::get_td(const NestedKey& key) const {
   return found.tensordict();
 }
 
-TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
+TensorDict& TensorDict::set(const NestedKey& key, Value value) {
   // A one-part key is set here: no handle copy on the common path.
-  std::optional<TensorDictBase> nested_parent;
+  std::optional<TensorDict> nested_parent;
   if (key.is_nested()) nested_parent = parent_of(key, true);
-  const TensorDictBase& parent = nested_parent ? *nested_parent : *this;
+  const TensorDict& parent = nested_parent ? *nested_parent : *this;
   TensorDictImpl& level = *parent.impl_;
   // tensordict's set() never writes in place (_td.py _set_str): a locked
   // tensordict refuses it, existing key or not; set_() writes in place.
@@ -316,22 +318,22 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
   if (value.is_non_tensor()) {
     const auto& ids = value.non_tensor().ids();
     if (ids.defined() && ids.sizes() != level.batch_size()) {
-      throw std::runtime_error(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
+      throw RuntimeError(fmt::format("batch size mismatch for key {}: the non-tensor stack spans {} but the batch size is {}",
                                            key.repr(), shape_string(ids.sizes()), shape_string(level.batch_size())));
     }
     insert(std::move(value));
     return *this;
   }
-  TensorDictBase nested = value.tensordict();
+  TensorDict nested = value.tensordict();
   refuse_cycle(level, nested, key);
   if (!starts_with(nested.batch_size(), level.batch_size())) {
     // tensordict's rule: a nested tensordict takes the parent's batch size
     // when its entries allow it (a shallow copy, the original is untouched).
-    TensorDictBase adapted = nested.clone(false);
+    TensorDict adapted = nested.clone(false);
     try {
       adapted.set_batch_size(level.batch_size());
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("batch size mismatch for key {}: the tensordict's batch size {} does not start with the batch size {} ({})",
+      throw RuntimeError(fmt::format("batch size mismatch for key {}: the tensordict's batch size {} does not start with the batch size {} ({})",
                                            key.repr(), shape_string(nested.batch_size()), shape_string(level.batch_size()), e.what()));
     }
     nested = adapted;
@@ -348,24 +350,24 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value) {
     if (!std::equal(names.begin(), names.end(), own.begin())) {
       Names refined = names;
       refined.insert(refined.end(), own.begin() + leading, own.end());
-      TensorDictBase copy = nested.clone(false);
+      TensorDict copy = nested.clone(false);
       try {
         copy.refine_names(refined);
       } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("cannot set {}: its dim names do not match the tensordict's ({})", key.repr(), e.what()));
+        throw RuntimeError(fmt::format("cannot set {}: its dim names do not match the tensordict's ({})", key.repr(), e.what()));
       }
       nested = copy;
     }
   } else if (nested.has_names()) {
-    TensorDictBase(parent).rename_(Names(own.begin(), own.begin() + leading));
+    TensorDict(parent).rename_(Names(own.begin(), own.begin() + leading));
   }
   insert(std::move(nested));
   return *this;
 }
 
-TensorDictBase& TensorDictBase::set_(const NestedKey& key, const at::Tensor& value) {
+TensorDict& TensorDict::set_(const NestedKey& key, const at::Tensor& value) {
   get(key);  // the KeyError / kind errors for a missing or non-tensor entry
-  TensorDictBase parent = parent_of(key, false);
+  TensorDict parent = parent_of(key, false);
   try {
     parent.impl_->assign(key.back(), value);
   } catch (...) {
@@ -374,37 +376,37 @@ TensorDictBase& TensorDictBase::set_(const NestedKey& key, const at::Tensor& val
   return *this;
 }
 
-Value TensorDictBase::setdefault(const NestedKey& key, const Value& default_value) {
+Value TensorDict::setdefault(const NestedKey& key, const Value& default_value) {
   if (auto found = get_value(key)) return *found;
   set(key, default_value);
   return *get_value(key);
 }
 
-TensorDictBase& TensorDictBase::del_(const NestedKey& key) {
-  TensorDictBase parent = parent_of(key, false);
+TensorDict& TensorDict::del_(const NestedKey& key) {
+  TensorDict parent = parent_of(key, false);
   parent.check_unlocked();
   if (!parent.impl_->erase(key.back())) throw_missing(key, *parent.impl_, key.size() - 1);
   return *this;
 }
 
-Value TensorDictBase::pop(const NestedKey& key) {
-  TensorDictBase parent = parent_of(key, false);
+Value TensorDict::pop(const NestedKey& key) {
+  TensorDict parent = parent_of(key, false);
   const Value found = existing(parent, key);
   parent.check_unlocked();
   parent.impl_->erase(key.back());
   return found;
 }
 
-Value TensorDictBase::pop(const NestedKey& key, const Value& default_value) {
+Value TensorDict::pop(const NestedKey& key, const Value& default_value) {
   if (!contains(key)) return default_value;
   return pop(key);
 }
 
-TensorDictBase& TensorDictBase::create_nested(const NestedKey& key) {
-  TensorDictBase parent = parent_of(key, true);
+TensorDict& TensorDict::create_nested(const NestedKey& key) {
+  TensorDict parent = parent_of(key, true);
   parent.check_unlocked();
   parent.impl_->insert(key.back(),
-                       Value(TensorDictBase(std::make_shared<detail::DenseImpl>(parent.batch_size().vec(), parent.device(), parent.names()))));
+                       Value(TensorDict(std::make_shared<detail::DenseImpl>(parent.batch_size().vec(), parent.device(), parent.names()))));
   return *this;
 }
 
@@ -433,27 +435,27 @@ void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
 
 }  // namespace
 
-std::vector<std::pair<NestedKey, Value>> TensorDictBase::items(bool include_nested, bool leaves_only) const {
+std::vector<std::pair<NestedKey, Value>> TensorDict::items(bool include_nested, bool leaves_only) const {
   std::vector<std::pair<NestedKey, Value>> out;
   walk_keys(*impl_, include_nested, leaves_only, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
                                                      const std::string& key) { out.emplace_back(NestedKey(std::span<const std::string>(path)), *level.find(key)); });
   return out;
 }
 
-std::vector<NestedKey> TensorDictBase::keys(bool include_nested, bool leaves_only) const {
+std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
   std::vector<NestedKey> out;
   walk_keys(*impl_, include_nested, leaves_only,
             [&](const std::vector<std::string>& path, const TensorDictImpl&, const std::string&) { out.emplace_back(std::span<const std::string>(path)); });
   return out;
 }
 
-std::vector<Value> TensorDictBase::values(bool include_nested, bool leaves_only) const {
+std::vector<Value> TensorDict::values(bool include_nested, bool leaves_only) const {
   std::vector<Value> out;
   for (auto& [key, value] : items(include_nested, leaves_only)) out.push_back(std::move(value));
   return out;
 }
 
-TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value, bool inplace) {
+TensorDict& TensorDict::set(const NestedKey& key, Value value, bool inplace) {
   if (inplace && !value.is_non_tensor()) {
     const auto existing = get_value(key);
     if (existing && existing->is_tensor() && value.is_tensor()) return set_(key, value.tensor());
@@ -465,11 +467,11 @@ TensorDictBase& TensorDictBase::set(const NestedKey& key, Value value, bool inpl
   return set(key, std::move(value));
 }
 
-TensorDictBase& TensorDictBase::update_(const TensorDictBase& other) {
+TensorDict& TensorDict::update_(const TensorDict& other) {
   // Level by level, so that a lazy stack on this side takes the other's parts
   // along its stack dim member by member (its members may not be stackable).
   std::vector<std::string> path;
-  auto walk = [&](auto&& self, const TensorDictBase& mine, const TensorDictBase& theirs) -> void {
+  auto walk = [&](auto&& self, const TensorDict& mine, const TensorDict& theirs) -> void {
     detail::NestingGuard guard("update_");
     if (auto lazy = detail::as_lazy(*mine.impl_)) {
       const auto parts = detail::parts_for_members(*lazy, theirs, "update_");

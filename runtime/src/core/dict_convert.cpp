@@ -10,7 +10,7 @@
 #include "core/ivalue_dict.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
@@ -61,12 +61,12 @@ std::optional<Json> to_json(const c10::IValue& value) {
   return std::nullopt;
 }
 
-IDict level_to_dict(const TensorDictBase& td) {
+IDict level_to_dict(const TensorDict& td) {
   detail::NestingGuard guard("to_dict");
   if (detail::as_lazy(*td.impl())) {
     for (const auto& own : LazyStackedTensorDict(td).exclusive_keys()) {
       // tensordict's message: a dict cannot hold what only some members have.
-      if (!own.empty()) throw std::runtime_error("the method to_dict cannot complete when there are exclusive keys.");
+      if (!own.empty()) throw RuntimeError("the method to_dict cannot complete when there are exclusive keys.");
     }
   }
   IDict out = detail::empty_ivalue_dict();
@@ -83,7 +83,7 @@ IDict level_to_dict(const TensorDictBase& td) {
   return out;
 }
 
-void fill_level(TensorDictBase& td, const IDict& dict, std::vector<std::string>& path) {
+void fill_level(TensorDict& td, const IDict& dict, std::vector<std::string>& path) {
   detail::NestingGuard guard("from_dict");
   for (const auto& entry : dict) {
     path.push_back(entry.key());
@@ -110,7 +110,7 @@ void fill_level(TensorDictBase& td, const IDict& dict, std::vector<std::string>&
 
 }  // namespace
 
-c10::Dict<std::string, c10::IValue> TensorDictBase::to_dict() const { return level_to_dict(*this); }
+c10::Dict<std::string, c10::IValue> TensorDict::to_dict() const { return level_to_dict(*this); }
 
 TensorDict TensorDict::from_dict(const c10::Dict<std::string, c10::IValue>& dict, std::optional<std::vector<int64_t>> batch_size,
                                  std::optional<at::Device> device, bool auto_batch_size, std::optional<int64_t> batch_dims) {

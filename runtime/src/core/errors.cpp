@@ -30,18 +30,14 @@ void rethrow_reworded(const std::function<std::string(std::string_view)>& reword
     throw_as<KeyError>(e, reword(e.what()));
   } catch (const IndexError& e) {
     throw_as<IndexError>(e, reword(e.what()));
-  } catch (const std::out_of_range& e) {
-    throw_as<std::out_of_range>(e, reword(e.what()));
   } catch (const TypeError& e) {
     throw_as<TypeError>(e, reword(e.what()));
   } catch (const ValueError& e) {
     throw_as<ValueError>(e, reword(e.what()));
-  } catch (const std::invalid_argument& e) {
-    throw_as<std::invalid_argument>(e, reword(e.what()));
   } catch (const NotImplementedError& e) {
     throw_as<NotImplementedError>(e, reword(e.what()));
-  } catch (const std::logic_error& e) {
-    throw_as<std::logic_error>(e, reword(e.what()));
+  } catch (const RuntimeError& e) {
+    throw_as<RuntimeError>(e, reword(e.what()));
   } catch (const c10::IndexError& e) {
     throw IndexError(reword(e.what_without_backtrace()));
   } catch (const c10::ValueError& e) {
@@ -51,9 +47,15 @@ void rethrow_reworded(const std::function<std::string(std::string_view)>& reword
   } catch (const c10::NotImplementedError& e) {
     throw NotImplementedError(reword(e.what_without_backtrace()));
   } catch (const c10::Error& e) {
-    throw std::runtime_error(reword(e.what_without_backtrace()));
+    throw RuntimeError(reword(e.what_without_backtrace()));
+  } catch (const std::out_of_range& e) {
+    throw_as<IndexError>(e, reword(e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw_as<ValueError>(e, reword(e.what()));
+  } catch (const std::logic_error& e) {
+    throw_as<NotImplementedError>(e, reword(e.what()));
   } catch (const std::exception& e) {
-    throw_as<std::runtime_error>(e, reword(e.what()));
+    throw_as<RuntimeError>(e, reword(e.what()));
   }
 }
 

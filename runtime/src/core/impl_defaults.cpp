@@ -22,7 +22,7 @@ TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
   return {detail::leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()};
 }
 
-void TensorDictImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+void TensorDictImpl::for_each_child(c10::function_ref<void(const TensorDict&)> fn) const {
   for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind == EntryKind::TensorDict) fn(find(key)->tensordict());
   });

@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <unordered_set>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 
 namespace tensordict {
 
-int64_t TensorDictBase::depth() const {
+int64_t TensorDict::depth() const {
   int64_t deepest = 0;
   for (const auto& key : keys(true, true)) deepest = std::max<int64_t>(deepest, static_cast<int64_t>(key.size()) - 1);
   return deepest;
@@ -27,7 +27,7 @@ int64_t element_bytes(const at::Tensor& t) {
 }
 }  // namespace
 
-int64_t TensorDictBase::bytes(bool count_duplicates) const {
+int64_t TensorDict::bytes(bool count_duplicates) const {
   std::unordered_set<const void*> seen;  // tensors counted, by identity
   int64_t total = 0;
   for (const auto& [key, value] : items(true, true)) {
@@ -40,7 +40,7 @@ int64_t TensorDictBase::bytes(bool count_duplicates) const {
   return total;
 }
 
-TensorDict TensorDictBase::data_ptr(bool storage) const {
+TensorDict TensorDict::data_ptr(bool storage) const {
   TensorDict out;
   for (const auto& [key, value] : items(true, true)) {
     if (!value.is_tensor()) continue;

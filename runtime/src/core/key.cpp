@@ -23,7 +23,7 @@ NestedKey::NestedKey(std::vector<std::string> path)
 
 NestedKey NestedKey::parent() const {
   if (!is_nested()) {
-    throw std::logic_error("key " + repr() + " has no parent: it has a single part");
+    throw ValueError("key " + repr() + " has no parent: it has a single part");
   }
   return NestedKey(path().first(path_.size() - 1));
 }

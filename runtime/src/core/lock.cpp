@@ -14,12 +14,12 @@ constexpr const char* kLockError =
     "key is present.";
 }  // namespace
 
-void TensorDictBase::throw_locked() { throw std::runtime_error(kLockError); }
+void TensorDict::throw_locked() { throw RuntimeError(kLockError); }
 
-TensorDictBase& TensorDictBase::lock_() {
+TensorDict& TensorDict::lock_() {
   if (impl_->lock_source()) {
     // tensordict's rule: locking a view would lock the rest of its source.
-    if (!is_locked()) throw std::runtime_error("Cannot lock a " + std::string(type_name()) + ". Lock the parent tensordict instead.");
+    if (!is_locked()) throw RuntimeError("Cannot lock a " + std::string(type_name()) + ". Lock the parent tensordict instead.");
     return *this;
   }
   // Locked through its parts alone (a lazy stack whose members are all
@@ -28,9 +28,9 @@ TensorDictBase& TensorDictBase::lock_() {
   if (impl_->is_locked() && !impl_->locked_) return *this;
   detail::NestingGuard guard("lock_");
   impl_->locked_ = true;
-  impl_->for_each_child([&](const TensorDictBase& child_handle) {
+  impl_->for_each_child([&](const TensorDict& child_handle) {
     if (child_handle.impl_->lock_source()) return;  // a view follows its own source
-    TensorDictBase child = child_handle;
+    TensorDict child = child_handle;
     auto& parents = child.impl_->lock_parents_;
     const bool known = std::any_of(parents.begin(), parents.end(), [&](const auto& p) { return p.lock().get() == impl_.get(); });
     if (!known) parents.push_back(impl_);
@@ -46,9 +46,9 @@ constexpr const char* kLockedGraphError =
     "part of multiple graphs, group the graphs under a common tensordict and unlock this root.";
 }  // namespace
 
-TensorDictBase& TensorDictBase::unlock_() {
+TensorDict& TensorDict::unlock_() {
   if (impl_->lock_source()) {
-    if (is_locked()) throw std::runtime_error("Cannot unlock a " + std::string(type_name()) + ". Unlock the parent tensordict instead.");
+    if (is_locked()) throw RuntimeError("Cannot unlock a " + std::string(type_name()) + ". Unlock the parent tensordict instead.");
     return *this;
   }
   detail::NestingGuard guard("unlock_");
@@ -57,18 +57,18 @@ TensorDictBase& TensorDictBase::unlock_() {
     return parent && parent->is_locked();
   };
   if (std::any_of(impl_->lock_parents_.begin(), impl_->lock_parents_.end(), locked)) {
-    throw std::runtime_error(kLockedGraphError);
+    throw RuntimeError(kLockedGraphError);
   }
   // tensordict's rule (base.py unlock_): the whole tree below is unlocked;
   // if a nested tensordict is still held by a locked parent outside it, the
   // call fails and this tensordict is locked again.
-  std::vector<TensorDictBase> nested;
-  auto unlock_tree = [&](auto&& self, TensorDictBase level) -> void {
+  std::vector<TensorDict> nested;
+  auto unlock_tree = [&](auto&& self, TensorDict level) -> void {
     level.impl_->locked_ = false;
     // An unlocked tensordict may gain, lose or replace entries, which its
     // consolidated storage would no longer describe.
     level.impl_->consolidated_storage_ = at::Tensor();
-    level.impl_->for_each_child([&](const TensorDictBase& child) {
+    level.impl_->for_each_child([&](const TensorDict& child) {
       if (child.impl_->lock_source()) return;  // a view follows its own source
       nested.push_back(child);
       self(self, child);
@@ -80,13 +80,13 @@ TensorDictBase& TensorDictBase::unlock_() {
     std::erase_if(parents, [&](const auto& p) { return !locked(p); });
     if (!parents.empty()) {
       lock_();
-      throw std::runtime_error(kLockedGraphError);
+      throw RuntimeError(kLockedGraphError);
     }
   }
   return *this;
 }
 
-LockGuard::LockGuard(TensorDictBase td, bool lock) : td_(std::move(td)), was_locked_(td_.is_locked()) {
+LockGuard::LockGuard(TensorDict td, bool lock) : td_(std::move(td)), was_locked_(td_.is_locked()) {
   if (lock) {
     td_.lock_();
   } else {

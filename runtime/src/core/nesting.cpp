@@ -12,7 +12,7 @@ thread_local std::size_t depth = 0;
 
 NestingGuard::NestingGuard(const char* op) {
   if (depth >= kMaxNestingDepth) {
-    throw std::runtime_error(fmt::format("{}: tensordicts nested more than {} levels deep are not supported", op,
+    throw RuntimeError(fmt::format("{}: tensordicts nested more than {} levels deep are not supported", op,
                                          kMaxNestingDepth));
   }
   ++depth;

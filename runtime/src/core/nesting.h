@@ -13,7 +13,7 @@ namespace tensordict::detail {
 inline constexpr std::size_t kMaxNestingDepth = 256;
 
 // Counts the nesting depth of the walk running on this thread: each level's
-// recursion holds one guard. Throws std::runtime_error naming `op` when the
+// recursion holds one guard. Throws RuntimeError naming `op` when the
 // depth passes kMaxNestingDepth.
 class NestingGuard {
  public:

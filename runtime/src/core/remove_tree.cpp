@@ -1,4 +1,5 @@
 #include "tensordict/remove_tree.h"
+#include "tensordict/errors.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -43,7 +44,7 @@ bool remove_tree(const std::filesystem::path& path, std::error_code& ec) noexcep
 
 void remove_tree(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!remove_tree(path, ec)) throw std::filesystem::filesystem_error("cannot remove the tree", path, ec);
+  if (!remove_tree(path, ec)) throw RuntimeError("cannot remove the tree " + path.string() + ": " + ec.message());
 }
 
 }  // namespace tensordict

@@ -83,7 +83,7 @@ std::string device_str(const std::optional<at::Device>& device) { return device 
 
 // NonTensorData(data=zero!, batch_size=torch.Size([3]), device=None), or a
 // NonTensorStack with its tolist() on its own line.
-std::string non_tensor_repr(const NonTensorData& data, const TensorDictBase& level) {
+std::string non_tensor_repr(const NonTensorData& data, const TensorDict& level) {
   if (!data.is_stack()) {
     return fmt::format("NonTensorData(data={}, batch_size={}, device={})", data.str(), torch_size(level.batch_size()),
                        device_str(level.device()));
@@ -96,7 +96,7 @@ std::string non_tensor_repr(const NonTensorData& data, const TensorDictBase& lev
 
 namespace {
 // "key: <repr>" for every entry of `td`'s level (or only `keys`), unsorted.
-std::vector<std::string> field_lines(const TensorDictBase& td, const std::vector<std::string>* keys) {
+std::vector<std::string> field_lines(const TensorDict& td, const std::vector<std::string>* keys) {
   std::vector<std::string> fields;
   const TensorDictImpl& impl = *td.impl();
   auto line = [&](const std::string& key, EntryKind kind) {
@@ -135,7 +135,7 @@ std::string exclusive_fields(const LazyStackedTensorDict& lazy) {
 }
 }  // namespace
 
-std::string repr(const TensorDictBase& td) {
+std::string repr(const TensorDict& td) {
   detail::NestingGuard guard("repr");
   const auto device = td.device();
   std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr)) + "}", 4)};
@@ -148,6 +148,6 @@ std::string repr(const TensorDictBase& td) {
   return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));
 }
 
-std::ostream& operator<<(std::ostream& os, const TensorDictBase& td) { return os << repr(td); }
+std::ostream& operator<<(std::ostream& os, const TensorDict& td) { return os << repr(td); }
 
 }  // namespace tensordict

@@ -12,7 +12,7 @@
 
 namespace tensordict::dist {
 
-// Rethrows what a c10d call or wait threw as std::runtime_error prefixed with
+// Rethrows what a c10d call or wait threw as RuntimeError prefixed with
 // `context` ("recv from rank 1"), without libtorch's backtrace: a closed peer
 // and the group's timeout read as Gloo words them.
 [[noreturn]] void rethrow_c10d(const std::string& context);

@@ -75,10 +75,10 @@ void check_structure(const ProcessGroupPtr& group, const dist::Leaves& leaves, c
   for (int r = 0; r < world; ++r) {
     const std::string theirs = gathered_text(text_out[0][r], sizes[r]);
     if (theirs.starts_with(kLocalError)) {
-      throw std::runtime_error(fmt::format("{}: rank {} failed: {}", context, r, theirs.substr(2)));
+      throw RuntimeError(fmt::format("{}: rank {} failed: {}", context, r, theirs.substr(2)));
     }
     if (auto why = dist::first_difference(theirs, descriptor, fmt::format("rank {}", r))) {
-      throw std::runtime_error(context + ": " + *why);
+      throw RuntimeError(context + ": " + *why);
     }
   }
 }
@@ -126,7 +126,7 @@ void copy_back(const DtypeBuffer& b) {
 
 // The consolidated storage seen as the one dtype of every leaf, when that is
 // possible: reduced in place, with no copy (padding between leaves is reduced too, harmlessly).
-at::Tensor storage_as_one_dtype(const TensorDictBase& td, const dist::Leaves& leaves) {
+at::Tensor storage_as_one_dtype(const TensorDict& td, const dist::Leaves& leaves) {
   if (leaves.leaves.empty()) return {};
   const auto dtype = leaves.leaves.front().tensor.scalar_type();
   for (const auto& leaf : leaves.leaves) {
@@ -140,7 +140,7 @@ at::Tensor storage_as_one_dtype(const TensorDictBase& td, const dist::Leaves& le
 
 enum class ReduceKind { All, ToOne };
 
-Work reduce_impl(const TensorDictBase& td, const ProcessGroupPtr& group, ReduceKind kind, int dst, c10d::ReduceOp op,
+Work reduce_impl(const TensorDict& td, const ProcessGroupPtr& group, ReduceKind kind, int dst, c10d::ReduceOp op,
                  bool async_op) {
   const bool all = kind == ReduceKind::All;
   const std::string context = all ? std::string("all_reduce") : fmt::format("reduce to rank {}", dst);
@@ -190,19 +190,19 @@ Work reduce_impl(const TensorDictBase& td, const ProcessGroupPtr& group, ReduceK
 // Element `j` of `td` along its first batch dim, as views of its storage
 // (indexing dispatches on the kind: a lazy stack's keeps it lazy, its
 // members or their views).
-TensorDictBase element(const TensorDictBase& td, int64_t j) { return td.index({j}); }
+TensorDict element(const TensorDict& td, int64_t j) { return td.index({j}); }
 
 }  // namespace
 
-Work all_reduce(const TensorDictBase& td, const ProcessGroupPtr& group, c10d::ReduceOp op, bool async_op) {
+Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, c10d::ReduceOp op, bool async_op) {
   return reduce_impl(td, group, ReduceKind::All, 0, op, async_op);
 }
 
-Work reduce(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op, bool async_op) {
+Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op, bool async_op) {
   return reduce_impl(td, group, ReduceKind::ToOne, dst, op, async_op);
 }
 
-void broadcast(const TensorDictBase& td, const ProcessGroupPtr& group, int src) {
+void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src) {
   const std::string context = fmt::format("broadcast from rank {}", src);
   const dist::Leaves leaves = dist::collect_leaves(td, "broadcast");
   check_structure(group, leaves, dist::describe(leaves), context);
@@ -218,7 +218,7 @@ void broadcast(const TensorDictBase& td, const ProcessGroupPtr& group, int src) 
   if (into_leaves) dist::unpack(leaves, buffer);
 }
 
-void gather_and_stack(const TensorDictBase& td, const ProcessGroupPtr& group, int dst) {
+void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
   const std::string context = fmt::format("gather_and_stack to rank {}", dst);
   const int world = group->getSize();
   const bool destination = group->getRank() == dst;

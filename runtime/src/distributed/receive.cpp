@@ -24,7 +24,7 @@ namespace tensordict {
 namespace {
 
 struct PendingRecv {
-  TensorDictBase td;
+  TensorDict td;
   dist::Leaves leaves;
   std::string descriptor;  // ours
   ProcessGroupPtr group;
@@ -55,7 +55,7 @@ void stage(PendingRecv& p, Work::State& state) {
   const int64_t* v = p.header;
   const dist::Split s = dist::split(v[2], v[3]);
   if (v[0] != dist::kMagic || v[2] < 0 || v[3] < 0 || s.parts != v[4]) {
-    throw std::runtime_error(p.context + ": the message is not a tensordict sent by tensordict::send/isend (or another "
+    throw RuntimeError(p.context + ": the message is not a tensordict sent by tensordict::send/isend (or another "
                                          "protocol version); is the peer sending plain tensors with these tags?");
   }
   if (s.rest_bytes == 0) return;
@@ -101,15 +101,15 @@ void finish(const PendingRecv& p) {
     why = dist::first_difference(std::string(descriptor, static_cast<std::size_t>(p.header[2])), p.descriptor,
                                  fmt::format("the sender (rank {})", p.src));
   } catch (const std::exception& e) {
-    throw std::runtime_error(p.context + ": " + e.what());
+    throw RuntimeError(p.context + ": " + e.what());
   }
-  if (why) throw std::runtime_error(p.context + ": " + *why);
+  if (why) throw RuntimeError(p.context + ": " + *why);
   if (p.rest_is_storage) return;  // received in place
   const at::Tensor& holder = (s.parts & dist::kPayloadFirst) ? p.first : rest;
   dist::unpack(p.leaves, holder.to(dist::device_of(p.leaves)), s.payload_offset);
 }
 
-Work post_recv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag, const char* op) {
+Work post_recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag, const char* op) {
   auto p = std::make_shared<PendingRecv>(PendingRecv{td, dist::collect_leaves(td, op), {}, {}, 0, 0, {}, {}, {}, {}, {}, false});
   p->descriptor = dist::describe(p->leaves);
   p->group = group;
@@ -132,11 +132,11 @@ Work post_recv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, 
 
 }  // namespace
 
-Work irecv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag) {
+Work irecv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag) {
   return post_recv(td, group, src, init_tag, "irecv");
 }
 
-int recv(const TensorDictBase& td, const ProcessGroupPtr& group, int src, int init_tag) {
+int recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag) {
   post_recv(td, group, src, init_tag, "recv").wait();
   return init_tag + dist::kTagsUsed;
 }

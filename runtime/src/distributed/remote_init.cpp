@@ -23,7 +23,7 @@ namespace {
 constexpr int kRemoteTag = 0x7d000000;
 constexpr int64_t kMagic = 0x7464696374000101;  // "tdict", init_remote, protocol 1
 
-Json names_json(const TensorDictBase& td) {
+Json names_json(const TensorDict& td) {
   if (!td.has_names()) return nullptr;
   Json out = Json::array();
   for (const auto& n : td.names()) out.push_back(n ? Json(*n) : Json(nullptr));
@@ -39,8 +39,8 @@ Json non_tensor_json(const NonTensorData& data) {
   return {{"stack", values}, {"shape", ids.sizes().vec()}};
 }
 
-Json structure(const TensorDictBase& td) {
-  if (td.type_name() == "LazyStackedTensorDict") {
+Json structure(const TensorDict& td) {
+  if (td.kind() == Kind::LazyStack) {
     const LazyStackedTensorDict lazy(td);
     Json members = Json::array();
     for (const auto& m : lazy.tensordicts()) members.push_back(structure(m));
@@ -76,9 +76,9 @@ at::Device leaf_device(const Json& node, std::optional<at::Device> wanted) {
   return at::kCPU;
 }
 
-TensorDictBase build(const Json& node, std::optional<at::Device> device) {
+TensorDict build(const Json& node, std::optional<at::Device> device) {
   if (node.contains("lazy_stack_dim")) {
-    std::vector<TensorDictBase> members;
+    std::vector<TensorDict> members;
     for (const auto& m : node["members"]) members.push_back(build(m, device));
     return LazyStackedTensorDict(std::move(members), node["lazy_stack_dim"].get<int64_t>());
   }
@@ -94,7 +94,7 @@ TensorDictBase build(const Json& node, std::optional<at::Device> device) {
     const Json& entry = pair[1];
     if (entry.contains("dtype")) {
       const auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
-      if (!dtype) throw std::runtime_error("from_remote_init: unknown dtype " + entry["dtype"].dump() + " at key " + key);
+      if (!dtype) throw RuntimeError("from_remote_init: unknown dtype " + entry["dtype"].dump() + " at key " + key);
       td.set(key, at::empty(entry["shape"].get<std::vector<int64_t>>(), at::TensorOptions().dtype(*dtype).device(on)));
     } else if (entry.contains("tensordict")) {
       td.set(key, build(entry["tensordict"], device));
@@ -110,7 +110,7 @@ TensorDictBase build(const Json& node, std::optional<at::Device> device) {
 
 }  // namespace
 
-void init_remote(const TensorDictBase& td, const ProcessGroupPtr& group, int dst) {
+void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
   const std::string context = fmt::format("init_remote to rank {}", dst);
   const std::string text = structure(td).dump();
   at::Tensor header = at::empty({2}, at::TensorOptions().dtype(at::kLong));
@@ -130,14 +130,14 @@ void init_remote(const TensorDictBase& td, const ProcessGroupPtr& group, int dst
   send(td, group, dst, kRemoteTag + 2);
 }
 
-TensorDictBase from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
+TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
   const std::string context = fmt::format("from_remote_init from rank {}", src);
   const at::Device wire = device.value_or(at::kCPU);
   std::vector<at::Tensor> h{at::empty({2}, at::TensorOptions().dtype(at::kLong).device(wire))};
   dist::guarded(context, [&] { group->recv(h, src, kRemoteTag)->wait(); });
   const at::Tensor header = h[0].cpu();
   if (header.data_ptr<int64_t>()[0] != kMagic) {
-    throw std::runtime_error(context + ": the message is not a header sent by tensordict::init_remote");
+    throw RuntimeError(context + ": the message is not a header sent by tensordict::init_remote");
   }
   std::vector<at::Tensor> j{at::empty({header.data_ptr<int64_t>()[1]}, at::TensorOptions().dtype(at::kByte).device(wire))};
   dist::guarded(context, [&] { group->recv(j, src, kRemoteTag + 1)->wait(); });
@@ -146,9 +146,9 @@ TensorDictBase from_remote_init(const ProcessGroupPtr& group, int src, std::opti
   try {
     node = Json::parse(std::string(static_cast<const char*>(json.data_ptr()), static_cast<std::size_t>(json.numel())));
   } catch (const std::exception& e) {
-    throw std::runtime_error(context + ": the structure header is not valid JSON: " + e.what());
+    throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
   }
-  TensorDictBase td = build(node, device);
+  TensorDict td = build(node, device);
   recv(td, group, src, kRemoteTag + 2);
   return td;
 }

@@ -27,7 +27,7 @@ std::string peer_context(const char* op, const char* dir, int peer, int tag) {
 
 namespace {
 
-Work post_send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag, const char* op) {
+Work post_send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag, const char* op) {
   const dist::Leaves leaves = dist::collect_leaves(td, op);
   const std::string descriptor = dist::describe(leaves);
   const auto d = static_cast<int64_t>(descriptor.size());
@@ -71,11 +71,11 @@ Work post_send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, 
 
 }  // namespace
 
-Work isend(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag) {
+Work isend(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag) {
   return post_send(td, group, dst, init_tag, "isend");
 }
 
-int send(const TensorDictBase& td, const ProcessGroupPtr& group, int dst, int init_tag) {
+int send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag) {
   post_send(td, group, dst, init_tag, "send").wait();
   return init_tag + dist::kTagsUsed;
 }

@@ -49,8 +49,8 @@ void check_sendable(const at::Tensor& t, const std::string& path, const char* op
   }
 }
 
-void walk(const TensorDictBase& td, std::vector<std::string>& parts, Leaves& out, const char* op) {
-  if (td.type_name() == "LazyStackedTensorDict") {
+void walk(const TensorDict& td, std::vector<std::string>& parts, Leaves& out, const char* op) {
+  if (td.kind() == Kind::LazyStack) {
     // tensordict sends a lazy stack member after member.
     const LazyStackedTensorDict lazy(td);
     const auto& members = lazy.tensordicts();
@@ -106,7 +106,7 @@ std::vector<LeafMeta> decode(const std::string& d) {
   std::vector<LeafMeta> out;
   std::size_t at = 0;
   auto take = [&](void* dst, std::size_t n) {
-    if (d.size() - at < n) throw std::runtime_error("a truncated structure descriptor arrived (not sent by tensorclass?)");
+    if (d.size() - at < n) throw RuntimeError("a truncated structure descriptor arrived (not sent by tensorclass?)");
     std::memcpy(dst, d.data() + at, n);
     at += n;
   };
@@ -133,7 +133,7 @@ std::string show(const LeafMeta& m) { return fmt::format("{} {}", m.dtype, shape
 
 }  // namespace
 
-Leaves collect_leaves(const TensorDictBase& td, const char* op) {
+Leaves collect_leaves(const TensorDict& td, const char* op) {
   Leaves out;
   std::vector<std::string> parts;
   walk(td, parts, out, op);
@@ -186,7 +186,7 @@ std::optional<std::string> first_difference(const std::string& theirs, const std
                      a.size(), b.size(), b[a.size()].path, show(b[a.size()]));
 }
 
-at::Tensor storage_in_wire_layout(const TensorDictBase& td, const Leaves& leaves) {
+at::Tensor storage_in_wire_layout(const TensorDict& td, const Leaves& leaves) {
   const auto storage = td.consolidated_storage();
   if (!storage || storage->numel() != leaves.bytes) return {};
   const auto* base = static_cast<const char*>(storage->data_ptr());
@@ -213,10 +213,10 @@ at::Tensor pack(const Leaves& leaves) {
 
 void write_leaf(const Leaf& leaf, const at::Tensor& value) {
   at::NoGradGuard no_grad;  // tensordict's recv writes into leaves that may require grad
-  if (leaf.level.type_name() == "TensorDict") {
+  if (leaf.level.kind() == Kind::Dense) {
     leaf.tensor.copy_(value);  // the stored tensor itself
   } else {
-    TensorDictBase level = leaf.level;  // a handle: other kinds write through their set_
+    TensorDict level = leaf.level;  // a handle: other kinds write through their set_
     level.set_(leaf.key, value);
   }
 }

@@ -17,7 +17,7 @@ namespace tensordict::dist {
 // One tensor leaf: where it lives (to write a received value back) and how to show it.
 struct Leaf {
   std::string path;     // ('a', 'b'); a lazy stack's member as [i]: ('obs', [1], 'x')
-  TensorDictBase level;  // the tensordict holding it
+  TensorDict level;  // the tensordict holding it
   std::string key;      // its key there
   at::Tensor tensor;
   int64_t offset = 0;  // in the flat buffer
@@ -32,7 +32,7 @@ struct Leaves {
   int64_t bytes = 0;  // the flat buffer's size
   std::optional<at::Device> device;  // of every leaf (nullopt: no leaf)
 };
-Leaves collect_leaves(const TensorDictBase& td, const char* op);
+Leaves collect_leaves(const TensorDict& td, const char* op);
 
 // The structure both sides must share: each leaf's path, dtype and shape.
 std::string describe(const Leaves& leaves);
@@ -44,7 +44,7 @@ std::optional<std::string> first_difference(const std::string& theirs, const std
 
 // `td`'s consolidated storage when its layout is exactly `leaves`' (then it can
 // be sent or received into with no copy); undefined otherwise.
-at::Tensor storage_in_wire_layout(const TensorDictBase& td, const Leaves& leaves);
+at::Tensor storage_in_wire_layout(const TensorDict& td, const Leaves& leaves);
 // A fresh buffer holding every leaf at its offset.
 at::Tensor pack(const Leaves& leaves);
 // The same into `buffer` (a fresh uint8 tensor on the leaves' device) from

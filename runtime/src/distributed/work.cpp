@@ -15,11 +15,11 @@ void rethrow_c10d(const std::string& context) {
   try {
     throw;
   } catch (const c10::Error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", context, e.what_without_backtrace()));
+    throw RuntimeError(fmt::format("{}: {}", context, e.what_without_backtrace()));
   } catch (const std::invalid_argument&) {
     throw;  // this library's own argument errors already name their context
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{}: {}", context, e.what()));
+    throw RuntimeError(fmt::format("{}: {}", context, e.what()));
   }
 }
 
@@ -27,7 +27,7 @@ void rethrow_c10d(const std::string& context) {
 
 void Work::wait() {
   if (!state_) return;
-  if (!state_->error.empty()) throw std::runtime_error(state_->error);
+  if (!state_->error.empty()) throw RuntimeError(state_->error);
   if (state_->done) return;
   try {
     if (auto stage = std::exchange(state_->stage, nullptr)) stage();

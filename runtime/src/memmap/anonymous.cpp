@@ -65,14 +65,14 @@ void map_level(const std::shared_ptr<TensorDictImpl>& impl) {
 
 }  // namespace
 
-TensorDictBase& TensorDictBase::memmap_() {
+TensorDict& TensorDict::memmap_() {
   // The leaves of these kinds live elsewhere (the source, the file): they
   // cannot be replaced by shared memory (tensordict's messages).
-  if (type_name() == "_SubTensorDict") {
-    throw std::runtime_error("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
+  if (kind() == Kind::SubView) {
+    throw RuntimeError("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
   }
-  if (type_name() == "PersistentTensorDict") {
-    throw std::runtime_error("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
+  if (kind() == Kind::Persistent) {
+    throw RuntimeError("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   }
   std::vector<std::string> path;
   refuse_jagged(*impl_, path);  // first: a refusal changes nothing

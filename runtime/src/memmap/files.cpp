@@ -20,7 +20,7 @@ namespace tensordict::detail::memmap {
 void refuse_symlink(const fs::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    throw std::runtime_error(fmt::format("refusing to write through the symbolic link {}", path.string()));
+    throw RuntimeError(fmt::format("refusing to write through the symbolic link {}", path.string()));
   }
 }
 
@@ -28,9 +28,9 @@ void make_dir(const fs::path& dir) {
   refuse_symlink(dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create directory {}: {}", dir.string(), ec.message()));
+  if (ec) throw RuntimeError(fmt::format("cannot create directory {}: {}", dir.string(), ec.message()));
   if (!fs::is_directory(fs::symlink_status(dir))) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("cannot write a tensordict level to {}: it exists and is not a directory", dir.string()));
   }
 }
@@ -42,14 +42,14 @@ void write_file_atomic(const fs::path& path, std::string_view content, bool sync
       path.parent_path() / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("cannot write {}: cannot create {}: {}", path.string(), tmp.string(), std::strerror(errno)));
   }
   auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {} failed: {}", path.string(), what, std::strerror(err)));
+    throw RuntimeError(fmt::format("cannot write {}: {} failed: {}", path.string(), what, std::strerror(err)));
   };
   std::size_t done = 0;
   while (done < content.size()) {
@@ -64,23 +64,23 @@ void write_file_atomic(const fs::path& path, std::string_view content, bool sync
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
+    throw RuntimeError(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: rename failed: {}", path.string(), std::strerror(err)));
+    throw RuntimeError(fmt::format("cannot write {}: rename failed: {}", path.string(), std::strerror(err)));
   }
 }
 
 void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+  if (fd < 0) throw RuntimeError(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);
     ::unlink(path.c_str());
-    throw std::runtime_error(fmt::format("cannot write {} ({} bytes): {} failed: {}", path.string(), bytes, what,
+    throw RuntimeError(fmt::format("cannot write {} ({} bytes): {} failed: {}", path.string(), bytes, what,
                                          std::strerror(err)));
   };
   if (data.defined()) {
@@ -102,7 +102,7 @@ void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t b
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(path.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
+    throw RuntimeError(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
   }
 }
 
@@ -142,14 +142,14 @@ PrefixLock::PrefixLock(const fs::path& target)
   for (;;) {
     fd_ = ::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ < 0) {
-      throw std::runtime_error(fmt::format("cannot write {}: cannot open its lock file {}: {}", target.string(),
+      throw RuntimeError(fmt::format("cannot write {}: cannot open its lock file {}: {}", target.string(),
                                            file_.string(), std::strerror(errno)));
     }
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd_);
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("cannot write {}: cannot lock {}: {}", target.string(), file_.string(), std::strerror(err)));
     }
     // The holder before us removes the file when it is done: a lock on a file
@@ -179,7 +179,7 @@ void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(target, ec));
   auto fail = [&](const char* what, int err) {
-    throw std::runtime_error(fmt::format("cannot write the tensordict to {} (staged in {}): {} failed: {}",
+    throw RuntimeError(fmt::format("cannot write the tensordict to {} (staged in {}): {} failed: {}",
                                          target.string(), staging.string(), what, std::strerror(err)));
   };
   if (!exists) {

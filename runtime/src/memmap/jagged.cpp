@@ -39,7 +39,7 @@ JaggedParts jagged_parts(const at::Tensor& nested, std::string_view key) {
 
 at::Tensor load_jagged(const fs::path& values_file, at::ScalarType dtype, at::IntArrayRef sizes_shape, std::string_view key) {
   if (sizes_shape.size() != 2 || sizes_shape[0] < 1) {
-    throw std::runtime_error(fmt::format("{}: key '{}' is a nested tensor whose shape {} is not [components, dims] "
+    throw RuntimeError(fmt::format("{}: key '{}' is a nested tensor whose shape {} is not [components, dims] "
                                          "with at least one component",
                                          (values_file.parent_path() / "meta.json").string(), key, shape_string(sizes_shape)));
   }
@@ -56,13 +56,13 @@ at::Tensor load_jagged(const fs::path& values_file, at::ScalarType dtype, at::In
     for (int64_t d = 0; d < dims; ++d) {
       const int64_t size = s[i * dims + d];
       if (size < 0 || (size != 0 && count > std::numeric_limits<int64_t>::max() / size)) {
-        throw std::runtime_error(fmt::format("{}: component {} of key '{}' has size {} in dim {}, which is {}", sizes_file.string(),
+        throw RuntimeError(fmt::format("{}: component {} of key '{}' has size {} in dim {}, which is {}", sizes_file.string(),
                                              i, key, size, d, size < 0 ? "negative" : "too large"));
       }
       count *= size;
     }
     if (total > std::numeric_limits<int64_t>::max() - count) {
-      throw std::runtime_error(fmt::format("{}: the components of key '{}' hold too many elements", sizes_file.string(), key));
+      throw RuntimeError(fmt::format("{}: the components of key '{}' hold too many elements", sizes_file.string(), key));
     }
     counts[static_cast<std::size_t>(i)] = count;
     total += count;

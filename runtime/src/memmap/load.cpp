@@ -12,7 +12,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
 #include "memmap/memmap_detail.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
@@ -56,13 +56,13 @@ bool type_is(const std::string& type, std::string_view cls) {
 
 std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
   if (!value.is_array()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
   }
   std::vector<int64_t> shape;
   for (const auto& s : value) {
     if (!s.is_number_integer() || s.get<int64_t>() < 0) {
-      throw std::runtime_error(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
+      throw RuntimeError(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
                                            file.string(), what, value.dump()));
     }
     shape.push_back(s.get<int64_t>());
@@ -79,7 +79,7 @@ fs::path entry_dir(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / encode_key(key);
   if (tree_dir(encoded)) return encoded;
   if (safe_legacy_key(key, true) && tree_dir(dir / key)) return dir / key;
-  throw std::runtime_error(fmt::format("{} lists key '{}' as a collection but its directory {} is missing",
+  throw RuntimeError(fmt::format("{} lists key '{}' as a collection but its directory {} is missing",
                                        (dir / "meta.json").string(), key, encoded.string()));
 }
 
@@ -107,7 +107,7 @@ Names read_names(const Json& meta, const fs::path& file, std::size_t batch_dims)
   if (!meta.contains("_names") || meta["_names"].is_object() || meta["_names"].is_null()) return {};
   const Json& value = meta["_names"];
   const auto malformed = [&] {
-    return std::runtime_error(
+    return RuntimeError(
         fmt::format("malformed {}: \"_names\" must list one name (a string or null) per batch dim ({}), got {}",
                     file.string(), batch_dims, value.dump()));
   };
@@ -120,23 +120,23 @@ Names read_names(const Json& meta, const fs::path& file, std::size_t batch_dims)
   try {
     return checked_names(std::move(names), batch_dims);
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(fmt::format("malformed {}: {}", file.string(), e.what()));
+    throw RuntimeError(fmt::format("malformed {}: {}", file.string(), e.what()));
   }
 }
 
 // Nested levels share the dims names of their parent (the first ones of their own).
-void check_child_names(const TensorDictBase& child, const Names& parent, const fs::path& file, const std::string& key) {
+void check_child_names(const TensorDict& child, const Names& parent, const fs::path& file, const std::string& key) {
   bool parent_named = false;
   for (const auto& name : parent) parent_named = parent_named || name.has_value();
-  if (!parent_named || child.type_name() != "TensorDict") return;
+  if (!parent_named || child.kind() != Kind::Dense) return;
   const Names& names = child.names();
   if (!std::equal(parent.begin(), parent.end(), names.begin())) {
-    throw std::runtime_error(fmt::format("{}: the dim names of key '{}' do not start with the level's names",
+    throw RuntimeError(fmt::format("{}: the dim names of key '{}' do not start with the level's names",
                                          file.string(), key));
   }
 }
 
-TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
+TensorDict load_td(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
   const auto batch = read_shape(meta.contains("shape") ? meta["shape"] : Json::array(), file, "\"shape\"");
   std::optional<at::Device> level_device = device;
@@ -144,7 +144,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
     try {
       level_device = at::Device(meta["device"].get<std::string>());
     } catch (const std::exception&) {
-      throw std::runtime_error(fmt::format("malformed {}: unknown device {}", file.string(), meta["device"].dump()));
+      throw RuntimeError(fmt::format("malformed {}: unknown device {}", file.string(), meta["device"].dump()));
     }
   }
   auto impl = std::make_shared<DenseImpl>(batch, level_device, read_names(meta, file, batch.size()));
@@ -154,14 +154,14 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
     if (entry.contains("type")) {
       Value value = load_any(entry_dir(dir, key), level_device, batch.size());
       if (value.is_tensordict() && !starts_with(value.tensordict().batch_size(), batch)) {
-        throw std::runtime_error(fmt::format("{}: the batch size {} of key '{}' does not start with the level's {}",
+        throw RuntimeError(fmt::format("{}: the batch size {} of key '{}' does not start with the level's {}",
                                              file.string(), shape_string(value.tensordict().batch_size()), key,
                                              shape_string(batch)));
       }
       if (value.is_tensordict()) check_child_names(value.tensordict(), impl->names(), file, key);
       if (value.is_non_tensor() && value.non_tensor().is_stack() &&
           !starts_with(value.non_tensor().ids().sizes(), batch)) {
-        throw std::runtime_error(fmt::format("{}: the NonTensorStack of key '{}' has shape {}, not the level's batch {}",
+        throw RuntimeError(fmt::format("{}: the NonTensorStack of key '{}' has shape {}, not the level's batch {}",
                                              file.string(), key, shape_string(value.non_tensor().ids().sizes()),
                                              shape_string(batch)));
       }
@@ -170,11 +170,11 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
     }
     const Json& dtype_json = entry.contains("dtype") ? entry["dtype"] : Json();
     if (!dtype_json.is_string()) {
-      throw std::runtime_error(fmt::format("malformed {}: key '{}' has no dtype string", file.string(), key));
+      throw RuntimeError(fmt::format("malformed {}: key '{}' has no dtype string", file.string(), key));
     }
     const auto dtype = dtype_from_name(dtype_json.get<std::string>());
     if (!dtype) {
-      throw std::runtime_error(fmt::format("{}: key '{}' has unknown dtype '{}' (expected one of {})", file.string(),
+      throw RuntimeError(fmt::format("{}: key '{}' has unknown dtype '{}' (expected one of {})", file.string(),
                                            key, dtype_json.get<std::string>(), known_dtypes()));
     }
     const auto shape =
@@ -182,7 +182,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
     if (entry.contains("is_nested") && entry["is_nested"] == true) {
       at::Tensor nested = load_jagged(leaf_file(dir, key), *dtype, shape, key);
       if (!leaf_starts_with(nested, batch)) {
-        throw std::runtime_error(fmt::format("{}: key '{}' is a nested tensor of shape {}, which does not start with the batch "
+        throw RuntimeError(fmt::format("{}: key '{}' is a nested tensor of shape {}, which does not start with the batch "
                                              "size {}",
                                              file.string(), key, shape_string(leaf_shape(nested)), shape_string(batch)));
       }
@@ -191,7 +191,7 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
       continue;
     }
     if (!starts_with(shape, batch)) {
-      throw std::runtime_error(fmt::format("{}: key '{}' has shape {}, which does not start with the batch size {}",
+      throw RuntimeError(fmt::format("{}: key '{}' has shape {}, which does not start with the batch size {}",
                                            file.string(), key, shape_string(shape), shape_string(batch)));
     }
     at::Tensor tensor = map_existing(leaf_file(dir, key), *dtype, shape, key);
@@ -199,38 +199,38 @@ TensorDictBase load_td(const fs::path& dir, const Json& meta, std::optional<at::
     impl->insert(key, Value(std::move(tensor)));
   }
   if (mapped) mark_memmapped(impl, dir);
-  return TensorDictBase(impl);
+  return TensorDict(impl);
 }
 
-TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
+TensorDict load_lazy(const fs::path& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
   if (!meta.contains("stack_dim") || !meta["stack_dim"].is_number_integer()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("malformed {}: a LazyStackedTensorDict needs an integer stack_dim", file.string()));
   }
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   for (std::size_t i = 0; tree_dir(dir / std::to_string(i)); ++i) {
     Value v = load_any(dir / std::to_string(i), device, std::nullopt);
     if (!v.is_tensordict()) {
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("{}: member {} of a LazyStackedTensorDict is not a tensordict", dir.string(), i));
     }
     members.push_back(v.tensordict());
   }
   if (members.empty()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("{}: a LazyStackedTensorDict directory needs member directories 0/, 1/, ...", dir.string()));
   }
   const int64_t stack_dim = meta["stack_dim"].get<int64_t>();
   const auto dims = static_cast<int64_t>(members.front().batch_dims());
   if (stack_dim < 0 || stack_dim > dims) {
-    throw std::runtime_error(fmt::format("malformed {}: stack_dim {} is out of range for members with {} batch dims",
+    throw RuntimeError(fmt::format("malformed {}: stack_dim {} is out of range for members with {} batch dims",
                                          file.string(), stack_dim, dims));
   }
   // Members keep their own keys and feature shapes; only batch sizes must agree.
   for (std::size_t i = 1; i < members.size(); ++i) {
     if (members[i].batch_size() != members.front().batch_size()) {
-      throw std::runtime_error(fmt::format("{}: member {} of the LazyStackedTensorDict has batch size {}, member 0 has {}",
+      throw RuntimeError(fmt::format("{}: member {} of the LazyStackedTensorDict has batch size {}, member 0 has {}",
                                            dir.string(), i, shape_string(members[i].batch_size()),
                                            shape_string(members.front().batch_size())));
     }
@@ -242,7 +242,7 @@ TensorDictBase load_lazy(const fs::path& dir, const Json& meta, std::optional<at
 
 NonTensorData load_non_tensor_stack(const fs::path& dir, const Json& meta, std::optional<std::size_t> max_dims) {
   if (!meta.contains("data") || !meta["data"].is_array()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("malformed {}: a NonTensorStack needs a \"data\" list (pickled stacks are not supported)",
                     (dir / "meta.json").string()));
   }
@@ -274,14 +274,14 @@ TensorDict load_unknown_class(const fs::path& dir, const Json& meta, const std::
                               std::optional<at::Device> device) {
   const fs::path file = dir / "meta.json";
   if (!tree_dir(dir / "_tensordict")) {
-    throw std::runtime_error(fmt::format(
+    throw RuntimeError(fmt::format(
         "{}: _type {} is neither a tensordict class nor a registered one, and the directory is no tensorclass "
         "either: its tensor fields directory {} is missing",
         file.string(), type, (dir / "_tensordict").string()));
   }
   TensorDict td = load_tensorclass_level(dir.string(), meta, device);
   if (td.contains(std::string(kLoadedClassKey))) {
-    throw std::runtime_error(fmt::format("{}: the tensorclass {} has a field named '{}', which holds the class name "
+    throw RuntimeError(fmt::format("{}: the tensorclass {} has a field named '{}', which holds the class name "
                                          "of a class loaded without a registered loader",
                                          file.string(), type, kLoadedClassKey));
   }
@@ -294,12 +294,12 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
   const Json meta = read_meta(dir);
   const fs::path file = dir / "meta.json";
   if (!meta.contains("_type") || !meta["_type"].is_string()) {
-    throw std::runtime_error(fmt::format("malformed {}: no \"_type\" string naming the class", file.string()));
+    throw RuntimeError(fmt::format("malformed {}: no \"_type\" string naming the class", file.string()));
   }
   // tensordict refuses a newer layout than it knows; so do we.
   if (meta.contains("_format_version") && meta["_format_version"].is_number_integer() &&
       meta["_format_version"].get<int64_t>() > kFormatVersion) {
-    throw std::runtime_error(fmt::format("{} was saved in the tensordict format version {}; this reader reads versions "
+    throw RuntimeError(fmt::format("{} was saved in the tensordict format version {}; this reader reads versions "
                                          "up to {}",
                                          file.string(), meta["_format_version"].get<int64_t>(), kFormatVersion));
   }
@@ -308,14 +308,14 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
   if (type_is(type, "LazyStackedTensorDict")) return Value(load_lazy(dir, meta, device));
   if (type_is(type, "NonTensorData")) {
     if (!meta.contains("data")) {
-      throw std::runtime_error(fmt::format("malformed {}: NonTensorData without \"data\"", file.string()));
+      throw RuntimeError(fmt::format("malformed {}: NonTensorData without \"data\"", file.string()));
     }
     return Value(NonTensorData(meta["data"]));
   }
   if (type_is(type, "NonTensorStack")) return Value(load_non_tensor_stack(dir, meta, max_dims));
   if (auto loader = registered_loader(type)) return loader(dir.string(), meta, device);
   if (is_class_string(type)) return Value(load_unknown_class(dir, meta, type, device));
-  throw std::runtime_error(fmt::format(
+  throw RuntimeError(fmt::format(
       "{}: cannot map _type {} to a C++ class (known: TensorDict, LazyStackedTensorDict, NonTensorData, NonTensorStack, "
       "classes given to register_memmap_class, and any other \"<class 'module.Name'>\" as a tensorclass)",
       file.string(), meta["_type"].dump()));
@@ -323,10 +323,10 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
 
 }  // namespace
 
-TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device) {
+TensorDict load_level(const fs::path& dir, std::optional<at::Device> device) {
   Value value = load_any(dir, device, std::nullopt);
   if (!value.is_tensordict()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("{} holds non-tensor data, not a tensordict; load its parent directory", dir.string()));
   }
   return value.tensordict();
@@ -340,29 +340,22 @@ void register_memmap_class(const std::string& type, MemmapLoader loader) {
   detail::memmap::registry()[type] = std::move(loader);
 }
 
-TensorDictBase load_memmap(const std::string& prefix, std::optional<at::Device> device) {
+TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device) {
   if (prefix.empty()) throw ValueError("load_memmap needs a directory, got an empty path");
   if (!std::filesystem::is_directory(prefix)) {
-    throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
+    throw RuntimeError(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
   }
   return detail::memmap::load_level(prefix, device);
 }
 
 TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
-  TensorDictBase td = tensordict::load_memmap(prefix, device);
-  if (td.type_name() == "LazyStackedTensorDict") {
-    throw ValueError(fmt::format(
-        "{} holds a LazyStackedTensorDict, not a TensorDict: load it with LazyStackedTensorDict::load_memmap or "
-        "tensordict::load_memmap",
-        prefix));
-  }
-  return TensorDict(td);
+  return tensordict::load_memmap(prefix, device);
 }
 
 LazyStackedTensorDict LazyStackedTensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
-  TensorDictBase td = tensordict::load_memmap(prefix, device);
-  if (td.type_name() != "LazyStackedTensorDict") {
-    throw ValueError(fmt::format("{} holds a {}, not a LazyStackedTensorDict: load it with tensordict::load_memmap",
+  TensorDict td = tensordict::load_memmap(prefix, device);
+  if (td.kind() != Kind::LazyStack) {
+    throw ValueError(fmt::format("{} holds a {}, not a LazyStackedTensorDict: load it with TensorDict::load_memmap",
                                  prefix, td.type_name()));
   }
   return LazyStackedTensorDict(td);
@@ -374,17 +367,17 @@ TensorDict TensorDict::load(const std::string& prefix, std::optional<at::Device>
   return load_memmap(prefix, device);
 }
 
-TensorDictBase& TensorDictBase::memmap_refresh_() {
+TensorDict& TensorDict::memmap_refresh_() {
   auto path = saved_path();
   if (!path) {
-    throw std::runtime_error("cannot refresh a tensordict that is not memory-mapped or has no path associated");
+    throw RuntimeError("cannot refresh a tensordict that is not memory-mapped or has no path associated");
   }
-  if (auto* lazy = dynamic_cast<detail::LazyStackedImpl*>(impl_.get())) {
+  if (auto* lazy = detail::kind_cast<detail::LazyStackedImpl>(impl_.get())) {
     // A lazy stack's entries live in its members, each saved in its own directory.
-    for (TensorDictBase member : lazy->members()) member.memmap_refresh_();
+    for (TensorDict member : lazy->members()) member.memmap_refresh_();
     return *this;
   }
-  TensorDictBase fresh = detail::memmap::load_level(*path, std::nullopt);
+  TensorDict fresh = detail::memmap::load_level(*path, std::nullopt);
   // As tensordict: unlocked while the entries are replaced, locked again after.
   const bool was_locked = is_locked();
   if (was_locked) unlock_();

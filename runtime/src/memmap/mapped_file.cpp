@@ -41,10 +41,10 @@ std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::pat
   std::size_t n = c10::elementSize(dtype);
   for (int64_t s : shape) {
     if (s < 0)
-      throw std::runtime_error(fmt::format("{}: negative dimension in shape {}", path.string(), shape_string(shape)));
+      throw RuntimeError(fmt::format("{}: negative dimension in shape {}", path.string(), shape_string(shape)));
     const auto u = static_cast<std::size_t>(s);
     if (u != 0 && n > std::numeric_limits<std::size_t>::max() / u) {
-      throw std::runtime_error(fmt::format("{}: shape {} is too large", path.string(), shape_string(shape)));
+      throw RuntimeError(fmt::format("{}: shape {} is too large", path.string(), shape_string(shape)));
     }
     n *= u;
   }
@@ -56,7 +56,7 @@ at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs
   const int prot = PROT_READ | PROT_WRITE;  // copy-on-write mappings are writable in memory only
   void* addr = ::mmap(nullptr, length, prot, shared && writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED) {
-    throw std::runtime_error(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
+    throw RuntimeError(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
   }
   auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path)};
   return at::for_blob(addr, shape)
@@ -80,7 +80,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
     f.fd = open_tree_file(path, O_RDONLY, &st, what);
   }
   if (f.fd < 0) {
-    throw std::runtime_error(fmt::format("cannot open the data file {} of key '{}' ({} bytes of {} {} expected): {}",
+    throw RuntimeError(fmt::format("cannot open the data file {} of key '{}' ({} bytes of {} {} expected): {}",
                                          path.string(), key, need, c10::toString(dtype), shape_string(shape),
                                          std::strerror(errno)));
   }
@@ -89,7 +89,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
   if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) writable = false;
   const auto have = static_cast<std::size_t>(st.st_size);
   if (have < need) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes",
                     path.string(), key, have, shape_string(shape), c10::toString(dtype), need));
   }
@@ -102,7 +102,7 @@ at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef s
   if (need == 0) {
     // tensordict writes no file for a tensor without elements.
     if (!existsok && fs::exists(fs::symlink_status(path))) {
-      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", path.string()));
+      throw RuntimeError(fmt::format("the file {} already exists (existsok=false)", path.string()));
     }
     return at::empty(shape, at::TensorOptions().dtype(dtype));
   }
@@ -112,14 +112,14 @@ at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef s
   f.fd = ::open(path.c_str(), flags, 0666);
   if (f.fd < 0) {
     if (errno == EEXIST)
-      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", path.string()));
+      throw RuntimeError(fmt::format("the file {} already exists (existsok=false)", path.string()));
     if (errno == ELOOP)
-      throw std::runtime_error(fmt::format("refusing to write through the symbolic link {}", path.string()));
-    throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+      throw RuntimeError(fmt::format("refusing to write through the symbolic link {}", path.string()));
+    throw RuntimeError(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   }
   // Exactly numel * itemsize bytes: drop whatever an older file had beyond.
   if (::ftruncate(f.fd, 0) != 0 || ::ftruncate(f.fd, static_cast<off_t>(need)) != 0) {
-    throw std::runtime_error(fmt::format("cannot size {} to {} bytes: {}", path.string(), need, std::strerror(errno)));
+    throw RuntimeError(fmt::format("cannot size {} to {} bytes: {}", path.string(), need, std::strerror(errno)));
   }
   return wrap(f.fd, true, true, need, path, dtype, shape);
 }
@@ -163,7 +163,7 @@ at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape) {
     }
     return wrap(f.fd, true, true, need, fs::path(), dtype, shape);
   }
-  throw std::runtime_error(fmt::format("memmap_: no shared memory for a tensor of shape {}: {}", shape_string(shape), error));
+  throw RuntimeError(fmt::format("memmap_: no shared memory for a tensor of shape {}: {}", shape_string(shape), error));
 }
 
 bool is_anonymous_mapping(const at::Tensor& tensor) {

@@ -157,6 +157,6 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
                                            const MemmapClassTags* tags = nullptr);
 
 // ---- loading (load.cpp) --------------------------------------------------------
-TensorDictBase load_level(const fs::path& dir, std::optional<at::Device> device);
+TensorDict load_level(const fs::path& dir, std::optional<at::Device> device);
 
 }  // namespace tensordict::detail::memmap

@@ -44,7 +44,7 @@ class MetaBuilder : public nlohmann::json_sax<Json> {
   bool start_array(std::size_t) override { return open(Json::array()); }
   bool end_array() override { return close(); }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    throw std::runtime_error(fmt::format("malformed JSON in {}: {}", file_.string(), e.what()));
+    throw RuntimeError(fmt::format("malformed JSON in {}: {}", file_.string(), e.what()));
   }
 
  private:
@@ -84,7 +84,7 @@ class MetaBuilder : public nlohmann::json_sax<Json> {
   }
   bool open(Json container) {
     if (open_.size() >= kMaxJsonDepth) {
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("malformed {}: JSON nested more than {} levels deep", file_.string(), kMaxJsonDepth));
     }
     Json* at = place(std::move(container));
@@ -106,13 +106,13 @@ std::string read_text(const fs::path& file, const fs::path& dir) {
   struct stat st {};
   const int fd = open_tree_file(file, O_RDONLY, &st, "the metadata file");
   if (fd < 0) {
-    throw std::runtime_error(fmt::format("cannot load a memmap tensordict from {}: {} is missing or unreadable ({})",
+    throw RuntimeError(fmt::format("cannot load a memmap tensordict from {}: {} is missing or unreadable ({})",
                                          dir.string(), file.string(), std::strerror(errno)));
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size > kMaxMetaBytes) {
     ::close(fd);
-    throw std::runtime_error(fmt::format("{} has {} bytes, more than the {} a meta.json may have", file.string(), size,
+    throw RuntimeError(fmt::format("{} has {} bytes, more than the {} a meta.json may have", file.string(), size,
                                          kMaxMetaBytes));
   }
   // At most the size fstat gave: a file growing meanwhile is read as it was.
@@ -138,7 +138,7 @@ Json read_meta(const fs::path& dir) {
   Json::sax_parse(text, &builder);
   Json meta = std::move(builder).result();
   if (!meta.is_object()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("malformed {}: expected a JSON object, got {}", file.string(), meta.type_name()));
   }
   return meta;

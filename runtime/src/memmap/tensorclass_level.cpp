@@ -5,7 +5,7 @@
 
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/memmap.h"
 
 namespace tensordict {
@@ -15,12 +15,12 @@ namespace fs = std::filesystem;
 TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std::optional<at::Device> device) {
   const fs::path tensors = fs::path(dir) / "_tensordict";
   if (!detail::memmap::tree_dir(tensors)) {
-    throw std::runtime_error(fmt::format("{}: a tensorclass directory needs its tensor fields in {}",
+    throw RuntimeError(fmt::format("{}: a tensorclass directory needs its tensor fields in {}",
                                          (fs::path(dir) / "meta.json").string(), tensors.string()));
   }
-  TensorDictBase loaded = detail::memmap::load_level(tensors, device);
-  if (loaded.type_name() != "TensorDict") {
-    throw std::runtime_error(fmt::format("{} holds a {}, not the TensorDict of a tensorclass's fields",
+  TensorDict loaded = detail::memmap::load_level(tensors, device);
+  if (loaded.kind() != Kind::Dense) {
+    throw RuntimeError(fmt::format("{} holds a {}, not the TensorDict of a tensorclass's fields",
                                          tensors.string(), loaded.type_name()));
   }
   TensorDict td(loaded);
@@ -29,7 +29,7 @@ TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std:
     // non-tensor ones; they are simply absent here.
     if (key == "_type" || value.is_null()) continue;
     if (td.contains(key)) {
-      throw std::runtime_error(fmt::format("{}: field '{}' is both a non-tensor field and an entry of {}",
+      throw RuntimeError(fmt::format("{}: field '{}' is both a non-tensor field and an entry of {}",
                                            (fs::path(dir) / "meta.json").string(), key, tensors.string()));
     }
     td.set_non_tensor(key, value);

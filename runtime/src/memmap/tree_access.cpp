@@ -14,7 +14,7 @@ namespace tensordict::detail::memmap {
 
 namespace {
 [[noreturn]] void refuse_link(const fs::path& path) {
-  throw std::runtime_error(fmt::format(
+  throw RuntimeError(fmt::format(
       "{} is a symbolic link inside the tree; loading follows no link (it could lead out of the tree)", path.string()));
 }
 }  // namespace
@@ -40,7 +40,7 @@ int open_tree_file(const fs::path& path, int flags, struct ::stat* st, std::stri
   }
   if (::fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
     ::close(fd);
-    throw std::runtime_error(fmt::format("{} {} is not a regular file", what, path.string()));
+    throw RuntimeError(fmt::format("{} {} is not a regular file", what, path.string()));
   }
   return fd;
 }

@@ -26,7 +26,7 @@
 #include "ops/map_leaves.h"
 #include "core/nesting.h"
 #include "memmap/memmap_detail.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
@@ -170,7 +170,7 @@ class Writer {
     level->dir = dir;
     level->target = target;
     refuse_symlink(target);
-    if (auto* lazy = dynamic_cast<LazyStackedImpl*>(impl.get())) {
+    if (auto* lazy = kind_cast<LazyStackedImpl>(impl.get())) {
       // Each member is a full collection of its own (keys and shapes may differ).
       make_dir(dir);
       level->stack_dim = lazy->stack_dim();
@@ -182,8 +182,8 @@ class Writer {
       }
       return level;
     }
-    if (mode_ == Mode::InPlace && !dynamic_cast<DenseImpl*>(impl.get())) {
-      throw std::runtime_error(
+    if (mode_ == Mode::InPlace && impl->kind() != Kind::Dense) {
+      throw RuntimeError(
           fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
                       "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
@@ -329,7 +329,7 @@ class Writer {
       struct stat st {};
       if (::lstat(it->path().c_str(), &st) != 0) continue;  // gone meanwhile
       if (st.st_dev != old_st.st_dev) {
-        throw std::runtime_error(fmt::format(
+        throw RuntimeError(fmt::format(
             "cannot write the tensordict over {}: {} is a mount point inside the tree; unmount or move it first",
             old_dir.string(), it->path().string()));
       }
@@ -354,7 +354,7 @@ class Writer {
 
  private:
   [[noreturn]] static void cannot_carry(const fs::path& entry, const char* what, int err) {
-    throw std::runtime_error(fmt::format(
+    throw RuntimeError(fmt::format(
         "cannot write the tensordict over the existing tree: {} is not the tensordict's own and cannot be kept in "
         "the new tree ({} failed: {}); move or remove it first",
         entry.string(), what, std::strerror(err)));
@@ -371,7 +371,7 @@ class Writer {
   }
 
   std::shared_ptr<TensorDictImpl> finish_lazy(Level& level) {
-    std::vector<TensorDictBase> members;
+    std::vector<TensorDict> members;
     for (auto& member : level.members) members.emplace_back(finish(*member));
     // In place the members were updated in place: the stack already holds them.
     std::shared_ptr<TensorDictImpl> out =
@@ -388,7 +388,7 @@ class Writer {
     for (Entry& entry : level.entries) {
       if (entry.child) {
         auto child = finish(*entry.child);
-        if (mode_ != Mode::InPlace) out->insert(entry.key, Value(TensorDictBase(child)));
+        if (mode_ != Mode::InPlace) out->insert(entry.key, Value(TensorDict(child)));
       } else if (entry.value.is_non_tensor()) {
         if (mode_ != Mode::InPlace) out->insert(entry.key, entry.value);
       } else {
@@ -429,14 +429,14 @@ class Writer {
           return;
         }
         if (*existing != fs::absolute(target) && !options_.copy_existing) {
-          throw std::runtime_error(
+          throw RuntimeError(
               fmt::format("key {} is already memory-mapped to {}, not to {}; pass copy_existing=true to copy it there",
                           key.repr(), existing->string(), target.string()));
         }
       }
     }
     if (!options_.existsok && fs::exists(fs::symlink_status(target))) {
-      throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", target.string()));
+      throw RuntimeError(fmt::format("the file {} already exists (existsok=false)", target.string()));
     }
     entry.job = jobs_.size();
     jobs_.push_back(std::move(job));
@@ -448,7 +448,7 @@ class Writer {
     refuse_symlink(sizes_target);
     for (const auto& t : {target, sizes_target}) {
       if (!options_.existsok && fs::exists(fs::symlink_status(t))) {
-        throw std::runtime_error(fmt::format("the file {} already exists (existsok=false)", t.string()));
+        throw RuntimeError(fmt::format("the file {} already exists (existsok=false)", t.string()));
       }
     }
     auto [values, sizes] = jagged_parts(tensor.detach(), key.repr());
@@ -502,7 +502,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     std::error_code ec;
     const auto st = fs::symlink_status(target, ec);
     if (fs::exists(st) && !fs::is_directory(st)) {
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("cannot write a tensordict level to {}: it exists and is not a directory", target.string()));
     }
   }
@@ -513,7 +513,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
     if (!fs::is_directory(target.parent_path())) {
-      throw std::runtime_error(fmt::format("cannot write the tensordict to {}: cannot create its parent directory{}",
+      throw RuntimeError(fmt::format("cannot write the tensordict to {}: cannot create its parent directory{}",
                                            target.string(), ec ? ": " + ec.message() : std::string()));
     }
   }
@@ -533,7 +533,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     publish_dir(staging, target, options.sync);
     auto out = writer.finish(*root);
     // tensordict locks a memory-mapped tensordict (every level).
-    TensorDictBase(out).lock_();
+    TensorDict(out).lock_();
     return out;
   } catch (...) {
     std::error_code ec;
@@ -546,7 +546,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
 
 using namespace detail::memmap;
 
-TensorDictBase& TensorDictBase::memmap_(const std::string& prefix, const MemmapOptions& options) {
+TensorDict& TensorDict::memmap_(const std::string& prefix, const MemmapOptions& options) {
   write_tree(impl_, prefix, Mode::InPlace, options);
   // The leaves now map their files: no longer views of a consolidated storage
   // (tensordict's rule).
@@ -555,26 +555,26 @@ TensorDictBase& TensorDictBase::memmap_(const std::string& prefix, const MemmapO
 }
 
 // A lazy stack is written in its layout and comes back a lazy stack.
-TensorDictBase TensorDictBase::memmap(const std::string& prefix, const MemmapOptions& options) const {
-  return TensorDictBase(write_tree(impl_, prefix, Mode::Copy, options));
+TensorDict TensorDict::memmap(const std::string& prefix, const MemmapOptions& options) const {
+  return TensorDict(write_tree(impl_, prefix, Mode::Copy, options));
 }
 
-TensorDictBase TensorDictBase::memmap_like(const std::string& prefix, const MemmapOptions& options) const {
-  return TensorDictBase(write_tree(impl_, prefix, Mode::Like, options));
+TensorDict TensorDict::memmap_like(const std::string& prefix, const MemmapOptions& options) const {
+  return TensorDict(write_tree(impl_, prefix, Mode::Like, options));
 }
 
-TensorDict memmap_tensorclass(const TensorDictBase& td, const std::string& prefix, const MemmapClassTags& tags,
+TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
                               const MemmapOptions& options) {
-  return TensorDict(TensorDictBase(write_tree(td.impl(), prefix, Mode::Copy, options, &tags)));
+  return TensorDict(TensorDict(write_tree(td.impl(), prefix, Mode::Copy, options, &tags)));
 }
 
-TensorDictBase TensorDictBase::save(const std::string& prefix, const MemmapOptions& options) const {
+TensorDict TensorDict::save(const std::string& prefix, const MemmapOptions& options) const {
   return memmap(prefix, options);
 }
 
-bool TensorDictBase::is_memmap() const { return impl_->memmap_dir().has_value(); }
+bool TensorDict::is_memmap() const { return impl_->memmap_dir().has_value(); }
 
-std::optional<std::string> TensorDictBase::saved_path() const {
+std::optional<std::string> TensorDict::saved_path() const {
   const auto& dir = impl_->memmap_dir();
   if (!dir || dir->empty()) return std::nullopt;
   return *dir;

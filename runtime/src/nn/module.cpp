@@ -148,7 +148,7 @@ std::vector<at::Tensor> TensorDictModuleImpl::call_reporting(const std::vector<a
   return outputs;
 }
 
-TensorDictBase TensorDictModuleImpl::run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
+TensorDict TensorDictModuleImpl::run_impl(const TensorDict& td, const std::optional<TensorDict>& out) {
   if (options_.strict()) check_inputs(td, in_keys_);
   std::vector<at::Tensor> inputs;
   Keys missing;
@@ -163,11 +163,11 @@ TensorDictBase TensorDictModuleImpl::run_impl(const TensorDictBase& td, const st
   }
   std::vector<at::Tensor> outputs = call_reporting(inputs, missing);
   if (outputs.size() != out_keys_.size()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("TensorDictModule: the module returned {} tensor(s) but out_keys={} expects {}", outputs.size(),
                     text::keys_repr(out_keys_), out_keys_.size()));
   }
-  TensorDictBase dest = out ? *out : output_for(td, options_.inplace());
+  TensorDict dest = out ? *out : output_for(td, options_.inplace());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (out_keys_[i] == NestedKey("_")) continue;
     dest.set(out_keys_[i], outputs[i]);
@@ -184,15 +184,15 @@ WrapModuleImpl::WrapModuleImpl(Function fn, WrapModuleOptions options)
   if (!fn_) throw ValueError("WrapModule: the wrapped function is empty");
 }
 
-TensorDictBase WrapModuleImpl::run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
-  TensorDictBase result = fn_(td);
+TensorDict WrapModuleImpl::run_impl(const TensorDict& td, const std::optional<TensorDict>& out) {
+  TensorDict result = fn_(td);
   if (out) {
-    TensorDictBase dest = *out;
+    TensorDict dest = *out;
     return dest.update(result);
   }
   // common.py:1419: `result is not data`.
   if (inplace_ && result.impl() != td.impl()) {
-    TensorDictBase dest = td;
+    TensorDict dest = td;
     return dest.update(result);
   }
   return result;

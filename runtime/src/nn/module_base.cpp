@@ -14,7 +14,7 @@ namespace tensordict::nn {
 TensorDictModuleBase::TensorDictModuleBase(Keys in_keys, Keys out_keys)
     : in_keys_(std::move(in_keys)), out_keys_(std::move(out_keys)) {}
 
-void TensorDictModuleBase::check_inputs(const TensorDictBase& td, const Keys& keys) const {
+void TensorDictModuleBase::check_inputs(const TensorDict& td, const Keys& keys) const {
   Keys missing;
   for (const auto& key : keys) {
     if (!td.contains(key)) missing.push_back(key);
@@ -42,7 +42,7 @@ void TensorDictModuleBase::check_selection(const Keys& keys) const {
     throw ValueError(message);
   }
   for (const auto& key : keys) {
-    if (!text::contains_key(current, key)) throw std::runtime_error("Some keys are not part of the module out_keys.");
+    if (!text::contains_key(current, key)) throw RuntimeError("Some keys are not part of the module out_keys.");
   }
 }
 
@@ -59,43 +59,43 @@ TensorDictModuleBase& TensorDictModuleBase::reset_out_keys() {
 
 // ---- running -------------------------------------------------------------------------
 
-TensorDictBase TensorDictModuleBase::run(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
+TensorDict TensorDictModuleBase::run(const TensorDict& td, const std::optional<TensorDict>& out) {
   return run_selecting(
-      td, out, [this](const TensorDictBase& t, const std::optional<TensorDictBase>& o) { return run_impl(t, o); });
+      td, out, [this](const TensorDict& t, const std::optional<TensorDict>& o) { return run_impl(t, o); });
 }
 
-TensorDictBase TensorDictModuleBase::run_into(const TensorDictBase& td, const std::optional<TensorDictBase>& out,
+TensorDict TensorDictModuleBase::run_into(const TensorDict& td, const std::optional<TensorDict>& out,
                                               const Keys& keys, const Body& body) {
   if (!out) return body(td, std::nullopt);
-  const TensorDictBase exec = body(TensorDictBase(td.clone(/*recurse=*/false)), std::nullopt);
-  TensorDictBase dest = *out;
+  const TensorDict exec = body(TensorDict(td.clone(/*recurse=*/false)), std::nullopt);
+  TensorDict dest = *out;
   dest.update(exec, UpdateOptions{.keys_to_update = keys});
   return dest;
 }
 
-TensorDictBase TensorDictModuleBase::run_selecting(const TensorDictBase& td, const std::optional<TensorDictBase>& out,
+TensorDict TensorDictModuleBase::run_selecting(const TensorDict& td, const std::optional<TensorDict>& out,
                                                    const Body& body) {
   if (!selected_out_keys_) return body(td, out);
   // A sequence's `inplace` output gets only the selected keys, as a given
   // one does (sequence.py:625-657): with inplace=False/"empty" the input is
   // left alone.
-  const std::optional<TensorDictBase> target = out ? out : inplace_output(td);
+  const std::optional<TensorDict> target = out ? out : inplace_output(td);
   if (target) return run_into(td, target, *selected_out_keys_, body);
-  const TensorDictBase exec = body(TensorDictBase(td.clone(/*recurse=*/false)), std::nullopt);
+  const TensorDict exec = body(TensorDict(td.clone(/*recurse=*/false)), std::nullopt);
   // The selected outputs, and the input's leaves with the values the modules
   // gave them (an in_key a module overwrote keeps the new value).
   Keys keys = *selected_out_keys_;
   for (auto& key : td.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
     if (!text::contains_key(keys, key)) keys.push_back(std::move(key));
   }
-  TensorDictBase dest = td;
+  TensorDict dest = td;
   dest.update(exec, UpdateOptions{.keys_to_update = std::move(keys)});
   return dest;
 }
 
-std::optional<TensorDictBase> TensorDictModuleBase::inplace_output(const TensorDictBase&) const { return std::nullopt; }
+std::optional<TensorDict> TensorDictModuleBase::inplace_output(const TensorDict&) const { return std::nullopt; }
 
-TensorDictBase TensorDictModuleBase::output_for(const TensorDictBase& td, Inplace inplace) {
+TensorDict TensorDictModuleBase::output_for(const TensorDict& td, Inplace inplace) {
   switch (inplace) {
     case Inplace::True:
       return td;
@@ -116,7 +116,7 @@ std::vector<at::Tensor> TensorDictModuleBase::forward_tensors(const std::vector<
   // tensordict's dispatch(auto_batch_size=False): a tensordict of batch size [].
   TensorDict td;
   for (std::size_t i = 0; i < tensors.size(); ++i) td.set(in_keys_[i], tensors[i]);
-  TensorDictBase result = run(td, std::nullopt);
+  TensorDict result = run(td, std::nullopt);
   std::vector<at::Tensor> out;
   for (const auto& key : out_keys()) {
     if (key == NestedKey("_")) continue;

@@ -24,7 +24,7 @@ TensorDict from_module(const torch::nn::Module& module) {
 
 TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& modules) {
   if (modules.empty()) throw ValueError("from_modules: no modules");
-  std::vector<TensorDictBase> tds;
+  std::vector<TensorDict> tds;
   tds.reserve(modules.size());
   for (const auto& m : modules) {
     if (!m) throw ValueError("from_modules: a module is null");
@@ -37,7 +37,7 @@ TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& m
 
 namespace {
 
-void swap_in(torch::nn::Module& module, const TensorDictBase& params, const std::string& prefix,
+void swap_in(torch::nn::Module& module, const TensorDict& params, const std::string& prefix,
              std::vector<std::pair<at::Tensor, at::Tensor>>& saved) {
   auto parameters = module.named_parameters(/*recurse=*/false);
   auto buffers = module.named_buffers(/*recurse=*/false);
@@ -64,7 +64,7 @@ void swap_in(torch::nn::Module& module, const TensorDictBase& params, const std:
 
 }  // namespace
 
-ToModuleGuard::ToModuleGuard(torch::nn::Module& module, const TensorDictBase& params) {
+ToModuleGuard::ToModuleGuard(torch::nn::Module& module, const TensorDict& params) {
   try {
     swap_in(module, params, "", saved_);
   } catch (...) {
@@ -88,13 +88,13 @@ void ToModuleGuard::restore() noexcept {
   saved_.clear();
 }
 
-ToModuleGuard to_module(torch::nn::Module& module, const TensorDictBase& params) { return ToModuleGuard(module, params); }
+ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params) { return ToModuleGuard(module, params); }
 
-TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDictBase& params, const TensorDictBase& input) {
+TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input) {
   if (params.batch_dims() < 1) {
     throw ValueError("ensemble_forward: params need a leading model dim (stack them with from_modules)");
   }
-  std::vector<TensorDictBase> outs;
+  std::vector<TensorDict> outs;
   const int64_t n = params.batch_size()[0];
   outs.reserve(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

@@ -410,7 +410,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
   if (options_.return_log_prob()) out_keys_.emplace_back(kSampleLogProbKey);
 }
 
-std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const TensorDictBase& td) const {
+std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const TensorDict& td) const {
   check_inputs(td, in_keys_);
   DistParams params;
   for (const auto& [name, key] : dist_keys_.map()) params[name] = td.get(key);
@@ -437,25 +437,25 @@ at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& di
       }
     case InteractionType::RANDOM: return dist.has_rsample() ? dist.rsample() : dist.sample();
   }
-  throw std::logic_error("dist_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
+  throw ValueError("dist_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
 }
 
-TensorDictBase ProbabilisticTensorDictModuleImpl::run_impl(const TensorDictBase& td,
-                                                           const std::optional<TensorDictBase>& out) {
+TensorDict ProbabilisticTensorDictModuleImpl::run_impl(const TensorDict& td,
+                                                           const std::optional<TensorDict>& out) {
   return sample_into(td, out, /*requires_sample=*/true);
 }
 
-TensorDictBase ProbabilisticTensorDictModuleImpl::run(const TensorDictBase& td,
-                                                      const std::optional<TensorDictBase>& out, bool requires_sample) {
-  return run_selecting(td, out, [&](const TensorDictBase& t, const std::optional<TensorDictBase>& o) {
+TensorDict ProbabilisticTensorDictModuleImpl::run(const TensorDict& td,
+                                                      const std::optional<TensorDict>& out, bool requires_sample) {
+  return run_selecting(td, out, [&](const TensorDict& t, const std::optional<TensorDict>& o) {
     return sample_into(t, o, requires_sample);
   });
 }
 
-TensorDictBase ProbabilisticTensorDictModuleImpl::sample_into(const TensorDictBase& td,
-                                                              const std::optional<TensorDictBase>& out,
+TensorDict ProbabilisticTensorDictModuleImpl::sample_into(const TensorDict& td,
+                                                              const std::optional<TensorDict>& out,
                                                               bool requires_sample) {
-  TensorDictBase dest = out ? *out : td;
+  TensorDict dest = out ? *out : td;
   const auto dist = get_dist(td);
   if (requires_sample) {
     at::Tensor value = dist_sample(*dist, interaction_type());
@@ -521,29 +521,29 @@ void ProbabilisticTensorDictSequentialImpl::modules_changed() {
   requires_sample_ = std::find(det_out_keys_.begin(), det_out_keys_.end(), last_->out_keys()[0]) == det_out_keys_.end();
 }
 
-TensorDictBase ProbabilisticTensorDictSequentialImpl::run_det(const TensorDictBase& td) {
+TensorDict ProbabilisticTensorDictSequentialImpl::run_det(const TensorDict& td) {
   InteractionTypeGuard guard(interaction_type().value_or(last_->default_interaction_type()));
-  TensorDictBase current = td;
+  TensorDict current = td;
   for (std::size_t i = 0; i + 1 < modules_.size(); ++i) current = run_module(*modules_[i], current);
   return current;
 }
 
-TensorDictBase ProbabilisticTensorDictSequentialImpl::get_dist_params(const TensorDictBase& td,
-                                                                      const std::optional<TensorDictBase>& out) {
+TensorDict ProbabilisticTensorDictSequentialImpl::get_dist_params(const TensorDict& td,
+                                                                      const std::optional<TensorDict>& out) {
   return run_into(td, out, det_out_keys_,
-                  [this](const TensorDictBase& t, const std::optional<TensorDictBase>&) { return run_det(t); });
+                  [this](const TensorDict& t, const std::optional<TensorDict>&) { return run_det(t); });
 }
 
-std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::get_dist(const TensorDictBase& td) {
+std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::get_dist(const TensorDict& td) {
   return build_dist_from_params(get_dist_params(td));
 }
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::build_dist_from_params(
-    const TensorDictBase& td) const {
+    const TensorDict& td) const {
   return last_->get_dist(td);
 }
 
-TensorDictBase ProbabilisticTensorDictSequentialImpl::execute(const TensorDictBase& td) {
+TensorDict ProbabilisticTensorDictSequentialImpl::execute(const TensorDict& td) {
   return last_->run(run_det(td), std::nullopt, requires_sample_);
 }
 

@@ -203,7 +203,7 @@ void TensorDictSequentialImpl::check_selection(const Keys& keys) const {
   }
 }
 
-TensorDictBase TensorDictSequentialImpl::run_module(TensorDictModuleBase& module, const TensorDictBase& td) const {
+TensorDict TensorDictSequentialImpl::run_module(TensorDictModuleBase& module, const TensorDict& td) const {
   if (partial_tolerant_) {
     for (const auto& key : module.in_keys()) {
       if (!td.contains(key)) return td;  // dense rule: skip the module
@@ -212,8 +212,8 @@ TensorDictBase TensorDictSequentialImpl::run_module(TensorDictModuleBase& module
   return module.run(td, std::nullopt);
 }
 
-TensorDictBase TensorDictSequentialImpl::execute(const TensorDictBase& td) {
-  TensorDictBase current = td;
+TensorDict TensorDictSequentialImpl::execute(const TensorDict& td) {
+  TensorDict current = td;
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     try {
       current = run_module(*modules_[i], current);
@@ -228,24 +228,24 @@ TensorDictBase TensorDictSequentialImpl::execute(const TensorDictBase& td) {
   return current;
 }
 
-std::optional<TensorDictBase> TensorDictSequentialImpl::inplace_output(const TensorDictBase& td) const {
+std::optional<TensorDict> TensorDictSequentialImpl::inplace_output(const TensorDict& td) const {
   if (inplace_ == Inplace::None) return std::nullopt;
   return output_for(td, inplace_);
 }
 
-TensorDictBase TensorDictSequentialImpl::run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) {
+TensorDict TensorDictSequentialImpl::run_impl(const TensorDict& td, const std::optional<TensorDict>& out) {
   if (!out) {
-    if (std::optional<TensorDictBase> dest = inplace_output(td)) {
+    if (std::optional<TensorDict> dest = inplace_output(td)) {
       // sequence.py:632: the modules run on the input itself (each writes by
       // its own inplace rule), then the chain's out_keys go where inplace
       // says. (With a selection, `td` is already run_selecting's copy.)
-      const TensorDictBase exec = execute(td);
+      const TensorDict exec = execute(td);
       dest->update(exec, UpdateOptions{.keys_to_update = out_keys()});
       return *dest;
     }
   }
   return run_into(td, out, out_keys(),
-                  [this](const TensorDictBase& t, const std::optional<TensorDictBase>&) { return execute(t); });
+                  [this](const TensorDict& t, const std::optional<TensorDict>&) { return execute(t); });
 }
 
 // ---- printing ----------------------------------------------------------------------------

@@ -59,7 +59,7 @@ BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_si
     ellipses += item.is_ellipsis();
   }
   if (ellipses > 1) {
-    throw std::runtime_error(fmt::format("an index can only have a single ellipsis (got {})", ellipses));
+    throw RuntimeError(fmt::format("an index can only have a single ellipsis (got {})", ellipses));
   }
   if (consumed > batch_dims) {
     throw IndexError(

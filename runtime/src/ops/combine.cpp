@@ -7,11 +7,11 @@
 #include <string_view>
 
 #include "kinds/dense/dense_impl.h"
-#include "core/exact_cast.h"
+#include "core/kind_cast.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"
 #include "tensordict/non_tensor.h"
@@ -32,11 +32,11 @@ std::set<std::string> key_set(const TensorDictImpl& td) {
 // The members' dense storage when every member is dense with the first
 // member's keys in the same order (then entry i of each member has the same
 // key, and the result can share the first member's key table); else empty.
-std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDictBase>& tds) {
+std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict>& tds) {
   std::vector<const detail::DenseImpl*> out;
   out.reserve(tds.size());
   for (const auto& td : tds) {
-    const auto* dense = detail::exact_cast<detail::DenseImpl>(td.impl().get());
+    const auto* dense = detail::kind_cast<detail::DenseImpl>(td.impl().get());
     if (!dense) return {};
     const auto& first = out.empty() ? dense->key_table() : out.front()->key_table();
     if (dense->key_table() != first && dense->key_table()->keys() != first->keys()) return {};
@@ -46,12 +46,12 @@ std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict
 }
 
 // Every member must have the first member's keys at this level.
-void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, const std::vector<std::string>& prefix) {
+void check_same_keys(const std::vector<TensorDict>& tds, const char* op, const std::vector<std::string>& prefix) {
   if (!aligned_dense(tds).empty()) return;  // same keys in the same order
-  const auto* first = detail::exact_cast<detail::DenseImpl>(tds.front().impl().get());
+  const auto* first = detail::kind_cast<detail::DenseImpl>(tds.front().impl().get());
   std::optional<std::set<std::string>> reference;
   for (std::size_t i = 1; i < tds.size(); ++i) {
-    const auto* dense = detail::exact_cast<detail::DenseImpl>(tds[i].impl().get());
+    const auto* dense = detail::kind_cast<detail::DenseImpl>(tds[i].impl().get());
     if (first && dense && first->key_table() == dense->key_table()) continue;  // shared table: same keys
     if (!reference) reference = key_set(*tds.front().impl());
     const auto keys = key_set(*tds[i].impl());
@@ -60,12 +60,12 @@ void check_same_keys(const std::vector<TensorDictBase>& tds, const char* op, con
     std::set_difference(reference->begin(), reference->end(), keys.begin(), keys.end(), std::back_inserter(missing));
     std::set_difference(keys.begin(), keys.end(), reference->begin(), reference->end(), std::back_inserter(extra));
     const std::string where = prefix.empty() ? "" : " at " + NestedKey(prefix).repr();
-    throw std::runtime_error(fmt::format("{}: tensordict {} has different keys than tensordict 0{}: missing [{}], extra [{}]",
+    throw RuntimeError(fmt::format("{}: tensordict {} has different keys than tensordict 0{}: missing [{}], extra [{}]",
                                          op, i, where, fmt::join(missing, ", "), fmt::join(extra, ", ")));
   }
 }
 
-std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) {
+std::optional<at::Device> common_device(const std::vector<TensorDict>& tds) {
   auto device = tds.front().device();
   for (const auto& td : tds) {
     if (td.device() != device) return std::nullopt;
@@ -79,10 +79,10 @@ std::optional<at::Device> common_device(const std::vector<TensorDictBase>& tds) 
 struct Combiner {
   const char* op;
   c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> leaves;
-  c10::function_ref<shape::Combined(const std::vector<TensorDictBase>&)> plan;
+  c10::function_ref<shape::Combined(const std::vector<TensorDict>&)> plan;
 
   // This level's plan; a nested level's errors name its key.
-  shape::Combined level_plan(const std::vector<TensorDictBase>& tds, const std::vector<std::string>& prefix) {
+  shape::Combined level_plan(const std::vector<TensorDict>& tds, const std::vector<std::string>& prefix) {
     if (prefix.empty()) return plan(tds);
     try {
       return plan(tds);
@@ -91,7 +91,7 @@ struct Combiner {
     }
   }
 
-  Value combine_non_tensor(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members, const NestedKey& path) {
+  Value combine_non_tensor(const std::vector<TensorDict>& tds, const std::vector<Value>& members, const NestedKey& path) {
     std::vector<NonTensorData> items;
     std::vector<std::vector<int64_t>> batches;
     for (std::size_t i = 0; i < members.size(); ++i) {
@@ -105,7 +105,7 @@ struct Combiner {
     }
   }
 
-  TensorDict run(const std::vector<TensorDictBase>& tds, std::vector<std::string>& prefix) {
+  TensorDict run(const std::vector<TensorDict>& tds, std::vector<std::string>& prefix) {
     // This level's batch sizes are checked first, then its keys, then its
     // nested levels.
     shape::Combined level = level_plan(tds, prefix);
@@ -123,13 +123,13 @@ struct Combiner {
       out->insert(key, combine_entry(tds, members, prefix));
       prefix.pop_back();
     });
-    return TensorDict(TensorDictBase(out));
+    return TensorDict(TensorDict(out));
   }
 
   // The common case: dense members with the same keys in the same order.
   // Entries are taken by position (no lookup) and the result shares the
   // first member's key table (no key is copied).
-  TensorDict run_aligned(const std::vector<TensorDictBase>& tds, const std::vector<const detail::DenseImpl*>& dense,
+  TensorDict run_aligned(const std::vector<TensorDict>& tds, const std::vector<const detail::DenseImpl*>& dense,
                          shape::Combined level, std::vector<std::string>& prefix) {
     std::vector<int64_t> level_batch(level.batch.begin(), level.batch.end());
     Names level_names = detail::checked_names(std::move(level.names), level_batch.size());
@@ -145,17 +145,17 @@ struct Combiner {
       values.push_back(combine_entry(tds, members, prefix));
       prefix.pop_back();
     }
-    return TensorDict(TensorDictBase(std::make_shared<detail::DenseImpl>(table, std::move(values), std::move(level_batch),
+    return TensorDict(TensorDict(std::make_shared<detail::DenseImpl>(table, std::move(values), std::move(level_batch),
                                                                          common_device(tds), std::move(level_names))));
   }
 
   // The combined value of one key (`prefix` ends with it) from the members' values.
-  Value combine_entry(const std::vector<TensorDictBase>& tds, const std::vector<Value>& members,
+  Value combine_entry(const std::vector<TensorDict>& tds, const std::vector<Value>& members,
                       std::vector<std::string>& prefix) {
     const Value& first = members.front();
     for (std::size_t i = 1; i < members.size(); ++i) {
       if (detail::kind_of(members[i]) != detail::kind_of(first)) {
-        throw std::runtime_error(fmt::format("{}: key {} is {} in tensordict 0 but {} in tensordict {}", op,
+        throw RuntimeError(fmt::format("{}: key {} is {} in tensordict 0 but {} in tensordict {}", op,
                                              NestedKey(prefix).repr(), detail::kind_of(first),
                                              detail::kind_of(members[i]), i));
       }
@@ -170,7 +170,7 @@ struct Combiner {
       }
     }
     if (first.is_non_tensor()) return combine_non_tensor(tds, members, NestedKey(prefix));
-    std::vector<TensorDictBase> nested;
+    std::vector<TensorDict> nested;
     nested.reserve(members.size());
     for (const auto& m : members) nested.push_back(m.tensordict());
     return Value(run(nested, prefix));
@@ -179,8 +179,8 @@ struct Combiner {
   std::vector<at::Tensor> tensors_;  // scratch for one key's tensors
 };
 
-void check_nonempty(const std::vector<TensorDictBase>& tds, const char* op) {
-  if (tds.empty()) throw std::runtime_error(fmt::format("{} needs at least one tensordict", op));
+void check_nonempty(const std::vector<TensorDict>& tds, const char* op) {
+  if (tds.empty()) throw RuntimeError(fmt::format("{} needs at least one tensordict", op));
 }
 
 }  // namespace
@@ -218,7 +218,7 @@ NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, c
 namespace {
 
 // A level's batch sizes, for the plans.
-std::vector<at::IntArrayRef> batch_sizes(const std::vector<TensorDictBase>& level) {
+std::vector<at::IntArrayRef> batch_sizes(const std::vector<TensorDict>& level) {
   std::vector<at::IntArrayRef> out;
   out.reserve(level.size());
   for (const auto& td : level) out.push_back(td.batch_size());
@@ -227,13 +227,13 @@ std::vector<at::IntArrayRef> batch_sizes(const std::vector<TensorDictBase>& leve
 
 }  // namespace
 
-TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
   check_nonempty(tds, "stack");
   // The combiner plans the top level before any leaf: that call wraps `d`,
   // and nested levels use the wrapped dim (a negative one counts from the
   // top level's batch).
   int64_t d = dim;
-  auto plan = [&](const std::vector<TensorDictBase>& level) {
+  auto plan = [&](const std::vector<TensorDict>& level) {
     std::vector<const Names*> names;
     for (const auto& td : level) names.push_back(&td.names());
     shape::Combined out = shape::stacked(batch_sizes(level), names, d);
@@ -246,13 +246,13 @@ TensorDict stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
   return combiner.run(tds, prefix);
 }
 
-TensorDictBase cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   check_nonempty(tds, "cat");
-  if (std::any_of(tds.begin(), tds.end(), [](const TensorDictBase& td) { return detail::as_lazy(*td.impl()) != nullptr; })) {
+  if (std::any_of(tds.begin(), tds.end(), [](const TensorDict& td) { return detail::as_lazy(*td.impl()) != nullptr; })) {
     return detail::lazy_cat(tds, dim);
   }
   int64_t d = dim;  // wrapped by the top level's plan, as in stack()
-  auto plan = [&](const std::vector<TensorDictBase>& level) {
+  auto plan = [&](const std::vector<TensorDict>& level) {
     shape::Combined out = shape::concatenated(batch_sizes(level), level.front().names(), d);
     d = out.dim;
     return out;
@@ -266,9 +266,9 @@ TensorDictBase cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
 namespace {
 // tensordict's out= of torch.stack / torch.cat: the result is written into
 // out's tensors (whatever out's kind), whose batch size must be the result's.
-TensorDictBase& write_out(TensorDictBase& out, const TensorDictBase& result, const char* op) {
+TensorDict& write_out(TensorDict& out, const TensorDict& result, const char* op) {
   if (out.batch_size() != result.batch_size()) {
-    throw std::runtime_error(fmt::format("{}: out.batch_size and {} batch size must match, got out.batch_size={} and batch_size={}",
+    throw RuntimeError(fmt::format("{}: out.batch_size and {} batch size must match, got out.batch_size={} and batch_size={}",
                                          op, std::string_view(op) == "stack" ? "stacked" : "cat", shape_string(out.batch_size()),
                                          shape_string(result.batch_size())));
   }
@@ -276,11 +276,11 @@ TensorDictBase& write_out(TensorDictBase& out, const TensorDictBase& result, con
 }
 }  // namespace
 
-TensorDictBase& stack_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDict& stack_out(TensorDict& out, const std::vector<TensorDict>& tds, int64_t dim) {
   return write_out(out, stack(tds, dim), "stack");
 }
 
-TensorDictBase& cat_out(TensorDictBase& out, const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDict& cat_out(TensorDict& out, const std::vector<TensorDict>& tds, int64_t dim) {
   return write_out(out, cat(tds, dim), "cat");
 }
 

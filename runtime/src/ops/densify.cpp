@@ -17,7 +17,7 @@ namespace tensordict {
 
 namespace {
 
-const detail::LazyStackedImpl* as_lazy(const TensorDictBase& td) { return detail::as_lazy(*td.impl()); }
+const detail::LazyStackedImpl* as_lazy(const TensorDict& td) { return detail::as_lazy(*td.impl()); }
 
 // The members' tensors at `key` (nullopt where a member lacks it) as one
 // tensor: stacked when their shapes agree, else a nested tensor in which a
@@ -60,7 +60,7 @@ at::Tensor dense_tensor(const detail::LazyStackedImpl& lazy, const std::string& 
 }
 
 // One lazy stack made dense, level by level.
-TensorDict densify_lazy(const TensorDictBase& td, const detail::LazyStackedImpl& lazy) {
+TensorDict densify_lazy(const TensorDict& td, const detail::LazyStackedImpl& lazy) {
   TensorDict out = td.empty();
   std::vector<std::string> keys;  // every member's keys, in the order first met
   for (const auto& m : lazy.members()) {
@@ -91,7 +91,7 @@ TensorDict densify_lazy(const TensorDictBase& td, const detail::LazyStackedImpl&
 }
 
 // The same keys, of the same kinds, and tensors of the same shapes.
-bool same_level(const std::vector<TensorDictBase>& tds) {
+bool same_level(const std::vector<TensorDict>& tds) {
   const TensorDictImpl& first = *tds.front().impl();
   for (std::size_t i = 1; i < tds.size(); ++i) {
     const TensorDictImpl& other = *tds[i].impl();
@@ -111,7 +111,7 @@ bool same_level(const std::vector<TensorDictBase>& tds) {
 
 }  // namespace
 
-TensorDict TensorDictBase::densify() const {
+TensorDict TensorDict::densify() const {
   if (const auto* lazy = as_lazy(*this)) return densify_lazy(*this, *lazy);
   TensorDict out = empty();
   impl_->for_each([&](const std::string& key, const Value& value) {
@@ -120,13 +120,13 @@ TensorDict TensorDictBase::densify() const {
   return out;
 }
 
-TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDict maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim) {
   if (tds.empty()) throw ValueError("maybe_dense_stack needs at least one tensordict");
   const int64_t d = wrap_batch_dim(dim, tds.front().batch_dims(), "maybe_dense_stack", 1);
   // Lazy stacks of as many members along the same dim: stacked member by
   // member, the result lazy along the shifted stack dim.
   const auto* first_lazy = as_lazy(tds.front());
-  const bool member_wise = first_lazy && !first_lazy->members().empty() && std::all_of(tds.begin(), tds.end(), [&](const TensorDictBase& td) {
+  const bool member_wise = first_lazy && !first_lazy->members().empty() && std::all_of(tds.begin(), tds.end(), [&](const TensorDict& td) {
     const auto* lazy = as_lazy(td);
     return lazy && lazy->stack_dim() == first_lazy->stack_dim() && lazy->members().size() == first_lazy->members().size() &&
            td.batch_size() == tds.front().batch_size();
@@ -135,9 +135,9 @@ TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t
     int64_t stack_dim = first_lazy->stack_dim();
     const int64_t member_dim = d <= stack_dim ? d : d - 1;
     if (d <= stack_dim) ++stack_dim;
-    std::vector<TensorDictBase> members;
+    std::vector<TensorDict> members;
     for (std::size_t i = 0; i < first_lazy->members().size(); ++i) {
-      std::vector<TensorDictBase> row;
+      std::vector<TensorDict> row;
       for (const auto& td : tds) row.push_back(as_lazy(td)->members()[i]);
       members.push_back(maybe_dense_stack(row, member_dim));
     }
@@ -149,7 +149,7 @@ TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t
   tds.front().impl()->for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind != EntryKind::TensorDict) leaves.emplace_back(key);
   });
-  std::vector<TensorDictBase> leaf_parts;
+  std::vector<TensorDict> leaf_parts;
   for (const auto& td : tds) leaf_parts.push_back(td.select(leaves));
   const TensorDict stacked = stack(leaf_parts, d);
   TensorDict out = stacked.empty();
@@ -158,19 +158,19 @@ TensorDictBase maybe_dense_stack(const std::vector<TensorDictBase>& tds, int64_t
       out.impl()->insert(key, *stacked.impl()->find(key));
       return;
     }
-    std::vector<TensorDictBase> nested;
+    std::vector<TensorDict> nested;
     for (const auto& td : tds) nested.push_back(td.impl()->find(key)->tensordict());
     out.impl()->insert(key, Value(maybe_dense_stack(nested, d)));
   });
   return out;
 }
 
-TensorDictBase dense_stack_tds(const TensorDictBase& td) {
+TensorDict dense_stack_tds(const TensorDict& td) {
   const auto* lazy = as_lazy(td);
   if (!lazy || lazy->members().empty()) return td;
   return maybe_dense_stack(lazy->members(), lazy->stack_dim());
 }
 
-TensorDictBase dense_stack_tds(const std::vector<TensorDictBase>& tds, int64_t dim) { return maybe_dense_stack(tds, dim); }
+TensorDict dense_stack_tds(const std::vector<TensorDict>& tds, int64_t dim) { return maybe_dense_stack(tds, dim); }
 
 }  // namespace tensordict

@@ -4,21 +4,21 @@
 #include "core/format.h"
 #include "core/holding_level.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
 
 
-TensorDictBase TensorDictBase::index(at::ArrayRef<TensorIndex> index) const { return impl_->index(index); }
+TensorDict TensorDict::index(at::ArrayRef<TensorIndex> index) const { return impl_->index(index); }
 
 // The default: every leaf indexed, a dense result.
-TensorDictBase TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
+TensorDict TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
   detail::PieceMeta meta{resolved.result_batch_size().vec(), detail::any_named(names()) ? resolved.result_names(names()) : Names{}};
-  return TensorDictBase(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index",
+  return TensorDict(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index",
                                                 detail::ShapeCheck::Planned));
 }
 
@@ -43,15 +43,15 @@ void assign_at_key(TensorDictImpl& level, const NestedKey& key, const BatchIndex
 }
 }  // namespace
 
-TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const TensorDictBase& value) {
+TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value) {
   const BatchIndex resolved(index, batch_size());
   const auto target = resolved.result_batch_size();
-  TensorDictBase source = value;
+  TensorDict source = value;
   if (source.batch_size() != target) {
     try {
       source = value.expand(target);
     } catch (const std::exception&) {
-      throw std::runtime_error(fmt::format("index_put_: the value's batch size {} cannot be expanded to the indexed batch size {}",
+      throw RuntimeError(fmt::format("index_put_: the value's batch size {} cannot be expanded to the indexed batch size {}",
                                            shape_string(value.batch_size()), shape_string(target)));
     }
   }
@@ -98,7 +98,7 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
   return *this;
 }
 
-TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
+TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
   const BatchIndex resolved(index, batch_size());
   for (const auto& [key, item] : items(true, true)) {
     if (item.is_tensor()) put_at(key, resolved, index, value, "index_put_");
@@ -106,21 +106,21 @@ TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, cons
   return *this;
 }
 
-TensorDictBase& TensorDictBase::index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
+TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
   return index_put_(index, Operand(value).tensor());
 }
 
-TensorDictBase TensorDictBase::tensor_level(const NestedKey& key) const {
-  TensorDictBase parent = parent_of(key, false);
+TensorDict TensorDict::tensor_level(const NestedKey& key) const {
+  TensorDict parent = parent_of(key, false);
   // get()'s KeyError or kind error, from the entry's kind alone (an h5 file
   // reads no dataset to answer).
   if (parent.impl_->entry_kind(key.back()) != EntryKind::Tensor) (void)get(key);
   return parent;
 }
 
-at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
+at::Tensor TensorDict::get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
-  const TensorDictBase parent = tensor_level(key);
+  const TensorDict parent = tensor_level(key);
   try {
     return parent.impl_->read_at(key.back(), resolved, index);
   } catch (...) {
@@ -128,13 +128,13 @@ at::Tensor TensorDictBase::get_at(const NestedKey& key, at::ArrayRef<TensorIndex
   }
 }
 
-TensorDictBase& TensorDictBase::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
+TensorDict& TensorDict::set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
   put_at(key, BatchIndex(index, batch_size()), index, value, "set_at_");
   return *this;
 }
 
-void TensorDictBase::put_non_tensor_at(const NestedKey& key, const BatchIndex& resolved, const Value& value, const char* op) {
-  TensorDictBase parent = parent_of(key, false);
+void TensorDict::put_non_tensor_at(const NestedKey& key, const BatchIndex& resolved, const Value& value, const char* op) {
+  TensorDict parent = parent_of(key, false);
   const Value current = *parent.impl_->find(key.back());
   if (!current.is_non_tensor()) {
     throw ValueError(fmt::format("{} failed for key {}: the tensordict holds {} there and the value non-tensor data", op,
@@ -144,12 +144,12 @@ void TensorDictBase::put_non_tensor_at(const NestedKey& key, const BatchIndex& r
   parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, value.non_tensor()));
 }
 
-TensorDictBase& TensorDictBase::update_at_(const TensorDictBase& other, at::ArrayRef<TensorIndex> index,
+TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                                            const std::optional<std::vector<NestedKey>>& keys_to_update) {
   if (keys_to_update && keys_to_update->empty()) return *this;
   const BatchIndex resolved(index, batch_size());
   // The keys named are the keys written, as update()'s keys_to_update.
-  const TensorDictBase source = keys_to_update ? TensorDictBase(other.select(*keys_to_update, false)) : other;
+  const TensorDict source = keys_to_update ? TensorDict(other.select(*keys_to_update, false)) : other;
   for (const auto& [key, item] : source.items(true, true)) {
     if (item.is_tensor()) {
       put_at(key, resolved, index, item.tensor(), "update_at_");
@@ -161,7 +161,7 @@ TensorDictBase& TensorDictBase::update_at_(const TensorDictBase& other, at::Arra
   return *this;
 }
 
-void TensorDictBase::put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+void TensorDict::put_at(const NestedKey& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
                             const at::Tensor& value, const char* op) {
   assign_at_key(*tensor_level(key).impl_, key, resolved, index, value, op);
 }

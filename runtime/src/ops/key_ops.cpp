@@ -12,7 +12,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "core/nesting.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {
@@ -20,16 +20,16 @@ namespace tensordict {
 namespace {
 
 // A dense tensordict with `like`'s batch size, device and names and no entries.
-TensorDict no_entries_like(const TensorDictBase& like) {
-  return TensorDict(TensorDictBase(std::make_shared<detail::DenseImpl>(like.batch_size().vec(), like.device(), like.names())));
+TensorDict no_entries_like(const TensorDict& like) {
+  return TensorDict(TensorDict(std::make_shared<detail::DenseImpl>(like.batch_size().vec(), like.device(), like.names())));
 }
 
 // Copies `value` into `target` at `key`, creating the intermediate levels of
 // `target` with the batch sizes they have in `source` (nested tensordicts may
 // have longer batches than their parent).
-void copy_entry(const TensorDictBase& source, TensorDictBase& target, const NestedKey& key, const Value& value) {
-  TensorDictBase src = source;
-  TensorDictBase dst = target;
+void copy_entry(const TensorDict& source, TensorDict& target, const NestedKey& key, const Value& value) {
+  TensorDict src = source;
+  TensorDict dst = target;
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) {
     src = src.get_td(key[depth]);
     auto found = dst.get_value(key[depth]);
@@ -65,9 +65,9 @@ KeysAt keys_at(const std::vector<NestedKey>& keys, const std::string& key) {
 
 }  // namespace
 
-TensorDictBase TensorDictBase::select(const std::vector<NestedKey>& keys, bool strict) const {
+TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
   // A lazy stack: its members' selections, sharing their tensors.
-  if (auto parts = impl_->map_parts([&](const TensorDictBase& m) { return m.select(keys, strict); })) return TensorDictBase(parts);
+  if (auto parts = impl_->map_parts([&](const TensorDict& m) { return m.select(keys, strict); })) return TensorDict(parts);
   TensorDict out = no_entries_like(*this);
   for (const auto& key : keys) {
     auto value = get_value(key);
@@ -80,8 +80,8 @@ TensorDictBase TensorDictBase::select(const std::vector<NestedKey>& keys, bool s
   return out;
 }
 
-TensorDictBase TensorDictBase::exclude(const std::vector<NestedKey>& keys) const {
-  if (auto parts = impl_->map_parts([&](const TensorDictBase& m) { return m.exclude(keys); })) return TensorDictBase(parts);
+TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
+  if (auto parts = impl_->map_parts([&](const TensorDict& m) { return m.exclude(keys); })) return TensorDict(parts);
   // Built from the kept keys only: a nested lazy stack never stacks what it drops.
   TensorDict out = no_entries_like(*this);
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
@@ -97,13 +97,13 @@ TensorDictBase TensorDictBase::exclude(const std::vector<NestedKey>& keys) const
   return out;
 }
 
-TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
+TensorDict& TensorDict::update(const TensorDict& other) {
   // A lazy stack is updated member by member with the other's parts along
   // its stack dim, which needs no stacking of either side.
   if (auto lazy = detail::as_lazy(*impl_)) {
     check_unlocked();
     const auto parts = detail::parts_for_members(*lazy, other, "update");
-    for (std::size_t i = 0; i < parts.size(); ++i) TensorDictBase(lazy->members()[i]).update(parts[i]);
+    for (std::size_t i = 0; i < parts.size(); ++i) TensorDict(lazy->members()[i]).update(parts[i]);
     return *this;
   }
   // Entries are set by their path from this level, so that an error (a
@@ -118,7 +118,7 @@ TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
       if (value.is_tensordict() && (mine = get_value(full)) && mine->is_tensordict()) {
         // Nested tensordicts are updated, not replaced.
         if (detail::as_lazy(*mine->impl())) {
-          TensorDictBase(mine->tensordict()).update(value.tensordict());
+          TensorDict(mine->tensordict()).update(value.tensordict());
         } else {
           self(self, *value.impl());
         }
@@ -132,7 +132,7 @@ TensorDictBase& TensorDictBase::update(const TensorDictBase& other) {
   return *this;
 }
 
-TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe) {
+TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe) {
   if (old_key == new_key) return *this;
   check_unlocked();  // tensordict's @lock_blocked: the lock error comes first
   if (safe && contains(new_key)) {
@@ -143,7 +143,7 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
   const bool same_level = old_key.size() == new_key.size() &&
                           std::equal(old_key.path().begin(), old_key.path().end() - 1, new_key.path().begin());
   if (same_level) {
-    TensorDictBase parent = parent_of(old_key, false);
+    TensorDict parent = parent_of(old_key, false);
     parent.check_unlocked();
     if (!parent.impl()->find(old_key.back())) get(old_key);  // throws the KeyError naming the key
     parent.impl()->erase(new_key.back());
@@ -155,7 +155,7 @@ TensorDictBase& TensorDictBase::rename_key_(const NestedKey& old_key, const Nest
   return *this;
 }
 
-TensorDictBase& TensorDictBase::select_(const std::vector<NestedKey>& keys, bool strict) {
+TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, bool strict) {
   for (const auto& key : keys) {
     if (strict && !contains(key)) get(key);  // throws the KeyError naming the key
   }
@@ -174,7 +174,7 @@ TensorDictBase& TensorDictBase::select_(const std::vector<NestedKey>& keys, bool
   return *this;
 }
 
-TensorDictBase& TensorDictBase::exclude_(const std::vector<NestedKey>& keys) {
+TensorDict& TensorDict::exclude_(const std::vector<NestedKey>& keys) {
   for (const auto& key : keys) {
     if (contains(key)) del_(key);
   }
@@ -183,19 +183,19 @@ TensorDictBase& TensorDictBase::exclude_(const std::vector<NestedKey>& keys) {
 
 namespace {
 // Replaces td's entries by `from`'s (the in-place forms of the key ops).
-TensorDictBase& replace_entries(TensorDictBase& td, const TensorDict& from) {
+TensorDict& replace_entries(TensorDict& td, const TensorDict& from) {
   td.clear();
   from.impl()->for_each([&](const std::string& key, const Value& value) { td.impl()->insert(key, value); });
   return td;
 }
 }  // namespace
 
-TensorDictBase& TensorDictBase::flatten_keys_(std::string_view separator) {
+TensorDict& TensorDict::flatten_keys_(std::string_view separator) {
   check_unlocked();
   return replace_entries(*this, flatten_keys(separator));
 }
 
-TensorDictBase& TensorDictBase::unflatten_keys_(std::string_view separator) {
+TensorDict& TensorDict::unflatten_keys_(std::string_view separator) {
   check_unlocked();
   return replace_entries(*this, unflatten_keys(separator));
 }
@@ -204,7 +204,7 @@ namespace {
 // tensordict's update_batch_size: every level of `dest` takes `source`'s
 // batch size. Nested tensordicts present on both sides keep their identity;
 // every other entry goes (the update then sets them from `source`).
-void rebatch(TensorDictBase dest, const TensorDictBase& source) {
+void rebatch(TensorDict dest, const TensorDict& source) {
   std::vector<std::string> drop;
   dest.impl()->for_each_key([&](const std::string& key, EntryKind kind) {
     const auto theirs = source.impl()->find(key);
@@ -219,7 +219,7 @@ void rebatch(TensorDictBase dest, const TensorDictBase& source) {
 }
 
 // The leaf keys of `dest` that `source` lacks (update_batch_size needs none).
-std::vector<std::string> missing_from(const TensorDictBase& dest, const TensorDictBase& source) {
+std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& source) {
   std::vector<std::string> out;
   for (const auto& key : dest.keys(true, true)) {
     if (!source.contains(key)) out.push_back(key.repr());
@@ -228,36 +228,36 @@ std::vector<std::string> missing_from(const TensorDictBase& dest, const TensorDi
 }
 }  // namespace
 
-TensorDictBase& TensorDictBase::update(const TensorDictBase& other, const UpdateOptions& options) {
+TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& options) {
   const auto nb = std::min(batch_dims(), other.batch_dims());
   if (batch_size().slice(0, nb) != other.batch_size().slice(0, nb)) {
     if (!options.update_batch_size) {
-      throw std::runtime_error(fmt::format("update: the batch sizes differ ({} and {}); set update_batch_size to take the source's",
+      throw RuntimeError(fmt::format("update: the batch sizes differ ({} and {}); set update_batch_size to take the source's",
                                            shape_string(batch_size()), shape_string(other.batch_size())));
     }
     if (options.inplace) {
-      throw std::runtime_error("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
+      throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
     }
     if (options.keys_to_update) {
-      throw std::runtime_error("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
+      throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
     }
     const auto missing = missing_from(*this, other);
     if (!missing.empty()) {
-      throw std::runtime_error(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
+      throw RuntimeError(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
                                            "missing from the source: {}", fmt::join(missing, ", ")));
     }
     check_unlocked();
     rebatch(*this, other);
-    return update(options.clone ? TensorDictBase(other.clone()) : other);
+    return update(options.clone ? TensorDict(other.clone()) : other);
   }
-  TensorDictBase source = options.keys_to_update ? TensorDictBase(other.select(*options.keys_to_update, false)) : other;
+  TensorDict source = options.keys_to_update ? TensorDict(other.select(*options.keys_to_update, false)) : other;
   if (options.clone) source = source.clone();
   if (!options.inplace) return update(source);
   for (const auto& [key, value] : source.items(true, true)) set(key, value, true);
   return *this;
 }
 
-TensorDict TensorDictBase::flatten_keys(std::string_view separator) const {
+TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   TensorDict out = no_entries_like(*this);
   for (const auto& [key, value] : items(true, false)) {
     // Leaves, and nested tensordicts only when they hold no entry at all.
@@ -271,7 +271,7 @@ TensorDict TensorDictBase::flatten_keys(std::string_view separator) const {
   return out;
 }
 
-TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
+TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
   TensorDict out = no_entries_like(*this);
   impl_->for_each([&](const std::string& flat, const Value& value) {
     std::vector<std::string> parts;
@@ -301,14 +301,14 @@ TensorDict TensorDictBase::unflatten_keys(std::string_view separator) const {
   return out;
 }
 
-std::vector<TensorDict> TensorDictBase::split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) const {
+std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) const {
   TensorDict rest = detail::dense_shallow_copy(*this, "split_keys");  // the structure only: the tensors are shared
   auto out = rest.split_keys_(key_lists, strict);
   out.push_back(std::move(rest));
   return out;
 }
 
-std::vector<TensorDict> TensorDictBase::split_keys_(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) {
+std::vector<TensorDict> TensorDict::split_keys_(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) {
   std::vector<TensorDict> out;
   std::vector<NestedKey> taken;
   for (const auto& keys : key_lists) {  // a missing key throws before anything moves
@@ -320,7 +320,7 @@ std::vector<TensorDict> TensorDictBase::split_keys_(const std::vector<std::vecto
   return out;
 }
 
-TensorDict TensorDictBase::empty(bool recurse) const {
+TensorDict TensorDict::empty(bool recurse) const {
   TensorDict out = no_entries_like(*this);
   if (recurse) {
     impl_->for_each_key([&](const std::string& key, EntryKind kind) {
@@ -330,7 +330,7 @@ TensorDict TensorDictBase::empty(bool recurse) const {
   return out;
 }
 
-TensorDictBase& TensorDictBase::clear() {
+TensorDict& TensorDict::clear() {
   check_unlocked();
   std::vector<std::string> keys;
   impl_->for_each_key([&](const std::string& key, EntryKind) { keys.push_back(key); });
@@ -342,7 +342,7 @@ TensorDictBase& TensorDictBase::clear() {
 namespace {
 // cat_tensors and stack_tensors: `combine` makes the new entry from the
 // tensors at `keys`; it is set before any of them is deleted.
-TensorDictBase& combine_entries(TensorDictBase& td, const std::vector<NestedKey>& keys, const NestedKey& out_key,
+TensorDict& combine_entries(TensorDict& td, const std::vector<NestedKey>& keys, const NestedKey& out_key,
                                 bool keep_entries, const char* op,
                                 const std::function<at::Tensor(const std::vector<at::Tensor>&)>& combine) {
   if (keys.empty()) throw ValueError(fmt::format("{}: no keys given", op));
@@ -369,26 +369,26 @@ TensorDictBase& combine_entries(TensorDictBase& td, const std::vector<NestedKey>
 }
 }  // namespace
 
-TensorDictBase& TensorDictBase::cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
+TensorDict& TensorDict::cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
                                             bool keep_entries) {
   return combine_entries(*this, keys, out_key, keep_entries, "cat_tensors",
                          [&](const std::vector<at::Tensor>& entries) { return at::cat(entries, dim); });
 }
 
-TensorDictBase& TensorDictBase::stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
+TensorDict& TensorDict::stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
                                               bool keep_entries) {
   return combine_entries(*this, keys, out_key, keep_entries, "stack_tensors",
                          [&](const std::vector<at::Tensor>& entries) { return at::stack(entries, dim); });
 }
 
-std::vector<std::string> TensorDictBase::sorted_keys() const {
+std::vector<std::string> TensorDict::sorted_keys() const {
   std::vector<std::string> keys;
   impl_->for_each_key([&](const std::string& key, EntryKind) { keys.push_back(key); });
   std::sort(keys.begin(), keys.end());
   return keys;
 }
 
-std::pair<std::string, Value> TensorDictBase::popitem() {
+std::pair<std::string, Value> TensorDict::popitem() {
   std::optional<std::string> last;
   impl_->for_each_key([&](const std::string& key, EntryKind) { last = key; });
   if (!last) throw KeyError("popitem(): the tensordict is empty");

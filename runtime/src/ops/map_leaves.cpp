@@ -6,7 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
-#include "core/exact_cast.h"
+#include "core/kind_cast.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
@@ -17,8 +17,9 @@ namespace tensordict::detail {
 
 namespace {
 // libtorch's errors keep their meaning (errors.h): c10's IndexError,
-// ValueError and TypeError become ours; any other c10::Error becomes `Error`.
-template <class Error>
+// ValueError, TypeError and NotImplementedError become ours; any other
+// c10::Error becomes `Fallback`.
+template <class Fallback>
 [[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
   try {
     throw;
@@ -28,15 +29,17 @@ template <class Error>
     throw ValueError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const c10::TypeError& e) {
     throw TypeError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+  } catch (const c10::NotImplementedError& e) {
+    throw NotImplementedError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const c10::Error& e) {
-    throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
+    throw Fallback(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    throw Error(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
+    throw Fallback(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
   }
 }
 }  // namespace
 
-void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<std::runtime_error>(op, key); }
+void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<RuntimeError>(op, key); }
 
 void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<ValueError>(op, key); }
 
@@ -62,7 +65,7 @@ struct Mapper {
     for (std::size_t i = 0; i < level_metas.size(); ++i) {
       if (!outs[i].defined() || leaf_starts_with(outs[i], level_metas[i].batch_size)) continue;
       path.push_back(key);
-      throw std::runtime_error(fmt::format("{}: the result for key {} has {} {}, which does not start with the batch size {}",
+      throw RuntimeError(fmt::format("{}: the result for key {} has {} {}, which does not start with the batch size {}",
                                            op, NestedKey(path).repr(), what, shape_string(leaf_shape(outs[i])),
                                            shape_string(level_metas[i].batch_size)));
     }
@@ -108,12 +111,12 @@ struct Mapper {
     return kind == OpKind::Leafwise && keeps_batch ? lazy : nullptr;
   }
 
-  std::vector<TensorDictBase> run_members(const LazyStackedImpl& lazy) {
+  std::vector<TensorDict> run_members(const LazyStackedImpl& lazy) {
     const std::size_t n = metas.size();
     // Inside the source's batch (a leafwise op): every member keeps its own
     // batch size and names, and the stack dim stays where it is.
     const bool inside = static_cast<std::size_t>(lazy.stack_dim()) < source_dims;
-    std::vector<std::vector<TensorDictBase>> members(n);
+    std::vector<std::vector<TensorDict>> members(n);
     for (const auto& member : lazy.members()) {
       const TensorDictImpl& m = *member.impl();
       std::vector<std::shared_ptr<DenseImpl>> results;
@@ -127,7 +130,7 @@ struct Mapper {
       for (std::size_t i = 0; i < n; ++i) members[i].emplace_back(std::move(results[i]));
     }
     const auto past_source = lazy.stack_dim() - static_cast<int64_t>(source_dims);
-    std::vector<TensorDictBase> out;
+    std::vector<TensorDict> out;
     for (std::size_t i = 0; i < n; ++i) {
       const auto stack_dim = inside ? lazy.stack_dim() : static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
       out.emplace_back(std::make_shared<LazyStackedImpl>(std::move(members[i]), stack_dim, lazy.stack_dim_name()));
@@ -143,7 +146,7 @@ struct Mapper {
 
     std::shared_ptr<const KeyTable> table;
     std::shared_ptr<KeyTable> built;
-    if (auto dense = exact_cast<DenseImpl>(&level)) {
+    if (auto dense = kind_cast<DenseImpl>(&level)) {
       table = dense->key_table();
     } else {
       built = std::make_shared<KeyTable>();
@@ -189,7 +192,7 @@ struct Mapper {
           for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
         } else {
           auto results = run(nested, nested_metas(nested));
-          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDictBase(std::move(results[i])));
+          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDict(std::move(results[i])));
         }
         path.pop_back();
       }
@@ -228,7 +231,7 @@ void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& 
   if (!level.entries_alias_storage()) level.assign(key, target);
 }
 
-void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value) {
+void replace_entry(const TensorDict& td, const NestedKey& key, Value value) {
   std::shared_ptr<TensorDictImpl> level = td.impl();
   for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();
   level->insert(key.back(), std::move(value));

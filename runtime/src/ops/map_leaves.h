@@ -63,13 +63,13 @@ std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta me
 // The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
 // its kind (a lazy root is stacked): for ops whose result is dense. `check`:
 // Planned for the functions that keep each leaf's shape.
-TensorDict leafwise(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+TensorDict leafwise(const TensorDict& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
                     ShapeCheck check, OpKind kind = OpKind::Leafwise);
 // A dense shallow copy (the structure; tensors shared where the kind stores
 // them).
-TensorDict dense_shallow_copy(const TensorDictBase& td, const char* op);
+TensorDict dense_shallow_copy(const TensorDict& td, const char* op);
 
-// Whether any dim has a name (TensorDictBase::has_names, for an impl's names).
+// Whether any dim has a name (TensorDict::has_names, for an impl's names).
 bool any_named(const Names& names);
 
 // Calls fn on every tensor leaf at any depth; errors name the key.
@@ -95,7 +95,7 @@ NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, c
 
 // Replaces the entry at an existing key path without validating it (for ops
 // that rewrite leaves they just derived, whose shapes they control).
-void replace_entry(const TensorDictBase& td, const NestedKey& key, Value value);
+void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
 
 // Non-tensor data of several tensordicts (of the given batch sizes) as one
 // entry: equal single values stay one value (tensordict's rule); otherwise
@@ -105,7 +105,7 @@ NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const 
 
 // Rethrows the exception in flight naming `op` and `key` (libtorch's message
 // without its backtrace): libtorch's IndexError, ValueError and TypeError as
-// ours, anything else as std::runtime_error. Call from a catch block.
+// ours, anything else as RuntimeError. Call from a catch block.
 [[noreturn]] void rethrow_for_key(const char* op, const NestedKey& key);
 // The same with ValueError for anything else: for in-place writes (set_,
 // update_), whose failures tensordict reports as ValueError.

@@ -54,19 +54,19 @@ struct Pairer {
     path.push_back(key);
     auto out = present_is_a ? run(level, empty) : run(empty, level);
     path.pop_back();
-    return Value(TensorDictBase(out));
+    return Value(TensorDict(out));
   }
 
   // A nested lazy stack in `a` is paired member by member with `b`'s parts
   // along its stack dim and stays lazy (tensordict's rule; its members may
   // not be stackable).
-  Value nested(const TensorDictBase& a, const TensorDictBase& b) {
+  Value nested(const TensorDict& a, const TensorDict& b) {
     auto lazy = as_lazy(*a.impl());
-    if (!lazy) return Value(TensorDictBase(run(*a.impl(), *b.impl())));
+    if (!lazy) return Value(TensorDict(run(*a.impl(), *b.impl())));
     const auto parts = parts_for_members(*lazy, b, op);
-    std::vector<TensorDictBase> members;
+    std::vector<TensorDict> members;
     for (std::size_t i = 0; i < parts.size(); ++i) members.emplace_back(run(*lazy->members()[i].impl(), *parts[i].impl()));
-    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(members), lazy->stack_dim(), lazy->stack_dim_name())));
+    return Value(TensorDict(std::make_shared<LazyStackedImpl>(std::move(members), lazy->stack_dim(), lazy->stack_dim_name())));
   }
 
   std::shared_ptr<DenseImpl> run(const TensorDictImpl& a, const TensorDictImpl& b) {
@@ -80,7 +80,7 @@ struct Pairer {
         return;
       }
       if (va.is_tensor() != vb->is_tensor() || va.is_tensordict() != vb->is_tensordict()) {
-        throw std::runtime_error(fmt::format("{}: key {} is {} in the first tensordict but {} in the second", op,
+        throw RuntimeError(fmt::format("{}: key {} is {} in the first tensordict but {} in the second", op,
                                              here(key).repr(), kind_of(va), kind_of(*vb)));
       }
       if (va.is_tensor()) {

@@ -11,7 +11,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "ops/map_pairs.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {
@@ -30,12 +30,12 @@ at::Tensor Operand::tensor() const {
 
 namespace {
 
-TensorDict wrap(std::shared_ptr<TensorDictImpl> impl) { return TensorDict(TensorDictBase(std::move(impl))); }
+TensorDict wrap(std::shared_ptr<TensorDictImpl> impl) { return TensorDict(TensorDict(std::move(impl))); }
 
 // Pointwise by default (OpKind::Leafwise); ops whose fn depends on where the
 // batch dims are (softmax over a batch dim, a batch-shaped mask or operand)
 // pass OpKind::Value.
-TensorDict unary(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
+TensorDict unary(const TensorDict& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
                  OpKind kind = OpKind::Leafwise) {
   return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op));
 }
@@ -44,7 +44,7 @@ TensorDict unary(const TensorDictBase& td, c10::function_ref<at::Tensor(const at
 // _maybe_broadcast_other, base.py:319): the batch size and the operand's
 // shape broadcast together, and each leaf meets the operand aligned with its
 // batch dims, expanded over its own trailing dims. The broadcast batch size.
-std::vector<int64_t> operand_batch(const TensorDictBase& td, const at::Tensor& t, const char* op) {
+std::vector<int64_t> operand_batch(const TensorDict& td, const at::Tensor& t, const char* op) {
   const at::IntArrayRef batch = td.batch_size();
   std::vector<int64_t> out(std::max(batch.size(), static_cast<std::size_t>(t.dim())));
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -66,23 +66,23 @@ at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf);
 
 // `pointwise`: fn itself ignores the batch layout (where's batch-shaped
 // condition does not); with a scalar operand the op is then leafwise.
-TensorDict binary(const TensorDictBase& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
+TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
                   bool pointwise = true) {
-  if (const TensorDictBase* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
+  if (const TensorDict* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
   const at::Tensor t = other.tensor();
   if (t.dim() == 0 || !pointwise) {
     const OpKind kind = pointwise ? OpKind::Leafwise : OpKind::Value;
     return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op, kind);
   }
   const std::vector<int64_t> batch = operand_batch(td, t, op);
-  const TensorDictBase source = batch == td.batch_size() ? td : td.expand(batch);
+  const TensorDict source = batch == td.batch_size() ? td : td.expand(batch);
   const at::Tensor shaped = t.expand(batch);  // once, not per leaf
   return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, expand_right(shaped, leaf)); }, op, OpKind::Value);
 }
 
-void binary_(TensorDictBase& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
+void binary_(TensorDict& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
              const MissingKeys& missing, const char* op) {
-  if (const TensorDictBase* o = other.tensordict()) {
+  if (const TensorDict* o = other.tensordict()) {
     detail::update_pairs(*td.impl(), *o->impl(), fn, missing, op);
     return;
   }
@@ -113,7 +113,7 @@ bool holds_nested_lazy(const TensorDictImpl& level) {
   bool found = false;
   level.for_each_key([&](const std::string& key, EntryKind kind) {
     if (found || kind != EntryKind::TensorDict) return;
-    const TensorDictBase nested = level.find(key)->tensordict();
+    const TensorDict nested = level.find(key)->tensordict();
     found = detail::as_lazy(*nested.impl()) != nullptr || holds_nested_lazy(*nested.impl());
   });
   return found;
@@ -129,11 +129,11 @@ at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf) {
 
 // ---- apply ------------------------------------------------------------------------
 
-TensorDictBase TensorDictBase::apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size,
+TensorDict TensorDict::apply(const TensorFn& fn, std::optional<std::vector<int64_t>> batch_size,
                                      std::optional<Names> names) const {
   // tensordict runs a lazy stack's apply per member; the result stays lazy.
   if (!batch_size && !names) {
-    if (auto parts = impl_->map_parts([&](const TensorDictBase& part) { return part.apply(fn); })) return TensorDictBase(parts);
+    if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.apply(fn); })) return TensorDict(parts);
   }
   detail::PieceMeta meta{batch_size ? *batch_size : this->batch_size().vec(), names ? *names : Names{}};
   if (!batch_size && !names) meta.names = this->names();
@@ -141,16 +141,16 @@ TensorDictBase TensorDictBase::apply(const TensorFn& fn, std::optional<std::vect
   TensorDict out = wrap(detail::map_leaves(*impl_, meta, device(), OpKind::Leafwise, [&](const at::Tensor& t) { return fn(t); }, "apply"));
   // filter_empty: drop undefined results, then nested levels they emptied.
   // A lazy stack is pruned member by member (its members may not stack).
-  auto prune = [](auto&& self, TensorDictBase level) -> bool {
+  auto prune = [](auto&& self, TensorDict level) -> bool {
     if (auto lazy = detail::as_lazy(*level.impl())) {
       bool pruned = false;
       for (const auto& m : lazy->members()) pruned = self(self, m) || pruned;
       return pruned;
     }
-    auto emptied = [](const TensorDictBase& td) {
+    auto emptied = [](const TensorDict& td) {
       auto lazy = detail::as_lazy(*td.impl());
       if (!lazy) return td.num_keys() == 0;
-      return std::all_of(lazy->members().begin(), lazy->members().end(), [](const TensorDictBase& m) { return m.num_keys() == 0; });
+      return std::all_of(lazy->members().begin(), lazy->members().end(), [](const TensorDict& m) { return m.num_keys() == 0; });
     };
     std::vector<std::string> drop;
     level.impl()->for_each([&](const std::string& key, const Value& v) {
@@ -167,12 +167,12 @@ TensorDictBase TensorDictBase::apply(const TensorFn& fn, std::optional<std::vect
   return out;
 }
 
-TensorDict TensorDictBase::apply(const BinaryTensorFn& fn, const TensorDictBase& other, MissingKeys missing) const {
+TensorDict TensorDict::apply(const BinaryTensorFn& fn, const TensorDict& other, MissingKeys missing) const {
   return wrap(detail::map_pairs(*impl_, *other.impl(), [&](const at::Tensor& a, const at::Tensor& b) { return fn(a, b); },
                                 missing, "apply"));
 }
 
-TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
+TensorDict TensorDict::named_apply(const NamedTensorFn& fn) const {
   TensorDict out = detail::dense_shallow_copy(*this, "named_apply");
   for (const auto& [key, value] : items(true, true)) {
     if (!value.is_tensor()) continue;
@@ -183,9 +183,9 @@ TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
       detail::rethrow_for_key("named_apply", key);
     }
     if (result.defined()) {
-      const auto batch = (key.is_nested() ? out.get_td(key.parent()) : TensorDictBase(out)).batch_size().vec();
+      const auto batch = (key.is_nested() ? out.get_td(key.parent()) : TensorDict(out)).batch_size().vec();
       if (!detail::leaf_starts_with(result, batch)) {
-        throw std::runtime_error(fmt::format("named_apply: the result for key {} has shape {}, which does not start with the batch size {}",
+        throw RuntimeError(fmt::format("named_apply: the result for key {} has shape {}, which does not start with the batch size {}",
                                              key.repr(), shape_string(detail::leaf_shape(result)), shape_string(batch)));
       }
       detail::replace_entry(out, key, result);
@@ -196,7 +196,7 @@ TensorDict TensorDictBase::named_apply(const NamedTensorFn& fn) const {
   return out;
 }
 
-TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
+TensorDict& TensorDict::apply_(const TensorFn& fn) {
   if (!detail::writes_through(*impl_)) return update_(apply(fn));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
@@ -205,7 +205,7 @@ TensorDictBase& TensorDictBase::apply_(const TensorFn& fn) {
   return *this;
 }
 
-TensorDict TensorDictBase::softmax(int64_t dim, std::optional<at::ScalarType> dtype) const {
+TensorDict TensorDict::softmax(int64_t dim, std::optional<at::ScalarType> dtype) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "softmax");
   // c10::optional: a distinct type before libtorch 2.x
   return unary(*this, [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); }, "softmax",
@@ -215,10 +215,10 @@ TensorDict TensorDictBase::softmax(int64_t dim, std::optional<at::ScalarType> dt
 // ---- unary ops ------------------------------------------------------------------
 
 #define TENSORDICT_DEFINE_UNARY(name)                                                                       \
-  TensorDict TensorDictBase::name() const {                                                                 \
+  TensorDict TensorDict::name() const {                                                                 \
     return unary(*this, [](const at::Tensor& t) { return t.name(); }, #name);                               \
   }                                                                                                         \
-  TensorDictBase& TensorDictBase::name##_() {                                                               \
+  TensorDict& TensorDict::name##_() {                                                               \
     if (!detail::writes_through(*impl_)) return update_(name());                                            \
     detail::for_each_tensor(*impl_, [](const at::Tensor& t) { t.name##_(); }, #name "_");                   \
     return *this;                                                                                           \
@@ -227,7 +227,7 @@ TENSORDICT_UNARY_OPS(TENSORDICT_DEFINE_UNARY)
 #undef TENSORDICT_DEFINE_UNARY
 
 #define TENSORDICT_DEFINE_PREDICATE(name)                                                  \
-  TensorDict TensorDictBase::name() const {                                                \
+  TensorDict TensorDict::name() const {                                                \
     return unary(*this, [](const at::Tensor& t) { return at::name(t); }, #name);           \
   }
 TENSORDICT_PREDICATES(TENSORDICT_DEFINE_PREDICATE)
@@ -236,10 +236,10 @@ TENSORDICT_PREDICATES(TENSORDICT_DEFINE_PREDICATE)
 // ---- binary ops -------------------------------------------------------------------
 
 #define TENSORDICT_DEFINE_BINARY(name, inplace_body)                                                                 \
-  TensorDict TensorDictBase::name(const Operand& other, MissingKeys missing) const {                                 \
+  TensorDict TensorDict::name(const Operand& other, MissingKeys missing) const {                                 \
     return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name); \
   }                                                                                                                  \
-  TensorDictBase& TensorDictBase::name##_(const Operand& other, MissingKeys missing) {                               \
+  TensorDict& TensorDict::name##_(const Operand& other, MissingKeys missing) {                               \
     if (!detail::writes_through(*impl_)) return update_(name(other, missing));                                       \
     binary_(*this, other, [](at::Tensor& a, const at::Tensor& b) { inplace_body; }, missing, #name "_");              \
     return *this;                                                                                                    \
@@ -254,37 +254,37 @@ TENSORDICT_DEFINE_BINARY_NATIVE(clamp_max)
 #undef TENSORDICT_DEFINE_BINARY_NATIVE
 #undef TENSORDICT_DEFINE_BINARY
 
-TensorDict TensorDictBase::add(const Operand& other, const at::Scalar& alpha, MissingKeys missing) const {
+TensorDict TensorDict::add(const Operand& other, const at::Scalar& alpha, MissingKeys missing) const {
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::add(a, b, alpha); }, missing, "add");
 }
-TensorDictBase& TensorDictBase::add_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
+TensorDict& TensorDict::add_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
   if (!detail::writes_through(*impl_)) return update_(add(other, alpha, missing));
   binary_(*this, other, [&](at::Tensor& a, const at::Tensor& b) { a.add_(b, alpha); }, missing, "add_");
   return *this;
 }
-TensorDict TensorDictBase::sub(const Operand& other, const at::Scalar& alpha, MissingKeys missing) const {
+TensorDict TensorDict::sub(const Operand& other, const at::Scalar& alpha, MissingKeys missing) const {
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::sub(a, b, alpha); }, missing, "sub");
 }
-TensorDictBase& TensorDictBase::sub_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
+TensorDict& TensorDict::sub_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
   if (!detail::writes_through(*impl_)) return update_(sub(other, alpha, missing));
   binary_(*this, other, [&](at::Tensor& a, const at::Tensor& b) { a.sub_(b, alpha); }, missing, "sub_");
   return *this;
 }
 
-TensorDict TensorDictBase::clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) const {
+TensorDict TensorDict::clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) const {
   return unary(*this, [&](const at::Tensor& t) { return at::clamp(t, to_c10(min), to_c10(max)); }, "clamp");
 }
-TensorDictBase& TensorDictBase::clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+TensorDict& TensorDict::clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
   if (!detail::writes_through(*impl_)) return update_(clamp(min, max));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.clamp_(to_c10(min), to_c10(max)); }, "clamp_");
   return *this;
 }
 
-TensorDict TensorDictBase::lerp(const Operand& end, const at::Scalar& weight) const {
+TensorDict TensorDict::lerp(const Operand& end, const at::Scalar& weight) const {
   return binary(*this, end, [&](const at::Tensor& a, const at::Tensor& b) { return at::lerp(a, b, weight); }, MissingKeys::error(),
                 "lerp");
 }
-TensorDictBase& TensorDictBase::lerp_(const Operand& end, const at::Scalar& weight) {
+TensorDict& TensorDict::lerp_(const Operand& end, const at::Scalar& weight) {
   if (!detail::writes_through(*impl_)) return update_(lerp(end, weight));
   binary_(*this, end, [&](at::Tensor& a, const at::Tensor& b) { a.lerp_(b, weight); }, MissingKeys::error(), "lerp_");
   return *this;
@@ -293,39 +293,39 @@ TensorDictBase& TensorDictBase::lerp_(const Operand& end, const at::Scalar& weig
 namespace {
 // t1 * t2 or t1 / t2 where either may be a tensordict (matched by key).
 Operand combine(const Operand& t1, const Operand& t2, bool divide) {
-  if (const TensorDictBase* a = t1.tensordict()) return divide ? a->div(t2) : a->mul(t2);
-  if (const TensorDictBase* b = t2.tensordict()) return divide ? b->reciprocal().mul(t1) : b->mul(t1);
+  if (const TensorDict* a = t1.tensordict()) return divide ? a->div(t2) : a->mul(t2);
+  if (const TensorDict* b = t2.tensordict()) return divide ? b->reciprocal().mul(t1) : b->mul(t1);
   return divide ? t1.tensor() / t2.tensor() : t1.tensor() * t2.tensor();
 }
 }  // namespace
 
 // addcmul / addcdiv: self + value * (t1 op t2).
-TensorDict TensorDictBase::addcmul(const Operand& t1, const Operand& t2, const at::Scalar& value) const {
+TensorDict TensorDict::addcmul(const Operand& t1, const Operand& t2, const at::Scalar& value) const {
   return add(combine(t1, t2, false), value);
 }
-TensorDictBase& TensorDictBase::addcmul_(const Operand& t1, const Operand& t2, const at::Scalar& value) {
+TensorDict& TensorDict::addcmul_(const Operand& t1, const Operand& t2, const at::Scalar& value) {
   return add_(combine(t1, t2, false), value);
 }
-TensorDict TensorDictBase::addcdiv(const Operand& t1, const Operand& t2, const at::Scalar& value) const {
+TensorDict TensorDict::addcdiv(const Operand& t1, const Operand& t2, const at::Scalar& value) const {
   return add(combine(t1, t2, true), value);
 }
-TensorDictBase& TensorDictBase::addcdiv_(const Operand& t1, const Operand& t2, const at::Scalar& value) {
+TensorDict& TensorDict::addcdiv_(const Operand& t1, const Operand& t2, const at::Scalar& value) {
   return add_(combine(t1, t2, true), value);
 }
 
-TensorDictBase& TensorDictBase::zero_() {
+TensorDict& TensorDict::zero_() {
   if (!detail::writes_through(*impl_)) return update_(apply([](const at::Tensor& t) { return at::zeros_like(t); }));
   detail::for_each_tensor(*impl_, [](const at::Tensor& t) { t.zero_(); }, "zero_");
   return *this;
 }
 
-TensorDictBase& TensorDictBase::fill_(const at::Scalar& value) {
+TensorDict& TensorDict::fill_(const at::Scalar& value) {
   if (!detail::writes_through(*impl_)) return update_(apply([&](const at::Tensor& t) { return at::full_like(t, value); }));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.fill_(value); }, "fill_");
   return *this;
 }
 
-TensorDictBase& TensorDictBase::fill_(const NestedKey& key, const at::Scalar& value) {
+TensorDict& TensorDict::fill_(const NestedKey& key, const at::Scalar& value) {
   auto found = get_value(key);
   if (found && found->is_tensordict()) {
     found->tensordict().fill_(value);
@@ -338,37 +338,37 @@ TensorDictBase& TensorDictBase::fill_(const NestedKey& key, const at::Scalar& va
 // ---- comparisons ----------------------------------------------------------------
 
 #define TENSORDICT_DEFINE_COMPARISON(name)                                                                         \
-  TensorDict TensorDictBase::name(const Operand& other, MissingKeys missing) const {                               \
+  TensorDict TensorDict::name(const Operand& other, MissingKeys missing) const {                               \
     return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name); \
   }
 TENSORDICT_COMPARISONS(TENSORDICT_DEFINE_COMPARISON)
 #undef TENSORDICT_DEFINE_COMPARISON
 
-TensorDict operator+(const TensorDictBase& a, const Operand& b) { return a.add(b); }
-TensorDict operator-(const TensorDictBase& a, const Operand& b) { return a.sub(b); }
-TensorDict operator*(const TensorDictBase& a, const Operand& b) { return a.mul(b); }
-TensorDict operator/(const TensorDictBase& a, const Operand& b) { return a.div(b); }
-TensorDict operator-(const TensorDictBase& a) { return a.neg(); }
-TensorDict operator==(const TensorDictBase& a, const Operand& b) { return a.eq(b); }
-TensorDict operator!=(const TensorDictBase& a, const Operand& b) { return a.ne(b); }
-TensorDict operator<(const TensorDictBase& a, const Operand& b) { return a.lt(b); }
-TensorDict operator<=(const TensorDictBase& a, const Operand& b) { return a.le(b); }
-TensorDict operator>(const TensorDictBase& a, const Operand& b) { return a.gt(b); }
-TensorDict operator>=(const TensorDictBase& a, const Operand& b) { return a.ge(b); }
+TensorDict operator+(const TensorDict& a, const Operand& b) { return a.add(b); }
+TensorDict operator-(const TensorDict& a, const Operand& b) { return a.sub(b); }
+TensorDict operator*(const TensorDict& a, const Operand& b) { return a.mul(b); }
+TensorDict operator/(const TensorDict& a, const Operand& b) { return a.div(b); }
+TensorDict operator-(const TensorDict& a) { return a.neg(); }
+TensorDict operator==(const TensorDict& a, const Operand& b) { return a.eq(b); }
+TensorDict operator!=(const TensorDict& a, const Operand& b) { return a.ne(b); }
+TensorDict operator<(const TensorDict& a, const Operand& b) { return a.lt(b); }
+TensorDict operator<=(const TensorDict& a, const Operand& b) { return a.le(b); }
+TensorDict operator>(const TensorDict& a, const Operand& b) { return a.gt(b); }
+TensorDict operator>=(const TensorDict& a, const Operand& b) { return a.ge(b); }
 
-bool TensorDictBase::all() const {
+bool TensorDict::all() const {
   bool result = true;
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { result = result && t.all().item<bool>(); }, "all");
   return result;
 }
 
-bool TensorDictBase::any() const {
+bool TensorDict::any() const {
   bool result = false;
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { result = result || t.any().item<bool>(); }, "any");
   return result;
 }
 
-bool TensorDictBase::allclose(const TensorDictBase& other, double rtol, double atol, bool equal_nan) const {
+bool TensorDict::allclose(const TensorDict& other, double rtol, double atol, bool equal_nan) const {
   auto mine = keys(true, true);
   auto theirs = other.keys(true, true);
   std::sort(mine.begin(), mine.end());
@@ -386,8 +386,8 @@ bool TensorDictBase::allclose(const TensorDictBase& other, double rtol, double a
 
 // ---- where and masking ------------------------------------------------------------
 
-TensorDict TensorDictBase::where(const Operand& condition, const Operand& other, MissingKeys missing) const {
-  if (const TensorDictBase* cond = condition.tensordict()) {
+TensorDict TensorDict::where(const Operand& condition, const Operand& other, MissingKeys missing) const {
+  if (const TensorDict* cond = condition.tensordict()) {
     // Condition per key: only the leaves it names are selected.
     TensorDict out = detail::dense_shallow_copy(*this, "where");
     for (const auto& [key, c] : cond->items(true, true)) {
@@ -415,18 +415,18 @@ TensorDict TensorDictBase::where(const Operand& condition, const Operand& other,
   return binary(*this, other, select, missing, "where", /*pointwise=*/false);
 }
 
-TensorDict TensorDictBase::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
+TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
   return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(expand_right(mask, t), value); }, "masked_fill",
                OpKind::Value);
 }
 
-TensorDictBase& TensorDictBase::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
+TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
   if (!detail::writes_through(*impl_)) return update_(masked_fill(mask, value));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.masked_fill_(expand_right(mask, t), value); }, "masked_fill_");
   return *this;
 }
 
-TensorDictBase TensorDictBase::masked_select(const at::Tensor& mask) const {
+TensorDict TensorDict::masked_select(const at::Tensor& mask) const {
   if (mask.scalar_type() != at::kBool) {
     throw ValueError(
         fmt::format("masked_select: the mask must be a bool tensor, got {}", c10::toString(mask.scalar_type())));
@@ -434,7 +434,7 @@ TensorDictBase TensorDictBase::masked_select(const at::Tensor& mask) const {
   return index({mask});
 }
 
-TensorDict TensorDictBase::gather(int64_t dim, const at::Tensor& index) const {
+TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "gather");
   if (index.dim() != batch_dims()) {
     throw ValueError(

@@ -5,7 +5,7 @@
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/shape_plan.h"
 
@@ -21,12 +21,12 @@ std::string show(const Names& names) {
 
 }  // namespace
 
-TensorDictBase& TensorDictBase::rename_(const Names& names) {
+TensorDict& TensorDict::rename_(const Names& names) {
   const Names checked = detail::checked_names(names, batch_size().size());
   // Keys first: a lazy stack builds only its nested levels, not its tensors.
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind != EntryKind::TensorDict) return;
-    TensorDictBase nested = impl_->find(key)->tensordict();
+    TensorDict nested = impl_->find(key)->tensordict();
     Names inherited = checked;
     const Names& own = nested.names();
     inherited.insert(inherited.end(), own.begin() + static_cast<std::ptrdiff_t>(checked.size()), own.end());
@@ -41,7 +41,7 @@ TensorDictBase& TensorDictBase::rename_(const Names& names) {
   return *this;
 }
 
-TensorDictBase& TensorDictBase::rename_(const std::string& old_name, const std::string& new_name) {
+TensorDict& TensorDict::rename_(const std::string& old_name, const std::string& new_name) {
   Names names = this->names();
   auto it = std::find(names.begin(), names.end(), std::optional<std::string>(old_name));
   if (it == names.end()) {
@@ -51,18 +51,18 @@ TensorDictBase& TensorDictBase::rename_(const std::string& old_name, const std::
   return rename_(names);
 }
 
-TensorDict TensorDictBase::rename(const Names& names) const {
+TensorDict TensorDict::rename(const Names& names) const {
   TensorDict out = detail::dense_shallow_copy(*this, "rename");
   out.rename_(names);
   return out;
 }
 
-TensorDict TensorDictBase::rename(const std::string& old_name, const std::string& new_name) const {
+TensorDict TensorDict::rename(const std::string& old_name, const std::string& new_name) const {
   TensorDict out = detail::dense_shallow_copy(*this, "rename");
   out.rename_(old_name, new_name);
   return out;
 }
 
-TensorDictBase& TensorDictBase::refine_names(const Names& names) { return rename_(shape::refined_names(this->names(), names)); }
+TensorDict& TensorDict::refine_names(const Names& names) { return rename_(shape::refined_names(this->names(), names)); }
 
 }  // namespace tensordict

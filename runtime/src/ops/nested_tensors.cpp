@@ -7,7 +7,7 @@
 
 #include "core/format.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {
@@ -56,7 +56,7 @@ at::Tensor valid_mask(const at::Tensor& nested, at::IntArrayRef padded_shape) {
 
 }  // namespace
 
-TensorDict TensorDictBase::to_padded_tensor(double padding, const std::optional<NestedKey>& mask_key) const {
+TensorDict TensorDict::to_padded_tensor(double padding, const std::optional<NestedKey>& mask_key) const {
   const auto batch = batch_size();
   const bool ragged = std::find(batch.begin(), batch.end(), -1) != batch.end();
   if (mask_key && !ragged) {

@@ -19,7 +19,7 @@ namespace {
 // leaf keeps its feature dims. Names follow the trailing dims (tensordict's
 // _new_impl): extra leading dims are unnamed, dropped leading dims drop their
 // names.
-TensorDict with_new_batch(const TensorDictBase& td, at::IntArrayRef batch, std::optional<at::ScalarType> dtype,
+TensorDict with_new_batch(const TensorDict& td, at::IntArrayRef batch, std::optional<at::ScalarType> dtype,
                           c10::function_ref<at::Tensor(at::IntArrayRef, const at::TensorOptions&)> make, const char* op) {
   for (int64_t s : batch) {
     if (s < 0) throw ValueError(fmt::format("{}: negative size in batch size {}", op, shape_string(batch)));
@@ -37,54 +37,54 @@ TensorDict with_new_batch(const TensorDictBase& td, at::IntArrayRef batch, std::
     shape.insert(shape.end(), t.sizes().begin() + nb, t.sizes().end());
     return make(shape, dtype ? t.options().dtype(*dtype) : t.options());
   };
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, op)));
+  return TensorDict(TensorDict(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, op)));
 }
 
 // fn(leaf) for every leaf, same batch size and names.
-TensorDict like(const TensorDictBase& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(),
+TensorDict like(const TensorDict& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op) {
+  return TensorDict(TensorDict(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(),
                                                       detail::OpKind::Value, fn, op)));
 }
 
 }  // namespace
 
-TensorDict TensorDictBase::new_zeros(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype) const {
+TensorDict TensorDict::new_zeros(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype) const {
   return with_new_batch(*this, batch_size, dtype, [](at::IntArrayRef s, const at::TensorOptions& o) { return at::zeros(s, o); },
                         "new_zeros");
 }
 
-TensorDict TensorDictBase::new_ones(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype) const {
+TensorDict TensorDict::new_ones(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype) const {
   return with_new_batch(*this, batch_size, dtype, [](at::IntArrayRef s, const at::TensorOptions& o) { return at::ones(s, o); },
                         "new_ones");
 }
 
-TensorDict TensorDictBase::new_empty(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype) const {
+TensorDict TensorDict::new_empty(at::IntArrayRef batch_size, std::optional<at::ScalarType> dtype) const {
   return with_new_batch(*this, batch_size, dtype, [](at::IntArrayRef s, const at::TensorOptions& o) { return at::empty(s, o); },
                         "new_empty");
 }
 
-TensorDict TensorDictBase::new_full(at::IntArrayRef batch_size, const at::Scalar& fill_value,
+TensorDict TensorDict::new_full(at::IntArrayRef batch_size, const at::Scalar& fill_value,
                                     std::optional<at::ScalarType> dtype) const {
   return with_new_batch(*this, batch_size, dtype,
                         [&](at::IntArrayRef s, const at::TensorOptions& o) { return at::full(s, fill_value, o); }, "new_full");
 }
 
-TensorDict zeros_like(const TensorDictBase& td) {
+TensorDict zeros_like(const TensorDict& td) {
   return like(td, [](const at::Tensor& t) { return at::zeros_like(t); }, "zeros_like");
 }
-TensorDict ones_like(const TensorDictBase& td) {
+TensorDict ones_like(const TensorDict& td) {
   return like(td, [](const at::Tensor& t) { return at::ones_like(t); }, "ones_like");
 }
-TensorDict empty_like(const TensorDictBase& td) {
+TensorDict empty_like(const TensorDict& td) {
   return like(td, [](const at::Tensor& t) { return at::empty_like(t); }, "empty_like");
 }
-TensorDict full_like(const TensorDictBase& td, const at::Scalar& fill_value) {
+TensorDict full_like(const TensorDict& td, const at::Scalar& fill_value) {
   return like(td, [&](const at::Tensor& t) { return at::full_like(t, fill_value); }, "full_like");
 }
-TensorDict rand_like(const TensorDictBase& td) {
+TensorDict rand_like(const TensorDict& td) {
   return like(td, [](const at::Tensor& t) { return at::rand_like(t); }, "rand_like");
 }
-TensorDict randn_like(const TensorDictBase& td) {
+TensorDict randn_like(const TensorDict& td) {
   return like(td, [](const at::Tensor& t) { return at::randn_like(t); }, "randn_like");
 }
 

@@ -8,7 +8,7 @@
 
 #include "core/format.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {
@@ -45,7 +45,7 @@ at::Tensor reduce_leaf(Reduction op, const at::Tensor& t, const std::vector<int6
     case Reduction::std: return all ? t.std(unbiased(correction)) : t.std(dims, unbiased(correction), keepdim);
     case Reduction::var: return all ? t.var(unbiased(correction)) : t.var(dims, unbiased(correction), keepdim);
   }
-  throw std::logic_error("unknown reduction");
+  throw ValueError("unknown reduction");
 }
 
 const char* reduction_name(Reduction op) {
@@ -73,7 +73,7 @@ std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t bat
 
 // The batch size and names left after reducing over the sorted batch dims
 // `over` (kept as size 1 with keepdim).
-detail::PieceMeta reduced_meta(const TensorDictBase& td, const std::vector<int64_t>& over, bool keepdim) {
+detail::PieceMeta reduced_meta(const TensorDict& td, const std::vector<int64_t>& over, bool keepdim) {
   detail::PieceMeta meta;
   for (int64_t d = 0; d < td.batch_dims(); ++d) {
     const bool gone = std::binary_search(over.begin(), over.end(), d);
@@ -85,7 +85,7 @@ detail::PieceMeta reduced_meta(const TensorDictBase& td, const std::vector<int64
   return meta;
 }
 
-TensorDict reduced(const TensorDictBase& td, Reduction op, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
+TensorDict reduced(const TensorDict& td, Reduction op, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, td.batch_dims(), name);
   detail::PieceMeta meta;
@@ -95,34 +95,34 @@ TensorDict reduced(const TensorDictBase& td, Reduction op, const std::vector<int
     meta = reduced_meta(td, wrapped, keepdim);
   }
   auto fn = [&](const at::Tensor& t) { return reduce_leaf(op, t, wrapped, keepdim, correction); };
-  return TensorDict(TensorDictBase(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, name)));
+  return TensorDict(TensorDict(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, name)));
 }
 
 }  // namespace
 
 #define TENSORDICT_DEFINE_REDUCTION(name)                                                   \
-  TensorDict TensorDictBase::name(std::vector<int64_t> dims, bool keepdim) const {          \
+  TensorDict TensorDict::name(std::vector<int64_t> dims, bool keepdim) const {          \
     return reduced(*this, Reduction::name, dims, keepdim, 1);                               \
   }
 TENSORDICT_REDUCTIONS(TENSORDICT_DEFINE_REDUCTION)
 #undef TENSORDICT_DEFINE_REDUCTION
 
-TensorDict TensorDictBase::std(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+TensorDict TensorDict::std(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
   return reduced(*this, Reduction::std, dims, keepdim, correction);
 }
 
-TensorDict TensorDictBase::var(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+TensorDict TensorDict::var(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
   return reduced(*this, Reduction::var, dims, keepdim, correction);
 }
 
-TensorDict TensorDictBase::norm() const {
+TensorDict TensorDict::norm() const {
   detail::PieceMeta meta;
   meta.keep_nested_dims = false;
-  return TensorDict(TensorDictBase(
+  return TensorDict(TensorDict(
       detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, [](const at::Tensor& t) { return t.norm(); }, "norm")));
 }
 
-TensorDict TensorDictBase::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
+TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
   if (batch_dims() == 0) throw ValueError("logsumexp: the tensordict has no batch dim to reduce over");
   std::vector<int64_t> over = batch_dims_of(dims, batch_dims(), "logsumexp");
   if (over.empty()) {  // tensordict's dim=None: every batch dim
@@ -130,62 +130,62 @@ TensorDict TensorDictBase::logsumexp(std::vector<int64_t> dims, bool keepdim) co
   }
   auto fn = [&](const at::Tensor& t) { return at::logsumexp(t, over, keepdim); };
   return TensorDict(
-      TensorDictBase(detail::map_leaves(*impl_, reduced_meta(*this, over, keepdim), device(), detail::OpKind::Fold, fn, "logsumexp")));
+      TensorDict(detail::map_leaves(*impl_, reduced_meta(*this, over, keepdim), device(), detail::OpKind::Fold, fn, "logsumexp")));
 }
 
-TensorDict TensorDictBase::quantile(double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) const {
+TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) const {
   const c10::string_view mode(interpolation.data(), interpolation.size());
   if (!dim) {  // tensordict's dim=None: each leaf over all its elements
     detail::PieceMeta meta;
     meta.keep_nested_dims = false;
     auto fn = [&](const at::Tensor& t) { return at::quantile(t, q, c10::nullopt, false, mode); };
-    return TensorDict(TensorDictBase(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, fn, "quantile")));
+    return TensorDict(TensorDict(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, fn, "quantile")));
   }
   const int64_t d = wrap_batch_dim(*dim, batch_dims(), "quantile");
   auto fn = [&](const at::Tensor& t) { return at::quantile(t, q, d, keepdim, mode); };
   return TensorDict(
-      TensorDictBase(detail::map_leaves(*impl_, reduced_meta(*this, {d}, keepdim), device(), detail::OpKind::Fold, fn, "quantile")));
+      TensorDict(detail::map_leaves(*impl_, reduced_meta(*this, {d}, keepdim), device(), detail::OpKind::Fold, fn, "quantile")));
 }
 
 namespace {
 // (values, indices) pairs: one leaf function filling both pieces, each of
 // batch size and names `meta`.
 using PairFn = std::function<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&)>;
-std::tuple<TensorDict, TensorDict> with_indices(const TensorDictBase& td, const detail::PieceMeta& meta, const PairFn& pair,
+std::tuple<TensorDict, TensorDict> with_indices(const TensorDict& td, const detail::PieceMeta& meta, const PairFn& pair,
                                                 const char* op) {
   auto fn = [&](const at::Tensor& t, at::Tensor* out) { std::tie(out[0], out[1]) = pair(t); };
   auto pieces = detail::map_leaves(*td.impl(), {meta, meta}, td.device(), detail::OpKind::Fold, fn, op);
-  return {TensorDict(TensorDictBase(pieces[0])), TensorDict(TensorDictBase(pieces[1]))};
+  return {TensorDict(TensorDict(pieces[0])), TensorDict(TensorDict(pieces[1]))};
 }
 
 // cummax / cummin: the batch size is kept.
-std::tuple<TensorDict, TensorDict> cumulative(const TensorDictBase& td, int64_t dim, bool max, const char* op) {
+std::tuple<TensorDict, TensorDict> cumulative(const TensorDict& td, int64_t dim, bool max, const char* op) {
   const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
   return with_indices(td, {td.batch_size().vec(), td.names()},
                       [&](const at::Tensor& t) { return max ? at::cummax(t, d) : at::cummin(t, d); }, op);
 }
 
 // max / min over one batch dim.
-std::tuple<TensorDict, TensorDict> extreme(const TensorDictBase& td, int64_t dim, bool keepdim, bool max, const char* op) {
+std::tuple<TensorDict, TensorDict> extreme(const TensorDict& td, int64_t dim, bool keepdim, bool max, const char* op) {
   const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
   return with_indices(td, reduced_meta(td, {d}, keepdim),
                       [&](const at::Tensor& t) { return max ? at::max(t, d, keepdim) : at::min(t, d, keepdim); }, op);
 }
 }  // namespace
 
-std::tuple<TensorDict, TensorDict> TensorDictBase::cummax(int64_t dim) const { return cumulative(*this, dim, true, "cummax"); }
+std::tuple<TensorDict, TensorDict> TensorDict::cummax(int64_t dim) const { return cumulative(*this, dim, true, "cummax"); }
 
-std::tuple<TensorDict, TensorDict> TensorDictBase::cummin(int64_t dim) const { return cumulative(*this, dim, false, "cummin"); }
+std::tuple<TensorDict, TensorDict> TensorDict::cummin(int64_t dim) const { return cumulative(*this, dim, false, "cummin"); }
 
-std::tuple<TensorDict, TensorDict> TensorDictBase::max(int64_t dim, bool keepdim) const {
+std::tuple<TensorDict, TensorDict> TensorDict::max(int64_t dim, bool keepdim) const {
   return extreme(*this, dim, keepdim, true, "max");
 }
 
-std::tuple<TensorDict, TensorDict> TensorDictBase::min(int64_t dim, bool keepdim) const {
+std::tuple<TensorDict, TensorDict> TensorDict::min(int64_t dim, bool keepdim) const {
   return extreme(*this, dim, keepdim, false, "min");
 }
 
-at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+at::Tensor TensorDict::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, batch_dims(), name);
   // Every leaf as [batch..., features flattened], joined along the last dim,
@@ -211,7 +211,7 @@ at::Tensor TensorDictBase::reduce(Reduction op, std::vector<int64_t> dims, bool 
 
 namespace {
 // all / any over one batch dim.
-TensorDict logical_over(const TensorDictBase& td, int64_t dim, bool all, const char* op) {
+TensorDict logical_over(const TensorDict& td, int64_t dim, bool all, const char* op) {
   const int64_t d = wrap_batch_dim(dim, td.batch_dims(), op);
   std::vector<int64_t> batch = td.batch_size().vec();
   batch.erase(batch.begin() + d);
@@ -221,13 +221,13 @@ TensorDict logical_over(const TensorDictBase& td, int64_t dim, bool all, const c
     names.erase(names.begin() + d);
   }
   auto fn = [&](const at::Tensor& t) { return all ? t.all(d) : t.any(d); };
-  return TensorDict(TensorDictBase(
+  return TensorDict(TensorDict(
       detail::map_leaves(*td.impl(), {batch, std::move(names)}, td.device(), detail::OpKind::Fold, fn, op)));
 }
 }  // namespace
 
-TensorDict TensorDictBase::all(int64_t dim) const { return logical_over(*this, dim, true, "all"); }
+TensorDict TensorDict::all(int64_t dim) const { return logical_over(*this, dim, true, "all"); }
 
-TensorDict TensorDictBase::any(int64_t dim) const { return logical_over(*this, dim, false, "any"); }
+TensorDict TensorDict::any(int64_t dim) const { return logical_over(*this, dim, false, "any"); }
 
 }  // namespace tensordict

@@ -16,7 +16,7 @@ using detail::mapped;
 namespace {
 
 // The source's names (none when unnamed): these ops keep every dim in place.
-Names same_names(const TensorDictBase& td) { return td.has_names() ? td.names() : Names{}; }
+Names same_names(const TensorDict& td) { return td.has_names() ? td.names() : Names{}; }
 
 // Normalised batch dims, each at most once.
 std::vector<int64_t> distinct_dims(at::IntArrayRef dims, int64_t batch_dims, const char* op) {
@@ -40,22 +40,22 @@ std::vector<int64_t> over_features(at::IntArrayRef counts, const at::Tensor& lea
 
 }  // namespace
 
-TensorDict TensorDictBase::flip(at::IntArrayRef dims) const {
+TensorDict TensorDict::flip(at::IntArrayRef dims) const {
   const auto wrapped = distinct_dims(dims, batch_dims(), "flip");
   return mapped(*this, batch_size().vec(), same_names(*this), [&](const at::Tensor& t) { return t.flip(wrapped); }, "flip");
 }
 
-TensorDict TensorDictBase::fliplr() const {
-  if (batch_dims() < 2) throw std::runtime_error(fmt::format("fliplr: requires at least 2 batch dims, got {}", batch_dims()));
+TensorDict TensorDict::fliplr() const {
+  if (batch_dims() < 2) throw RuntimeError(fmt::format("fliplr: requires at least 2 batch dims, got {}", batch_dims()));
   return flip({1});
 }
 
-TensorDict TensorDictBase::flipud() const {
-  if (batch_dims() < 1) throw std::runtime_error("flipud: requires at least 1 batch dim, got 0");
+TensorDict TensorDict::flipud() const {
+  if (batch_dims() < 1) throw RuntimeError("flipud: requires at least 1 batch dim, got 0");
   return flip({0});
 }
 
-TensorDict TensorDictBase::roll(at::IntArrayRef shifts, at::IntArrayRef dims) const {
+TensorDict TensorDict::roll(at::IntArrayRef shifts, at::IntArrayRef dims) const {
   if (shifts.size() != dims.size() || dims.empty()) {
     throw ValueError(fmt::format("roll: got {} shifts {} for {} dims {} (one shift per batch dim)", shifts.size(),
                                  shape_string(shifts), dims.size(), shape_string(dims)));
@@ -66,9 +66,9 @@ TensorDict TensorDictBase::roll(at::IntArrayRef shifts, at::IntArrayRef dims) co
                 "roll");
 }
 
-TensorDict TensorDictBase::roll(int64_t shift, int64_t dim) const { return roll(at::IntArrayRef{shift}, at::IntArrayRef{dim}); }
+TensorDict TensorDict::roll(int64_t shift, int64_t dim) const { return roll(at::IntArrayRef{shift}, at::IntArrayRef{dim}); }
 
-TensorDict TensorDictBase::repeat(at::IntArrayRef repeats) const {
+TensorDict TensorDict::repeat(at::IntArrayRef repeats) const {
   const int64_t nb = batch_dims();
   if (static_cast<int64_t>(repeats.size()) != nb) {
     throw ValueError(
@@ -85,7 +85,7 @@ TensorDict TensorDictBase::repeat(at::IntArrayRef repeats) const {
                 "repeat");
 }
 
-TensorDict TensorDictBase::tile(at::IntArrayRef reps) const {
+TensorDict TensorDict::tile(at::IntArrayRef reps) const {
   for (int64_t r : reps) {
     if (r < 0) throw ValueError(fmt::format("tile: negative count in {}", shape_string(reps)));
   }
@@ -105,12 +105,12 @@ TensorDict TensorDictBase::tile(at::IntArrayRef reps) const {
   }, "tile");
 }
 
-TensorDict TensorDictBase::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+TensorDict TensorDict::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
   if (repeats < 0) throw ValueError(fmt::format("repeat_interleave: repeats must be non-negative, got {}", repeats));
   return repeat_interleave(at::scalar_tensor(repeats, at::kLong), dim);
 }
 
-TensorDict TensorDictBase::repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> dim) const {
+TensorDict TensorDict::repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> dim) const {
   // As torch: no dim means the flattened batch; a batchless tensordict is
   // first given a batch dim.
   if (batch_dims() == 0) return unsqueeze(0).repeat_interleave(repeats, dim);

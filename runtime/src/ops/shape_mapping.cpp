@@ -5,22 +5,22 @@
 
 namespace tensordict::detail {
 
-TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
+TensorDict mapped(const TensorDict& td, std::vector<int64_t> batch, Names names,
                   c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op, ShapeCheck check) {
-  TensorDict out(TensorDictBase(
+  TensorDict out(TensorDict(
       map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), OpKind::Batch, fn, op, check)));
   if (td.is_locked()) out.lock_();
   return out;
 }
 
-std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
+std::vector<TensorDict> mapped_pieces(const TensorDict& td, const std::vector<std::vector<int64_t>>& batches,
                                       const Names& names, LeafFn fn, const char* op, ShapeCheck check) {
   std::vector<PieceMeta> metas;
   metas.reserve(batches.size());
   for (const auto& b : batches) metas.push_back({b, names});
   std::vector<TensorDict> out;
   for (auto& impl : map_leaves(*td.impl(), metas, td.device(), OpKind::Batch, fn, op, check)) {
-    out.emplace_back(TensorDictBase(std::move(impl)));
+    out.emplace_back(TensorDict(std::move(impl)));
   }
   return out;
 }

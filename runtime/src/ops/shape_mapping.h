@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/shape_plan.h"
 #include "tensordict/tensorclass_support.h"  // with_features, shared with the typed layer
 
@@ -18,12 +18,12 @@ namespace tensordict::detail {
 // The tensordict of fn(leaf) over batch size `batch`; non-tensor stacks move
 // like the batch. A locked source gives a locked result (tensordict's shape
 // ops propagate the lock: the same data seen through another shape).
-TensorDict mapped(const TensorDictBase& td, std::vector<int64_t> batch, Names names,
+TensorDict mapped(const TensorDict& td, std::vector<int64_t> batch, Names names,
                   c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
                   ShapeCheck check = ShapeCheck::Results);
 
 // One tensordict per batch size in `batches`; fn writes a leaf's pieces.
-std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const std::vector<std::vector<int64_t>>& batches,
+std::vector<TensorDict> mapped_pieces(const TensorDict& td, const std::vector<std::vector<int64_t>>& batches,
                                       const Names& names, LeafFn fn, const char* op,
                                       ShapeCheck check = ShapeCheck::Results);
 
@@ -42,12 +42,12 @@ inline constexpr ShapeCheck plan_check =
 
 // A shape plan (shape_plan.h) run over every leaf.
 template <class Plan>
-TensorDict mapped(const TensorDictBase& td, const Plan& plan) {
+TensorDict mapped(const TensorDict& td, const Plan& plan) {
   return mapped(td, std::vector<int64_t>(plan.batch.begin(), plan.batch.end()), plan.names, plan, plan.op,
                 plan_check<Plan>);
 }
 template <class Plan>
-std::vector<TensorDict> mapped_pieces(const TensorDictBase& td, const Plan& plan) {
+std::vector<TensorDict> mapped_pieces(const TensorDict& td, const Plan& plan) {
   std::vector<std::vector<int64_t>> batches;
   batches.reserve(plan.batches.size());
   for (const auto& b : plan.batches) batches.emplace_back(b.begin(), b.end());

@@ -18,7 +18,7 @@ namespace {
 // The op run part by part where the kind does (a lazy stack keeps its
 // members), else the plan over every leaf.
 template <class Plan>
-TensorDictBase parts_or_mapped(const TensorDictBase& td, const Plan& plan, BatchShapeOp::Kind kind, at::IntArrayRef dims) {
+TensorDict parts_or_mapped(const TensorDict& td, const Plan& plan, BatchShapeOp::Kind kind, at::IntArrayRef dims) {
   if (auto parts = td.impl()->reshape_parts(BatchShapeOp{kind, dims})) return std::move(*parts);
   return mapped(td, plan);
 }
@@ -30,29 +30,29 @@ shape::BatchDims identity_order(int64_t n) {
 }
 }  // namespace
 
-TensorDictBase TensorDictBase::reshape(at::IntArrayRef shape) const {
+TensorDict TensorDict::reshape(at::IntArrayRef shape) const {
   const shape::Reshape plan(batch_size(), shape);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
-TensorDictBase TensorDictBase::view(at::IntArrayRef shape) const {
+TensorDict TensorDict::view(at::IntArrayRef shape) const {
   const shape::Reshape plan(batch_size(), shape, shape::Reshape::Mode::View);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
-TensorDictBase TensorDictBase::permute(at::IntArrayRef dims) const {
+TensorDict TensorDict::permute(at::IntArrayRef dims) const {
   const shape::Permute plan(batch_size(), names(), dims);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order());
 }
 
-TensorDictBase TensorDictBase::transpose(int64_t dim0, int64_t dim1) const {
+TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   const shape::Transpose plan(batch_size(), names(), dim0, dim1);
   auto order = identity_order(batch_dims());
   std::swap(order[plan.dim0()], order[plan.dim1()]);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order);
 }
 
-TensorDictBase TensorDictBase::squeeze(std::optional<int64_t> dim) const {
+TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
   const shape::Squeeze plan(batch_size(), names(), dim);
   // Nothing to squeeze: the same dims (an identity permutation).
   if (plan.dropped().empty()) return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()));
@@ -60,86 +60,86 @@ TensorDictBase TensorDictBase::squeeze(std::optional<int64_t> dim) const {
   const auto& drop = plan.dropped();
   auto first = impl_->reshape_parts(BatchShapeOp{BatchShapeOp::Kind::Squeeze, {drop.front()}});
   if (!first) return mapped(*this, plan);
-  TensorDictBase out = std::move(*first);
+  TensorDict out = std::move(*first);
   for (std::size_t i = 1; i < drop.size(); ++i) out = out.squeeze(drop[i]);
   return out;
 }
 
-TensorDictBase TensorDictBase::unsqueeze(int64_t dim) const {
+TensorDict TensorDict::unsqueeze(int64_t dim) const {
   const shape::Unsqueeze plan(batch_size(), names(), dim);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()});
 }
 
-TensorDictBase TensorDictBase::expand(at::IntArrayRef shape) const {
+TensorDict TensorDict::expand(at::IntArrayRef shape) const {
   const shape::Expand plan(batch_size(), names(), shape);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, plan.batch);
 }
 
-TensorDict TensorDictBase::broadcast_to(at::IntArrayRef shape) const {
+TensorDict TensorDict::broadcast_to(at::IntArrayRef shape) const {
   return mapped(*this, shape::Expand(batch_size(), names(), shape, /*is_broadcast_to=*/true));
 }
 
-TensorDictBase TensorDictBase::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }
+TensorDict TensorDict::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }
 
-TensorDict TensorDictBase::expand_as(const TensorDictBase& other) const {
+TensorDict TensorDict::expand_as(const TensorDict& other) const {
   // First to the other's batch size, then each leaf to its counterpart's
   // feature dims too.
   return mapped(*this, shape::Expand(batch_size(), names(), other.batch_size()))
       .apply([](const at::Tensor& a, const at::Tensor& b) { return a.expand_as(b); }, other);
 }
 
-TensorDictBase TensorDictBase::flatten(int64_t start_dim, int64_t end_dim) const {
+TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
   const shape::Flatten plan(batch_size(), names(), start_dim, end_dim);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
-TensorDictBase TensorDictBase::unflatten(int64_t dim, at::IntArrayRef sizes) const {
+TensorDict TensorDict::unflatten(int64_t dim, at::IntArrayRef sizes) const {
   const shape::Unflatten plan(batch_size(), names(), dim, sizes);
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
 }
 
-std::vector<TensorDictBase> TensorDictBase::unbind(int64_t dim) const { return impl_->unbind(dim); }
+std::vector<TensorDict> TensorDict::unbind(int64_t dim) const { return impl_->unbind(dim); }
 
 // The defaults: dense results.
-std::optional<TensorDictBase> TensorDictImpl::reshape_parts(const BatchShapeOp&) const { return std::nullopt; }
+std::optional<TensorDict> TensorDictImpl::reshape_parts(const BatchShapeOp&) const { return std::nullopt; }
 
-std::optional<std::vector<TensorDictBase>> TensorDictImpl::split_parts(at::IntArrayRef, int64_t) const { return std::nullopt; }
+std::optional<std::vector<TensorDict>> TensorDictImpl::split_parts(at::IntArrayRef, int64_t) const { return std::nullopt; }
 
 // Every leaf unbound, dense pieces.
-std::vector<TensorDictBase> TensorDictImpl::unbind(int64_t dim) const {
-  const TensorDictBase self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
+std::vector<TensorDict> TensorDictImpl::unbind(int64_t dim) const {
+  const TensorDict self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
   auto pieces = mapped_pieces(self, shape::Unbind(batch_size(), names(), dim));
   return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
 }
 
-std::vector<TensorDictBase> TensorDictBase::split(at::IntArrayRef split_sizes, int64_t dim) const {
+std::vector<TensorDict> TensorDict::split(at::IntArrayRef split_sizes, int64_t dim) const {
   const shape::Split plan(batch_size(), names(), split_sizes.vec(), dim);
   if (auto parts = impl_->split_parts(plan.sizes(), plan.dim())) return std::move(*parts);
   auto pieces = mapped_pieces(*this, plan);
   return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
 }
 
-std::vector<TensorDictBase> TensorDictBase::split(int64_t split_size, int64_t dim) const {
+std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
   return split(shape::split_sizes(batch_size()[d], split_size), d);
 }
 
-std::vector<TensorDictBase> TensorDictBase::chunk(int64_t chunks, int64_t dim) const {
+std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
   return split(shape::chunk_sizes(batch_size()[d], chunks), d);
 }
 
-std::vector<TensorDictBase> TensorDictBase::tensor_split(int64_t sections, int64_t dim) const {
+std::vector<TensorDict> TensorDict::tensor_split(int64_t sections, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "tensor_split");
   return split(shape::tensor_split_sizes(batch_size()[d], sections), d);
 }
 
-std::vector<TensorDictBase> TensorDictBase::tensor_split(at::IntArrayRef indices, int64_t dim) const {
+std::vector<TensorDict> TensorDict::tensor_split(at::IntArrayRef indices, int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "tensor_split");
   return split(shape::tensor_split_sizes(batch_size()[d], indices), d);
 }
 
-TensorDictBase TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef destination) const {
+TensorDict TensorDict::movedim(at::IntArrayRef source, at::IntArrayRef destination) const {
   if (source.size() != destination.size()) {
     throw ValueError(fmt::format("movedim: source {} and destination {} must have the same number of dims",
                                  shape_string(source), shape_string(destination)));
@@ -150,8 +150,8 @@ TensorDictBase TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef d
   for (std::size_t i = 0; i < source.size(); ++i) {
     const int64_t from = wrap_batch_dim(source[i], nb, "movedim");
     const int64_t to = wrap_batch_dim(destination[i], nb, "movedim");
-    if (moved[from]) throw std::runtime_error(fmt::format("movedim: repeated dim in source {}", shape_string(source)));
-    if (order[to] != -1) throw std::runtime_error(fmt::format("movedim: repeated dim in destination {}", shape_string(destination)));
+    if (moved[from]) throw RuntimeError(fmt::format("movedim: repeated dim in source {}", shape_string(source)));
+    if (order[to] != -1) throw RuntimeError(fmt::format("movedim: repeated dim in destination {}", shape_string(destination)));
     moved[from] = true;
     order[to] = from;
   }
@@ -165,15 +165,15 @@ TensorDictBase TensorDictBase::movedim(at::IntArrayRef source, at::IntArrayRef d
   return permute(order);
 }
 
-TensorDictBase TensorDictBase::movedim(int64_t source, int64_t destination) const {
+TensorDict TensorDict::movedim(int64_t source, int64_t destination) const {
   return movedim(at::IntArrayRef(source), at::IntArrayRef(destination));
 }
 
-TensorDictBase TensorDictBase::swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+TensorDict TensorDict::swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
 
-TensorDictBase TensorDictBase::swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+TensorDict TensorDict::swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
 
-TensorDict TensorDictBase::narrow(int64_t dim, int64_t start, int64_t length) const {
+TensorDict TensorDict::narrow(int64_t dim, int64_t start, int64_t length) const {
   return mapped(*this, shape::Narrow(batch_size(), names(), dim, start, length));
 }
 

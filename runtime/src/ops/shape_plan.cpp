@@ -44,7 +44,7 @@ BatchDims infer_shape(at::IntArrayRef shape, int64_t numel, at::IntArrayRef batc
   try {
     return dims_of(at::infer_size(shape, numel));
   } catch (const std::exception&) {  // c10::Error or std::runtime_error, depending on the libtorch version
-    throw std::runtime_error(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_string(shape),
+    throw RuntimeError(fmt::format("{}: shape {} is invalid for a batch size {} ({} elements)", op, shape_string(shape),
                                          shape_string(batch), numel));
   }
 }
@@ -133,7 +133,7 @@ Expand::Expand(at::IntArrayRef batch, const Names& names, at::IntArrayRef shape,
     : Planned{dims_of(shape), {}, is_broadcast_to ? "broadcast_to" : "expand"}, source_dims_(ndim(batch)) {
   const int64_t n = ndim(shape);
   auto fail = [&] {
-    throw std::runtime_error(fmt::format("{}: batch size {} cannot be expanded to {}", op, shape_string(batch), shape_string(shape)));
+    throw RuntimeError(fmt::format("{}: batch size {} cannot be expanded to {}", op, shape_string(batch), shape_string(shape)));
   };
   if (n < source_dims_) fail();
   for (int64_t i = 0; i < n; ++i) {
@@ -225,7 +225,7 @@ Split::Split(at::IntArrayRef batch, const Names& names, std::vector<int64_t> siz
     : PlannedPieces{{}, names_after(names, [](Names&) {}), op}, sizes_(std::move(sizes)), d_(wrap_batch_dim(dim, ndim(batch), op)) {
   const int64_t total = std::accumulate(sizes_.begin(), sizes_.end(), int64_t{0});
   if (total != batch[d_]) {
-    throw std::runtime_error(fmt::format("{}: sizes {} sum to {} but batch dim {} has size {}", op,
+    throw RuntimeError(fmt::format("{}: sizes {} sum to {} but batch dim {} has size {}", op,
                                          shape_string(sizes_), total, d_, batch[d_]));
   }
   for (int64_t s : sizes_) {
@@ -282,7 +282,7 @@ Combined stacked(const std::vector<at::IntArrayRef>& batches, const std::vector<
   const at::IntArrayRef reference = batches.front();
   for (std::size_t i = 1; i < batches.size(); ++i) {
     if (batches[i] != reference) {
-      throw std::runtime_error(fmt::format("stack: tensordict {} has batch size {} but tensordict 0 has {}; stacked tensordicts need equal batch sizes (lazy_stack accepts different ones)",
+      throw RuntimeError(fmt::format("stack: tensordict {} has batch size {} but tensordict 0 has {}; stacked tensordicts need equal batch sizes (lazy_stack accepts different ones)",
                                            i, shape_string(batches[i]), shape_string(reference)));
     }
   }
@@ -303,7 +303,7 @@ Combined concatenated(const std::vector<at::IntArrayRef>& batches, const Names& 
     bool ok = b.size() == reference.size();
     for (std::size_t j = 0; ok && j < b.size(); ++j) ok = static_cast<int64_t>(j) == out.dim || b[j] == reference[j];
     if (!ok) {
-      throw std::runtime_error(fmt::format("cat: tensordict {} has batch size {} but tensordict 0 has {}; batch sizes must match except in dim {}",
+      throw RuntimeError(fmt::format("cat: tensordict {} has batch size {} but tensordict 0 has {}; batch sizes must match except in dim {}",
                                            i, shape_string(b), shape_string(reference), out.dim));
     }
     out.batch[out.dim] += b[out.dim];
@@ -332,7 +332,7 @@ Names refined_names(const Names& current, const Names& wanted) {
   for (std::size_t d = 0; d < nb; ++d) {
     if (!spread[d]) continue;
     if (refined[d] && refined[d] != spread[d]) {
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("refine_names: dim {} is named '{}' and cannot be refined to '{}'", d, *refined[d], *spread[d]));
     }
     refined[d] = spread[d];

@@ -56,14 +56,14 @@ at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
   auto options = at::TensorOptions().dtype(at::kByte).device(device);
   if (!pin_memory) return at::empty({bytes}, options);
   if (!at::hasCUDA()) {
-    throw std::runtime_error("consolidate: pin_memory=true needs an accelerator, and this libtorch has none (or sees no device)");
+    throw RuntimeError("consolidate: pin_memory=true needs an accelerator, and this libtorch has none (or sees no device)");
   }
   return at::empty({bytes}, options.pinned_memory(true));
 }
 
 }  // namespace
 
-TensorDict TensorDictBase::consolidate(const ConsolidateOptions& options) const {
+TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   const at::Device device = options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
   if (options.pin_memory && !device.is_cpu()) {
     throw ValueError(fmt::format("consolidate: pin_memory=true pins a storage on the CPU, but the storage goes to {}",
@@ -118,7 +118,7 @@ TensorDict TensorDictBase::consolidate(const ConsolidateOptions& options) const 
   return out;
 }
 
-bool TensorDictBase::is_consolidated() const {
+bool TensorDict::is_consolidated() const {
   const at::Tensor& storage = impl_->consolidated_storage();
   if (!storage.defined()) return false;
   // A claim checked against the leaves: anything that replaced one (a raw
@@ -131,7 +131,7 @@ bool TensorDictBase::is_consolidated() const {
   return all;
 }
 
-std::optional<at::Tensor> TensorDictBase::consolidated_storage() const {
+std::optional<at::Tensor> TensorDict::consolidated_storage() const {
   if (!is_consolidated()) return std::nullopt;
   return impl_->consolidated_storage();
 }

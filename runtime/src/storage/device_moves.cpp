@@ -211,7 +211,7 @@ std::vector<at::Tensor> rebased(const std::vector<at::Tensor>& leaves, const at:
   return out;
 }
 
-TensorDict finish_block(const TensorDictBase& td, const std::vector<at::Tensor>& leaves, const Block& block,
+TensorDict finish_block(const TensorDict& td, const std::vector<at::Tensor>& leaves, const Block& block,
                         const at::Tensor& moved, std::optional<at::Device> device, const char* op) {
   TensorDict out = detail::with_leaves(td, rebased(leaves, moved), device, op);
   if (block.consolidated) {
@@ -231,9 +231,9 @@ int64_t place(int64_t& end, const at::Tensor& t) {
 
 }  // namespace
 
-TensorDictBase TensorDictBase::to(at::Device target, bool non_blocking) const {
-  if (auto parts = impl_->map_parts([&](const TensorDictBase& part) { return part.to(target, non_blocking); })) {
-    return TensorDictBase(parts);
+TensorDict TensorDict::to(at::Device target, bool non_blocking) const {
+  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.to(target, non_blocking); })) {
+    return TensorDict(parts);
   }
   const at::Device device = with_index(target);
   const std::vector<at::Tensor> leaves = detail::tensor_leaves(*impl_, "to");
@@ -248,7 +248,7 @@ TensorDictBase TensorDictBase::to(at::Device target, bool non_blocking) const {
     try {
       moved = move_block(block->bytes, device, non_blocking, pending);
     } catch (const c10::Error& e) {
-      throw std::runtime_error(std::string("to failed for the storage its leaves share: ") + e.what_without_backtrace());
+      throw RuntimeError(std::string("to failed for the storage its leaves share: ") + e.what_without_backtrace());
     }
     if (!non_blocking) pending.wait();
     return finish_block(*this, leaves, *block, moved, device, "to");
@@ -314,11 +314,11 @@ TensorDictBase TensorDictBase::to(at::Device target, bool non_blocking) const {
   return detail::with_leaves(*this, moved, device, "to");
 }
 
-TensorDict TensorDictBase::pin_memory() const {
+TensorDict TensorDict::pin_memory() const {
   const std::vector<at::Tensor> leaves = detail::tensor_leaves(*impl_, "pin_memory");
   if (!can_pin()) {
     // libtorch's own error, naming the key.
-    return TensorDict(TensorDictBase(detail::map_leaves(*impl_, {batch_size().vec(), names()}, device(), detail::OpKind::Value,
+    return TensorDict(TensorDict(detail::map_leaves(*impl_, {batch_size().vec(), names()}, device(), detail::OpKind::Value,
                                                        [](const at::Tensor& t) { return t.pin_memory(); }, "pin_memory")));
   }
   if (auto block = one_block(leaves, impl_->consolidated_storage()); block && block->bytes.device().is_cpu()) {

@@ -47,12 +47,12 @@ std::vector<at::Tensor> tensor_leaves(const TensorDictImpl& td, const char* op) 
   return leaves;
 }
 
-TensorDict with_leaves(const TensorDictBase& td, const std::vector<at::Tensor>& leaves, std::optional<at::Device> device,
+TensorDict with_leaves(const TensorDict& td, const std::vector<at::Tensor>& leaves, std::optional<at::Device> device,
                        const char* op) {
   std::size_t next = 0;
   auto impl = map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, device, OpKind::Value,
                          [&](const at::Tensor&) { return leaves.at(next++); }, op, ShapeCheck::Planned);
-  return TensorDict(TensorDictBase(std::move(impl)));
+  return TensorDict(TensorDict(std::move(impl)));
 }
 
 }  // namespace tensordict::detail

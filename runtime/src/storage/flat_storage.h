@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 
 namespace tensordict::detail {
 
@@ -43,7 +43,7 @@ std::vector<at::Tensor> tensor_leaves(const TensorDictImpl& td, const char* op);
 // `td`'s structure (nested levels, non-tensor data, batch sizes, names) over
 // new tensor leaves, given in tensor_leaves' order; `device` is the device of
 // the result's levels.
-TensorDict with_leaves(const TensorDictBase& td, const std::vector<at::Tensor>& leaves, std::optional<at::Device> device,
+TensorDict with_leaves(const TensorDict& td, const std::vector<at::Tensor>& leaves, std::optional<at::Device> device,
                        const char* op);
 
 }  // namespace tensordict::detail

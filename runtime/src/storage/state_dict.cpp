@@ -7,7 +7,7 @@
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "core/ivalue_dict.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 
 namespace tensordict {
 
@@ -20,12 +20,12 @@ StateDict empty_state_dict() { return detail::empty_ivalue_dict(); }
 
 bool is_meta_key(const std::string& key) { return key == kBatchSize || key == kDevice; }
 
-void add_meta(StateDict& out, const TensorDictBase& td) {
+void add_meta(StateDict& out, const TensorDict& td) {
   out.insert(kBatchSize, c10::IValue(td.batch_size().vec()));
   out.insert(kDevice, td.device() ? c10::IValue(td.device()->str()) : c10::IValue());
 }
 
-void collect(const TensorDictBase& td, StateDict& out, const std::string& prefix, bool keep_vars, bool flatten) {
+void collect(const TensorDict& td, StateDict& out, const std::string& prefix, bool keep_vars, bool flatten) {
   td.impl()->for_each([&](const std::string& key, const Value& value) {
     if (value.is_tensor()) {
       out.insert(prefix + key, keep_vars ? value.tensor() : value.tensor().detach());
@@ -65,9 +65,9 @@ StateDict nest_flat_keys(const StateDict& flat) {
 }
 
 // tensordict's rule: a locked tensordict gains no key.
-void refuse_new_key_if_locked(const TensorDictBase& td, const std::string& key) {
+void refuse_new_key_if_locked(const TensorDict& td, const std::string& key) {
   if (td.is_locked()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("load_state_dict: cannot add key {} to a locked tensordict (unlock it first)", key));
   }
 }
@@ -100,7 +100,7 @@ bool holds_tensors(const TensorDictImpl& level) {
   return found;
 }
 
-void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, const std::vector<std::string>& path) {
+void load_into(TensorDict td, const StateDict& sd, bool strict, bool assign, const std::vector<std::string>& path) {
   auto where = [&](const std::string& key) {
     std::vector<std::string> p = path;
     p.push_back(key);
@@ -114,7 +114,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     if (v.isTensor()) {
       if (!existing) {
         if (strict && !assign)
-          throw std::runtime_error(
+          throw RuntimeError(
               fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
         refuse_new_key_if_locked(td, where(key));
         td.impl()->insert(key, v.toTensor());
@@ -127,16 +127,16 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
       const StateDict nested = c10::impl::toTypedDict<std::string, c10::IValue>(v.toGenericDict());
       if (!existing) {
         if (strict && !assign && holds_tensors(nested))
-          throw std::runtime_error(
+          throw RuntimeError(
               fmt::format("load_state_dict: key {} is in the state dict but not in the tensordict", where(key)));
         refuse_new_key_if_locked(td, where(key));
-        TensorDict created(TensorDictBase(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, td.device(), Names{})));
+        TensorDict created(TensorDict(std::make_shared<detail::DenseImpl>(std::vector<int64_t>{}, td.device(), Names{})));
         td.impl()->insert(key, Value(created));
         existing = td.impl()->find(key);
       }
       std::vector<std::string> sub = path;
       sub.push_back(key);
-      load(existing->tensordict(), nested, strict, assign, sub);
+      load_into(existing->tensordict(), nested, strict, assign, sub);
     } else {
       throw TypeError(
           fmt::format("load_state_dict: entry {} is a {}, expected a tensor or a dict", where(key), v.tagKind()));
@@ -146,7 +146,7 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
     const TensorDictImpl& level = *td.impl();
     level.for_each_key([&](const std::string& key, EntryKind kind) {
       if (entry_holds_tensors(level, key, kind) && !sd.contains(key)) {
-        throw std::runtime_error(
+        throw RuntimeError(
             fmt::format("load_state_dict: key {} is in the tensordict but not in the state dict", where(key)));
       }
     });
@@ -162,15 +162,15 @@ void load(TensorDictBase td, const StateDict& sd, bool strict, bool assign, cons
 
 }  // namespace
 
-StateDict TensorDictBase::state_dict(bool keep_vars, bool flatten) const {
+StateDict TensorDict::state_dict(bool keep_vars, bool flatten) const {
   StateDict out = empty_state_dict();
   collect(*this, out, "", keep_vars, flatten);
   add_meta(out, *this);
   return out;
 }
 
-TensorDictBase& TensorDictBase::load_state_dict(const StateDict& state_dict, bool strict, bool assign, bool from_flatten) {
-  load(*this, from_flatten ? nest_flat_keys(state_dict) : state_dict, strict, assign, {});
+TensorDict& TensorDict::load_state_dict(const StateDict& state_dict, bool strict, bool assign, bool from_flatten) {
+  load_into(*this, from_flatten ? nest_flat_keys(state_dict) : state_dict, strict, assign, {});
   return *this;
 }
 

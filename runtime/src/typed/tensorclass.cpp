@@ -37,14 +37,14 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
   const auto sizes = tensor.sizes();
   const int64_t nb = static_cast<int64_t>(batch_size.size());
   if (static_cast<int64_t>(sizes.size()) < nb || sizes.slice(0, nb) != batch_size) {
-    throw std::runtime_error(fmt::format("{}: shape {} does not start with the batch size {}", path.str(), shape_string(sizes),
+    throw RuntimeError(fmt::format("{}: shape {} does not start with the batch size {}", path.str(), shape_string(sizes),
                                          shape_string(batch_size)));
   }
   if (!field.has_shape) return;
   std::size_t event = 0;
   for (const auto& d : field.shape) event += d.kind == schema::DimKind::Batch ? 0 : 1;
   if (sizes.size() != nb + event) {
-    throw std::runtime_error(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path.str(), nb + event,
+    throw RuntimeError(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path.str(), nb + event,
                                          nb, event, shape_string(sizes)));
   }
   int64_t dim = nb;
@@ -52,14 +52,14 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
     if (d.kind == schema::DimKind::Batch) continue;
     const int64_t got = sizes[dim];
     if (d.kind == schema::DimKind::Fixed && got != d.size) {
-      throw std::runtime_error(fmt::format("{}: dim {} must be {} (got {})", path.str(), dim, d.size, got));
+      throw RuntimeError(fmt::format("{}: dim {} must be {} (got {})", path.str(), dim, d.size, got));
     }
     if (d.kind == schema::DimKind::Symbol) {
       auto it = std::find_if(symbols.begin(), symbols.end(), [&](const SymbolBinding& b) { return b.symbol == d.symbol; });
       if (it == symbols.end()) {
         symbols.push_back({d.symbol, got, std::string(field.name)});
       } else if (it->size != got) {
-        throw std::runtime_error(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path.str(), d.symbol,
+        throw RuntimeError(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path.str(), d.symbol,
                                              it->size, it->field, got, field.name, dim));
       }
     }
@@ -69,20 +69,20 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
 
 void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, at::IntArrayRef batch_size) {
   if (info.fixed_batch_dims && batch_size.size() != info.batch_names.size()) {
-    throw std::runtime_error(fmt::format("{}: batch size {} must have {} dims ({})", path.str(), shape_string(batch_size),
+    throw RuntimeError(fmt::format("{}: batch size {} must have {} dims ({})", path.str(), shape_string(batch_size),
                                          info.batch_names.size(), fmt::join(info.batch_names, ", ")));
   }
 }
 
 void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::IntArrayRef parent) {
   if (nested.size() < parent.size() || nested.slice(0, parent.size()) != parent) {
-    throw std::runtime_error(fmt::format("{}: batch size {} does not start with the parent's batch size {}", path.str(),
+    throw RuntimeError(fmt::format("{}: batch size {} does not start with the parent's batch size {}", path.str(),
                                          shape_string(nested), shape_string(parent)));
   }
 }
 
 void throw_locked(std::string_view class_name, std::string_view key) {
-  throw std::runtime_error(fmt::format(
+  throw RuntimeError(fmt::format(
       "Cannot modify locked TensorDict. For in-place modification, consider using the `set_()` method and make sure "
       "the key is present. ({}.{})",
       class_name, key));
@@ -98,12 +98,12 @@ void throw_not_tensor(std::string_view class_name, std::string_view key, std::st
 
 void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
                                const std::string& other, std::size_t index) {
-  throw std::runtime_error(fmt::format("{}: non-tensor field {} differs: {} in element 0 but {} in element {}", op, path,
+  throw RuntimeError(fmt::format("{}: non-tensor field {} differs: {} in element 0 but {} in element {}", op, path,
                                        first, other, index));
 }
 
 void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index) {
-  throw std::runtime_error(
+  throw RuntimeError(
       fmt::format("{}: optional field {} is set in element 0 but not in element {} (or the reverse)", op, path, index));
 }
 
@@ -124,7 +124,7 @@ void throw_h5_non_tensor(std::string_view class_name, const schema::FieldInfo& f
 }
 
 void throw_empty_list(std::string_view op, std::string_view class_name) {
-  throw std::runtime_error(fmt::format("{}: expected a non-empty list of {}", op, class_name));
+  throw RuntimeError(fmt::format("{}: expected a non-empty list of {}", op, class_name));
 }
 
 
@@ -143,7 +143,7 @@ std::string tensorclass_repr(std::string_view class_name, std::vector<std::strin
 
 at::Tensor align_to_leaf(const at::Tensor& mask, const at::Tensor& leaf) {
   if (mask.dim() > leaf.dim()) {
-    throw std::runtime_error(fmt::format("mask of shape {} has more dims than a field of shape {}", shape_string(mask.sizes()),
+    throw RuntimeError(fmt::format("mask of shape {} has more dims than a field of shape {}", shape_string(mask.sizes()),
                                          shape_string(leaf.sizes())));
   }
   if (mask.dim() == leaf.dim()) return mask;

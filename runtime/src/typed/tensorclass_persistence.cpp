@@ -41,15 +41,15 @@ std::string_view value_type_name(schema::ValueType t) {
 void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const std::string& dir) {
   const std::string file = (std::filesystem::path(dir) / "meta.json").string();
   if (!meta.contains("_type") || !meta["_type"].is_string()) {
-    throw std::runtime_error(fmt::format("malformed {}: no \"_type\" string naming the class (expected {})", file,
+    throw RuntimeError(fmt::format("malformed {}: no \"_type\" string naming the class (expected {})", file,
                                          info.python_type));
   }
   const std::string type = meta["_type"].get<std::string>();
   if (type == info.python_type || bare_name(type) == info.name) return;
-  throw std::runtime_error(fmt::format("{} holds a {}, not a {} ({})", file, type, info.cpp_name, info.python_type));
+  throw RuntimeError(fmt::format("{} holds a {}, not a {} ({})", file, type, info.cpp_name, info.python_type));
 }
 
-std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDictBase& td,
+std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDict& td,
                                       std::optional<at::IntArrayRef> parent) {
   std::optional<std::size_t> dims;
   if (info.fixed_batch_dims) dims = info.batch_names.size();

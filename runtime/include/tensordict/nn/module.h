@@ -80,7 +80,7 @@ class TensorDictModuleImpl : public TensorDictModuleBase {
   const std::optional<std::vector<std::string>>& kwargs() const { return kwargs_; }
 
  protected:
-  TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+  TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
 
  private:
   std::vector<at::Tensor> call(const std::vector<at::Tensor>& inputs);
@@ -160,7 +160,7 @@ struct WrapModuleOptions {
 
 class WrapModuleImpl : public TensorDictModuleBase {
  public:
-  using Function = std::function<TensorDictBase(const TensorDictBase&)>;
+  using Function = std::function<TensorDict(const TensorDict&)>;
   explicit WrapModuleImpl(Function fn, WrapModuleOptions options = {});
 
   std::string_view type_name() const override { return "WrapModule"; }
@@ -168,14 +168,14 @@ class WrapModuleImpl : public TensorDictModuleBase {
 
  protected:
   // With an output tensordict, the result is written into it (update).
-  TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+  TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
 
  private:
   Function fn_;
   bool inplace_;
 };
 
-//   WrapModule([](const TensorDictBase& td) { return td.reshape({-1}); })
+//   WrapModule([](const TensorDict& td) { return td.reshape({-1}); })
 class WrapModule : public TensorDictModuleHolder<WrapModuleImpl> {
  public:
   using Holder = TensorDictModuleHolder<WrapModuleImpl>;
@@ -183,7 +183,7 @@ class WrapModule : public TensorDictModuleHolder<WrapModuleImpl> {
   WrapModule(std::nullptr_t) : Holder(nullptr) {}
   WrapModule(std::shared_ptr<WrapModuleImpl> impl) : Holder(std::move(impl)) {}
   template <class F>
-  requires std::is_invocable_r_v<TensorDictBase, F, const TensorDictBase&>
+  requires std::is_invocable_r_v<TensorDict, F, const TensorDict&>
   explicit WrapModule(F fn, Options options = {})
       : Holder(std::make_shared<WrapModuleImpl>(WrapModuleImpl::Function(std::move(fn)), std::move(options))) {}
 };

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "tensordict/base.h"
-#include "tensordict/dense.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 
@@ -69,15 +68,15 @@ class TensorDictModuleBase : public torch::nn::Module {
 
   // Runs the module on `td`, writing into `td` (or into `out` when given) and
   // returning the tensordict written into.
-  TensorDictBase forward(const TensorDictBase& td) { return run(td, std::nullopt); }
-  TensorDictBase forward(const TensorDictBase& td, const TensorDictBase& out) { return run(td, out); }
+  TensorDict forward(const TensorDict& td) { return run(td, std::nullopt); }
+  TensorDict forward(const TensorDict& td, const TensorDict& out) { return run(td, out); }
   // A generated tensorclass (tensordict's tensorclass support): in_keys and
   // out_keys name fields (nested ones by path). The module runs on the
   // object's tensordict form and its outputs are set with the object's
   // update(): validated against the schema, an out_key that is no field is a
   // KeyError, a locked object refuses. Returns the object.
   template <class T>
-  requires(!std::derived_from<T, TensorDictBase> && requires(T& tc, const TensorDictBase& td) {
+  requires(!std::derived_from<T, TensorDict> && requires(T& tc, const TensorDict& td) {
     { tc.to_tensordict() } -> std::same_as<TensorDict>;
     tc.update(td);
   }) T& forward(T& tc) {
@@ -94,7 +93,7 @@ class TensorDictModuleBase : public torch::nn::Module {
 
   // forward() with the output tensordict optional; applies the selection
   // around run_impl.
-  TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out);
+  TensorDict run(const TensorDict& td, const std::optional<TensorDict>& out);
 
   // The class name tensordict prints ("TensorDictModule").
   virtual std::string_view type_name() const = 0;
@@ -109,39 +108,39 @@ class TensorDictModuleBase : public torch::nn::Module {
  protected:
   // An implementation: writes into `out` when given, else into the
   // tensordict it runs on, and returns the tensordict written into.
-  using Body = std::function<TensorDictBase(const TensorDictBase&, const std::optional<TensorDictBase>&)>;
+  using Body = std::function<TensorDict(const TensorDict&, const std::optional<TensorDict>&)>;
 
   TensorDictModuleBase(Keys in_keys, Keys out_keys);
 
   // The implementation every kind provides: computes every key of
   // out_keys_source().
-  virtual TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) = 0;
+  virtual TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) = 0;
   // Throws when `keys` may not be selected. tensordict's TensorDictModuleBase
   // rule: a single key must be one of out_keys() (std::invalid_argument,
   // "Can't select non existent key: ..."), several keys too
-  // (std::runtime_error, "Some keys are not part of the module out_keys.").
+  // (RuntimeError, "Some keys are not part of the module out_keys.").
   virtual void check_selection(const Keys& keys) const;
   // Where forward() without an output tensordict sends the outputs when that
   // is not simply where the module writes them (a sequence's `inplace`);
   // nullopt (this default) when it is. The selection's rule treats it as an
   // output tensordict given by the caller.
-  virtual std::optional<TensorDictBase> inplace_output(const TensorDictBase& td) const;
+  virtual std::optional<TensorDict> inplace_output(const TensorDict& td) const;
   // run() for any implementation: `body` as is without a selection; with
   // one, `body` runs on a shallow copy of `td` and the selected keys go to
   // `out`, else to inplace_output(td) (run_into), else back into `td` with
   // the values the modules gave `td`'s own leaves (tensordict's
   // sequence.py:625-673).
-  TensorDictBase run_selecting(const TensorDictBase& td, const std::optional<TensorDictBase>& out, const Body& body);
+  TensorDict run_selecting(const TensorDict& td, const std::optional<TensorDict>& out, const Body& body);
   // tensordict's tensordict_out rule for a chain: with `out`, `body` runs on a
   // shallow copy of `td` (which keeps its keys) and only `keys` are written
   // into `out`; without, `body` runs on `td`.
-  static TensorDictBase run_into(const TensorDictBase& td, const std::optional<TensorDictBase>& out, const Keys& keys,
+  static TensorDict run_into(const TensorDict& td, const std::optional<TensorDict>& out, const Keys& keys,
                                  const Body& body);
   // The tensordict the outputs go to by the `inplace` rule, for input `td`
   // (None as False).
-  static TensorDictBase output_for(const TensorDictBase& td, Inplace inplace);
+  static TensorDict output_for(const TensorDict& td, Inplace inplace);
   // Throws a KeyError naming this module and the in_keys `td` lacks.
-  void check_inputs(const TensorDictBase& td, const Keys& keys) const;
+  void check_inputs(const TensorDict& td, const Keys& keys) const;
 
   Keys in_keys_;
   // Every key computed (out_keys_source()).
@@ -179,8 +178,8 @@ class TensorDictModuleHolder : public torch::nn::ModuleHolder<Impl> {
  public:
   using torch::nn::ModuleHolder<Impl>::ModuleHolder;
 
-  TensorDictBase operator()(const TensorDictBase& td) { return this->get()->forward(td); }
-  TensorDictBase operator()(const TensorDictBase& td, const TensorDictBase& out) {
+  TensorDict operator()(const TensorDict& td) { return this->get()->forward(td); }
+  TensorDict operator()(const TensorDict& td, const TensorDict& out) {
     return this->get()->forward(td, out);
   }
   template <class... T>

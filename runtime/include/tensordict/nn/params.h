@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/nn/module.h"
 
 namespace tensordict::nn {
@@ -45,7 +45,7 @@ TensorDict from_modules(const std::vector<H>& modules) {
 // gradients land in their .grad.
 class ToModuleGuard {
  public:
-  ToModuleGuard(torch::nn::Module& module, const TensorDictBase& params);
+  ToModuleGuard(torch::nn::Module& module, const TensorDict& params);
   ~ToModuleGuard();
   ToModuleGuard(ToModuleGuard&& other) noexcept;
   ToModuleGuard& operator=(ToModuleGuard&&) = delete;
@@ -61,9 +61,9 @@ class ToModuleGuard {
   std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
 };
 
-[[nodiscard]] ToModuleGuard to_module(torch::nn::Module& module, const TensorDictBase& params);
+[[nodiscard]] ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params);
 template <class M>
-[[nodiscard]] ToModuleGuard to_module(const torch::nn::ModuleHolder<M>& module, const TensorDictBase& params) {
+[[nodiscard]] ToModuleGuard to_module(const torch::nn::ModuleHolder<M>& module, const TensorDict& params) {
   return ToModuleGuard(*module.ptr(), params);
 }
 
@@ -71,10 +71,10 @@ template <class M>
 // from_modules), swaps params[i] into `module`, runs it on a shallow copy of
 // `input` and stacks the results along a new dim 0 (batch [M, *input.batch]).
 // Gradients land in `module`'s parameters (see ToModuleGuard).
-TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDictBase& params, const TensorDictBase& input);
+TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input);
 template <class M>
-TensorDict ensemble_forward(const torch::nn::ModuleHolder<M>& module, const TensorDictBase& params,
-                            const TensorDictBase& input) {
+TensorDict ensemble_forward(const torch::nn::ModuleHolder<M>& module, const TensorDict& params,
+                            const TensorDict& input) {
   return ensemble_forward(*module.ptr(), params, input);
 }
 

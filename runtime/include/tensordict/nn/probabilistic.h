@@ -82,11 +82,11 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   using TensorDictModuleBase::run;
   // requires_sample false: the value is already at out_keys[0]; only the
   // log-probability is written (when asked for).
-  TensorDictBase run(const TensorDictBase& td, const std::optional<TensorDictBase>& out, bool requires_sample);
+  TensorDict run(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
   std::string_view type_name() const override { return "ProbabilisticTensorDictModule"; }
   std::string repr() const override;
 
-  std::shared_ptr<Distribution> get_dist(const TensorDictBase& td) const;
+  std::shared_ptr<Distribution> get_dist(const TensorDict& td) const;
   const ProbabilisticOptions& options() const { return options_; }
   const DistributionKeys& dist_keys() const { return dist_keys_; }
   InteractionType default_interaction_type() const { return options_.default_interaction_type(); }
@@ -96,11 +96,11 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   at::Tensor dist_sample(const Distribution& dist, std::optional<InteractionType> type) const;
 
  protected:
-  TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+  TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
 
  private:
   // Writes the value (and log-probability) into `out`, else into `td`.
-  TensorDictBase sample_into(const TensorDictBase& td, const std::optional<TensorDictBase>& out, bool requires_sample);
+  TensorDict sample_into(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
 
   DistributionKeys dist_keys_;
   ProbabilisticOptions options_;
@@ -136,16 +136,16 @@ class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
 
   // Runs every module but the last (the distribution's parameters); with
   // `out`, on a shallow copy of `td`, writing only their out_keys into `out`.
-  TensorDictBase get_dist_params(const TensorDictBase& td, const std::optional<TensorDictBase>& out = std::nullopt);
-  std::shared_ptr<Distribution> get_dist(const TensorDictBase& td);
-  std::shared_ptr<Distribution> build_dist_from_params(const TensorDictBase& td) const;
+  TensorDict get_dist_params(const TensorDict& td, const std::optional<TensorDict>& out = std::nullopt);
+  std::shared_ptr<Distribution> get_dist(const TensorDict& td);
+  std::shared_ptr<Distribution> build_dist_from_params(const TensorDict& td) const;
   ProbabilisticTensorDictModuleImpl& last() const { return *last_; }
 
  protected:
   ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
                                         bool partial_tolerant, const Keys& selected_out_keys, Inplace inplace);
 
-  TensorDictBase execute(const TensorDictBase& td) override;
+  TensorDict execute(const TensorDict& td) override;
   void check_modules(const std::vector<ModulePtr>& modules) const override;
   void modules_changed() override;
   std::shared_ptr<TensorDictSequentialImpl> make_like(std::vector<ModulePtr> modules,
@@ -153,7 +153,7 @@ class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
 
  private:
   // Runs the modules before the last on `td`.
-  TensorDictBase run_det(const TensorDictBase& td);
+  TensorDict run_det(const TensorDict& td);
 
   std::shared_ptr<ProbabilisticTensorDictModuleImpl> last_;
   // The out_keys of the modules before the last.

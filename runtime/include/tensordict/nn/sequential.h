@@ -97,13 +97,13 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
 
   // With an output tensordict the chain runs on a shallow copy, so the input
   // keeps its keys, and only out_keys() reach `out` (sequence.py:625-657).
-  TensorDictBase run_impl(const TensorDictBase& td, const std::optional<TensorDictBase>& out) override;
+  TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
   // output_for(td, inplace) unless inplace is None.
-  std::optional<TensorDictBase> inplace_output(const TensorDictBase& td) const override;
+  std::optional<TensorDict> inplace_output(const TensorDict& td) const override;
   // Runs the chain on `td`, writing into it.
-  virtual TensorDictBase execute(const TensorDictBase& td);
+  virtual TensorDict execute(const TensorDict& td);
   // Runs one module unless partial tolerance skips it.
-  TensorDictBase run_module(TensorDictModuleBase& module, const TensorDictBase& td) const;
+  TensorDict run_module(TensorDictModuleBase& module, const TensorDict& td) const;
   // tensordict's sequence rule: std::invalid_argument("All keys in
   // selected_out_keys must be in out_keys.").
   void check_selection(const Keys& keys) const override;

@@ -1,10 +1,7 @@
-#include "tensordict/dense.h"
-#include "tensordict/errors.h"
-
-#include <stdexcept>
+// The dense kind's constructors: a TensorDict that owns its entries.
+#include "tensordict/base.h"
 
 #include "kinds/dense/dense_impl.h"
-#include "core/exact_cast.h"
 
 namespace tensordict {
 
@@ -17,14 +14,5 @@ TensorDict::TensorDict(std::vector<Entry> entries, at::IntArrayRef batch_size, s
   static_cast<detail::DenseImpl&>(*impl_).reserve(entries.size());
   for (auto& [key, value] : entries) set(key, std::move(value));
 }
-
-TensorDict::TensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  if (!detail::exact_cast<detail::DenseImpl>(impl_.get())) {
-    throw TypeError(std::string("a ") + std::string(td.type_name()) +
-                    " is not a dense TensorDict; use contiguous() or to_tensordict() to make one");
-  }
-}
-
-TensorDict::TensorDict(std::shared_ptr<TensorDictImpl> impl) : TensorDictBase(std::move(impl)) {}
 
 }  // namespace tensordict

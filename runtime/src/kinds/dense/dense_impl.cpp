@@ -103,7 +103,7 @@ void DenseImpl::for_each(c10::function_ref<void(const std::string&, const Value&
   for (std::size_t i = 0; i < values_.size(); ++i) fn(keys[i], values_[i]);
 }
 
-void DenseImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+void DenseImpl::for_each_child(c10::function_ref<void(const TensorDict&)> fn) const {
   for (const Value& value : values_) {
     if (value.is_tensordict()) fn(value.tensordict());
   }
@@ -155,7 +155,7 @@ bool DenseImpl::erase(const std::string& key) {
 
 void DenseImpl::rename(const std::string& from, const std::string& to) {
   const std::size_t slot = keys_->find(from);
-  if (slot == KeyTable::npos) throw std::logic_error("rename of a missing key");
+  if (slot == KeyTable::npos) throw KeyError("rename of a missing key");
   own_keys().rename(slot, to);
 }
 

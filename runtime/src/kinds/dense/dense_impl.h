@@ -47,7 +47,8 @@ class DenseImpl final : public TensorDictImpl {
   DenseImpl(std::shared_ptr<const KeyTable> keys, std::vector<Value> values, std::vector<int64_t> batch_size,
             std::optional<at::Device> device, Names names);
 
-  std::string_view type_name() const override { return "TensorDict"; }
+  static constexpr Kind kKind = Kind::Dense;
+  Kind kind() const override { return kKind; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
   std::optional<at::Device> device() const override { return device_; }
   // Its own lock (no lock source to ask): every set() checks it.
@@ -59,7 +60,7 @@ class DenseImpl final : public TensorDictImpl {
   void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
   // Straight over the values (the default looks every child up by key): the
   // cycle check of every nested set() and the lock walks run it.
-  void for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const override;
+  void for_each_child(c10::function_ref<void(const TensorDict&)> fn) const override;
   std::optional<Value> find(const std::string& key) const override;
   void insert(const std::string& key, Value value) override;
   bool erase(const std::string& key) override;

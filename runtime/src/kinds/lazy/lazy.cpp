@@ -16,7 +16,7 @@ namespace tensordict {
 
 namespace {
 
-const detail::LazyStackedImpl& lazy_of(const TensorDictBase& td) {
+const detail::LazyStackedImpl& lazy_of(const TensorDict& td) {
   return static_cast<const detail::LazyStackedImpl&>(*td.impl());
 }
 
@@ -55,20 +55,18 @@ std::optional<std::vector<TensorIndex>> per_dim(at::ArrayRef<TensorIndex> index,
 
 }  // namespace
 
-LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDictBase> tensordicts, int64_t stack_dim,
+LazyStackedTensorDict::LazyStackedTensorDict(std::vector<TensorDict> tensordicts, int64_t stack_dim,
                                              std::optional<std::vector<int64_t>> batch_size, std::optional<at::Device> device)
-    : TensorDictBase(std::make_shared<detail::LazyStackedImpl>(std::move(tensordicts), stack_dim, std::nullopt,
+    : TensorDict(std::make_shared<detail::LazyStackedImpl>(std::move(tensordicts), stack_dim, std::nullopt,
                                                                std::move(batch_size), device)) {}
 
-LazyStackedTensorDict::LazyStackedTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  if (!detail::as_lazy(*impl_)) {
-    throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a LazyStackedTensorDict");
-  }
+LazyStackedTensorDict::LazyStackedTensorDict(const TensorDict& td) : TensorDict(td.impl()) {
+  require_kind(Kind::LazyStack);
 }
 
 int64_t LazyStackedTensorDict::stack_dim() const { return lazy_of(*this).stack_dim(); }
 
-const std::vector<TensorDictBase>& LazyStackedTensorDict::tensordicts() const { return lazy_of(*this).members(); }
+const std::vector<TensorDict>& LazyStackedTensorDict::tensordicts() const { return lazy_of(*this).members(); }
 
 std::vector<std::vector<std::string>> LazyStackedTensorDict::exclusive_keys() const {
   const auto common = lazy_of(*this).common_keys();
@@ -83,9 +81,9 @@ std::vector<std::vector<std::string>> LazyStackedTensorDict::exclusive_keys() co
   return out;
 }
 
-bool LazyStackedTensorDict::contains(const TensorDictBase& td) const {
+bool LazyStackedTensorDict::contains(const TensorDict& td) const {
   const auto& members = tensordicts();
-  return std::any_of(members.begin(), members.end(), [&](const TensorDictBase& m) { return m.impl() == td.impl(); });
+  return std::any_of(members.begin(), members.end(), [&](const TensorDict& m) { return m.impl() == td.impl(); });
 }
 
 std::vector<at::Tensor> LazyStackedTensorDict::get_list(const NestedKey& key) const {
@@ -97,7 +95,7 @@ std::vector<at::Tensor> LazyStackedTensorDict::get_list(const NestedKey& key) co
 namespace {
 // The tensor at `key` under `td`, a lazy stack met on the way padded rather
 // than stacked (members that are stacks of different shapes).
-at::Tensor padded_get(const TensorDictBase& td, const NestedKey& key, const at::Scalar& value) {
+at::Tensor padded_get(const TensorDict& td, const NestedKey& key, const at::Scalar& value) {
   if (detail::as_lazy(*td.impl())) return LazyStackedTensorDict(td).get_padded(key, value);
   if (!key.is_nested()) return td.get(key);
   const auto rest = key.path().subspan(1);
@@ -111,7 +109,7 @@ at::Tensor LazyStackedTensorDict::get_padded(const NestedKey& key, const at::Sca
   std::vector<int64_t> largest = parts.front().sizes().vec();
   for (const auto& p : parts) {
     if (p.dim() != static_cast<int64_t>(largest.size())) {
-      throw std::runtime_error(fmt::format("get_padded: key {} has tensors of different numbers of dims ({} and {})", key.repr(),
+      throw RuntimeError(fmt::format("get_padded: key {} has tensors of different numbers of dims ({} and {})", key.repr(),
                                            largest.size(), p.dim()));
     }
     for (int64_t d = 0; d < p.dim(); ++d) largest[d] = std::max(largest[d], p.size(d));
@@ -127,12 +125,12 @@ at::Tensor LazyStackedTensorDict::get_padded(const NestedKey& key, const at::Sca
   return at::stack(parts, stack_dim());
 }
 
-void LazyStackedTensorDict::append(const TensorDictBase& td) {
+void LazyStackedTensorDict::append(const TensorDict& td) {
   check_unlocked();
   const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(static_cast<int64_t>(tensordicts().size()), td);
 }
 
-void LazyStackedTensorDict::insert(int64_t position, const TensorDictBase& td) {
+void LazyStackedTensorDict::insert(int64_t position, const TensorDict& td) {
   check_unlocked();
   const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(position, td);
 }
@@ -141,7 +139,7 @@ void LazyStackedTensorDict::insert(int64_t position, const TensorDictBase& td) {
 
 namespace detail {
 
-TensorDictBase LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
+TensorDict LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
   const int64_t sd = stack_dim_;
   const auto n = static_cast<int64_t>(members_.size());
   const auto dims = per_dim(index, static_cast<int64_t>(batch_size_.size()));
@@ -180,40 +178,40 @@ TensorDictBase LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
   // The stack dim's place in the result: the dims before it that survive.
   int64_t new_sd = 0;
   for (int64_t d = 0; d < sd; ++d) new_sd += others[d].is_integer() ? 0 : 1;
-  std::vector<TensorDictBase> results;
+  std::vector<TensorDict> results;
   for (int64_t i : chosen) {
-    const TensorDictBase& m = members_[i];
+    const TensorDict& m = members_[i];
     results.push_back(others_trivial ? m : m.index(others));
   }
   if (single) return results.front();
   (void)resolved;
-  return TensorDictBase(restack(std::move(results), new_sd));
+  return TensorDict(restack(std::move(results), new_sd));
 }
 
-std::vector<TensorDictBase> LazyStackedImpl::unbind(int64_t dim) const {
+std::vector<TensorDict> LazyStackedImpl::unbind(int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind");
   if (d == stack_dim_) return members_;
   if (members_.empty()) return TensorDictImpl::unbind(dim);
   // Across the stack dim: each member unbound, the slices stacked lazily.
-  std::vector<std::vector<TensorDictBase>> slices(static_cast<std::size_t>(batch_size_[d]));
+  std::vector<std::vector<TensorDict>> slices(static_cast<std::size_t>(batch_size_[d]));
   for (const auto& m : members_) {
     auto parts = m.unbind(d < stack_dim_ ? d : d - 1);
     for (std::size_t k = 0; k < parts.size(); ++k) slices[k].push_back(std::move(parts[k]));
   }
-  std::vector<TensorDictBase> out;
+  std::vector<TensorDict> out;
   out.reserve(slices.size());
   for (auto& s : slices) out.emplace_back(restack(std::move(s), d < stack_dim_ ? stack_dim_ - 1 : stack_dim_));
   return out;
 }
 
-std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const {
-  std::vector<TensorDictBase> out;
+std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDict(const TensorDict&)> fn) const {
+  std::vector<TensorDict> out;
   out.reserve(members_.size());
   for (const auto& m : members_) out.push_back(fn(m));
   return restack(std::move(out), stack_dim_);
 }
 
-std::shared_ptr<LazyStackedImpl> LazyStackedImpl::restack(std::vector<TensorDictBase> members, int64_t stack_dim) const {
+std::shared_ptr<LazyStackedImpl> LazyStackedImpl::restack(std::vector<TensorDict> members, int64_t stack_dim) const {
   // No member left: the result describes the same members to come.
   auto member_batch = members.empty() ? std::optional<std::vector<int64_t>>(member_batch_) : std::nullopt;
   return std::make_shared<LazyStackedImpl>(std::move(members), stack_dim, stack_dim_name_, std::move(member_batch), device());
@@ -221,14 +219,14 @@ std::shared_ptr<LazyStackedImpl> LazyStackedImpl::restack(std::vector<TensorDict
 
 }  // namespace detail
 
-LazyStackedTensorDict TensorDictBase::to_lazystack(int64_t dim) const {
-  std::vector<TensorDictBase> parts;
+LazyStackedTensorDict TensorDict::to_lazystack(int64_t dim) const {
+  std::vector<TensorDict> parts;
   for (auto& part : unbind(dim)) parts.emplace_back(std::move(part));
   return LazyStackedTensorDict(std::move(parts), wrap_batch_dim(dim, batch_dims(), "to_lazystack"));
 }
 
-LazyStackedTensorDict lazy_stack(const std::vector<TensorDictBase>& tds, int64_t dim) {
-  if (tds.empty()) throw std::runtime_error("lazy_stack: items cannot be empty");
+LazyStackedTensorDict lazy_stack(const std::vector<TensorDict>& tds, int64_t dim) {
+  if (tds.empty()) throw RuntimeError("lazy_stack: items cannot be empty");
   return LazyStackedTensorDict(tds, dim);
 }
 

@@ -7,25 +7,25 @@
 
 #include "core/format.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 #include "core/value_kind.h"
 
 namespace tensordict::detail {
 
-LazyStackedImpl::LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
+LazyStackedImpl::LazyStackedImpl(std::vector<TensorDict> members, int64_t stack_dim,
                                  std::optional<std::string> stack_dim_name, std::optional<std::vector<int64_t>> member_batch,
                                  std::optional<at::Device> device)
     : members_(std::move(members)), stack_dim_(stack_dim), stack_dim_name_(std::move(stack_dim_name)), empty_device_(device) {
   member_batch_ = members_.empty() ? member_batch.value_or(std::vector<int64_t>{}) : members_.front().batch_size().vec();
   if (!members_.empty() && member_batch && *member_batch != member_batch_) {
-    throw std::runtime_error(fmt::format("LazyStackedTensorDict: batch_size {} differs from the members' batch size {}",
+    throw RuntimeError(fmt::format("LazyStackedTensorDict: batch_size {} differs from the members' batch size {}",
                                          shape_string(*member_batch), shape_string(member_batch_)));
   }
   for (std::size_t i = 1; i < members_.size(); ++i) {
     if (members_[i].batch_size() != member_batch_) {
-      throw std::runtime_error(fmt::format("lazy_stack: tensordict {} has batch size {} but tensordict 0 has {}; the members of a lazy stack share a batch size",
+      throw RuntimeError(fmt::format("lazy_stack: tensordict {} has batch size {} but tensordict 0 has {}; the members of a lazy stack share a batch size",
                                            i, shape_string(members_[i].batch_size()), shape_string(member_batch_)));
     }
   }
@@ -40,17 +40,17 @@ void LazyStackedImpl::refresh_meta() {
   // when asked; here every op still runs). No member: no names.
   const Names unnamed(member_batch_.size());
   const Names& first = members_.empty() ? unnamed : members_.front().names();
-  const bool agree = std::all_of(members_.begin(), members_.end(), [&](const TensorDictBase& m) { return m.names() == first; });
+  const bool agree = std::all_of(members_.begin(), members_.end(), [&](const TensorDict& m) { return m.names() == first; });
   names_ = agree ? first : unnamed;
   const bool taken = stack_dim_name_ && std::find(names_.begin(), names_.end(), stack_dim_name_) != names_.end();
   names_.insert(names_.begin() + stack_dim_, taken ? std::nullopt : stack_dim_name_);
 }
 
-void LazyStackedImpl::add_member(int64_t position, const TensorDictBase& td) {
+void LazyStackedImpl::add_member(int64_t position, const TensorDict& td) {
   if (members_.empty()) {
     // The first member sets the batch size (tensordict's append to an empty stack).
     if (stack_dim_ > td.batch_dims()) {
-      throw std::runtime_error(fmt::format("cannot add a tensordict of batch size {} to an empty lazy stack along dim {}",
+      throw RuntimeError(fmt::format("cannot add a tensordict of batch size {} to an empty lazy stack along dim {}",
                                            shape_string(td.batch_size()), stack_dim_));
     }
     member_batch_ = td.batch_size().vec();
@@ -88,7 +88,7 @@ std::optional<at::Device> LazyStackedImpl::device() const {
 
 void LazyStackedImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) {
   if (batch_size != batch_size_ || device != this->device()) {
-    throw std::runtime_error(
+    throw RuntimeError(
         "a LazyStackedTensorDict takes its batch size and device from its members; change them on the members or on "
         "contiguous()");
   }
@@ -102,14 +102,14 @@ void LazyStackedImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at
 }
 
 bool LazyStackedImpl::is_locked() const {
-  return own_lock() || (!members_.empty() && std::all_of(members_.begin(), members_.end(), [](const TensorDictBase& m) { return m.is_locked(); }));
+  return own_lock() || (!members_.empty() && std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.is_locked(); }));
 }
 
 std::vector<std::string> LazyStackedImpl::common_keys() const {
   std::vector<std::string> keys;
   if (members_.empty()) return keys;
   members_.front().impl()->for_each_key([&](const std::string& key, EntryKind) {
-    const bool everywhere = std::all_of(members_.begin() + 1, members_.end(), [&](const TensorDictBase& m) {
+    const bool everywhere = std::all_of(members_.begin() + 1, members_.end(), [&](const TensorDict& m) {
       return m.impl()->find(key).has_value();
     });
     if (everywhere) keys.push_back(key);
@@ -150,13 +150,13 @@ std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
   const EntryKind kind = entry_kind_of(values.front());
   for (std::size_t i = 1; i < values.size(); ++i) {
     if (entry_kind_of(values[i]) != kind) {
-      throw std::runtime_error(fmt::format("LazyStackedTensorDict: key '{}' holds different kinds of entries in tensordicts 0 and {}", key, i));
+      throw RuntimeError(fmt::format("LazyStackedTensorDict: key '{}' holds different kinds of entries in tensordicts 0 and {}", key, i));
     }
   }
   if (kind == EntryKind::TensorDict) {
-    std::vector<TensorDictBase> nested;
+    std::vector<TensorDict> nested;
     for (const auto& v : values) nested.push_back(v.tensordict());
-    return Value(TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(nested), stack_dim_, stack_dim_name_)));
+    return Value(TensorDict(std::make_shared<LazyStackedImpl>(std::move(nested), stack_dim_, stack_dim_name_)));
   }
   if (kind == EntryKind::NonTensor) {
     std::vector<NonTensorData> items;
@@ -171,7 +171,7 @@ std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
   for (const auto& v : values) tensors.push_back(v.tensor());
   for (std::size_t i = 1; i < tensors.size(); ++i) {
     if (tensors[i].sizes() != tensors.front().sizes()) {
-      throw std::runtime_error(fmt::format("LazyStackedTensorDict: cannot stack key '{}': tensordict 0 holds shape {} but tensordict {} holds {}; use get_list() or get_padded() for entries of different shapes",
+      throw RuntimeError(fmt::format("LazyStackedTensorDict: cannot stack key '{}': tensordict 0 holds shape {} but tensordict {} holds {}; use get_list() or get_padded() for entries of different shapes",
                                            key, shape_string(tensors.front().sizes()), i, shape_string(tensors[i].sizes())));
     }
   }
@@ -194,7 +194,7 @@ TensorMeta LazyStackedImpl::tensor_meta(const std::string& key) const {
   return meta;
 }
 
-void LazyStackedImpl::for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const {
+void LazyStackedImpl::for_each_child(c10::function_ref<void(const TensorDict&)> fn) const {
   for (const auto& m : members_) fn(m);
 }
 
@@ -202,14 +202,14 @@ void LazyStackedImpl::insert(const std::string& key, Value value) {
   const auto n = static_cast<int64_t>(members_.size());
   if (value.is_tensor()) {
     const auto parts = value.tensor().unbind(stack_dim_);
-    for (int64_t i = 0; i < n; ++i) TensorDictBase(members_[i]).set(key, parts[i]);
+    for (int64_t i = 0; i < n; ++i) TensorDict(members_[i]).set(key, parts[i]);
   } else if (value.is_tensordict()) {
     const auto parts = value.tensordict().unbind(stack_dim_);
-    for (int64_t i = 0; i < n; ++i) TensorDictBase(members_[i]).set(key, parts[i]);
+    for (int64_t i = 0; i < n; ++i) TensorDict(members_[i]).set(key, parts[i]);
   } else {
     const NonTensorData& data = value.non_tensor();
     for (int64_t i = 0; i < n; ++i) {
-      TensorDictBase(members_[i]).set(key, data.is_stack() ? NonTensorData::from_ids(data.pool(), data.ids().select(stack_dim_, i)) : data);
+      TensorDict(members_[i]).set(key, data.is_stack() ? NonTensorData::from_ids(data.pool(), data.ids().select(stack_dim_, i)) : data);
     }
   }
 }
@@ -231,9 +231,9 @@ void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
   for (std::size_t i = 0; i < members_.size(); ++i) members_[i].impl()->assign(key, parts[i]);
 }
 
-std::vector<TensorDictBase> parts_for_members(const LazyStackedImpl& lazy, const TensorDictBase& other, const char* op) {
+std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op) {
   const int64_t dim = lazy.stack_dim();
-  std::vector<TensorDictBase> out;
+  std::vector<TensorDict> out;
   auto other_lazy = as_lazy(*other.impl());
   if (other_lazy && other_lazy->stack_dim() == dim) {
     out = other_lazy->members();

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/exact_cast.h"
+#include "core/kind_cast.h"
 #include "tensordict/base.h"
 
 namespace tensordict::detail {
@@ -14,12 +14,13 @@ class LazyStackedImpl final : public TensorDictImpl {
   // members', when they all agree). Without members, `member_batch` and
   // `device` describe the members to come (tensordict's empty
   // LazyStackedTensorDict); with members, `member_batch` must be theirs.
-  LazyStackedImpl(std::vector<TensorDictBase> members, int64_t stack_dim,
+  LazyStackedImpl(std::vector<TensorDict> members, int64_t stack_dim,
                   std::optional<std::string> stack_dim_name = std::nullopt,
                   std::optional<std::vector<int64_t>> member_batch = std::nullopt,
                   std::optional<at::Device> device = std::nullopt);
 
-  std::string_view type_name() const override { return "LazyStackedTensorDict"; }
+  static constexpr Kind kKind = Kind::LazyStack;
+  Kind kind() const override { return kKind; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
   std::optional<at::Device> device() const override;
   const Names& names() const override { return names_; }
@@ -30,7 +31,7 @@ class LazyStackedImpl final : public TensorDictImpl {
   void for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const override;
   std::optional<Value> find(const std::string& key) const override;
   TensorMeta tensor_meta(const std::string& key) const override;
-  void for_each_child(c10::function_ref<void(const TensorDictBase&)> fn) const override;
+  void for_each_child(c10::function_ref<void(const TensorDict&)> fn) const override;
   void insert(const std::string& key, Value value) override;
   bool erase(const std::string& key) override;
   void rename(const std::string& from, const std::string& to) override;
@@ -43,29 +44,29 @@ class LazyStackedImpl final : public TensorDictImpl {
   bool has_key(const std::string& key) const override { return entry_kind(key).has_value(); }
   // Along the stack dim: the selected members (an int: the member itself);
   // across other dims: each member indexed, still stacked lazily.
-  TensorDictBase index(at::ArrayRef<TensorIndex> index) const override;
+  TensorDict index(at::ArrayRef<TensorIndex> index) const override;
   // Along the stack dim: the members themselves; across it, lazy stacks of
   // the members' slices.
-  std::vector<TensorDictBase> unbind(int64_t dim) const override;
+  std::vector<TensorDict> unbind(int64_t dim) const override;
   // clone, to, apply, detach: member by member, the result a lazy stack.
-  std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDictBase(const TensorDictBase&)> fn) const override;
+  std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDict(const TensorDict&)> fn) const override;
   // permute, squeeze, unsqueeze: member by member; expand: the members
   // expanded, stacked densely where they allow (tensordict's rules).
-  std::optional<TensorDictBase> reshape_parts(const BatchShapeOp& op) const override;
+  std::optional<TensorDict> reshape_parts(const BatchShapeOp& op) const override;
   // Along the stack dim: groups of members; along another: split members.
-  std::optional<std::vector<TensorDictBase>> split_parts(at::IntArrayRef sizes, int64_t dim) const override;
+  std::optional<std::vector<TensorDict>> split_parts(at::IntArrayRef sizes, int64_t dim) const override;
   // reshape, view, flatten, unflatten to `shape` (checked): the members
   // regrouped where the op flattens or unflattens dims, else nullopt.
-  std::optional<TensorDictBase> regroup(at::IntArrayRef shape) const;
+  std::optional<TensorDict> regroup(at::IntArrayRef shape) const;
   // A lazy stack of `members` along `stack_dim` that keeps this one's stack
   // dim name and device.
-  std::shared_ptr<LazyStackedImpl> restack(std::vector<TensorDictBase> members, int64_t stack_dim) const;
+  std::shared_ptr<LazyStackedImpl> restack(std::vector<TensorDict> members, int64_t stack_dim) const;
 
-  const std::vector<TensorDictBase>& members() const { return members_; }
+  const std::vector<TensorDict>& members() const { return members_; }
   int64_t stack_dim() const { return stack_dim_; }
   const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
   const std::vector<int64_t>& member_batch() const { return member_batch_; }
-  void add_member(int64_t position, const TensorDictBase& td);
+  void add_member(int64_t position, const TensorDict& td);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
 
@@ -74,7 +75,7 @@ class LazyStackedImpl final : public TensorDictImpl {
   // tensordict reads them), the stack dim inserted.
   void refresh_meta();
 
-  std::vector<TensorDictBase> members_;
+  std::vector<TensorDict> members_;
   int64_t stack_dim_;
   std::optional<std::string> stack_dim_name_;
   std::vector<int64_t> member_batch_;
@@ -85,15 +86,15 @@ class LazyStackedImpl final : public TensorDictImpl {
 
 // cat() of `tds` when one of them is a lazy stack: a lazy stack of every
 // member (along the stack dim) or of the members concatenated pairwise.
-TensorDictBase lazy_cat(const std::vector<TensorDictBase>& tds, int64_t dim);
+TensorDict lazy_cat(const std::vector<TensorDict>& tds, int64_t dim);
 
 // The lazy stack `impl` is, or null for another kind.
-inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return exact_cast<LazyStackedImpl>(&impl); }
+inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_cast<LazyStackedImpl>(&impl); }
 
 // `other` cut along `lazy`'s stack dim, one part per member, for ops that go
 // member by member: another lazy stack's own members when it stacks along
 // the same dim (no copy, whatever their shapes), otherwise other.unbind().
 // std::invalid_argument naming `op` when the counts differ.
-std::vector<TensorDictBase> parts_for_members(const LazyStackedImpl& lazy, const TensorDictBase& other, const char* op);
+std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op);
 
 }  // namespace tensordict::detail

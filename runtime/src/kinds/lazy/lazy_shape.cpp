@@ -15,25 +15,25 @@ namespace tensordict::detail {
 
 // tensordict's LazyStackedTensorDict shape ops (_lazy.py): each member gets
 // the op with the stack dim taken out, and the stack dim moves with the op.
-std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp& op) const {
+std::optional<TensorDict> LazyStackedImpl::reshape_parts(const BatchShapeOp& op) const {
   if (members_.empty()) return std::nullopt;  // nothing to run it on: the dense result
   const int64_t sd = stack_dim_;
   const auto n = static_cast<int64_t>(members_.size());
   // A batch dim other than the stack dim, as the members count it.
   auto member_dim = [&](int64_t d) { return d < sd ? d : d - 1; };
-  std::vector<TensorDictBase> out;
+  std::vector<TensorDict> out;
   out.reserve(members_.size());
   switch (op.kind) {
     case BatchShapeOp::Kind::Unsqueeze: {
       const int64_t d = op.dims.front();
       for (const auto& m : members_) out.push_back(m.unsqueeze(d <= sd ? d : d - 1));
-      return TensorDictBase(restack(std::move(out), d <= sd ? sd + 1 : sd));
+      return TensorDict(restack(std::move(out), d <= sd ? sd + 1 : sd));
     }
     case BatchShapeOp::Kind::Squeeze: {
       const int64_t d = op.dims.front();
       if (d == sd) return members_.front();  // a stack of one member
       for (const auto& m : members_) out.push_back(m.squeeze(member_dim(d)));
-      return TensorDictBase(restack(std::move(out), d < sd ? sd - 1 : sd));
+      return TensorDict(restack(std::move(out), d < sd ? sd - 1 : sd));
     }
     case BatchShapeOp::Kind::Permute: {
       const at::IntArrayRef order = op.dims;
@@ -43,7 +43,7 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
       }
       for (const auto& m : members_) out.push_back(m.permute(member_order));
       const auto new_sd = static_cast<int64_t>(std::find(order.begin(), order.end(), sd) - order.begin());
-      return TensorDictBase(restack(std::move(out), new_sd));
+      return TensorDict(restack(std::move(out), new_sd));
     }
     case BatchShapeOp::Kind::Reshape:
       return regroup(op.dims);
@@ -59,7 +59,7 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
       // The plan allows count != n only for one member, which is repeated.
       for (int64_t i = 0; i < count; ++i) out.push_back(members_[count == n ? i : 0].expand(member_shape));
       // tensordict stacks the expanded members densely where it can.
-      TensorDictBase result = maybe_dense_stack(out, new_sd);
+      TensorDict result = maybe_dense_stack(out, new_sd);
       Names names = names_;
       if (!as_lazy(*result.impl()) && any_named(names)) {
         names.insert(names.begin(), new_dims, std::nullopt);
@@ -75,7 +75,7 @@ std::optional<TensorDictBase> LazyStackedImpl::reshape_parts(const BatchShapeOp&
 // [i, j] unbinds them and stacks every piece lazily at i; unflattening dim i
 // chunks it and stacks the chunks lazily, dim after dim. Other shapes (and
 // empty dims) give nullopt: the dense result.
-std::optional<TensorDictBase> LazyStackedImpl::regroup(at::IntArrayRef shape) const {
+std::optional<TensorDict> LazyStackedImpl::regroup(at::IntArrayRef shape) const {
   const at::IntArrayRef batch = batch_size_;
   const std::size_t nb = batch.size(), ns = shape.size();
   if (std::find(batch.begin(), batch.end(), 0) != batch.end()) return std::nullopt;
@@ -86,24 +86,24 @@ std::optional<TensorDictBase> LazyStackedImpl::regroup(at::IntArrayRef shape) co
   while (trail < nb - lead && trail < ns - lead && batch[nb - 1 - trail] == shape[ns - 1 - trail]) ++trail;
   const std::size_t from = nb - lead - trail, to = ns - lead - trail;
   const auto i = static_cast<int64_t>(lead);
-  const TensorDictBase self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
-  std::optional<TensorDictBase> out;
+  const TensorDict self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
+  std::optional<TensorDict> out;
   if (from == 0 && to == 0) {
-    out = TensorDictBase(restack(members_, stack_dim_));  // the same shape
+    out = TensorDict(restack(members_, stack_dim_));  // the same shape
   } else if (from >= 1 && to == 1) {
-    std::vector<TensorDictBase> pieces{self};
+    std::vector<TensorDict> pieces{self};
     for (std::size_t k = 0; k < from; ++k) {
-      std::vector<TensorDictBase> next;
+      std::vector<TensorDict> next;
       for (const auto& p : pieces) {
         for (auto& q : p.unbind(i)) next.push_back(std::move(q));
       }
       pieces = std::move(next);
     }
-    out = TensorDictBase(std::make_shared<LazyStackedImpl>(std::move(pieces), i));
+    out = TensorDict(std::make_shared<LazyStackedImpl>(std::move(pieces), i));
   } else if (from == 1 && to > 1) {
-    TensorDictBase stacked = self;
+    TensorDict stacked = self;
     for (int64_t k = i; k < i + static_cast<int64_t>(to) - 1; ++k) {
-      stacked = TensorDictBase(std::make_shared<LazyStackedImpl>(stacked.chunk(shape[k], k), k));
+      stacked = TensorDict(std::make_shared<LazyStackedImpl>(stacked.chunk(shape[k], k), k));
     }
     out = std::move(stacked);
   } else {
@@ -115,9 +115,9 @@ std::optional<TensorDictBase> LazyStackedImpl::regroup(at::IntArrayRef shape) co
 
 // tensordict's LazyStackedTensorDict.split: along the stack dim, groups of
 // members; along another dim, each member split, the pieces stacked lazily.
-std::optional<std::vector<TensorDictBase>> LazyStackedImpl::split_parts(at::IntArrayRef sizes, int64_t dim) const {
+std::optional<std::vector<TensorDict>> LazyStackedImpl::split_parts(at::IntArrayRef sizes, int64_t dim) const {
   if (members_.empty()) return std::nullopt;
-  std::vector<std::vector<TensorDictBase>> groups(sizes.size());
+  std::vector<std::vector<TensorDict>> groups(sizes.size());
   if (dim == stack_dim_) {
     auto next = members_.begin();
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -130,21 +130,21 @@ std::optional<std::vector<TensorDictBase>> LazyStackedImpl::split_parts(at::IntA
       for (std::size_t i = 0; i < pieces.size(); ++i) groups[i].push_back(std::move(pieces[i]));
     }
   }
-  std::vector<TensorDictBase> out;
+  std::vector<TensorDict> out;
   out.reserve(groups.size());
   for (auto& group : groups) out.emplace_back(restack(std::move(group), stack_dim_));
   return out;
 }
 
 // torch.cat with a lazy stack among `tds` (tensordict's _lazy_cat).
-TensorDictBase lazy_cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
+TensorDict lazy_cat(const std::vector<TensorDict>& tds, int64_t dim) {
   const LazyStackedImpl* first = nullptr;
   for (const auto& td : tds) {
     const LazyStackedImpl* lazy = as_lazy(*td.impl());
     if (!lazy) continue;
     if (!first) first = lazy;
     if (lazy->stack_dim() != first->stack_dim()) {
-      throw std::runtime_error(fmt::format("cat: lazy stacks must have the same stack dim, got {} and {}", first->stack_dim(),
+      throw RuntimeError(fmt::format("cat: lazy stacks must have the same stack dim, got {} and {}", first->stack_dim(),
                                            lazy->stack_dim()));
     }
   }
@@ -158,28 +158,28 @@ TensorDictBase lazy_cat(const std::vector<TensorDictBase>& tds, int64_t dim) {
   }
   // Every input cut along the stack dim (a dense one is unbound); tensordict
   // counts the parts before it compares the batch sizes.
-  std::vector<std::vector<TensorDictBase>> parts;
+  std::vector<std::vector<TensorDict>> parts;
   for (const auto& td : tds) {
     const LazyStackedImpl* lazy = as_lazy(*td.impl());
     parts.push_back(lazy ? lazy->members() : td.unbind(sd));
     if (d != sd && parts.back().size() != parts.front().size()) {
-      throw std::runtime_error(fmt::format(
+      throw RuntimeError(fmt::format(
           "cat: lazy stacks along a dim other than their stack dim need the same number of stacked tensordicts, got {} and {}",
           parts.front().size(), parts.back().size()));
     }
   }
   check_batches();
-  std::vector<TensorDictBase> members;
+  std::vector<TensorDict> members;
   if (d == sd) {
     for (auto& p : parts) members.insert(members.end(), p.begin(), p.end());
   } else {
     for (std::size_t i = 0; i < parts.front().size(); ++i) {
-      std::vector<TensorDictBase> row;
+      std::vector<TensorDict> row;
       for (const auto& p : parts) row.push_back(p[i]);
       members.push_back(tensordict::cat(row, d < sd ? d : d - 1));
     }
   }
-  return TensorDictBase(first->restack(std::move(members), sd));
+  return TensorDict(first->restack(std::move(members), sd));
 }
 
 }  // namespace tensordict::detail

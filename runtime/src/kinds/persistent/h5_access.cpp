@@ -18,7 +18,7 @@ void quiet_hdf5() {
 }
 
 hid_t H5File::id(const std::string& what) const {
-  if (!file.valid()) throw std::runtime_error(fmt::format("the h5 file {} is closed (accessing {})", path, what));
+  if (!file.valid()) throw RuntimeError(fmt::format("the h5 file {} is closed (accessing {})", path, what));
   return file.get();
 }
 
@@ -26,10 +26,10 @@ void require_regular_file(const std::string& path, const std::string& mode) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return;  // the mode decides whether a missing file is created
-    throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': {}", path, mode, std::strerror(errno)));
+    throw RuntimeError(fmt::format("cannot open h5 file {} in mode '{}': {}", path, mode, std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
-    throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': not a regular file", path, mode));
+    throw RuntimeError(fmt::format("cannot open h5 file {} in mode '{}': not a regular file", path, mode));
   }
 }
 

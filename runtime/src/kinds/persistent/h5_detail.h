@@ -12,6 +12,7 @@
 
 #include "tensordict/base.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/persistent.h"
 
 namespace tensordict::detail::h5 {
 
@@ -83,7 +84,8 @@ class PersistentImpl final : public TensorDictImpl {
  public:
   PersistentImpl(std::shared_ptr<H5File> file, std::string group, std::vector<int64_t> batch_size);
 
-  std::string_view type_name() const override { return "PersistentTensorDict"; }
+  static constexpr Kind kKind = Kind::Persistent;
+  Kind kind() const override { return kKind; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
   std::optional<at::Device> device() const override { return device_; }
   const Names& names() const override { return names_; }
@@ -131,7 +133,7 @@ class PersistentImpl final : public TensorDictImpl {
   // td[index] reading only the selected hyperslab of every dataset (ints and
   // slices with positive steps over leading dims; other indices read the
   // datasets whole, then index): a dense TensorDict.
-  TensorDictBase index(at::ArrayRef<TensorIndex> index) const override;
+  TensorDict index(at::ArrayRef<TensorIndex> index) const override;
   at::Tensor read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index) const override;
   void assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
                  const at::Tensor& value) override;
@@ -166,5 +168,10 @@ bool is_slab_index(const std::vector<TensorIndex>& index);
 
 // Checks that `key` can name an HDF5 link.
 void check_link_name(const std::string& key, const std::string& where);
+
+// A PersistentTensorDict's impl (its constructors check the kind).
+inline PersistentImpl& persistent_impl(const PersistentTensorDict& td) {
+  return static_cast<PersistentImpl&>(*td.impl());
+}
 
 }  // namespace tensordict::detail::h5

@@ -30,7 +30,7 @@ std::vector<int64_t> space_dims(hid_t space, const std::string& where) {
   // A NULL dataspace holds no element at all (not even a scalar's): there is
   // nothing to read, and reading it as a scalar would return uninitialised memory.
   if (H5Sget_simple_extent_type(space) == H5S_NULL) {
-    throw std::runtime_error(fmt::format("{} has a NULL dataspace (no data); only simple and scalar datasets are read", where));
+    throw RuntimeError(fmt::format("{} has a NULL dataspace (no data); only simple and scalar datasets are read", where));
   }
   const int rank = H5Sget_simple_extent_ndims(space);
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
@@ -47,7 +47,7 @@ std::vector<std::string> read_strings(hid_t dset, hid_t ftype, hid_t space, hid_
     H5Tset_cset(mem.get(), H5Tget_cset(ftype));
     std::vector<char*> ptrs(count, nullptr);
     if (H5Dread(dset, mem.get(), memspace, space, H5P_DEFAULT, ptrs.data()) < 0) {
-      throw std::runtime_error(fmt::format("cannot read the strings of {}", where));
+      throw RuntimeError(fmt::format("cannot read the strings of {}", where));
     }
     for (std::size_t i = 0; i < count; ++i) out[i] = ptrs[i] ? ptrs[i] : "";
     // Each string was allocated by HDF5 for us. (H5Dvlen_reclaim needs a
@@ -61,7 +61,7 @@ std::vector<std::string> read_strings(hid_t dset, hid_t ftype, hid_t space, hid_
     H5Tset_strpad(mem.get(), H5T_STR_NULLPAD);
     std::vector<char> buf(n * count);
     if (H5Dread(dset, mem.get(), memspace, space, H5P_DEFAULT, buf.data()) < 0) {
-      throw std::runtime_error(fmt::format("cannot read the strings of {}", where));
+      throw RuntimeError(fmt::format("cannot read the strings of {}", where));
     }
     for (std::size_t i = 0; i < count; ++i) {
       std::string s(buf.data() + i * n, n);
@@ -152,7 +152,7 @@ void PersistentImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at:
 
 std::vector<std::string> PersistentImpl::link_names() const {
   Hid group(H5Gopen2(fid(), group_.c_str(), H5P_DEFAULT), H5Gclose);
-  if (!group.valid()) throw std::runtime_error(fmt::format("{}: cannot open group {}", file_->path, group_));
+  if (!group.valid()) throw RuntimeError(fmt::format("{}: cannot open group {}", file_->path, group_));
   std::vector<std::string> names;
   H5Literate(
       group.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
@@ -175,16 +175,16 @@ H5O_info_t object_info(const H5File& file, const std::string& path) {
   H5L_info_t link{};
   if (H5Lget_info(file.id(path), path.c_str(), &link, file.lapl.get()) >= 0) {  // the root "/" has no link
     if (link.type == H5L_TYPE_EXTERNAL) {
-      throw std::runtime_error(fmt::format(
+      throw RuntimeError(fmt::format(
           "{}: {} is an external link to another file; links out of the file are not followed", file.path, path));
     }
     if (link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT) {
-      throw std::runtime_error(fmt::format("{}: {} is a user-defined link, which is not followed", file.path, path));
+      throw RuntimeError(fmt::format("{}: {} is a user-defined link, which is not followed", file.path, path));
     }
   }
   H5O_info_t info;
   if (H5Oget_info_by_name(file.id(path), path.c_str(), &info, file.lapl.get()) < 0) {
-    throw std::runtime_error(fmt::format("{}: cannot inspect {} (a dangling soft link, or one through an external link?)",
+    throw RuntimeError(fmt::format("{}: cannot inspect {} (a dangling soft link, or one through an external link?)",
                                          file.path, path));
   }
   return info;
@@ -195,14 +195,14 @@ H5O_info_t object_info(const H5File& file, const std::string& path) {
 bool PersistentImpl::is_group(const std::string& key) const {
   const H5O_info_t info = object_info(*file_, path_of(key));
   if (info.type != H5O_TYPE_GROUP && info.type != H5O_TYPE_DATASET) {
-    throw std::runtime_error(fmt::format("{}: {} is neither a group nor a dataset", file_->path, path_of(key)));
+    throw RuntimeError(fmt::format("{}: {} is neither a group nor a dataset", file_->path, path_of(key)));
   }
   return info.type == H5O_TYPE_GROUP;
 }
 
 std::vector<int64_t> PersistentImpl::dataset_shape(const std::string& key, bool* is_string) const {
   Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dset.valid()) throw std::runtime_error(fmt::format("{}: cannot open dataset {}", file_->path, path_of(key)));
+  if (!dset.valid()) throw RuntimeError(fmt::format("{}: cannot open dataset {}", file_->path, path_of(key)));
   Hid type(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   *is_string = H5Tget_class(type.get()) == H5T_STRING;
@@ -215,11 +215,11 @@ std::shared_ptr<PersistentImpl> PersistentImpl::child(const std::string& key) co
   if (ancestry_.empty()) ancestry_.push_back(object_info(*file_, group_).addr);
   const haddr_t addr = object_info(*file_, path_of(key)).addr;
   if (std::find(ancestry_.begin(), ancestry_.end(), addr) != ancestry_.end()) {
-    throw std::runtime_error(fmt::format("{}: the group {} is one of its own ancestors (a hard-link cycle)", file_->path,
+    throw RuntimeError(fmt::format("{}: the group {} is one of its own ancestors (a hard-link cycle)", file_->path,
                                          path_of(key)));
   }
   if (ancestry_.size() > kMaxNestingDepth) {
-    throw std::runtime_error(fmt::format("{}: the group {} is nested more than {} levels deep", file_->path,
+    throw RuntimeError(fmt::format("{}: the group {} is nested more than {} levels deep", file_->path,
                                          path_of(key), kMaxNestingDepth));
   }
   auto nested = std::make_shared<PersistentImpl>(file_, path_of(key), batch_size_);
@@ -234,7 +234,7 @@ std::shared_ptr<PersistentImpl> PersistentImpl::child(const std::string& key) co
 Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex>* index) const {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
   Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dset.valid()) throw std::runtime_error(fmt::format("cannot open dataset {}", where));
+  if (!dset.valid()) throw RuntimeError(fmt::format("cannot open dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   const auto dims = space_dims(space.get(), where);
@@ -263,7 +263,7 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   }
   at::Tensor out = at::empty(shape, at::TensorOptions().dtype(rt.dtype));
   if (numel > 0 && H5Dread(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, out.data_ptr()) < 0) {
-    throw std::runtime_error(fmt::format("cannot read dataset {}", where));
+    throw RuntimeError(fmt::format("cannot read dataset {}", where));
   }
   if (device_ && !device_->is_cpu()) out = out.to(*device_);
   return Value(out);
@@ -276,7 +276,7 @@ bool PersistentImpl::has_key(const std::string& key) const {
 
 std::optional<Value> PersistentImpl::find(const std::string& key) const {
   if (!has_key(key)) return std::nullopt;
-  if (is_group(key)) return Value(TensorDictBase(child(key)));
+  if (is_group(key)) return Value(TensorDict(child(key)));
   Value value = read(key, nullptr);
   // The file may have changed since the batch size was set (another writer):
   // a leaf that no longer starts with it must not get in.
@@ -284,7 +284,7 @@ std::optional<Value> PersistentImpl::find(const std::string& key) const {
                      : value.non_tensor().is_stack() ? value.non_tensor().ids().sizes()
                                                      : at::IntArrayRef(batch_size_);
   if (!starts_with(shape, batch_size_)) {
-    throw std::runtime_error(fmt::format("{}: dataset {} has shape {}, which does not start with its group's batch size {}",
+    throw RuntimeError(fmt::format("{}: dataset {} has shape {}, which does not start with its group's batch size {}",
                                          file_->path, path_of(key), shape_string(shape), shape_string(batch_size_)));
   }
   return value;
@@ -310,7 +310,7 @@ void PersistentImpl::for_each_key(c10::function_ref<void(const std::string&, Ent
 TensorMeta PersistentImpl::tensor_meta(const std::string& key) const {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
   Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dset.valid()) throw std::runtime_error(fmt::format("cannot open dataset {}", where));
+  if (!dset.valid()) throw RuntimeError(fmt::format("cannot open dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   const at::Device device = device_.value_or(at::kCPU);
@@ -355,7 +355,7 @@ void PersistentImpl::apply_batch_size(std::vector<int64_t> batch_size) {
       bool is_string = false;
       auto shape = dataset_shape(key, &is_string);
       if ((!is_string || !shape.empty()) && !starts_with(shape, batch_size)) {
-        throw std::runtime_error(fmt::format("{}: batch size {} does not match dataset {} of shape {}", file_->path,
+        throw RuntimeError(fmt::format("{}: batch size {} does not match dataset {} of shape {}", file_->path,
                                              shape_string(batch_size), path_of(key), shape_string(shape)));
       }
     }
@@ -370,22 +370,12 @@ using detail::h5::H5File;
 using detail::h5::Hid;
 using detail::h5::PersistentImpl;
 
-namespace {
-
-PersistentImpl& persistent_impl(const TensorDictBase& td) {
-  auto* impl = dynamic_cast<PersistentImpl*>(td.impl().get());
-  if (!impl) {
-    throw TypeError(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
-  }
-  return *impl;
+PersistentTensorDict::PersistentTensorDict(std::shared_ptr<TensorDictImpl> impl) : TensorDict(std::move(impl)) {
+  require_kind(Kind::Persistent);
 }
 
-}  // namespace
-
-PersistentTensorDict::PersistentTensorDict(std::shared_ptr<TensorDictImpl> impl) : TensorDictBase(std::move(impl)) {}
-
-PersistentTensorDict::PersistentTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  persistent_impl(td);
+PersistentTensorDict::PersistentTensorDict(const TensorDict& td) : TensorDict(td.impl()) {
+  require_kind(Kind::Persistent);
 }
 
 PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, const std::string& mode,
@@ -400,12 +390,12 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   hid_t id = H5I_INVALID_HID;
   errno = 0;
   if (mode == "r" || mode == "r+") {
-    if (!exists) throw std::runtime_error(fmt::format("cannot open h5 file {}: it does not exist", path));
+    if (!exists) throw RuntimeError(fmt::format("cannot open h5 file {}: it does not exist", path));
     id = H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, H5P_DEFAULT);
   } else if (mode == "w") {
     id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   } else if (mode == "w-" || mode == "x") {
-    if (exists) throw std::runtime_error(fmt::format("cannot create h5 file {}: it exists (mode '{}')", path, mode));
+    if (exists) throw RuntimeError(fmt::format("cannot create h5 file {}: it exists (mode '{}')", path, mode));
     id = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
   } else if (mode == "a") {
     id = exists ? H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
@@ -415,10 +405,10 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   }
   if (id < 0 && mode != "r" && mode != "r+" && errno != 0 && errno != ENOENT) {
     // Creating failed for a reason the system names (permissions, a full disk).
-    throw std::runtime_error(fmt::format("cannot open h5 file {} in mode '{}': {}", path, mode, std::strerror(errno)));
+    throw RuntimeError(fmt::format("cannot open h5 file {} in mode '{}': {}", path, mode, std::strerror(errno)));
   }
   if (id < 0)
-    throw std::runtime_error(fmt::format(
+    throw RuntimeError(fmt::format(
         "cannot open h5 file {} in mode '{}': not a readable HDF5 file, or already open in another mode", path, mode));
   file->file = Hid(id, H5Fclose);
   file->lapl = detail::h5::no_external_links();
@@ -433,16 +423,16 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
 }
 
 void PersistentTensorDict::close() {
-  auto& impl = persistent_impl(*this);
+  auto& impl = detail::h5::persistent_impl(*this);
   if (impl.file()->file.valid()) H5Fflush(impl.file()->file.get(), H5F_SCOPE_GLOBAL);
   impl.file()->file.reset();
 }
 
-bool PersistentTensorDict::is_open() const { return persistent_impl(*this).file()->file.valid(); }
+bool PersistentTensorDict::is_open() const { return detail::h5::persistent_impl(*this).file()->file.valid(); }
 
-const std::string& PersistentTensorDict::filename() const { return persistent_impl(*this).file()->path; }
+const std::string& PersistentTensorDict::filename() const { return detail::h5::persistent_impl(*this).file()->path; }
 
-const std::string& PersistentTensorDict::mode() const { return persistent_impl(*this).file()->mode; }
+const std::string& PersistentTensorDict::mode() const { return detail::h5::persistent_impl(*this).file()->mode; }
 
 // ---- the kind-specific operations (TensorDictImpl's virtuals) ------------------------
 
@@ -462,7 +452,7 @@ at::Tensor PersistentImpl::read_at(const std::string& key, const BatchIndex& res
   return resolved.apply(read(key, nullptr).tensor());
 }
 
-TensorDictBase PersistentImpl::index(at::ArrayRef<TensorIndex> index) const {
+TensorDict PersistentImpl::index(at::ArrayRef<TensorIndex> index) const {
   std::vector<TensorIndex> idx(index.begin(), index.end());
   // Other indices read every dataset whole: the default does that.
   if (!h5::is_slab_index(idx)) return TensorDictImpl::index(index);
@@ -502,7 +492,7 @@ TensorDictBase PersistentImpl::index(at::ArrayRef<TensorIndex> index) const {
       Value value = level.read(key, nullptr);
       const NonTensorData& data = value.non_tensor();
       if (data.is_stack() && !h5::starts_with(data.ids().sizes(), level.batch_size())) {
-        throw std::runtime_error(fmt::format(
+        throw RuntimeError(fmt::format(
             "{}: cannot index the string dataset '{}' of shape {}: it does not start with its group's batch size {}",
             level.file()->path, key, shape_string(data.ids().sizes()), shape_string(level.batch_size())));
       }

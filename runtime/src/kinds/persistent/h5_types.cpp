@@ -61,7 +61,7 @@ at::ScalarType integer_dtype(std::size_t size, bool is_signed, const std::string
     case 8:
       return at::kLong;  // uint64 reads as int64 (values past 2^63 saturate)
     default:
-      throw std::runtime_error(fmt::format("{}: {}-byte integers have no tensor dtype", where, size));
+      throw RuntimeError(fmt::format("{}: {}-byte integers have no tensor dtype", where, size));
   }
 }
 
@@ -111,7 +111,7 @@ ReadType read_type(hid_t type, const std::string& where) {
         out.dtype = bf16 ? at::kBFloat16 : at::kHalf;
         out.memtype = bf16 ? float16_type(8, 7, 127) : float16_type(5, 10, 15);
       } else {
-        throw std::runtime_error(fmt::format("{}: {}-byte floats have no tensor dtype", where, size));
+        throw RuntimeError(fmt::format("{}: {}-byte floats have no tensor dtype", where, size));
       }
       return out;
     case H5T_ENUM:
@@ -124,11 +124,11 @@ ReadType read_type(hid_t type, const std::string& where) {
         H5Tset_order(out.memtype.get(), H5T_ORDER_LE);
         Hid base(H5Tget_super(type), H5Tclose);
         if (H5Tget_size(base.get()) == 2 && H5Tget_sign(base.get()) != H5T_SGN_2) {
-          throw std::runtime_error(fmt::format("{}: unsigned 16-bit enums are not supported", where));
+          throw RuntimeError(fmt::format("{}: unsigned 16-bit enums are not supported", where));
         }
         out.dtype = integer_dtype(H5Tget_size(base.get()), H5Tget_sign(base.get()) == H5T_SGN_2, where);
         if (H5Tget_size(base.get()) != c10::elementSize(out.dtype)) {
-          throw std::runtime_error(fmt::format("{}: unsigned enum base types are not supported", where));
+          throw RuntimeError(fmt::format("{}: unsigned enum base types are not supported", where));
         }
       }
       return out;
@@ -148,13 +148,13 @@ ReadType read_type(hid_t type, const std::string& where) {
           return out;
         }
       }
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("{}: compound datasets other than h5py's complex (r, i) are not supported", where));
     case H5T_STRING:
       out.kind = ReadType::Kind::String;
       return out;
     default:
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("{}: HDF5 type class {} has no tensor dtype", where, static_cast<int>(H5Tget_class(type))));
   }
 }
@@ -184,7 +184,7 @@ Hid write_type(at::ScalarType dtype, const std::string& where) {
     case at::kLong:
       return copy(native_integer(dtype));
     default:
-      throw std::runtime_error(fmt::format("{}: dtype {} cannot be written to h5", where, c10::toString(dtype)));
+      throw RuntimeError(fmt::format("{}: dtype {} cannot be written to h5", where, c10::toString(dtype)));
   }
 }
 

@@ -47,7 +47,7 @@ Hid creation_properties(const H5Options& options, const std::vector<hsize_t>& di
     chunk[d] = std::max<hsize_t>(1, std::min<hsize_t>(want, std::max<hsize_t>(dims[d], 1)));
   }
   if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0) {
-    throw std::runtime_error(fmt::format("{}: invalid chunk shape", where));
+    throw RuntimeError(fmt::format("{}: invalid chunk shape", where));
   }
   if (options.gzip_level) {
     if (*options.gzip_level < 0 || *options.gzip_level > 9) {
@@ -61,8 +61,8 @@ Hid creation_properties(const H5Options& options, const std::vector<hsize_t>& di
 // tensordict writes a lazy stack to h5 densely (its stacked entries), which
 // only works when every member has the same keys and tensor shapes; refused
 // up front, naming the place, rather than losing keys silently.
-void check_dense_writable(const TensorDictBase& td, const std::string& where) {
-  if (td.type_name() != "LazyStackedTensorDict") return;
+void check_dense_writable(const TensorDict& td, const std::string& where) {
+  if (td.kind() != Kind::LazyStack) return;
   const LazyStackedTensorDict lazy(td);
   const auto exclusive = lazy.exclusive_keys();
   for (std::size_t i = 0; i < exclusive.size(); ++i) {
@@ -103,7 +103,7 @@ void mark_strings(hid_t dset, const NonTensorData& data, const std::string& wher
     Hid space = make_space(dims);
     Hid attr(H5Acreate2(dset, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
     if (!attr.valid() || H5Awrite(attr.get(), type, value) < 0) {
-      throw std::runtime_error(fmt::format("cannot write the attribute {} of {}", name, where));
+      throw RuntimeError(fmt::format("cannot write the attribute {} of {}", name, where));
     }
   };
   if (data.is_stack()) {
@@ -124,12 +124,12 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
   const std::string where = fmt::format("{}:{}", file_->path, path);
   check_link_name(key, file_->path);
   if (!file_->writable) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
   }
   const hid_t f = fid();
   if (H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0) {
-    if (H5Ldelete(f, path.c_str(), H5P_DEFAULT) < 0) throw std::runtime_error(fmt::format("cannot replace {}", where));
+    if (H5Ldelete(f, path.c_str(), H5P_DEFAULT) < 0) throw RuntimeError(fmt::format("cannot replace {}", where));
     children_.erase(key);
   }
   if (value.is_tensor()) {
@@ -139,9 +139,9 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
     Hid space = make_space(dims);
     Hid dcpl = creation_properties(opts, dims, where);
     Hid dset(H5Dcreate2(f, path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
-    if (!dset.valid()) throw std::runtime_error(fmt::format("cannot create dataset {}", where));
+    if (!dset.valid()) throw RuntimeError(fmt::format("cannot create dataset {}", where));
     if (t.numel() > 0 && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0) {
-      throw std::runtime_error(fmt::format("cannot write dataset {}", where));
+      throw RuntimeError(fmt::format("cannot write dataset {}", where));
     }
   } else if (value.is_non_tensor()) {
     const NonTensorData& data = value.non_tensor();
@@ -174,14 +174,14 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
     Hid dset(H5Dcreate2(f, path.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
     if (!dset.valid() ||
         (!ptrs.empty() && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)) {
-      throw std::runtime_error(fmt::format("cannot write string dataset {}", where));
+      throw RuntimeError(fmt::format("cannot write string dataset {}", where));
     }
     mark_strings(dset.get(), data, where);
   } else {
-    const TensorDictBase td = value.tensordict();
+    const TensorDict td = value.tensordict();
     check_dense_writable(td, where);
     Hid group(H5Gcreate2(f, path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-    if (!group.valid()) throw std::runtime_error(fmt::format("cannot create group {}", where));
+    if (!group.valid()) throw RuntimeError(fmt::format("cannot create group {}", where));
     auto nested = child(key);
     nested->set_meta(td.batch_size().vec(), device_, td.names());
     td.impl()->for_each([&](const std::string& k, const Value& v) { nested->write_entry(k, v, opts); });
@@ -193,7 +193,7 @@ void PersistentImpl::insert(const std::string& key, Value value) { write_entry(k
 bool PersistentImpl::erase(const std::string& key) {
   if (key.empty() || key.find('/') != std::string::npos || key == ".") return false;
   if (!file_->writable) {
-    throw std::runtime_error(fmt::format("cannot delete {}:{}: the file is open read-only", file_->path, path_of(key)));
+    throw RuntimeError(fmt::format("cannot delete {}:{}: the file is open read-only", file_->path, path_of(key)));
   }
   if (H5Lexists(fid(), path_of(key).c_str(), H5P_DEFAULT) <= 0) return false;
   children_.erase(key);
@@ -203,9 +203,9 @@ bool PersistentImpl::erase(const std::string& key) {
 void PersistentImpl::rename(const std::string& from, const std::string& to) {
   check_link_name(to, file_->path);
   if (!file_->writable)
-    throw std::runtime_error(fmt::format("cannot rename in {}: the file is open read-only", file_->path));
+    throw RuntimeError(fmt::format("cannot rename in {}: the file is open read-only", file_->path));
   if (H5Lmove(fid(), path_of(from).c_str(), fid(), path_of(to).c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
-    throw std::runtime_error(fmt::format("{}: cannot rename {} to {}", file_->path, path_of(from), path_of(to)));
+    throw RuntimeError(fmt::format("{}: cannot rename {} to {}", file_->path, path_of(from), path_of(to)));
   }
   children_.erase(from);
 }
@@ -214,7 +214,7 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
                                 const std::vector<TensorIndex>* index) {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
   if (!file_->writable) {
-    throw std::runtime_error(
+    throw RuntimeError(
         fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
   }
   Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
@@ -239,7 +239,7 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
   at::Tensor data = value.detach().to(at::kCPU, rt.dtype).expand(shape).contiguous();
   if (data.numel() > 0 &&
       H5Dwrite(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, data.data_ptr()) < 0) {
-    throw std::runtime_error(fmt::format("cannot write dataset {}", where));
+    throw RuntimeError(fmt::format("cannot write dataset {}", where));
   }
 }
 
@@ -247,13 +247,6 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
 
 using detail::h5::PersistentImpl;
 
-namespace {
-PersistentImpl& impl_of(const TensorDictBase& td) {
-  auto* impl = dynamic_cast<PersistentImpl*>(td.impl().get());
-  if (!impl) throw TypeError(fmt::format("a {} is not a PersistentTensorDict", td.type_name()));
-  return *impl;
-}
-}  // namespace
 
 namespace {
 void fsync_path(const std::string& path, int flags) {
@@ -267,7 +260,7 @@ void fsync_path(const std::string& path, int flags) {
 // Crash safety: the file is written under a temporary name beside `path`,
 // synced, closed and renamed over `path`. A writer killed midway leaves the
 // previous file (or none) at `path`, never a half-written one.
-PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, const std::string& path,
+PersistentTensorDict PersistentTensorDict::from_dict(const TensorDict& td, const std::string& path,
                                                      const H5Options& options) {
   namespace fs = std::filesystem;
   detail::h5::check_dense_writable(td, path);
@@ -283,7 +276,7 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
   {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-      throw std::runtime_error(fmt::format("cannot write h5 file {}: cannot create its temporary file {}: {}", path,
+      throw RuntimeError(fmt::format("cannot write h5 file {}: cannot create its temporary file {}: {}", path,
                                            tmp.string(), std::strerror(errno)));
     }
     ::close(fd);
@@ -291,21 +284,21 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
   try {
     {
       PersistentTensorDict out = from_h5(tmp.string(), "w");
-      auto& impl = impl_of(out);
+      auto& impl = detail::h5::persistent_impl(out);
       impl.file()->path = path;  // messages name the file being written, not its temporary
       impl.options = options;
       impl.set_meta(td.batch_size().vec(), std::nullopt, td.names());
       td.impl()->for_each([&](const std::string& key, const Value& value) { impl.write_entry(key, value, options); });
       errno = 0;
       if (H5Fflush(impl.file()->file.get(), H5F_SCOPE_GLOBAL) < 0) {
-        throw std::runtime_error(fmt::format("cannot write h5 file {}: flushing {} failed{}", path, tmp.string(),
+        throw RuntimeError(fmt::format("cannot write h5 file {}: flushing {} failed{}", path, tmp.string(),
                                              errno ? std::string(": ") + std::strerror(errno) : std::string()));
       }
       out.close();
     }
     fsync_path(tmp.string(), O_RDONLY);
     if (::rename(tmp.c_str(), target.c_str()) != 0) {
-      throw std::runtime_error(fmt::format("cannot write h5 file {}: renaming {} over it failed: {}", path,
+      throw RuntimeError(fmt::format("cannot write h5 file {}: renaming {} over it failed: {}", path,
                                            tmp.string(), std::strerror(errno)));
     }
     fsync_path(target.parent_path().empty() ? std::string(".") : target.parent_path().string(), O_RDONLY | O_DIRECTORY);
@@ -316,7 +309,7 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDictBase& td, c
   return from_h5(path, "r+");
 }
 
-PersistentTensorDict TensorDictBase::to_h5(const std::string& path, const H5Options& options) const {
+PersistentTensorDict TensorDict::to_h5(const std::string& path, const H5Options& options) const {
   PersistentTensorDict out = PersistentTensorDict::from_dict(*this, path, options);
   // tensordict names the result in memory: its h5 backend stores no names
   // (persistent.py: to_h5, _H5Backend's no-op write_attrs_metadata).

@@ -6,7 +6,7 @@
 
 #include "core/format.h"
 #include "ops/map_leaves.h"
-#include "tensordict/dense.h"
+#include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/sub.h"
@@ -14,14 +14,14 @@
 
 namespace tensordict::detail {
 
-SubTensorDictImpl::SubTensorDictImpl(TensorDictBase source, std::vector<TensorIndex> index)
+SubTensorDictImpl::SubTensorDictImpl(TensorDict source, std::vector<TensorIndex> index)
     : source_(std::move(source)),
       index_(std::move(index)),
       resolved_(index_, source_.batch_size()),
       names_(source_.has_names() ? resolved_.result_names(source_.names()) : Names(resolved_.result_batch_size().size())) {}
 
 void SubTensorDictImpl::set_meta(std::vector<int64_t>, std::optional<at::Device>, Names) {
-  throw std::runtime_error("a SubTensorDict's batch size, device and names follow its source and index; change the source");
+  throw RuntimeError("a SubTensorDict's batch size, device and names follow its source and index; change the source");
 }
 
 void SubTensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
@@ -60,7 +60,7 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
       std::vector<int64_t> shape = source_.batch_size().vec();
       const auto feature = t.sizes().slice(resolved_.result_batch_size().size());
       shape.insert(shape.end(), feature.begin(), feature.end());
-      TensorDictBase(source_).set(key, at::zeros(shape, t.options()));
+      TensorDict(source_).set(key, at::zeros(shape, t.options()));
       existing = source_.impl()->find(key);
     }
     put_entry(*source_.impl(), key, existing->tensor(), resolved_, t);
@@ -73,7 +73,7 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
       std::vector<int64_t> batch = source_.batch_size().vec();
       const auto extra = value.tensordict().batch_size().slice(resolved_.result_batch_size().size());
       batch.insert(batch.end(), extra.begin(), extra.end());
-      TensorDictBase(source_).set(key, TensorDict({}, batch, source_.device()));
+      TensorDict(source_).set(key, TensorDict({}, batch, source_.device()));
       existing = source_.impl()->find(key);
     }
     SubTensorDict nested(existing->tensordict(), index_);
@@ -82,7 +82,7 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
   }
   // Non-tensor data lands at the index too; a new key holds None outside it.
   if (!existing) {
-    TensorDictBase(source_).set(key, NonTensorData(Json()));
+    TensorDict(source_).set(key, NonTensorData(Json()));
     existing = source_.impl()->find(key);
   }
   source_.impl()->insert(key, put_non_tensor(existing->non_tensor(), source_.batch_size(), resolved_, value.non_tensor()));
@@ -100,19 +100,17 @@ void SubTensorDictImpl::assign(const std::string& key, const at::Tensor& value) 
 
 namespace tensordict {
 
-SubTensorDict::SubTensorDict(const TensorDictBase& source, at::ArrayRef<TensorIndex> index)
-    : TensorDictBase(std::make_shared<detail::SubTensorDictImpl>(source, index.vec())) {}
+SubTensorDict::SubTensorDict(const TensorDict& source, at::ArrayRef<TensorIndex> index)
+    : TensorDict(std::make_shared<detail::SubTensorDictImpl>(source, index.vec())) {}
 
-SubTensorDict::SubTensorDict(const TensorDictBase& td) : TensorDictBase(td.impl()) {
-  if (!dynamic_cast<const detail::SubTensorDictImpl*>(impl_.get())) {
-    throw TypeError(std::string("a ") + std::string(td.type_name()) + " is not a SubTensorDict");
-  }
+SubTensorDict::SubTensorDict(const TensorDict& td) : TensorDict(td.impl()) {
+  require_kind(Kind::SubView);
 }
 
-const TensorDictBase& SubTensorDict::source() const {
+const TensorDict& SubTensorDict::source() const {
   return static_cast<const detail::SubTensorDictImpl&>(*impl_).source();
 }
 
-SubTensorDict TensorDictBase::get_sub_tensordict(at::ArrayRef<TensorIndex> index) const { return SubTensorDict(*this, index); }
+SubTensorDict TensorDict::get_sub_tensordict(at::ArrayRef<TensorIndex> index) const { return SubTensorDict(*this, index); }
 
 }  // namespace tensordict

@@ -9,9 +9,10 @@ namespace tensordict::detail {
 
 class SubTensorDictImpl final : public TensorDictImpl {
  public:
-  SubTensorDictImpl(TensorDictBase source, std::vector<TensorIndex> index);
+  SubTensorDictImpl(TensorDict source, std::vector<TensorIndex> index);
 
-  std::string_view type_name() const override { return "_SubTensorDict"; }
+  static constexpr Kind kKind = Kind::SubView;
+  Kind kind() const override { return kKind; }
   at::IntArrayRef batch_size() const override { return resolved_.result_batch_size(); }
   std::optional<at::Device> device() const override { return source_.device(); }
   const Names& names() const override { return names_; }
@@ -31,10 +32,10 @@ class SubTensorDictImpl final : public TensorDictImpl {
   // copies, and so does a source that builds its tensors (a lazy stack).
   bool entries_alias_storage() const override { return resolved_.is_view() && source_.impl()->entries_alias_storage(); }
 
-  const TensorDictBase& source() const { return source_; }
+  const TensorDict& source() const { return source_; }
 
  private:
-  TensorDictBase source_;
+  TensorDict source_;
   std::vector<TensorIndex> index_;
   BatchIndex resolved_;
   Names names_;
