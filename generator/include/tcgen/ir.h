@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "tcgen/diagnostics.h"
+#include "tensordict/schema_kinds.h"
 
 namespace tcgen {
 
-enum class FieldKind { Tensor, TensorClass, NonTensor };
-enum class DimKind { Batch, Fixed, Symbol };
-enum class ValueType { None, String, Int, Float, Bool, List };
+// The schema's vocabulary, shared with the runtime's tables.
+using tensordict::schema::DimKind;
+using tensordict::schema::FieldKind;
+using tensordict::schema::ValueType;
 
 // One shape entry as written ("...", "3", "H") and where.
 struct DimToken {

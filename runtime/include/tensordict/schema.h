@@ -14,30 +14,15 @@
 #include <tuple>
 #include <type_traits>
 
+#include "tensordict/schema_kinds.h"
+
 namespace tensordict::schema {
-
-// What a field holds.
-enum class FieldKind : std::uint8_t {
-  Tensor,       // a torch::Tensor member
-  TensorClass,  // a nested generated tensorclass member
-  NonTensor,    // a string / number / bool / list member carried through ops
-};
-
-// One entry of a field's declared shape.
-enum class DimKind : std::uint8_t {
-  Batch,   // "..." : all batch dims of the instance
-  Fixed,   // an integer size
-  Symbol,  // an upper-case name that must agree across the fields of one instance
-};
 
 struct Dim {
   DimKind kind;
   std::int64_t size;        // for Fixed
   std::string_view symbol;  // for Symbol
 };
-
-// Non-tensor value types (a list type is `list` with `element` set).
-enum class ValueType : std::uint8_t { None, String, Int, Float, Bool, List };
 
 struct FieldInfo {
   std::string_view name;
