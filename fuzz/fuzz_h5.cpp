@@ -205,7 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto ptd = tensordict::PersistentTensorDict::from_h5(file_path().string());
     std::ostringstream os;
     os << ptd;
-    for (const auto& key : ptd.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    for (const auto& key : ptd.keys({.include_nested = true, .leaves_only = true})) {
       try {
         touch(ptd.get(key));
       } catch (const std::exception&) {

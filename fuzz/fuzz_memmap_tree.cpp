@@ -153,7 +153,7 @@ void check_no_outside_bytes(const at::Tensor& t) {
 }
 
 void exercise(const tensordict::TensorDict& td, const fs::path& root) {
-  for (const auto& key : td.keys(true, true)) {
+  for (const auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
     auto value = td.get_value(key);
     if (value && value->is_tensor() && value->tensor().numel() > 0) check_no_outside_bytes(value->tensor());
   }
@@ -179,7 +179,7 @@ void exercise(const tensordict::TensorDict& td, const fs::path& root) {
     if (td.kind() != Kind::Dense) return;
     auto again = tensordict::TensorDict(td).memmap((root / "again").string());
     auto back = tensordict::load_memmap((root / "again").string());
-    if (back.keys(true, true) != td.keys(true, true)) {
+    if (back.keys({.include_nested = true, .leaves_only = true}) != td.keys({.include_nested = true, .leaves_only = true})) {
       std::fprintf(stderr, "fuzz_memmap_tree: round trip changed the keys\n");
       std::abort();
     }

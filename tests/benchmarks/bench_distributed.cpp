@@ -52,7 +52,7 @@ TensorDict make(int leaves) {
 
 std::vector<at::Tensor> leaves_of(const TensorDict& td) {
   std::vector<at::Tensor> out;
-  for (const auto& v : td.values(true, true)) out.push_back(v.tensor());
+  for (const auto& v : td.values({.include_nested = true, .leaves_only = true})) out.push_back(v.tensor());
   return out;
 }
 

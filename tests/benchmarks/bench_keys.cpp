@@ -42,6 +42,6 @@ int main(int argc, char** argv) {
     flat.set("a", value);
     return 0;
   });
-  bench::add("keys_nested_100", "tensordict", [] { return h.keys(/*include_nested=*/true); });
+  bench::add("keys_nested_100", "tensordict", [] { return h.keys({.include_nested = true}); });
   return bench::run(argc, argv);
 }

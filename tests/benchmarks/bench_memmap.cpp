@@ -60,7 +60,7 @@ void BM_LoadMemmapTouchOne(benchmark::State& state, int64_t bytes) {
   for (auto _ : state) {
     TensorDict loaded = TensorDict::load_memmap(dir);
     float sum = 0;
-    for (const auto& key : loaded.keys(true, true)) sum += loaded.get(key).data_ptr<float>()[0];
+    for (const auto& key : loaded.keys({.include_nested = true, .leaves_only = true})) sum += loaded.get(key).data_ptr<float>()[0];
     benchmark::DoNotOptimize(sum);
   }
 }
@@ -71,7 +71,7 @@ void BM_LoadMemmapReadAll(benchmark::State& state, int64_t bytes) {
   for (auto _ : state) {
     TensorDict loaded = TensorDict::load_memmap(dir);
     double sum = 0;
-    for (const auto& key : loaded.keys(true, true)) sum += loaded.get(key).sum().item<double>();
+    for (const auto& key : loaded.keys({.include_nested = true, .leaves_only = true})) sum += loaded.get(key).sum().item<double>();
     benchmark::DoNotOptimize(sum);
   }
   state.SetBytesProcessed(state.iterations() * bytes);

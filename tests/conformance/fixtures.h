@@ -111,7 +111,7 @@ inline void for_each_fixture(const std::function<void(const std::string&, Tensor
 // values before an op, to compute its expected result from.
 inline std::vector<std::pair<tensordict::NestedKey, at::Tensor>> snapshot(const TensorDict& td) {
   std::vector<std::pair<tensordict::NestedKey, at::Tensor>> out;
-  for (const auto& [key, value] : td.items(true, true)) {
+  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
     if (value.is_tensor()) out.emplace_back(key, value.tensor().clone());
   }
   return out;

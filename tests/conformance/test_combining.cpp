@@ -18,7 +18,7 @@ TEST_CASE("where with a pad fills the keys one side lacks (test_methods.py::test
     // Each tensor leaf read where ~mask is 1 (the pad); elsewhere it is td's.
     auto check = [&](const TensorDict& result) {
       CHECK(result.batch_size() == td.batch_size());
-      for (const auto& [key, value] : result.items(true, true)) {
+      for (const auto& [key, value] : result.items({.include_nested = true, .leaves_only = true})) {
         if (!value.is_tensor()) continue;
         CAPTURE(key.repr());
         const at::Tensor& v = value.tensor();
@@ -48,7 +48,7 @@ TEST_CASE("where's pad is cast to each leaf's dtype and reaches nested keys of o
   const at::Tensor cond = at::tensor({1, 0, 1}).to(at::kBool);
   const TensorDict r = a.where(cond, b, MissingKeys::fill(-1.5));
   // tensordict's verified result: self's keys first, then the other's only.
-  CHECK(r.keys(true, true) == std::vector<NestedKey>{"x", "only_a", {"n", "y"}, {"n", "z"}, "only_b"});
+  CHECK(r.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"x", "only_a", {"n", "y"}, {"n", "z"}, "only_b"});
   CHECK(r.get("x").equal(at::tensor({1, 9, 3})));
   CHECK(r.get("only_a").equal(at::tensor({1, -1, 1})));  // -1.5 cast to int64 is -1
   CHECK(r.get({"n", "y"}).equal(at::tensor({4, -1, 4})));
@@ -115,7 +115,7 @@ TEST_CASE("split_keys in place: the keys taken leave the tensordict (test_method
     CHECK_FALSE(td.contains("b"));
     CHECK(td.contains("c"));
     // strict=false skips missing keys.
-    const auto loose = td.split_keys_({{"c", "nope"}}, false);
+    const auto loose = td.split_keys_({{"c", "nope"}}, {.strict = false});
     CHECK(loose[0].keys() == std::vector<NestedKey>{"c"});
     CHECK_FALSE(td.contains("c"));
   }
@@ -126,7 +126,7 @@ TEST_CASE("split_keys (not in place) leaves the source whole (test_generic.py::t
   const auto parts = f.td.split_keys({{"a"}, {{"my_nested_td", "inner"}}});
   REQUIRE(parts.size() == 3);
   CHECK(parts[0].keys() == std::vector<NestedKey>{"a"});
-  CHECK(parts[1].keys(true, true) == std::vector<NestedKey>{{"my_nested_td", "inner"}});
+  CHECK(parts[1].keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{{"my_nested_td", "inner"}});
   CHECK(parts[2].contains("b"));
   CHECK_FALSE(parts[2].contains("a"));
   CHECK(f.td.contains("a"));

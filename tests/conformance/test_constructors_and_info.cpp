@@ -39,7 +39,7 @@ TEST_CASE("*_like constructors (test_misc.py::test_zeros_like)", "[conformance][
   for_each_fixture([](const std::string&, TensorDict& td) {
     const TensorDict zeros = tensordict::zeros_like(td);
     CHECK(zeros.batch_size() == td.batch_size());
-    CHECK(zeros.keys(true, true) == td.keys(true, true));
+    CHECK(zeros.keys({.include_nested = true, .leaves_only = true}) == td.keys({.include_nested = true, .leaves_only = true}));
     CHECK((zeros == 0).all());
     CHECK((tensordict::ones_like(td) == 1).all());
     CHECK((tensordict::full_like(td, 3) == 3).all());
@@ -92,7 +92,7 @@ TEST_CASE("logsumexp over every fixture (test_methods.py::test_logsumexp)", "[co
     const TensorDict floats = td.to(at::kFloat);
     for (bool keepdim : {false, true}) {
       for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {0}, {1}, {0, 1}, {-1}}) {
-        const TensorDict out = floats.logsumexp(dims, keepdim);
+        const TensorDict out = floats.logsumexp(dims, {.keepdim = keepdim});
         std::vector<int64_t> over = dims;
         if (over.empty()) over = {0, 1, 2, 3};
         for (auto& d : over) d = d < 0 ? d + 4 : d;
@@ -166,7 +166,7 @@ TEST_CASE("bytes (test_generic.py::test_bytes, dense leaves)", "[conformance][te
   (with_grad + 1).sum().backward();
   TensorDict td({{"tensor", tensor}, {"tensor_with_grad", with_grad}, {"again", tensor}});
   CHECK(td.bytes() == 12 + 24 + 12);
-  CHECK(td.bytes(false) == 12 + 24);
+  CHECK(td.bytes({.count_duplicates = false}) == 12 + 24);
   CHECK(TensorDict({{"c", at::zeros({2, 3}, at::kLong)}}, {2}).bytes() == 48);
 }
 
@@ -174,7 +174,7 @@ TEST_CASE("data_ptr over every fixture (test_methods.py::test_data_ptr)", "[conf
   for_each_fixture([](const std::string& name, TensorDict& td) {
     const TensorDict ptrs = td.data_ptr();
     CHECK(ptrs.batch_size().empty());
-    CHECK(td.data_ptr(true).batch_size().empty());
+    CHECK(td.data_ptr({.storage = true}).batch_size().empty());
     if (name == "td" || name == "nested_td" || name == "memmap_td") {
       CHECK(ptrs.get("a").item<int64_t>() == reinterpret_cast<std::intptr_t>(td.get("a").data_ptr()));
     }
@@ -188,7 +188,7 @@ TEST_CASE(
     "[conformance][test_generic.py]") {
   const TensorDict t1({{"a", at::ones({6, 3, 8})}, {{"b", "c"}, at::ones({6, 3})}}, {6});
   const TensorDict t2({{"a", at::full({6, 5, 8}, 2.0)}, {{"b", "c"}, at::full({6, 7}, 2.0)}}, {6});
-  const TensorDict out = tensordict::pad_sequence({t1, t2}, 1, 0, true);
+  const TensorDict out = tensordict::pad_sequence({t1, t2}, {.pad_dim = 1, .padding_value = 0, .return_mask = true});
   REQUIRE(out.batch_size() == at::IntArrayRef({2, 6}));
   REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 6, 5, 8}));
   REQUIRE(out.get({"b", "c"}).sizes() == at::IntArrayRef({2, 6, 7}));

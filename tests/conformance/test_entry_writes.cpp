@@ -126,7 +126,7 @@ void for_each_keep_entries(bool cat,
     body(keep.value_or(false), [&](TensorDict& td) {
       const std::vector<NestedKey> keys{"a", "a_bis"};
       if (keep) {
-        cat ? td.cat_tensors(keys, "cat", -1, *keep) : td.stack_tensors(keys, "stack", -1, *keep);
+        cat ? td.cat_tensors(keys, "cat", -1, {.keep_entries = *keep}) : td.stack_tensors(keys, "stack", -1, {.keep_entries = *keep});
       } else {
         cat ? td.cat_tensors(keys, "cat", -1) : td.stack_tensors(keys, "stack", -1);
       }
@@ -141,7 +141,7 @@ TEST_CASE("cat_tensors concatenates two entries into a new one, keeping or delet
           "[conformance][test_methods.py]") {
   for_each_keep_entries(/*cat=*/true, [](bool keep, const auto& cat_tensors) {
     for_each_fixture([&](const std::string&, TensorDict& td) {
-      LockGuard unlocked(td, /*lock=*/false);
+      LockGuard unlocked(td, LockGuard::Unlock);
       const at::Tensor a = td.pop("a").tensor();
       td.set("a", a.unsqueeze(-1));
       td.set("a_bis", td.get("a") + 1);
@@ -159,7 +159,7 @@ TEST_CASE("stack_tensors stacks two entries into a new one, keeping or deleting 
           "[conformance][test_methods.py]") {
   for_each_keep_entries(/*cat=*/false, [](bool keep, const auto& stack_tensors) {
     for_each_fixture([&](const std::string&, TensorDict& td) {
-      LockGuard unlocked(td, /*lock=*/false);
+      LockGuard unlocked(td, LockGuard::Unlock);
       td.set("a_bis", td.get("a") + 1);
       const at::Tensor expected = at::stack({td.get("a"), td.get("a_bis")}, -1);
       stack_tensors(td);

@@ -141,9 +141,9 @@ TEST_CASE("a strict load_state_dict with other keys is a RuntimeError (test_meth
     auto sd = f.td.state_dict();
     CHECK(sd.erase("a") == 1);
     TensorDict zero = f.td.clone().zero_();
-    CHECK_NOTHROW(zero.load_state_dict(sd, /*strict=*/false));
-    CHECK_THROWS_AS(zero.load_state_dict(sd, /*strict=*/true), std::runtime_error);
-    CHECK_FALSE(throws_as<std::out_of_range>([&] { zero.load_state_dict(sd, true); }));  // not a KeyError
+    CHECK_NOTHROW(zero.load_state_dict(sd, {.strict = false}));
+    CHECK_THROWS_AS(zero.load_state_dict(sd, {.strict = true}), std::runtime_error);
+    CHECK_FALSE(throws_as<std::out_of_range>([&] { zero.load_state_dict(sd, {.strict = true}); }));  // not a KeyError
   }
 }
 
@@ -242,8 +242,8 @@ TEST_CASE("rename_key_ with safe=true onto an existing key is a KeyError (test_m
     // A locked fixture (memmap_td) reports the lock first (the rename_key_
     // case above); an h5 file is opened read-only.
     if (td.is_locked() || name == "td_h5") return;
-    CHECK_THROWS_AS(td.rename_key_("a", "b", /*safe=*/true), tensordict::KeyError);
-    CHECK(CONF_MESSAGE(td.rename_key_("a", "b", true)) == "key b already present in TensorDict.");
+    CHECK_THROWS_AS(td.rename_key_("a", "b", /*safe=*/{.safe = true}), tensordict::KeyError);
+    CHECK(CONF_MESSAGE(td.rename_key_("a", "b", {.safe = true})) == "key b already present in TensorDict.");
     CHECK(td.contains("a"));  // nothing renamed
   });
 }
@@ -314,7 +314,7 @@ TEST_CASE(
     CHECK_FALSE(throws_as<std::logic_error>(call));
     CHECK_THAT(CONF_MESSAGE(call()), Catch::Matchers::Contains(lock_error));
   }
-  CHECK(td.keys(true, true).size() == 2);
+  CHECK(td.keys({.include_nested = true, .leaves_only = true}).size() == 2);
   CHECK(td.get("a").eq(0).all().item<bool>());
 
   // Locking or unlocking a sub-tensordict itself.

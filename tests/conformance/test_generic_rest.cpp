@@ -23,10 +23,10 @@ bool same_td(const TensorDict& a, const TensorDict& b) { return a.impl() == b.im
 
 TEST_CASE("clone of an empty tensordict (test_generic.py::test_clone_empty)", "[conformance][test_generic.py]") {
   for (bool recurse : {true, false}) {
-    CHECK(TensorDict().clone(recurse).is_empty());
-    CHECK(TensorDict({}, {}, at::Device(at::kCPU)).clone(recurse).device() == at::Device(at::kCPU));
-    CHECK(TensorDict({}, {2}).clone(recurse).batch_size() == at::IntArrayRef({2}));
-    CHECK(TensorDict({}, {2}, at::Device(at::kCPU)).clone(recurse).batch_size() == at::IntArrayRef({2}));
+    CHECK(TensorDict().clone({.recurse = recurse}).is_empty());
+    CHECK(TensorDict({}, {}, at::Device(at::kCPU)).clone({.recurse = recurse}).device() == at::Device(at::kCPU));
+    CHECK(TensorDict({}, {2}).clone({.recurse = recurse}).batch_size() == at::IntArrayRef({2}));
+    CHECK(TensorDict({}, {2}, at::Device(at::kCPU)).clone({.recurse = recurse}).batch_size() == at::IntArrayRef({2}));
   }
 }
 
@@ -85,8 +85,8 @@ TEST_CASE("select with strict=false keeps the nested keys that exist (test_gener
   TensorDict td({}, {});
   td.set({"a", "b"}, at::tensor(std::vector<int64_t>{1}));
   td.set({"a", "c"}, at::tensor(std::vector<int64_t>{2}));
-  const TensorDict selected = td.select({NestedKey({"a", "b"}), "r", NestedKey({"a", "z"})}, /*strict=*/false);
-  const auto keys = selected.keys(true, true);
+  const TensorDict selected = td.select({NestedKey({"a", "b"}), "r", NestedKey({"a", "z"})}, /*strict=*/{.strict = false});
+  const auto keys = selected.keys({.include_nested = true, .leaves_only = true});
   CHECK(std::find(keys.begin(), keys.end(), NestedKey({"a", "b"})) != keys.end());
   CHECK(keys.size() == 1);
 }
@@ -247,7 +247,7 @@ TEST_CASE("state_dict round trips, flat and nested, load_state_dict of a part (t
   TensorDict td({{"a", at::scalar_tensor(1)}}, {});
   td.set({"b", "c"}, at::scalar_tensor(2));
   td.set({"b", "d", "e"}, at::scalar_tensor(3));
-  const auto flat = td.state_dict(false, /*flatten=*/true);
+  const auto flat = td.state_dict({.flatten = true});
   std::set<std::string> keys;
   for (const auto& entry : flat) keys.insert(entry.key());
   // The batch size and device are entries here, not a _metadata attribute
@@ -256,21 +256,21 @@ TEST_CASE("state_dict round trips, flat and nested, load_state_dict of a part (t
   for (bool flatten : {true, false}) {
     TensorDict zero = td.clone();
     zero.zero_();
-    zero.load_state_dict(td.state_dict(false, flatten), /*strict=*/true, /*assign=*/false, /*from_flatten=*/flatten);
+    zero.load_state_dict(td.state_dict({.keep_vars = false, .flatten = flatten}), {.strict = true, .assign = false, .from_flatten = flatten});
     CHECK((zero == td).all());
   }
-  const auto nested = td.state_dict(false, /*flatten=*/false);
+  const auto nested = td.state_dict({.flatten = false});
   keys.clear();
   for (const auto& entry : nested) keys.insert(entry.key());
   CHECK(keys == std::set<std::string>{"a", "b", "__batch_size", "__device"});
 
   TensorDict data({{"d", at::scalar_tensor(1)}}, {});
   data.create_nested({"a", "b", "c"});
-  data.load_state_dict(TensorDict({{"d", at::scalar_tensor(0)}}, {}).state_dict(), /*strict=*/true);
+  data.load_state_dict(TensorDict({{"d", at::scalar_tensor(0)}}, {}).state_dict(), /*strict=*/{.strict = true});
   CHECK(data.get("d").item<double>() == 0);
   TensorDict source({{"d", at::scalar_tensor(1)}}, {});
   source.create_nested({"a", "b", "c"});
   TensorDict small({{"d", at::scalar_tensor(0)}}, {});
-  small.load_state_dict(source.state_dict(), /*strict=*/true);
+  small.load_state_dict(source.state_dict(), {.strict = true});
   CHECK(small.get("d").item<double>() == 1);
 }

@@ -26,25 +26,25 @@ TEST_CASE("set(inplace=true) copies into an existing tensor and sets a missing k
           "[conformance][test_generic.py]") {
   TensorDict td = abc();
   const auto ptr = td.get("a").data_ptr();
-  td.set("a", at::ones({3, 4}, at::kLong), true);
+  td.set("a", at::ones({3, 4}, at::kLong), {.inplace = true});
   CHECK(td.get("a").data_ptr() == ptr);          // storage kept
   CHECK(td.get("a").scalar_type() == at::kFloat);  // and dtype (copy_)
   CHECK(td.get("a").equal(at::ones({3, 4})));
-  td.set("new", at::ones({3}), true);
+  td.set("new", at::ones({3}), {.inplace = true});
   CHECK(td.contains("new"));
   // A nested tensordict is updated in place: same object, new keys added.
   const auto nested = td.get_td("b").impl();
-  td.set("b", TensorDict({{"c", at::full({3, 2}, 7.0)}, {"x", at::zeros({3})}}, {3}), true);
+  td.set("b", TensorDict({{"c", at::full({3, 2}, 7.0)}, {"x", at::zeros({3})}}, {3}), {.inplace = true});
   CHECK(td.get_td("b").impl() == nested);
   CHECK(td.get({"b", "c"}).eq(7).all().item<bool>());
   CHECK(td.contains({"b", "x"}));
   // Locked: in place on an existing key works, a missing key is the lock error.
   td.lock_();
-  td.set("a", at::zeros({3, 4}), true);
+  td.set("a", at::zeros({3, 4}), {.inplace = true});
   CHECK(td.get("a").eq(0).all().item<bool>());
-  CHECK_THROWS_WITH(td.set("missing", at::zeros({3}), true), Contains("Cannot modify locked TensorDict. For in-place modification"));
+  CHECK_THROWS_WITH(td.set("missing", at::zeros({3}), {.inplace = true}), Contains("Cannot modify locked TensorDict. For in-place modification"));
   // A copy that cannot happen is a ValueError naming the key.
-  CHECK_THROWS_AS(td.set("a", at::zeros({3, 5}), true), std::invalid_argument);
+  CHECK_THROWS_AS(td.set("a", at::zeros({3, 5}), {.inplace = true}), std::invalid_argument);
 }
 
 TEST_CASE("update with keys_to_update, clone and inplace (test_methods.py::test_update_select)", "[conformance][test_methods.py]") {
@@ -106,21 +106,21 @@ TEST_CASE("select_, exclude_, flatten_keys_ and unflatten_keys_ rearrange the te
   TensorDict td = abc();
   const auto nested = td.get_td("b").impl();
   CHECK(&td.select_({NestedKey{"b", "c"}}) == &td);
-  CHECK(td.keys(true, true) == std::vector<NestedKey>{NestedKey{"b", "c"}});
+  CHECK(td.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{NestedKey{"b", "c"}});
   CHECK(td.get_td("b").impl() == nested);  // pruned in place
   CHECK_THROWS_AS(td.select_({"nope"}), tensordict::KeyError);
-  td.select_({"nope", NestedKey{"b", "c"}}, false);
+  td.select_({"nope", NestedKey{"b", "c"}}, {.strict = false});
   CHECK(td.contains({"b", "c"}));
 
   TensorDict ex = abc();
   ex.exclude_({NestedKey{"b", "d"}, "a", "absent"});
-  CHECK(ex.keys(true, true) == std::vector<NestedKey>{NestedKey{"b", "c"}});
+  CHECK(ex.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{NestedKey{"b", "c"}});
 
   TensorDict flat = abc();
   flat.flatten_keys_();
   CHECK(flat.sorted_keys() == std::vector<std::string>{"a", "b.c", "b.d"});  // top-level leaves stay
   flat.unflatten_keys_();
-  CHECK(flat.keys(true, true) == abc().keys(true, true));
+  CHECK(flat.keys({.include_nested = true, .leaves_only = true}) == abc().keys({.include_nested = true, .leaves_only = true}));
 
   TensorDict locked = abc();
   locked.lock_();
@@ -128,7 +128,7 @@ TEST_CASE("select_, exclude_, flatten_keys_ and unflatten_keys_ rearrange the te
                                                      [&] { locked.flatten_keys_(); }, [&] { locked.unflatten_keys_(); }}) {
     CHECK_THROWS_WITH(op(), Contains("Cannot modify locked TensorDict"));
   }
-  CHECK(locked.keys(true, true) == abc().keys(true, true));
+  CHECK(locked.keys({.include_nested = true, .leaves_only = true}) == abc().keys({.include_nested = true, .leaves_only = true}));
 }
 
 TEST_CASE("to_dict and from_dict round-trip tensors, nesting and non-tensor data (test_methods.py::test_to_dict_nested, "
@@ -145,7 +145,7 @@ TEST_CASE("to_dict and from_dict round-trip tensors, nesting and non-tensor data
   CHECK(dict.at("n").isNone());
   CHECK(dict.at("list").toListRef().size() == 3);
 
-  const TensorDict back = TensorDict::from_dict(dict, std::vector<int64_t>{3});
+  const TensorDict back = TensorDict::from_dict(dict, {.batch_size = std::vector<int64_t>{3}});
   CHECK(back.batch_size() == at::IntArrayRef({3}));
   CHECK(back.get_td("b").batch_size() == at::IntArrayRef({3}));
   CHECK((back == td).select({"a", NestedKey{"b", "c"}, NestedKey{"b", "d"}}).all());
@@ -159,12 +159,12 @@ TEST_CASE("to_dict and from_dict round-trip tensors, nesting and non-tensor data
   inner.insert("c", at::zeros({3, 4, 5}));
   raw.insert("b", inner);
   CHECK(TensorDict::from_dict(raw).batch_size().empty());
-  const TensorDict autod = TensorDict::from_dict(raw, std::nullopt, std::nullopt, true);
+  const TensorDict autod = TensorDict::from_dict(raw, {.auto_batch_size = true});
   CHECK(autod.batch_size() == at::IntArrayRef({3, 4}));
   CHECK(autod.get_td("b").batch_size() == at::IntArrayRef({3, 4, 5}));
-  const TensorDict one = TensorDict::from_dict(raw, std::nullopt, std::nullopt, false, 1);
+  const TensorDict one = TensorDict::from_dict(raw, {.batch_dims = 1});
   CHECK(one.batch_size() == at::IntArrayRef({3}));
-  CHECK_THROWS_WITH(TensorDict::from_dict(raw, std::vector<int64_t>{3}, std::nullopt, false, 1), Contains("both"));
+  CHECK_THROWS_WITH(TensorDict::from_dict(raw, {.batch_size = std::vector<int64_t>{3}, .batch_dims = 1}), Contains("both"));
   auto bad = TensorDict().to_dict();
   bad.insert("t", c10::ivalue::Tuple::create({c10::IValue(1)}));
   CHECK_THROWS_WITH(TensorDict::from_dict(bad), Contains("from_dict: key 't' holds a Tuple"));

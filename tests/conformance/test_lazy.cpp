@@ -89,9 +89,9 @@ TEST_CASE("copies, casts, shape ops and indexing of a parent keep its heterogene
       CHECK_FALSE(lazy.tensordicts()[0].contains("individual_1_tensor"));
     };
     check_lazy(obs.clone(), nb);
-    check_lazy(obs.clone(false), nb);
+    check_lazy(obs.clone({.recurse = false}), nb);
     // clone(false) shares the members' tensors; clone() copies them.
-    CHECK(LazyStackedTensorDict(obs.clone(false).get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() ==
+    CHECK(LazyStackedTensorDict(obs.clone({.recurse = false}).get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() ==
           LazyStackedTensorDict(obs.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr());
     CHECK(LazyStackedTensorDict(obs.clone().get_td("lazy")).tensordicts()[2].get("hetero").data_ptr() !=
           LazyStackedTensorDict(obs.get_td("lazy")).tensordicts()[2].get("hetero").data_ptr());
@@ -377,7 +377,7 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
     CHECK(r.get("d").scalar_type() == dtype);
   };
   check(td.clone(), 1, 2, at::kFloat);
-  check(td.clone(false), 1, 2, at::kFloat);
+  check(td.clone({.recurse = false}), 1, 2, at::kFloat);
   check(td.detach(), 1, 2, at::kFloat);
   check(td.to(at::kDouble), 1, 2, at::kDouble);
   check(td.apply([](const at::Tensor& t) { return t * 3; }), 3, 6, at::kFloat);
@@ -390,7 +390,7 @@ TEST_CASE("copies, casts, apply and pointwise math run member by member across a
   LazyStackedTensorDict(copy.get_td("lazy")).tensordicts()[0].get("x").fill_(9);
   CHECK(m0.get("x").equal(at::ones({3})));
   // clone(false) shares them.
-  const TensorDict shallow = td.clone(false);
+  const TensorDict shallow = td.clone({.recurse = false});
   CHECK(LazyStackedTensorDict(shallow.get_td("lazy")).tensordicts()[0].get("x").data_ptr() == m0.get("x").data_ptr());
   // A batch-shaped operand depends on where the stack dim is: the lazy stack
   // is stacked, which its members' shapes refuse, naming the key.

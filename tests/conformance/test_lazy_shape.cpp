@@ -49,7 +49,7 @@ TEST_CASE("select and exclude of a lazy stack select in each member and share it
   }
   // A key some members lack: strict is each member's KeyError, else skipped.
   CHECK(CONF_MESSAGE(lazy.select({"only0"})).find("only0") != std::string::npos);
-  const auto some = lazy.select({"only0", "x"}, /*strict=*/false);
+  const auto some = lazy.select({"only0", "x"}, /*strict=*/{.strict = false});
   CHECK(member(some, 0).contains("only0"));
   CHECK_FALSE(member(some, 1).contains("only0"));
 

@@ -20,19 +20,19 @@ TEST_CASE(
   auto td = sample({2});
   const TensorDict copy(sample({2}).apply([](const at::Tensor& t) { return t + 1; }));
   td.lock_();
-  for (const auto& item : copy.items(true)) {
+  for (const auto& item : copy.items({.include_nested = true})) {
     const auto& [key, value] = item;  // (clang 14 lambdas cannot capture structured bindings)
     INFO(key.repr());
     REQUIRE_THAT(CONF_MESSAGE(td.set(item.first, item.second)), Contains("Cannot modify locked TensorDict"));
   }
   REQUIRE_THAT(CONF_MESSAGE(td.update(copy)), Contains("Cannot modify locked TensorDict"));
   REQUIRE(td.allclose(sample({2})));
-  for (const auto& [key, value] : copy.items(true, true)) td.set_(key, value.tensor());
+  for (const auto& [key, value] : copy.items({.include_nested = true, .leaves_only = true})) td.set_(key, value.tensor());
   REQUIRE(td.allclose(copy));
   td.update_(sample({2}));
   REQUIRE(td.allclose(sample({2})));
   td.unlock_();
-  for (const auto& [key, value] : copy.items(true)) td.set(key, value);
+  for (const auto& [key, value] : copy.items({.include_nested = true})) td.set(key, value);
   REQUIRE(td.allclose(copy));
 }
 

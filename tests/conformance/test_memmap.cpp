@@ -21,7 +21,7 @@ TEST_CASE("memmap_() without a prefix maps every leaf, locks, and has no saved p
     CHECK(td.is_memmap());
     CHECK(td.is_locked());
     CHECK_FALSE(td.saved_path().has_value());
-    for (const auto& key : before.keys(true, true)) {
+    for (const auto& key : before.keys({.include_nested = true, .leaves_only = true})) {
       CAPTURE(key.repr());
       const auto value = before.get_value(key);
       if (!value->is_tensor()) continue;

@@ -14,11 +14,11 @@ using tensordict::NestedKey;
 
 TEST_CASE("clear empties the tensordict in place (test_methods.py::test_clear)", "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDict& td) {
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     TensorDict& cleared = td.clear();
     CHECK(&cleared == &td);
     CHECK(td.is_empty());
-    CHECK(td.keys(true, true).empty());
+    CHECK(td.keys({.include_nested = true, .leaves_only = true}).empty());
   });
 }
 
@@ -26,7 +26,7 @@ TEST_CASE("create_nested makes empty nested tensordicts with the batch size (tes
           "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDict& td) {
     {
-      LockGuard unlocked(td, /*lock=*/false);
+      LockGuard unlocked(td, LockGuard::Unlock);
       td.create_nested("root");
       CHECK(td.get_td("root").batch_size() == td.batch_size());
       CHECK(td.get_td("root").is_empty());
@@ -152,7 +152,7 @@ TEST_CASE(
       CHECK(same_tensor(td.get(key).contiguous(), value));  // the source is unchanged
     }
     std::size_t tensors = 0;
-    for (const auto& [key, value] : out.items(true, true)) tensors += value.is_tensor() ? 1 : 0;
+    for (const auto& [key, value] : out.items({.include_nested = true, .leaves_only = true})) tensors += value.is_tensor() ? 1 : 0;
     CHECK(tensors == kept);
   });
 }

@@ -237,7 +237,7 @@ TEST_CASE(
     CHECK(td.contains("a"));
     // Missing keys, plain and nested, are no error and drop nothing.
     const TensorDict kept = td.exclude({"this key is missing", NestedKey{"this one too"}});
-    CHECK(kept.keys(true, true) == td.keys(true, true));
+    CHECK(kept.keys({.include_nested = true, .leaves_only = true}) == td.keys({.include_nested = true, .leaves_only = true}));
     for (const auto& [key, value] : snapshot(td)) CHECK(same_tensor(kept.get(key), value));
     if (legacy_view(name)) return;
     if (td.is_locked()) td.unlock_();
@@ -258,19 +258,19 @@ TEST_CASE("select keeps the keys named, nested ones too, select_ in place (test_
       if (name == "td_h5") return;
       std::vector<NestedKey> keys = {"a"};
       if (name == "nested_td" || name == "nested_stacked_td") keys.push_back(NestedKey{"my_nested_td", "inner"});
-      const TensorDict out = td.select(keys, strict);
+      const TensorDict out = td.select(keys, {.strict = strict});
       CHECK(out.impl() != td.impl());
-      CHECK(out.keys(true, true).size() == keys.size());
+      CHECK(out.keys({.include_nested = true, .leaves_only = true}).size() == keys.size());
       CHECK(out.contains("a"));
-      CHECK(out.clone().keys(true, true).size() == keys.size());
+      CHECK(out.clone().keys({.include_nested = true, .leaves_only = true}).size() == keys.size());
       CHECK(out.clone().contains("a"));
       CHECK(same_tensor(out.get("a"), td.get("a")));
       CHECK(td.contains("b"));
       if (legacy_view(name)) return;
       if (td.is_locked()) td.unlock_();
-      TensorDict& same = td.select_(keys, strict);
+      TensorDict& same = td.select_(keys, {.strict = strict});
       CHECK(same.impl() == td.impl());
-      CHECK(td.keys(true, true).size() == keys.size());
+      CHECK(td.keys({.include_nested = true, .leaves_only = true}).size() == keys.size());
       CHECK(td.contains("a"));
       CHECK_FALSE(td.contains("b"));
     });
@@ -281,9 +281,9 @@ TEST_CASE("select of a missing key is a KeyError when strict, else nothing (test
           "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDict& td) {
     if (name == "td_h5") return;  // tensordict: NotImplementedError (see test_select)
-    CHECK_THROWS_AS(td.select({"tada"}, true), tensordict::KeyError);
-    CHECK_THROWS_WITH(td.select({"tada"}, true), Contains("not found in"));
-    const TensorDict out = td.select({"tada"}, false);
+    CHECK_THROWS_AS(td.select({"tada"}, {.strict = true}), tensordict::KeyError);
+    CHECK_THROWS_WITH(td.select({"tada"}, {.strict = true}), Contains("not found in"));
+    const TensorDict out = td.select({"tada"}, {.strict = false});
     CHECK(out.impl() != td.impl());
     CHECK(out.keys().empty());
   });
@@ -305,7 +305,7 @@ TEST_CASE(
     // The kinds whose "a" tensordict's test finds shared by clone(recurse=False).
     if (name == "td" || name == "nested_td" || name == "idx_td" || name == "memmap_td" || name == "td_reset_bs" ||
         name == "td_with_non_tensor") {
-      CHECK(td.clone(false).get("a").data_ptr() == td.get("a").data_ptr());
+      CHECK(td.clone({.recurse = false}).get("a").data_ptr() == td.get("a").data_ptr());
     }
     // A deep clone owns its tensors.
     clone.apply_([](const at::Tensor& t) { return at::zeros_like(t); });
@@ -354,8 +354,8 @@ TEST_CASE("keys, values and items rebuild the tensordict, in sorted order (test_
         CHECK(same_tensor(from_items.get(key), value));
         CHECK(same_tensor(from_keys.get(key), value));
       }
-      CHECK(from_items.keys(true, true) == td.keys(true, true));
-      CHECK(from_keys.keys(true, true) == td.keys(true, true));
+      CHECK(from_items.keys({.include_nested = true, .leaves_only = true}) == td.keys({.include_nested = true, .leaves_only = true}));
+      CHECK(from_keys.keys({.include_nested = true, .leaves_only = true}) == td.keys({.include_nested = true, .leaves_only = true}));
       CHECK(std::is_sorted(keys.begin(), keys.end()));
     };
     check();

@@ -60,7 +60,7 @@ TEST_CASE(
     "test_setitem_nestedtuple, test_set_nested_batch_size)",
     "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDict& td) {
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     td.set("d", at::randn({4, 3, 2, 1, 5}));
     CHECK(td.contains("d"));
     // (" a ", ("little", "story"), "about", ("myself",)) flattens to one path.
@@ -77,7 +77,7 @@ TEST_CASE("del_ removes a key, a locked tensordict refuses (test_methods.py::tes
           "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDict& td) {
     {
-      LockGuard unlocked(td, /*lock=*/false);
+      LockGuard unlocked(td, LockGuard::Unlock);
       TensorDict& out = td.del_("a");
       CHECK(&out == &td);
     }
@@ -92,10 +92,10 @@ TEST_CASE("del_ removes a key, a locked tensordict refuses (test_methods.py::tes
 TEST_CASE("rename_key_ across levels, and safe=true onto an existing key (test_methods.py::test_rename_key_nested)",
           "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string&, TensorDict& td) {
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     td.set({"nested", "conflict"}, at::zeros(td.batch_size()));
-    CHECK_THROWS_AS(td.rename_key_({"nested", "conflict"}, "b", /*safe=*/true), tensordict::KeyError);
-    CHECK_THAT(CONF_MESSAGE(td.rename_key_({"nested", "conflict"}, "b", true)),
+    CHECK_THROWS_AS(td.rename_key_({"nested", "conflict"}, "b", /*safe=*/{.safe = true}), tensordict::KeyError);
+    CHECK_THAT(CONF_MESSAGE(td.rename_key_({"nested", "conflict"}, "b", {.safe = true})),
                Catch::Contains("already present in TensorDict"));
     td.set({"nested", "first"}, at::zeros(td.batch_size()));
     td.rename_key_({"nested", "first"}, "second");
@@ -171,12 +171,12 @@ TEST_CASE(
     }
     TensorDict tt = td.transpose(-1, -2);
     {
-      LockGuard unlocked(tt, /*lock=*/false);
+      LockGuard unlocked(tt, LockGuard::Unlock);
       tt.set({"some", "transposed", "tensor"}, at::zeros(tt.batch_size()));
     }
     CHECK_THROWS_AS(tt.transpose(-5, -6), tensordict::ValueError);
 
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     for (int64_t dim : {0, 1}) {
       TensorDict u = td.unsqueeze(dim);
       const at::Tensor ones = at::ones_like(td.get("a").unsqueeze(dim));
@@ -225,7 +225,7 @@ TEST_CASE(
     "(test_methods.py::test_update)",
     "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDict& td) {
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     const auto zeros = [&] { return at::zeros(td.batch_size()); };
     std::vector<NestedKey> keys = td.keys();
     td.update(TensorDict({{"x", zeros()}}, td.batch_size()));
@@ -280,7 +280,7 @@ TEST_CASE("update through a sub-tensordict writes into the source (test_methods.
       CHECK(sub.batch_size() == td.index(index).batch_size());
       const TensorDict twos = td.index(index).to_tensordict().apply([](const at::Tensor& x) { return x * 0 + 2; });
       {
-        LockGuard unlocked(td, /*lock=*/false);
+        LockGuard unlocked(td, LockGuard::Unlock);
         sub.update(twos);
       }
       CHECK((sub == 2).all());
@@ -343,7 +343,7 @@ TEST_CASE(
       const TensorDict loaded = tensordict::load_memmap((dir / "saved").string());
       CHECK(loaded.batch_size() == td.batch_size());
       CHECK((td.cpu() == loaded.cpu()).all());
-      for (const auto& [key, value] : td.items(true, true)) {
+      for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
         if (!value.is_non_tensor()) continue;
         CAPTURE(key.repr());
         CHECK(loaded.get_non_tensor(key) == value.non_tensor().data());
@@ -384,7 +384,7 @@ TEST_CASE(
     "[conformance][test_methods.py]") {
   for_each_fixture([](const std::string& name, TensorDict& td) {
     if (is_sub_td(name)) return;  // tensordict's test sets the sub-tensordict's source: no C++ counterpart
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     const at::Tensor tensor = at::randn({4, 3, 2, 1, 5});
     const at::Tensor tensor2 = at::ones({4, 3, 2, 1, 5});
     const TensorDict sub_sub({{"c", tensor}}, {4, 3, 2, 1});
@@ -433,13 +433,13 @@ TEST_CASE("reductions over everything, over dim 1 and with keepdim, and folded i
       keep2.push_back(i == 2 ? 1 : f.batch_size()[i]);
     }
     const std::vector<std::pair<std::string, std::function<TensorDict(std::vector<int64_t>, bool)>>> reductions = {
-        {"mean", [&](auto d, bool k) { return f.mean(d, k); }},
-        {"nanmean", [&](auto d, bool k) { return f.nanmean(d, k); }},
-        {"sum", [&](auto d, bool k) { return f.sum(d, k); }},
-        {"nansum", [&](auto d, bool k) { return f.nansum(d, k); }},
-        {"prod", [&](auto d, bool k) { return f.prod(d, k); }},
-        {"std", [&](auto d, bool k) { return f.std(d, k); }},
-        {"var", [&](auto d, bool k) { return f.var(d, k); }},
+        {"mean", [&](auto d, bool k) { return f.mean(d, {.keepdim = k}); }},
+        {"nanmean", [&](auto d, bool k) { return f.nanmean(d, {.keepdim = k}); }},
+        {"sum", [&](auto d, bool k) { return f.sum(d, {.keepdim = k}); }},
+        {"nansum", [&](auto d, bool k) { return f.nansum(d, {.keepdim = k}); }},
+        {"prod", [&](auto d, bool k) { return f.prod(d, {.keepdim = k}); }},
+        {"std", [&](auto d, bool k) { return f.std(d, {.keepdim = k}); }},
+        {"var", [&](auto d, bool k) { return f.var(d, {.keepdim = k}); }},
     };
     for (const auto& [red, fn] : reductions) {
       CAPTURE(red);
@@ -453,7 +453,7 @@ TEST_CASE("reductions over everything, over dim 1 and with keepdim, and folded i
     }
     CHECK(f.quantile(0.5).batch_size().empty());
     CHECK(f.quantile(0.5, 1).batch_size() == at::IntArrayRef(without1));
-    CHECK(f.quantile(0.5, 2, true).batch_size() == at::IntArrayRef(keep2));
+    CHECK(f.quantile(0.5, 2, {.keepdim = true}).batch_size() == at::IntArrayRef(keep2));
   });
 }
 
@@ -466,7 +466,7 @@ TEST_CASE("LockGuard locks and unlocks for a scope and restores the state (test_
       LockGuard locked(td);
       CHECK(td.is_locked());
       {
-        LockGuard unlocked(td, /*lock=*/false);
+        LockGuard unlocked(td, LockGuard::Unlock);
         CHECK_FALSE(td.is_locked());
       }
       CHECK(td.is_locked());
@@ -489,9 +489,9 @@ TEST_CASE("renaming a locked tensordict's dims renames its nested tensordicts' (
     } catch (const std::exception&) {
       return;  // as tensordict's test: kinds that cannot be named or locked stop here
     }
-    (void)td.items(true);
+    (void)td.items({.include_nested = true});
     td.rename_(renamed);
-    for (const auto& [key, value] : td.items(true)) {
+    for (const auto& [key, value] : td.items({.include_nested = true})) {
       if (!value.is_tensordict()) continue;
       CAPTURE(key.repr());
       const auto got = value.tensordict().names();
@@ -518,7 +518,7 @@ TEST_CASE("set_non_tensor and get_non_tensor, refused when locked (test_methods.
       CHECK_THROWS_AS(td.set_non_tensor({"this", "will"}, "fail"), std::runtime_error);
       CHECK_THAT(CONF_MESSAGE(td.set_non_tensor({"this", "will"}, "fail")), Catch::Contains("locked"));
     }
-    LockGuard unlocked(td, /*lock=*/false);
+    LockGuard unlocked(td, LockGuard::Unlock);
     td.set({"this", "tensor"}, at::zeros(td.batch_size()));
     td.set_non_tensor({"this", "will"}, "succeed");
     CHECK(td.get_value({"this", "will"})->is_non_tensor());

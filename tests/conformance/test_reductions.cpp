@@ -17,11 +17,11 @@ TEST_CASE("quantile over a batch dim or every element, per leaf (test_generic.py
   CHECK(over0.batch_size() == at::IntArrayRef({4}));
   CHECK(over0.get("a").sizes() == at::IntArrayRef({4, 5}));
   CHECK(over0.get({"b", "c"}).allclose(at::quantile(td.get({"b", "c"}), 0.5, 0)));
-  const TensorDict kept = td.quantile(0.25, 0, true, "lower");
+  const TensorDict kept = td.quantile(0.25, 0, {.keepdim = true, .interpolation = "lower"});
   CHECK(kept.batch_size() == at::IntArrayRef({1, 4}));
   CHECK(kept.get("a").allclose(at::quantile(td.get("a"), 0.25, 0, true, "lower")));
   CHECK_THROWS_WITH(td.quantile(0.5, 2), Catch::Contains("quantile"));
-  CHECK_THROWS_AS(td.quantile(0.5, 0, false, "cubic"), std::runtime_error);
+  CHECK_THROWS_AS(td.quantile(0.5, 0, {.keepdim = false, .interpolation = "cubic"}), std::runtime_error);
 }
 
 TEST_CASE("cummax and cummin give values and indices with the batch size kept (test_methods.py::test_min_max_cummin_cummax)",
@@ -36,7 +36,7 @@ TEST_CASE("cummax and cummin give values and indices with the batch size kept (t
       CHECK(values.batch_size() == f.td.batch_size());
       CHECK(indices.batch_size() == f.td.batch_size());
       const int64_t d = dim < 0 ? dim + f.td.batch_dims() : dim;
-      for (const auto& key : f.td.keys(true, true)) {
+      for (const auto& key : f.td.keys({.include_nested = true, .leaves_only = true})) {
         CAPTURE(key.repr());
         const auto expected = at::cummax(f.td.get(key), d);
         CHECK(values.get(key).equal(std::get<0>(expected)));
@@ -56,8 +56,8 @@ TEST_CASE("max and min over a dim give values and indices, without a dim, values
     for (int64_t dim : {0, 2, -1}) {
       for (bool keepdim : {false, true}) {
         CAPTURE(dim, keepdim);
-        const auto [values, indices] = f.td.max(dim, keepdim);
-        const auto [min_values, min_indices] = f.td.min(dim, keepdim);
+        const auto [values, indices] = f.td.max(dim, {.keepdim = keepdim});
+        const auto [min_values, min_indices] = f.td.min(dim, {.keepdim = keepdim});
         const int64_t d = dim < 0 ? dim + f.td.batch_dims() : dim;
         std::vector<int64_t> batch = f.td.batch_size().vec();
         if (keepdim) {
@@ -67,7 +67,7 @@ TEST_CASE("max and min over a dim give values and indices, without a dim, values
         }
         CHECK(values.batch_size() == at::IntArrayRef(batch));
         CHECK(indices.batch_size() == at::IntArrayRef(batch));
-        for (const auto& key : f.td.keys(true, true)) {
+        for (const auto& key : f.td.keys({.include_nested = true, .leaves_only = true})) {
           CAPTURE(key.repr());
           const auto expected = at::max(f.td.get(key), d, keepdim);
           CHECK(values.get(key).equal(std::get<0>(expected)));
@@ -75,7 +75,7 @@ TEST_CASE("max and min over a dim give values and indices, without a dim, values
           CHECK(min_values.get(key).equal(std::get<0>(at::min(f.td.get(key), d, keepdim))));
           CHECK(min_indices.get(key).equal(std::get<1>(at::min(f.td.get(key), d, keepdim))));
           // min(dim, keepdim) values are amin's (tensordict's return_indices=False).
-          CHECK(min_values.get(key).equal(f.td.amin({dim}, keepdim).get(key)));
+          CHECK(min_values.get(key).equal(f.td.amin({dim}, {.keepdim = keepdim}).get(key)));
         }
       }
     }

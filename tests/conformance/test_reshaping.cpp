@@ -35,7 +35,7 @@ TEST_CASE("movedim over every fixture (test_methods.py::test_movedim)", "[confor
   for_each_fixture([](const std::string&, TensorDict& td) {
     const auto moved = td.movedim(0, -1);
     CHECK(shape_of(moved) == std::vector<int64_t>{3, 2, 1, 4});
-    for (const auto& key : td.keys(true, true)) {
+    for (const auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
       if (!td.get_value(key)->is_tensor()) continue;
       INFO("key " << key);
       const at::Tensor original = td.get(key);

@@ -95,7 +95,7 @@ TEST_CASE(
                Contains("cannot set key 'a'") && Contains("expected a tensor, got a tensordict"));
 
   REQUIRE(td.get_td("nested").kind() == tensordict::Kind::Dense);
-  REQUIRE(td.keys(true, true) == before.keys(true, true));
+  REQUIRE(td.keys({.include_nested = true, .leaves_only = true}) == before.keys({.include_nested = true, .leaves_only = true}));
   REQUIRE(td.allclose(before));
 }
 

@@ -17,7 +17,7 @@ TensorDict expected_sum(int world) {
   TensorDict out(numbers(0).clone());
   for (int r = 1; r < world; ++r) {
     const TensorDict other = numbers(r);
-    for (const auto& key : out.keys(true, true)) out.set(key, out.get(key) + other.get(key));
+    for (const auto& key : out.keys({.include_nested = true, .leaves_only = true})) out.set(key, out.get(key) + other.get(key));
   }
   return out;
 }
@@ -32,7 +32,7 @@ TEST_CASE("all_reduce sums every leaf on every rank, one call per dtype", "[dist
     check_equal(mine, expected_sum(r.world), "SUM");
 
     TensorDict peak = numbers(r.rank);
-    td::all_reduce(peak, r.group, c10d::ReduceOp::MAX, /*async_op=*/true).wait();
+    td::all_reduce(peak, r.group, {.op = c10d::ReduceOp::MAX, .async_op = true}).wait();
     check_equal(peak, numbers(r.world - 1), "MAX");  // every leaf grows with the rank
   });
   REQUIRE(failures == "");

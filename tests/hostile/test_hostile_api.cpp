@@ -64,7 +64,7 @@ TEST_CASE("hostile api: a tensordict cannot be set below itself or its descendan
     TensorDict shared({{"x", at::ones({1})}}, {});
     td.set("a", shared);
     td.set("b", shared);
-    return std::to_string(td.clone().keys(true, true).size());
+    return std::to_string(td.clone().keys({.include_nested = true, .leaves_only = true}).size());
   });
   REQUIRE(ok == "2");
 }
@@ -94,7 +94,7 @@ TEST_CASE("hostile api: 10k-deep nesting is a named error, never a crash") {
     attempt("repr", [&] { (void)repr(top); });
     attempt("clone", [&] { (void)top.clone(); });
     attempt("apply", [&] { (void)top.apply([](const at::Tensor& t) { return t; }); });
-    attempt("keys", [&] { (void)top.keys(true); });
+    attempt("keys", [&] { (void)top.keys({.include_nested = true}); });
     attempt("lock", [&] { top.lock_(); });
     attempt("memmap", [&] { (void)top.memmap((tmp / "m").string()); });
     attempt("to_h5", [&] { (void)top.to_h5((tmp / "f.h5").string()); });
@@ -113,7 +113,7 @@ TEST_CASE("hostile api: load_state_dict(strict=false) adds no key to a locked te
   TensorDict td({{"x", at::zeros({2})}}, {2});
   td.lock_();
   auto sd = TensorDict({{"x", at::ones({2})}, {"extra", at::ones({2})}}, {2}).state_dict();
-  REQUIRE_THAT(HOSTILE_THROWS(td.load_state_dict(sd, false)), Contains("load_state_dict: cannot add key 'extra' to a locked tensordict"));
+  REQUIRE_THAT(HOSTILE_THROWS(td.load_state_dict(sd, {.strict = false})), Contains("load_state_dict: cannot add key 'extra' to a locked tensordict"));
   REQUIRE_FALSE(td.contains("extra"));
 }
 

@@ -9,7 +9,7 @@ namespace {
 // lambda x: (x, x), in_keys=["x"], out_keys=["y", "z"].
 tnn::TensorDictModule twice(Inplace inplace) {
   return tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x, x); }, {"x"}, {"y", "z"},
-                               tnn::TensorDictModule::Options().inplace(inplace));
+                               tnn::TensorDictModule::Options{.inplace = inplace});
 }
 }  // namespace
 
@@ -76,11 +76,11 @@ TEST_CASE("TensorDictSequential inplace with modules in or out of place (test_nn
       tnn::TensorDictSequential model(
           {tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x + 1, x - 1); }, {"input"},
                                  {{"intermediate", "0"}, {"intermediate", "1"}},
-                                 tnn::TensorDictModule::Options().inplace(module_inplace)),
+                                 tnn::TensorDictModule::Options{.inplace = module_inplace}),
            tnn::TensorDictModule([](const at::Tensor& y0, const at::Tensor& y1) { return y0 * y1; },
                                  {{"intermediate", "0"}, {"intermediate", "1"}}, {"output"},
-                                 tnn::TensorDictModule::Options().inplace(module_inplace))},
-          false, {}, inplace);
+                                 tnn::TensorDictModule::Options{.inplace = module_inplace})},
+          {.inplace = inplace});
       TensorDict input({{"input", at::zeros({})}}, {});
       const TensorDict output = model(input);
       check_placement(output, input, inplace, module_inplace);
@@ -93,8 +93,7 @@ TEST_CASE("TensorDictSequential inplace with modules in or out of place (test_nn
 
 TEST_CASE("TensorDictSequential inplace=\"empty\" keeps the input's batch size and writes only out_keys",
           "[sequential][inplace]") {
-  tnn::TensorDictSequential model({tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"})},
-                                  false, {}, Inplace::Empty);
+  tnn::TensorDictSequential model({tnn::TensorDictModule([](const at::Tensor& x) { return x * 2; }, {"x"}, {"y"})}, {.inplace = Inplace::Empty});
   TensorDict input({{"x", at::ones({3, 2})}}, {3});
   const TensorDict out = model(input);
   CHECK(out.impl() != input.impl());
@@ -119,7 +118,7 @@ TEST_CASE("WrapModule runs a function of the whole tensordict in a sequence (nn/
   CHECK(at::equal(out.get("x"), at::ones({12, 5})));
   // in_keys and out_keys only inform the sequence (empty by default).
   tnn::WrapModule informed([](const TensorDict& td) { return td; },
-                           tnn::WrapModule::Options().in_keys({"a"}).out_keys({"b"}));
+                           tnn::WrapModule::Options{.in_keys = {"a"}, .out_keys = {"b"}});
   CHECK(informed->in_keys() == std::vector<NestedKey>{"a"});
   CHECK(informed->out_keys() == std::vector<NestedKey>{"b"});
   CHECK(tnn::WrapModule([](const TensorDict& td) { return td; })->in_keys().empty());
@@ -137,13 +136,13 @@ TEST_CASE("WrapModule inplace writes the result into the input", "[wrap]") {
   CHECK_FALSE(td.contains("z"));
   CHECK_FALSE(fresh.contains("x"));
   // In place: the input updated with the result, and returned.
-  const TensorDict updated = tnn::WrapModule(add_z, tnn::WrapModule::Options().inplace(true))(td);
+  const TensorDict updated = tnn::WrapModule(add_z, tnn::WrapModule::Options{.inplace = true})(td);
   CHECK(updated.impl() == td.impl());
   CHECK(at::equal(td.get("z"), at::ones({2})));
   CHECK(at::equal(td.get("x"), at::zeros({2})));
   // A function returning its input: nothing to update.
   auto same = [](const TensorDict& t) { return t; };
-  CHECK(tnn::WrapModule(same, tnn::WrapModule::Options().inplace(true))(td).impl() == td.impl());
+  CHECK(tnn::WrapModule(same, tnn::WrapModule::Options{.inplace = true})(td).impl() == td.impl());
   // With an output tensordict, the result goes there.
   TensorDict dest({}, {2});
   const TensorDict into = tnn::WrapModule(add_z)(td, dest);
@@ -162,14 +161,14 @@ tnn::ProbabilisticTensorDictSequential categorical_policy(Inplace inplace, Inpla
   return tnn::ProbabilisticTensorDictSequential(
       {tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x + 1, x - 1); }, {"input"},
                              {{"intermediate", "0"}, {"intermediate", "1"}},
-                             tnn::TensorDictModule::Options().inplace(module_inplace)),
+                             tnn::TensorDictModule::Options{.inplace = module_inplace}),
        tnn::TensorDictModule([](const at::Tensor& y0, const at::Tensor& y1) { return y0 * y1; },
                              {{"intermediate", "0"}, {"intermediate", "1"}}, {"output"},
-                             tnn::TensorDictModule::Options().inplace(module_inplace)),
+                             tnn::TensorDictModule::Options{.inplace = module_inplace}),
        tnn::ProbabilisticTensorDictModule(
            tnn::DistributionKeys{{"logits", "output"}}, {"sample"},
-           tnn::ProbabilisticOptions().distribution(tnn::Categorical::cls()).return_log_prob(true))},
-      false, {}, inplace);
+           tnn::ProbabilisticOptions{.distribution = tnn::Categorical::cls(), .return_log_prob = true})},
+      {.inplace = inplace});
 }
 }  // namespace
 
@@ -235,7 +234,7 @@ TEST_CASE("ProbabilisticTensorDictSequential inplace=\"empty\", an output tensor
   // The last module is checked whatever inplace says.
   CHECK(message_of([] {
           tnn::ProbabilisticTensorDictSequential(
-              {tnn::TensorDictModule([](const at::Tensor& t) { return t; }, {"a"}, {"b"})}, false, {}, Inplace::False);
+              {tnn::TensorDictModule([](const at::Tensor& t) { return t; }, {"a"}, {"b"})}, {.inplace = Inplace::False});
         }) ==
         "ProbabilisticTensorDictSequential: the last module must be a ProbabilisticTensorDictModule, got "
         "TensorDictModule");

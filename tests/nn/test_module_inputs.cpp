@@ -35,7 +35,7 @@ TEST_CASE("TensorDictModule strict=false passes a missing input as an undefined 
   CHECK(tdout.get("new_present").is_same(td.get("present")));
 
   tnn::TensorDictModule strict(check, {"present", "missing"}, {"new_present"},
-                               tnn::TensorDictModuleOptions().strict(true));
+                               tnn::TensorDictModuleOptions{.strict = true});
   CHECK(strict->strict());
   TensorDict td2({{"present", torch::zeros({})}}, {});
   CHECK_THROWS_AS(strict(td2), KeyError);
@@ -101,7 +101,7 @@ TEST_CASE("TensorDictModule with a KeyMap {td key: kwarg name} (out_to_in_map=fa
     return kw["a"] + 1;
   };
   tnn::TensorDictModule module(fn, tnn::KeyMap{{"1", "a"}, {{"2", "smth"}, "b"}, {{"3", "other", "thing"}, "c"}}, {"a"},
-                               tnn::TensorDictModuleOptions().out_to_in_map(false));
+                               tnn::TensorDictModuleOptions{.out_to_in_map = false});
   CHECK(module->in_keys() == tnn::Keys{"1", {"2", "smth"}, {"3", "other", "thing"}});
   REQUIRE(module->kwargs());
   CHECK(*module->kwargs() == std::vector<std::string>{"a", "b", "c"});
@@ -120,7 +120,7 @@ TEST_CASE("TensorDictModule with a KeyMap {td key: kwarg name} (out_to_in_map=fa
 TEST_CASE("TensorDictModule with a KeyMap {kwarg name: td key} (out_to_in_map=true, the default)", "[module][kwargs]") {
   auto fn = [](const tnn::Kwargs& kw) { return kw["x"] + kw["y"]; };
   tnn::TensorDictModule module(fn, tnn::KeyMap{{"x", "1"}, {"y", "2"}}, {"a"},
-                               tnn::TensorDictModuleOptions().out_to_in_map(true));
+                               tnn::TensorDictModuleOptions{.out_to_in_map = true});
   TensorDict td({{"1", torch::ones({1})}, {"2", torch::full({1}, 3.0)}}, {});
   CHECK(module(td).get("a").item<float>() == 4.0f);
 
@@ -135,9 +135,9 @@ TEST_CASE("TensorDictModule with a KeyMap {kwarg name: td key} (out_to_in_map=tr
 TEST_CASE("TensorDictModule: a KeyMap and its reverse with out_to_in_map flipped agree", "[module][kwargs]") {
   auto fn = [](const tnn::Kwargs& kw) { return kw["y"] - kw["x"]; };
   tnn::TensorDictModule module(fn, tnn::KeyMap{{"1", "x"}, {"2", "y"}}, {"a"},
-                               tnn::TensorDictModuleOptions().out_to_in_map(false));
+                               tnn::TensorDictModuleOptions{.out_to_in_map = false});
   tnn::TensorDictModule reversed_module(fn, tnn::KeyMap{{"x", "1"}, {"y", "2"}}, {"a"},
-                                        tnn::TensorDictModuleOptions().out_to_in_map(true));
+                                        tnn::TensorDictModuleOptions{.out_to_in_map = true});
   TensorDict td({{"1", torch::ones({1})}, {"2", torch::full({1}, 3.0)}}, {});
   CHECK(module(td.clone()).get("a").item<float>() == 2.0f);
   CHECK(reversed_module(td.clone()).get("a").item<float>() == 2.0f);
@@ -153,7 +153,7 @@ TEST_CASE("TensorDictModule: a KeyMap read the wrong way names the arguments giv
   };
   for (bool out_to_in_map : {true, false}) {
     tnn::KeyMap in_keys = out_to_in_map ? tnn::KeyMap{{"1", "x"}, {"2", "y"}} : tnn::KeyMap{{"x", "1"}, {"y", "2"}};
-    tnn::TensorDictModule module(fn, in_keys, {"a"}, tnn::TensorDictModuleOptions().out_to_in_map(out_to_in_map));
+    tnn::TensorDictModule module(fn, in_keys, {"a"}, tnn::TensorDictModuleOptions{.out_to_in_map = out_to_in_map});
     // tensordict's td: the keys read (x, y) are missing
     TensorDict td({{"1", torch::ones({1})}, {"2", torch::full({1}, 3.0)}}, {});
     CHECK(message_of([&] { module(td); }) == kNoneMessage + "{'x', 'y'}.");
@@ -169,10 +169,10 @@ TEST_CASE("TensorDictModule: out_to_in_map with a list of in_keys is refused", "
   // tensordict warns; here it is an error.
   auto fn = [](const at::Tensor& x, const at::Tensor& y) { return x + y; };
   const std::string msg =
-      message_of([&] { tnn::TensorDictModule(fn, {"x"}, {"a"}, tnn::TensorDictModuleOptions().out_to_in_map(false)); });
+      message_of([&] { tnn::TensorDictModule(fn, {"x"}, {"a"}, tnn::TensorDictModuleOptions{.out_to_in_map = false}); });
   CHECK(msg == "out_to_in_map is not None but is only used when in_key is a dictionary.");
   CHECK_THROWS_AS(
-      tnn::TensorDictModule(torch::nn::Linear(2, 2), {"x"}, {"a"}, tnn::TensorDictModuleOptions().out_to_in_map(true)),
+      tnn::TensorDictModule(torch::nn::Linear(2, 2), {"x"}, {"a"}, tnn::TensorDictModuleOptions{.out_to_in_map = true}),
       std::invalid_argument);
 }
 
@@ -189,7 +189,7 @@ TEST_CASE("TensorDictModule with a KeyMap: strictness, names, use in a sequence"
   TensorDict only_a({{"a", torch::full({}, 2.0)}}, {});
   CHECK(lenient(only_a).get("c").item<float>() == 2.0f);
   tnn::TensorDictModule strict(optional_y, tnn::KeyMap{{"x", "a"}, {"y", "b"}}, {"c"},
-                               tnn::TensorDictModuleOptions().strict(true));
+                               tnn::TensorDictModuleOptions{.strict = true});
   CHECK_THROWS_AS(strict(only_a), KeyError);
 
   // the names must be plain strings, each used once
@@ -198,7 +198,7 @@ TEST_CASE("TensorDictModule with a KeyMap: strictness, names, use in a sequence"
         }) == "TensorDictModule: a keyword argument name must be a string, got ('a', 'b')");
   CHECK(message_of([&] {
           tnn::TensorDictModule(fn, tnn::KeyMap{{"k1", "x"}, {"k2", "x"}}, {"o"},
-                                tnn::TensorDictModuleOptions().out_to_in_map(false));
+                                tnn::TensorDictModuleOptions{.out_to_in_map = false});
         }) == "TensorDictModule: keyword argument 'x' is mapped more than once");
 
   // in a sequence, the in_keys are the tensordict keys

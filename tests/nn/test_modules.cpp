@@ -98,7 +98,7 @@ TEST_CASE("TensorDictModule errors name the module and the keys", "[module][erro
   // (strict=false, tensordict's) passes an undefined tensor and reports the
   // failed call (test_module_inputs.cpp).
   tnn::TensorDictModule module([](const at::Tensor& a, const at::Tensor& b) { return a + b; },
-                               {"a", {"nested", "b"}}, {"c"}, tnn::TensorDictModuleOptions().strict(true));
+                               {"a", {"nested", "b"}}, {"c"}, tnn::TensorDictModuleOptions{.strict = true});
   TensorDict td({{"a", torch::ones({3})}}, {3});
   CHECK_THROWS_AS(module(td), KeyError);
   const std::string msg = message_of([&] { module(td); });
@@ -146,7 +146,7 @@ TEST_CASE("TensorDictSequential: missing keys and partial tolerance", "[sequenti
     return tnn::TensorDictSequential({tnn::TensorDictModule(identity, {"a"}, {"b"}),
                                       tnn::TensorDictModule(identity, {"z"}, {"y"}),
                                       tnn::TensorDictModule(identity, {"b"}, {"c"})},
-                                     tolerant);
+                                     {.partial_tolerant = tolerant});
   };
   TensorDict td({{"a", torch::ones({2})}}, {2});
   const std::string msg = message_of([&] { make(false)(td.clone()); });
@@ -358,7 +358,7 @@ TEST_CASE("A short training loop decreases the loss", "[training]") {
   TensorDict data({{"x", x}, {"target", target}}, {64});
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(0.05));
   auto loss_of = [&] {
-    TensorDict td(data.clone(false));
+    TensorDict td(data.clone({.recurse = false}));
     model(td);
     return torch::mse_loss(td.get("pred"), td.get("target"));
   };
@@ -381,9 +381,7 @@ TEST_CASE("README nn tour", "[readme]") {
       nn::TensorDictModule(torch::nn::Linear(4, 6), {"obs"}, {"params"}),
       nn::TensorDictModule(nn::NormalParamExtractor(), {"params"}, {"loc", "scale"}),
       nn::ProbabilisticTensorDictModule(nn::Keys{"loc", "scale"}, {"action"},
-                                        nn::ProbabilisticOptions()
-                                            .distribution(nn::TanhNormal::cls())
-                                            .return_log_prob(true)),
+                                        nn::ProbabilisticOptions{.distribution = nn::TanhNormal::cls(), .return_log_prob = true}),
   });
   TensorDict td({{"obs", torch::randn({8, 4})}}, {8});
   {

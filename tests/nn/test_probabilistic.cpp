@@ -50,7 +50,7 @@ TEST_CASE("TanhNormal: log_prob with the stable tanh correction", "[distribution
   CHECK(std::isfinite(d.log_prob(torch::tensor({{1.0, -1.0}}, torch::kDouble)).item<double>()));
 
   // on (low, high) = (-2, 4): y = 1 + 3 tanh(x), density divided by 3
-  tnn::TanhNormal wide(loc, scale, tnn::TanhNormal::Options().low(-2.0).high(4.0));
+  tnn::TanhNormal wide(loc, scale, tnn::TanhNormal::Options{.low = -2.0, .high = 4.0});
   const double w0 = 1 + 3 * y0, w1 = 1 + 3 * y1;
   auto lpw = wide.log_prob(torch::tensor({{w0, w1}}, torch::kDouble));
   CHECK(lpw.item<double>() == Approx(expected - 2 * std::log(3.0)).epsilon(1e-10));
@@ -71,7 +71,7 @@ TEST_CASE("Categorical and OneHotCategorical: log_softmax log_prob, entropy, sam
   CHECK(torch::equal(c.mode(), torch::tensor({1, 2})));
   CHECK(c.sample({4}).sizes() == at::IntArrayRef{4, 2});
 
-  tnn::Categorical from_probs(torch::tensor({0.2, 0.8}), /*is_logits=*/false);
+  tnn::Categorical from_probs(torch::tensor({0.2, 0.8}), {.probs = true});
   CHECK(from_probs.log_prob(torch::tensor(1)).item<float>() == Approx(std::log(0.8)));
 
   tnn::OneHotCategorical oh(logits);
@@ -90,7 +90,7 @@ TEST_CASE("Categorical and OneHotCategorical: log_softmax log_prob, entropy, sam
 
   // sampling frequencies: N = 20000, standard error sqrt(p(1-p)/N) <= 0.0036; 5 SE
   torch::manual_seed(1);
-  tnn::Categorical freq(torch::tensor({0.2, 0.5, 0.3}), false);
+  tnn::Categorical freq(torch::tensor({0.2, 0.5, 0.3}), {.probs = true});
   auto draws = freq.sample({20000});
   auto counts = torch::bincount(draws, {}, 3).to(torch::kDouble) / 20000.0;
   CHECK(torch::allclose(counts, torch::tensor({0.2, 0.5, 0.3}, torch::kDouble), 0, 0.018));
@@ -127,7 +127,7 @@ TEST_CASE("rsample carries gradients to the parameters", "[distributions][autogr
       tnn::TensorDictModule(lin, {"obs"}, {"params"}),
       tnn::TensorDictModule(tnn::NormalParamExtractor(), {"params"}, {"loc", "scale"}),
       tnn::ProbabilisticTensorDictModule(tnn::Keys{"loc", "scale"}, {"action"},
-                                         tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()).default_interaction_type(InteractionType::RANDOM).return_log_prob(true)),
+                                         tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .default_interaction_type = InteractionType::RANDOM, .return_log_prob = true}),
   });
   TensorDict td({{"obs", torch::randn({8, 2})}}, {8});
   policy(td);
@@ -161,7 +161,7 @@ TEST_CASE("ProbabilisticTensorDictModule under each interaction type", "[probabi
   TensorDict td({{"loc", torch::full({n}, mu, torch::kDouble)}, {"scale", torch::full({n}, sigma, torch::kDouble)}},
                 {n});
   tnn::ProbabilisticTensorDictModule module(tnn::Keys{"loc", "scale"}, {"x"},
-                                            tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()).return_log_prob(true));
+                                            tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true});
   CHECK(module->out_keys() == tnn::Keys{"x", "sample_log_prob"});
 
   // default: MODE
@@ -190,7 +190,7 @@ TEST_CASE("ProbabilisticTensorDictModule under each interaction type", "[probabi
   // from n_empirical_estimate samples.
   tnn::ProbabilisticTensorDictModule tanh_module(
       tnn::Keys{"loc", "scale"}, {"y"},
-      tnn::ProbabilisticOptions().distribution(tnn::TanhNormal::cls()).n_empirical_estimate(4000));
+      tnn::ProbabilisticOptions{.distribution = tnn::TanhNormal::cls(), .n_empirical_estimate = 4000});
   TensorDict small({{"loc", torch::full({1, 1}, 0.5, torch::kDouble)}, {"scale", torch::full({1, 1}, 0.8, torch::kDouble)}},
                    {1});
   tanh_module(small);
@@ -222,7 +222,7 @@ TEST_CASE("ProbabilisticTensorDictModule under each interaction type", "[probabi
   }
 
   // Categorical under MEAN: no closed-form mean -> sample average (1000 draws)
-  tnn::ProbabilisticTensorDictModule cat(tnn::Keys{"logits"}, {"a"}, tnn::ProbabilisticOptions().distribution(tnn::Categorical::cls()));
+  tnn::ProbabilisticTensorDictModule cat(tnn::Keys{"logits"}, {"a"}, tnn::ProbabilisticOptions{.distribution = tnn::Categorical::cls()});
   TensorDict logits({{"logits", torch::tensor({{std::log(0.2), std::log(0.5), std::log(0.3)}})}}, {1});
   cat(logits);
   CHECK(logits.get("a").item<int64_t>() == 1);
@@ -237,12 +237,12 @@ TEST_CASE("ProbabilisticTensorDictModule under each interaction type", "[probabi
 
 TEST_CASE("ProbabilisticTensorDictModule errors", "[probabilistic][errors]") {
   tnn::ProbabilisticTensorDictModule module({{"loc", {"params", "loc"}}, {"scale", "scale"}}, {"x"},
-                                            tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()));
+                                            tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls()});
   CHECK(module->in_keys() == tnn::Keys{{"params", "loc"}, "scale"});
   TensorDict td({{"scale", torch::ones({2})}}, {2});
   CHECK_THROWS_AS(module(td), KeyError);
   CHECK_THROWS_WITH(module(td), Contains("('params', 'loc')"));
-  tnn::ProbabilisticTensorDictModule wrong(tnn::Keys{"mu", "scale"}, {"x"}, tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()));
+  tnn::ProbabilisticTensorDictModule wrong(tnn::Keys{"mu", "scale"}, {"x"}, tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls()});
   TensorDict td2({{"mu", torch::ones({2})}, {"scale", torch::ones({2})}}, {2});
   CHECK_THROWS_WITH(wrong(td2), Contains("Normal expects the parameter(s) loc, scale"));
   CHECK_THROWS_AS(tnn::ProbabilisticTensorDictSequential({tnn::TensorDictModule(
@@ -256,7 +256,7 @@ TEST_CASE("ProbabilisticTensorDictSequential with NormalParamExtractor", "[proba
       tnn::TensorDictModule(torch::nn::Linear(4, 8), {"input"}, {"params"}),
       tnn::TensorDictModule(tnn::NormalParamExtractor(), {"params"}, {"loc", "scale"}),
       tnn::ProbabilisticTensorDictModule(tnn::Keys{"loc", "scale"}, {"hidden"},
-                                         tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()).return_log_prob(true)),
+                                         tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true}),
   });
   CHECK(seq->in_keys() == tnn::Keys{"input"});
   CHECK(seq->out_keys() == tnn::Keys{"params", "loc", "scale", "hidden", "sample_log_prob"});
@@ -273,7 +273,7 @@ TEST_CASE("ProbabilisticTensorDictSequential with NormalParamExtractor", "[proba
       tnn::TensorDictModule([](const at::Tensor& x) { return std::make_tuple(x, x.abs() + 1, x * 0 + 7); }, {"input"},
                             {"loc", "scale", "hidden"}),
       tnn::ProbabilisticTensorDictModule(tnn::Keys{"loc", "scale"}, {"hidden"},
-                                         tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()).return_log_prob(true)),
+                                         tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true}),
   });
   TensorDict td2({{"input", torch::randn({3, 4})}}, {3});
   given(td2);

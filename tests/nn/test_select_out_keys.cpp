@@ -22,7 +22,7 @@ tnn::TensorDictSequential two_step_sequence() {
 TensorDict a0_b1() { return TensorDict({{"a", torch::zeros({})}, {"b", torch::ones({})}}, {}); }
 
 std::vector<NestedKey> sorted_keys(const TensorDict& td) {
-  auto keys = td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+  auto keys = td.keys({.include_nested = true, .leaves_only = true});
   std::sort(keys.begin(), keys.end());
   return keys;
 }
@@ -198,7 +198,7 @@ TEST_CASE("TensorDictSequential's selected_out_keys constructor argument", "[seq
   tnn::TensorDictModule module1(add, {"key1", "key2"}, {"foo1"});
   tnn::TensorDictModule module2(add, {"key1", "key3"}, {"key1"});
   tnn::TensorDictModule module3(add, {"foo1", "key3"}, {"key2"});
-  tnn::TensorDictSequential seq({module1, module2, module3}, false, {"key2"});
+  tnn::TensorDictSequential seq({module1, module2, module3}, {.selected_out_keys = {"key2"}});
   CHECK(seq->in_keys() == tnn::Keys{"key1", "key2", "key3"});
   CHECK(seq->out_keys() == tnn::Keys{"key2"});
   CHECK(seq->out_keys_source() == tnn::Keys{"foo1", "key1", "key2"});
@@ -211,9 +211,9 @@ TEST_CASE("TensorDictSequential's selected_out_keys constructor argument", "[seq
   CHECK(value(td, "key2") == 1.0f);  // foo1 (0 + 0) + key3
   CHECK(value(td, "key1") == 1.0f);  // overwritten by module2 (0 + 1): input leaves take the new values
 
-  CHECK(message_of([&] { tnn::TensorDictSequential({module1}, false, {"key2"}); }) ==
+  CHECK(message_of([&] { tnn::TensorDictSequential({module1}, {.selected_out_keys = {"key2"}}); }) ==
         "All keys in selected_out_keys must be in out_keys.");
-  CHECK_THROWS_AS(tnn::TensorDictSequential({module1}, false, {"key2"}), std::invalid_argument);
+  CHECK_THROWS_AS(tnn::TensorDictSequential({module1}, {.selected_out_keys = {"key2"}}), std::invalid_argument);
 }
 
 namespace {
@@ -225,7 +225,7 @@ tnn::TensorDictSequential key_exclusion_chain(tnn::Keys selected, tnn::Inplace i
   return tnn::TensorDictSequential(
       {tnn::TensorDictModule(add, {"key1", "key2"}, {"foo1"}), tnn::TensorDictModule(add, {"key1", "key3"}, {"key1"}),
        tnn::TensorDictModule(add, {"foo1", "key3"}, {"key2"})},
-      false, std::move(selected), inplace);
+      {.selected_out_keys = std::move(selected), .inplace = inplace});
 }
 
 TensorDict key1_key2_key3() {
@@ -321,7 +321,7 @@ TEST_CASE("ProbabilisticTensorDictSequential with an output tensordict writes on
       tnn::TensorDictModule([](const at::Tensor& x) { return std::make_pair(x + 1, torch::ones_like(x)); }, {"obs"},
                             {"loc", "scale"}),
       tnn::ProbabilisticTensorDictModule(tnn::Keys{"loc", "scale"}, {"action"},
-                                         tnn::ProbabilisticOptions().distribution(tnn::Normal::cls())),
+                                         tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls()}),
   });
   TensorDict td({{"obs", torch::arange(3.0)}}, {3});
   TensorDict out({}, {3});
@@ -350,7 +350,7 @@ TEST_CASE("ProbabilisticTensorDictModule::select_out_keys drops the log-probabil
   auto make = [] {
     return tnn::ProbabilisticTensorDictModule(
         tnn::Keys{"loc", "scale"}, {"action"},
-        tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()).return_log_prob(true));
+        tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true});
   };
   auto module = make();
   CHECK(module->out_keys() == tnn::Keys{"action", "sample_log_prob"});

@@ -92,7 +92,7 @@ TEST_CASE("TensorDictSequential: a change that drops a selected out_key is refus
           "[sequential][errors]") {
   auto m0 = add_one("a", "b");
   auto m1 = add_one("b", "c");
-  tnn::TensorDictSequential seq({m0, m1}, false, {"c"});
+  tnn::TensorDictSequential seq({m0, m1}, {.selected_out_keys = {"c"}});
   const std::string msg = message_of([&] { seq->erase(1); });
   CHECK(msg == "All keys in selected_out_keys must be in out_keys.");
   CHECK_THROWS_AS(seq->erase(-1), std::invalid_argument);
@@ -110,7 +110,7 @@ TEST_CASE("TensorDictSequential: slice gives a new sequence of the same modules 
   auto m0 = add_one("a", "b");
   auto m1 = add_one("b", "c");
   auto m2 = add_one("c", "d");
-  tnn::TensorDictSequential seq({m0, m1, m2}, /*partial_tolerant=*/true);
+  tnn::TensorDictSequential seq({m0, m1, m2}, {.partial_tolerant = true});
 
   auto head = seq->slice(std::nullopt, 2);  // seq[:2]
   REQUIRE(head->size() == 2);
@@ -237,10 +237,10 @@ TEST_CASE("Named sequences: set and erase by name, repr, name checks", "[sequent
 TEST_CASE("ProbabilisticTensorDictSequential: indexing and slicing keep the kind when the end is probabilistic",
           "[sequential][probabilistic]") {
   tnn::ProbabilisticTensorDictModule m0(tnn::Keys{"loc"}, {"sample"},
-                                        tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()));
+                                        tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls()});
   tnn::TensorDictModule m1([](const at::Tensor& x) { return x; }, {"other"}, {"something"});
   tnn::ProbabilisticTensorDictModule m2(tnn::Keys{"scale"}, {"sample2"},
-                                        tnn::ProbabilisticOptions().distribution(tnn::Normal::cls()));
+                                        tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls()});
   tnn::ProbabilisticTensorDictSequential seq({m0, m1, m2});
   CHECK(std::dynamic_pointer_cast<tnn::ProbabilisticTensorDictModuleImpl>(seq[0]) != nullptr);
   auto head = seq->slice(std::nullopt, 2);

@@ -23,7 +23,7 @@ TEST_CASE("a module runs on a generated tensorclass, writing its fields", "[modu
   tnn::TensorDictModule stray(actor, {"obs"}, {"logits"});
   CHECK_THROWS_AS(stray->forward(q), KeyError);
   CHECK(message_of([&] { stray->forward(q); }) ==
-        "Policy.from_tensordict: key 'logits' is not a field of Policy (from_tensordict(td, false) ignores extra keys)");
+        "Policy.from_tensordict: key 'logits' is not a field of Policy (from_tensordict(td, {.strict = false}) ignores extra keys)");
   tnn::TensorDictModule wide(torch::nn::Linear(4, 3), {"obs"}, {"action"});
   CHECK(message_of([&] { wide->forward(q); }) == "Policy.action: dim 1 must be 2 (got 3)");
   CHECK(!q.action.defined());

@@ -63,7 +63,7 @@ std::vector<TensorDict> versions() {
 
 bool same(const TensorDict& a, const TensorDict& b) {
   if (a.batch_size() != b.batch_size()) return false;
-  auto ka = a.keys(true, true), kb = b.keys(true, true);
+  auto ka = a.keys({.include_nested = true, .leaves_only = true}), kb = b.keys({.include_nested = true, .leaves_only = true});
   if (ka.size() != kb.size()) return false;
   for (const auto& k : ka) {
     if (!b.contains(k)) return false;

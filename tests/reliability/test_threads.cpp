@@ -74,7 +74,7 @@ TEST_CASE("a locked TensorDict is read from 8 threads while others index and sta
         expect(td.contains({"n", "b"}));
         expect(td.is_locked());
         expect(td.batch_size() == std::vector<int64_t>{8});
-        expect(td.keys(true, true).size() == 3);
+        expect(td.keys({.include_nested = true, .leaves_only = true}).size() == 3);
         expect(at::equal(td.get("a"), a));
         expect(at::equal(td.get_td("n").get("b"), b));
         std::ostringstream os;

@@ -37,8 +37,8 @@ inline void require_same_entry(const tensordict::Value& a, const tensordict::Val
 // The same batch size, keys (nested included) and entries.
 inline void require_same_entries(const tensordict::TensorDict& a, const tensordict::TensorDict& b) {
   REQUIRE(a.batch_size() == b.batch_size());
-  REQUIRE(a.keys(true) == b.keys(true));
-  for (const auto& key : a.keys(true)) {
+  REQUIRE(a.keys({.include_nested = true}) == b.keys({.include_nested = true}));
+  for (const auto& key : a.keys({.include_nested = true})) {
     INFO("key " << key.repr());
     require_same_entry(*a.get_value(key), *b.get_value(key));
   }

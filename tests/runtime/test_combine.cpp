@@ -9,7 +9,7 @@ namespace {
 // sample() with every leaf shifted, so members differ.
 TensorDict shifted(at::IntArrayRef batch, double by) {
   auto td = sample(batch);
-  for (const auto& [key, value] : td.items(true, true)) td.set(key, value.tensor() + by);
+  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) td.set(key, value.tensor() + by);
   return td;
 }
 }  // namespace
@@ -24,7 +24,7 @@ TEST_CASE("stack adds a batch dim at any position") {
       auto expected = at::stack({at::zeros({2, 3}), at::zeros({2, 3})}, dim).sizes().vec();
       REQUIRE(s.batch_size() == expected);
       REQUIRE(s.get_td("nested").batch_size() == expected);
-      for (const auto& key : a.keys(true, true)) {
+      for (const auto& key : a.keys({.include_nested = true, .leaves_only = true})) {
         const int64_t batch_position = dim < 0 ? dim + 3 : dim;  // counted within the batch dims
         REQUIRE(at::equal(s.get(key), at::stack({a.get(key), b.get(key)}, batch_position)));
       }
@@ -77,7 +77,7 @@ TEST_CASE("cat joins along an existing batch dim") {
   auto c = cat({a, b}, 0);
   REQUIRE(c.batch_size() == at::IntArrayRef({6, 3}));
   REQUIRE(c.get_td("nested").batch_size() == at::IntArrayRef({6, 3}));
-  for (const auto& key : a.keys(true, true)) REQUIRE(at::equal(c.get(key), at::cat({a.get(key), b.get(key)}, 0)));
+  for (const auto& key : a.keys({.include_nested = true, .leaves_only = true})) REQUIRE(at::equal(c.get(key), at::cat({a.get(key), b.get(key)}, 0)));
   auto d = cat({sample({2, 1}), shifted({2, 5}, 1)}, -1);
   REQUIRE(d.batch_size() == at::IntArrayRef({2, 6}));
   REQUIRE_THAT(TD_MESSAGE(cat({a, sample({2, 4})}, 0)), Contains("cat: tensordict 1 has batch size [2, 4] but tensordict 0 has [2, 3]"));

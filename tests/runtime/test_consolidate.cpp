@@ -37,7 +37,7 @@ TensorDict mixed(int64_t batch = 3) {
 
 std::vector<NestedKey> tensor_keys(const tensordict::TensorDict& td) {
   std::vector<NestedKey> out;
-  for (auto& [key, value] : td.items(true, true)) {
+  for (auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
     if (value.is_tensor()) out.push_back(key);
   }
   return out;
@@ -267,7 +267,7 @@ TEST_CASE("consolidated tensordicts move to the GPU and back as one storage", "[
     require_on(back, at::Device(at::kCPU));
     require_same_entries(back, td);
 
-    const TensorDict async(c.to(kGpu, /*non_blocking=*/true));
+    const TensorDict async(c.to(kGpu, {.non_blocking = /*non_blocking=*/true}));
     tensordict::synchronize(kGpu);
     require_same_entries(async, td);
   }
@@ -296,8 +296,8 @@ TEST_CASE("tensordicts that are not consolidated move with one staging buffer an
   REQUIRE(all_pinned(back));
 
   // non_blocking: wait on the GPU's stream before reading.
-  const TensorDict async(td.to(kGpu, /*non_blocking=*/true));
-  const TensorDict async_back(async.to(at::Device(at::kCPU), /*non_blocking=*/true));
+  const TensorDict async(td.to(kGpu, {.non_blocking = /*non_blocking=*/true}));
+  const TensorDict async_back(async.to(at::Device(at::kCPU), {.non_blocking = /*non_blocking=*/true}));
   tensordict::record_event(kGpu).synchronize();
   require_same_entries(async_back, td);
 
@@ -306,7 +306,7 @@ TEST_CASE("tensordicts that are not consolidated move with one staging buffer an
   REQUIRE(all_pinned(pinned));
   REQUIRE(shares_one_storage(pinned));
   require_same_entries(pinned, td);
-  const TensorDict from_pinned(pinned.to(kGpu, /*non_blocking=*/true));
+  const TensorDict from_pinned(pinned.to(kGpu, {.non_blocking = /*non_blocking=*/true}));
   tensordict::synchronize(kGpu);
   require_same_entries(from_pinned, td);
 

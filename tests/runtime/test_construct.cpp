@@ -19,7 +19,7 @@ TEST_CASE("state_dict has tensordict's structure and survives libtorch serialisa
   REQUIRE(nested.at("3").toTensor().item<int64_t>() == 3);
   REQUIRE(nested.contains("__batch_size"));
 
-  StateDict flat = td.state_dict(false, true);
+  StateDict flat = td.state_dict({.keep_vars = false, .flatten = true});
   keys.clear();
   for (const auto& e : flat) keys.push_back(e.key());
   REQUIRE(keys == std::vector<std::string>{"1", "2", "3.3", "__batch_size", "__device"});
@@ -33,14 +33,14 @@ TEST_CASE("state_dict has tensordict's structure and survives libtorch serialisa
   REQUIRE(zeroed.get({"3", "3"}).item<int64_t>() == 3);
   REQUIRE(zeroed.get({"3", "3"}).data_ptr() == before.data_ptr());  // copied in place
   TensorDict zeroed_flat({{"1", at::tensor(0)}, {"2", at::tensor(0)}, {"3", TensorDict({{"3", at::tensor(0)}})}}, {});
-  zeroed_flat.load_state_dict(flat, true, false, /*from_flatten=*/true);
+  zeroed_flat.load_state_dict(flat, {.strict = true, .assign = false, .from_flatten = true});
   REQUIRE(zeroed_flat.get({"3", "3"}).item<int64_t>() == 3);
 }
 
 TEST_CASE("load_state_dict: batch size, device, assign, strict errors") {
   TensorDict src({{"x", iota({4, 2})}, {"n", TensorDict({{"y", iota({4, 3})}}, {4, 3})}}, {4}, at::Device(at::kCPU));
   TensorDict empty;
-  empty.load_state_dict(src.state_dict(), /*strict=*/false, /*assign=*/true);
+  empty.load_state_dict(src.state_dict(), {.strict = false, .assign = true});
   REQUIRE(empty.batch_size() == at::IntArrayRef({4}));
   REQUIRE(empty.device() == at::Device(at::kCPU));
   REQUIRE(empty.get_td("n").batch_size() == at::IntArrayRef({4, 3}));
@@ -78,7 +78,7 @@ TEST_CASE("merge_tensordicts") {
   auto m = merge_tensordicts({a, b});
   // The first's structure first (tensordict's empty(recurse=True)), then each
   // leaf in the order met; the first tensordict holding a key gives its value.
-  REQUIRE(m.keys(true, true) == std::vector<NestedKey>{{"n", "p"}, {"n", "q"}, "x", "y"});
+  REQUIRE(m.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{{"n", "p"}, {"n", "q"}, "x", "y"});
   REQUIRE(at::equal(m.get("x"), at::zeros({2})));
   REQUIRE_FALSE(a.contains("y"));
   REQUIRE_THAT(TD_MESSAGE(merge_tensordicts({a})), Equals("merge_tensordicts: at least 2 tensordicts must be provided, got 1"));
@@ -100,7 +100,7 @@ TEST_CASE("pad pads batch dims from the first one on") {
 TEST_CASE("pad_sequence pads each key to its longest length and stacks") {
   TensorDict t1({{"a", at::ones({3, 8})}, {"b", at::ones({6, 8})}}, {});
   TensorDict t2({{"a", at::full({5, 8}, 2.0)}, {"b", at::ones({6, 8})}}, {});
-  auto out = pad_sequence({t1, t2}, 0, 0, true);
+  auto out = pad_sequence({t1, t2}, {.return_mask = true});
   REQUIRE(out.batch_size() == at::IntArrayRef({2}));
   REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 5, 8}));
   REQUIRE(out.get("a").index({0, at::indexing::Slice(3, 5)}).eq(0).all().item<bool>());
@@ -112,10 +112,10 @@ TEST_CASE("pad_sequence pads each key to its longest length and stacks") {
 
   TensorDict s1({{"x", at::ones({2, 3})}}, {2});
   TensorDict s2({{"x", at::ones({4, 3})}}, {4});
-  auto batched = pad_sequence({s1, s2}, 0, -1);
+  auto batched = pad_sequence({s1, s2}, {.padding_value = -1});
   REQUIRE(batched.batch_size() == at::IntArrayRef({2, 4}));
   REQUIRE(batched.get("x").index({0, 3}).eq(-1).all().item<bool>());
-  REQUIRE_THAT(TD_MESSAGE(pad_sequence({s1, s2}, 2)), Contains("pad_dim 2 is out of range for key 'x' of shape [2, 3]"));
+  REQUIRE_THAT(TD_MESSAGE(pad_sequence({s1, s2}, {.pad_dim = 2})), Contains("pad_dim 2 is out of range for key 'x' of shape [2, 3]"));
 }
 
 // Ports test_generic.py::TestGeneric::test_pad_sequence_pad_dim0 (make_mask=True).
@@ -123,7 +123,7 @@ TEST_CASE("pad_sequence masks along a batch dim have the batch shape") {
   for (const double pad_val : {0.0, -1.0}) {
     const TensorDict t1({{"a", at::ones({2, 8, 8})}, {{"b", "c"}, at::ones({2, 3})}}, {2});
     const TensorDict t2({{"a", at::full({4, 8, 8}, 2.0)}, {{"b", "c"}, at::full({4, 3}, 2.0)}}, {4});
-    const TensorDict out = pad_sequence({t1, t2}, 0, pad_val, true);
+    const TensorDict out = pad_sequence({t1, t2}, {.padding_value = pad_val, .return_mask = true});
     REQUIRE(out.batch_size() == at::IntArrayRef({2, 4}));
     REQUIRE(out.get("a").sizes() == at::IntArrayRef({2, 4, 8, 8}));
     REQUIRE(out.get("a").index({0, at::indexing::Slice(2)}).eq(pad_val).all().item<bool>());

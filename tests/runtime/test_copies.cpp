@@ -10,7 +10,7 @@ using Catch::Matchers::Contains;
 TEST_CASE("to(dtype) casts every leaf") {
   auto td = sample({2});
   auto d = td.to(at::kDouble);
-  for (const auto& [key, value] : d.items(true, true)) {
+  for (const auto& [key, value] : d.items({.include_nested = true, .leaves_only = true})) {
     REQUIRE(value.tensor().scalar_type() == at::kDouble);
     REQUIRE(at::equal(value.tensor(), td.get(key).to(at::kDouble)));
   }
@@ -30,7 +30,7 @@ TEST_CASE("clone copies tensors, clone(false) copies only the structure") {
   auto deep = td.clone();
   REQUIRE(deep.get("a").data_ptr() != td.get("a").data_ptr());
   REQUIRE(at::equal(deep.get("a"), td.get("a")));
-  auto shallow = td.clone(false);
+  auto shallow = td.clone({.recurse = false});
   REQUIRE(shallow.get({"nested", "c"}).data_ptr() == td.get({"nested", "c"}).data_ptr());
   shallow.set({"nested", "only_shallow"}, at::zeros({2}));
   REQUIRE_FALSE(td.contains({"nested", "only_shallow"}));
@@ -61,7 +61,7 @@ TEST_CASE("CUDA moves and pinned memory", "[cuda]") {
   REQUIRE(g.get({"nested", "c"}).is_cuda());
   REQUIRE(g.is_shared());
   REQUIRE(at::equal(g.cpu().get("a"), td.get("a")));
-  auto nb = td.to(at::Device(at::kCUDA, 0), /*non_blocking=*/true);
+  auto nb = td.to(at::Device(at::kCUDA, 0), {.non_blocking = /*non_blocking=*/true});
   REQUIRE(at::equal(nb.cpu().get("b"), td.get("b")));
   auto pinned = td.pin_memory();
   REQUIRE(pinned.get("a").is_pinned());

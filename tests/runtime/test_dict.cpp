@@ -110,7 +110,7 @@ TEST_CASE("set creates intermediate levels with the parent's batch size and devi
   td.set({"x", "y", "z"}, at::zeros({2, 3, 7}));
   REQUIRE(td.get_td("x").batch_size() == at::IntArrayRef({2, 3}));
   REQUIRE(td.get_td({"x", "y"}).device() == at::Device(at::kCPU));
-  REQUIRE(td.keys(true) == std::vector<NestedKey>{{"x", "y", "z"}, {"x", "y"}, "x"});
+  REQUIRE(td.keys({.include_nested = true}) == std::vector<NestedKey>{{"x", "y", "z"}, {"x", "y"}, "x"});
   td.create_nested({"x", "w"});
   REQUIRE(td.get_td({"x", "w"}).num_keys() == 0);
   REQUIRE(td.get_td({"x", "w"}).batch_size() == at::IntArrayRef({2, 3}));
@@ -161,10 +161,10 @@ TEST_CASE("keys, values and items follow tensordict's order and filters") {
                  {"b", at::zeros({2})}},
                 {2});
   REQUIRE(td.keys() == std::vector<NestedKey>{"a", "n", "b"});
-  REQUIRE(td.keys(false, true) == std::vector<NestedKey>{"a", "b"});
-  REQUIRE(td.keys(true) == std::vector<NestedKey>{"a", {"n", "x"}, {"n", "m", "y"}, {"n", "m"}, "n", "b"});
-  REQUIRE(td.keys(true, true) == std::vector<NestedKey>{"a", {"n", "x"}, {"n", "m", "y"}, "b"});
-  auto values = td.values(true, true);
+  REQUIRE(td.keys({.leaves_only = true}) == std::vector<NestedKey>{"a", "b"});
+  REQUIRE(td.keys({.include_nested = true}) == std::vector<NestedKey>{"a", {"n", "x"}, {"n", "m", "y"}, {"n", "m"}, "n", "b"});
+  REQUIRE(td.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"a", {"n", "x"}, {"n", "m", "y"}, "b"});
+  auto values = td.values({.include_nested = true, .leaves_only = true});
   REQUIRE(values.size() == 4);
   for (const auto& v : values) REQUIRE(v.is_tensor());
   auto items = td.items();

@@ -54,7 +54,7 @@ void check_expected(const TensorDict& td, const fs::path& expected) {
     REQUIRE(t.to(at::kDouble).sum().item<double>() == Approx(sum));
     ++leaves;
   }
-  REQUIRE(static_cast<std::size_t>(leaves) == td.keys(true, true).size());
+  REQUIRE(static_cast<std::size_t>(leaves) == td.keys({.include_nested = true, .leaves_only = true}).size());
 }
 
 TensorDict rich_h5() {
@@ -78,8 +78,8 @@ TensorDict rich_h5() {
 }
 
 void require_same_leaves(const TensorDict& a, const TensorDict& b) {
-  REQUIRE(a.keys(true, true).size() == b.keys(true, true).size());
-  for (const auto& key : a.keys(true, true)) {
+  REQUIRE(a.keys({.include_nested = true, .leaves_only = true}).size() == b.keys({.include_nested = true, .leaves_only = true}).size());
+  for (const auto& key : a.keys({.include_nested = true, .leaves_only = true})) {
     INFO("key " << key.repr());
     require_same_entry(*a.get_value(key), *b.get_value(key));
   }
@@ -104,7 +104,7 @@ TEST_CASE("every Python tensordict fixture loads and matches its expectations") 
     if (fs::exists(entry.path() / "meta.json")) {
       INFO(entry.path().string());
       TensorDict td = TensorDict::load_memmap(entry.path().string());
-      REQUIRE_FALSE(td.keys(true, true).empty());
+      REQUIRE_FALSE(td.keys({.include_nested = true, .leaves_only = true}).empty());
       ++checked;
     }
   }

@@ -73,7 +73,7 @@ TEST_CASE("int32 index tensors act as long ones, an empty index is the identity"
   auto td = sample({4, 3});
   auto as_int = td.index({at::tensor({3, 1}, at::kInt)});
   auto as_long = td.index({at::tensor({3, 1}, at::kLong)});
-  for (const auto& key : td.keys(true, true)) REQUIRE(at::equal(as_int.get(key), as_long.get(key)));
+  for (const auto& key : td.keys({.include_nested = true, .leaves_only = true})) REQUIRE(at::equal(as_int.get(key), as_long.get(key)));
   auto same = td.index({});
   REQUIRE(same.batch_size() == td.batch_size());
   REQUIRE(same.get("a").data_ptr() == td.get("a").data_ptr());

@@ -8,19 +8,19 @@ using Catch::Matchers::Contains;
 TEST_CASE("select shares tensors and keeps nested batch sizes") {
   TensorDict td({{"a", at::zeros({2, 3})}, {"n", TensorDict({{"c", at::zeros({2, 5, 1})}, {"d", at::zeros({2, 5})}}, {2, 5})}}, {2});
   auto sel = td.select({{"n", "c"}, "a"});
-  REQUIRE(sel.keys(true, true) == std::vector<NestedKey>{{"n", "c"}, "a"});
+  REQUIRE(sel.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{{"n", "c"}, "a"});
   REQUIRE(sel.get_td("n").batch_size() == at::IntArrayRef({2, 5}));
   REQUIRE(sel.get("a").data_ptr() == td.get("a").data_ptr());
   sel.set("only_sel", at::zeros({2}));
   REQUIRE_FALSE(td.contains("only_sel"));
   REQUIRE_THAT(TD_MESSAGE(td.select({"zzz"})), Contains("'zzz' not found"));
-  REQUIRE(td.select({"zzz", "a"}, false).keys() == std::vector<NestedKey>{"a"});
+  REQUIRE(td.select({"zzz", "a"}, {.strict = false}).keys() == std::vector<NestedKey>{"a"});
 }
 
 TEST_CASE("exclude drops keys, ignoring missing ones") {
   auto td = sample({2});
   auto ex = td.exclude({"a", {"nested", "c"}, "missing"});
-  REQUIRE(ex.keys(true) == std::vector<NestedKey>{"b", "nested"});
+  REQUIRE(ex.keys({.include_nested = true}) == std::vector<NestedKey>{"b", "nested"});
   REQUIRE(td.contains("a"));
   REQUIRE(td.contains({"nested", "c"}));
 }
@@ -46,7 +46,7 @@ TEST_CASE("rename_key_ keeps the position and refuses to overwrite when safe") {
   td.rename_key_({"nested", "c"}, "top_c");
   REQUIRE(td.contains("top_c"));
   REQUIRE_FALSE(td.contains({"nested", "c"}));
-  REQUIRE_THAT(TD_MESSAGE(td.rename_key_("b", "alpha", true)), Contains("key alpha already present in TensorDict."));
+  REQUIRE_THAT(TD_MESSAGE(td.rename_key_("b", "alpha", {.safe = true})), Contains("key alpha already present in TensorDict."));
   REQUIRE(td.contains("b"));
   td.rename_key_("b", "alpha");  // unsafe: overwrites
   REQUIRE(td.keys() == std::vector<NestedKey>{"alpha", "nested", "top_c"});
@@ -63,7 +63,7 @@ TEST_CASE("flatten_keys and unflatten_keys are inverse") {
   auto flat2 = td.flatten_keys("/");
   REQUIRE(flat2.contains("nested/c"));
   auto back = flat.unflatten_keys();
-  REQUIRE(back.keys(true, true) == td.keys(true, true));
+  REQUIRE(back.keys({.include_nested = true, .leaves_only = true}) == td.keys({.include_nested = true, .leaves_only = true}));
   REQUIRE(back.get_td("nested").batch_size() == at::IntArrayRef({2}));
 
   TensorDict clash({{"x.y", at::zeros({1})}, {"x", TensorDict({{"y", at::zeros({1})}}, {1})}}, {1});
@@ -77,8 +77,8 @@ TEST_CASE("split_keys returns one tensordict per key list plus the rest") {
   auto parts = td.split_keys({{"a"}, {"b", {"nested", "c"}}});
   REQUIRE(parts.size() == 3);
   REQUIRE(parts[0].keys() == std::vector<NestedKey>{"a"});
-  REQUIRE(parts[1].keys(true, true) == std::vector<NestedKey>{"b", {"nested", "c"}});
-  REQUIRE(parts[2].keys(true, true).empty());
+  REQUIRE(parts[1].keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"b", {"nested", "c"}});
+  REQUIRE(parts[2].keys({.include_nested = true, .leaves_only = true}).empty());
   REQUIRE_THROWS_AS(td.split_keys({{"zzz"}}), KeyError);
 }
 
@@ -90,8 +90,8 @@ TEST_CASE("empty, clear, is_empty") {
   REQUIRE(e.batch_size() == at::IntArrayRef({2}));
   REQUIRE(e.device() == at::Device(at::kCPU));
   REQUIRE((e.names() == Names{"batch"}));
-  auto er = td.empty(true);
-  REQUIRE(er.keys(true) == std::vector<NestedKey>{"n"});
+  auto er = td.empty({.recurse = true});
+  REQUIRE(er.keys({.include_nested = true}) == std::vector<NestedKey>{"n"});
   REQUIRE(er.get_td("n").batch_size() == at::IntArrayRef({2, 3}));
   REQUIRE(er.is_empty());
   REQUIRE_FALSE(td.is_empty());

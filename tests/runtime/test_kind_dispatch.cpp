@@ -51,7 +51,7 @@ TEST_CASE("a lazy stack held by a TensorDict handle stays lazy through clone, to
   const TensorDict cloned = base.clone();
   require_members(cloned, base, same);
   REQUIRE(lazy_members(cloned)[1].get("x").data_ptr() != lazy_members(base)[1].get("x").data_ptr());
-  const TensorDict shallow = base.clone(false);
+  const TensorDict shallow = base.clone({.recurse = false});
   REQUIRE(lazy_members(shallow)[1].get("x").data_ptr() == lazy_members(base)[1].get("x").data_ptr());
 
   require_members(base.to(at::kDouble), base, [](const at::Tensor& t) { return t.to(at::kDouble); });

@@ -27,8 +27,8 @@ Kinds make_kinds() {
 
 void require_close(const TensorDict& got, const TensorDict& expected) {
   REQUIRE(got.batch_size() == expected.batch_size());
-  REQUIRE(got.keys(true, true) == expected.keys(true, true));
-  for (const auto& key : expected.keys(true, true)) {
+  REQUIRE(got.keys({.include_nested = true, .leaves_only = true}) == expected.keys({.include_nested = true, .leaves_only = true}));
+  for (const auto& key : expected.keys({.include_nested = true, .leaves_only = true})) {
     INFO("key " << key);
     REQUIRE(at::allclose(got.get(key), expected.get(key), 1e-5, 1e-6, true));
   }
@@ -51,7 +51,7 @@ TEST_CASE("out-of-place op families agree across kinds") {
       {"masked_fill", [](const TensorDict& t) { return t.masked_fill(mask({1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0}).reshape({3, 4}), 0); }},
       {"sum dim", [](const TensorDict& t) { return t.sum({1}); }},
       {"mean all", [](const TensorDict& t) { return t.mean(); }},
-      {"std keepdim", [](const TensorDict& t) { return t.std({0}, true); }},
+      {"std keepdim", [](const TensorDict& t) { return t.std({0}, {.keepdim = true}); }},
       {"amax", [](const TensorDict& t) { return t.amax({0, 1}); }},
       {"apply", [](const TensorDict& t) { return t.apply([](const at::Tensor& x) { return x * x; }); }},
       {"index int", [](const TensorDict& t) { return t.index({1}); }},

@@ -135,7 +135,7 @@ TEST_CASE("nested lazy stacks, densifying, unbind, append, maybe_dense_stack") {
 
   TensorDict dense = lazy.exclude({"img"}).contiguous();
   REQUIRE(dense.kind() == Kind::Dense);
-  REQUIRE(dense.keys(true, true) == std::vector<NestedKey>{"obs", {"n", "x"}});
+  REQUIRE(dense.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"obs", {"n", "x"}});
   REQUIRE(at::equal(dense.get("obs"), lazy.get("obs")));
   auto parts = lazy.unbind(0);
   REQUIRE(parts[2].impl() == ms[2].impl());
@@ -160,7 +160,7 @@ TEST_CASE("clone, to and apply keep the stack lazy, lock reaches the members") {
   REQUIRE(d.get_list("img")[1].scalar_type() == at::kDouble);
   LazyStackedTensorDict doubled(lazy.apply([](const at::Tensor& t) { return t * 2; }));
   REQUIRE(at::equal(doubled.get_list("img")[2], ms[2].get("img") * 2));
-  REQUIRE(LazyStackedTensorDict(lazy.clone(false)).tensordicts()[0].get("obs").data_ptr() == ms[0].get("obs").data_ptr());
+  REQUIRE(LazyStackedTensorDict(lazy.clone({.recurse = false})).tensordicts()[0].get("obs").data_ptr() == ms[0].get("obs").data_ptr());
   lazy.lock_();
   REQUIRE(ms[0].is_locked());
   REQUIRE_THAT(TD_MESSAGE(lazy.set("brand_new", at::zeros({3, 4}))), Contains("Cannot modify locked TensorDict"));

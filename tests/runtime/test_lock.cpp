@@ -21,7 +21,7 @@ TEST_CASE("a locked tensordict refuses new keys, deletion and renaming with tens
   REQUIRE_THAT(TD_MESSAGE(td.create_nested("n2")), Contains(lock_error));
   REQUIRE_THAT(TD_MESSAGE(td.set_non_tensor("s", "x")), Contains(lock_error));
   REQUIRE_THAT(TD_MESSAGE(td.set({"nested", "new"}, at::zeros({2}))), Contains(lock_error));
-  REQUIRE(td.keys(true, true) == sample({2}).keys(true, true));
+  REQUIRE(td.keys({.include_nested = true, .leaves_only = true}) == sample({2}).keys({.include_nested = true, .leaves_only = true}));
 }
 
 TEST_CASE("a locked tensordict allows in-place writes") {
@@ -76,7 +76,7 @@ TEST_CASE("LockGuard locks or unlocks for a scope and restores the state") {
   REQUIRE_FALSE(td.is_locked());
   td.lock_();
   {
-    LockGuard guard(td, /*lock=*/false);
+    LockGuard guard(td, LockGuard::Unlock);
     REQUIRE_FALSE(td.is_locked());
     td.set("new", at::zeros({2}));
   }

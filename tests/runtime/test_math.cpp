@@ -14,8 +14,8 @@ TensorDict positive(at::IntArrayRef batch) {
 }
 
 void require_close(const TensorDict& got, const TensorDict& source, const std::function<at::Tensor(const at::Tensor&)>& expected) {
-  REQUIRE(got.keys(true, true) == source.keys(true, true));
-  for (const auto& key : source.keys(true, true)) {
+  REQUIRE(got.keys({.include_nested = true, .leaves_only = true}) == source.keys({.include_nested = true, .leaves_only = true}));
+  for (const auto& key : source.keys({.include_nested = true, .leaves_only = true})) {
     INFO("key " << key);
     REQUIRE(at::allclose(got.get(key), expected(source.get(key)), 1e-5, 1e-6, /*equal_nan=*/true));
   }
@@ -128,7 +128,7 @@ TEST_CASE("tensordicts with different keys follow the MissingKeys rule") {
                                       Contains("MissingKeys::intersection()"));
   REQUIRE_THROWS_AS(a.add(b), KeyError);
   auto inter = a.add(b, 1, MissingKeys::intersection());
-  REQUIRE(inter.keys(true, true) == std::vector<NestedKey>{"x", {"n", "y"}});
+  REQUIRE(inter.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"x", {"n", "y"}});
   REQUIRE(at::equal(inter.get("x"), at::full({2}, 3.0)));
   auto filled = a.mul(b, MissingKeys::fill(10));
   REQUIRE(at::equal(filled.get("only_a"), at::full({2}, 10.0)));
@@ -165,9 +165,9 @@ TEST_CASE("zero_, fill_ and apply_ write in place") {
 TEST_CASE("apply: filter_empty, batch size override, binary and named forms") {
   auto td = sample({2, 3});
   auto only_floats = td.apply([](const at::Tensor& t) { return t.is_floating_point() ? t : at::Tensor(); });
-  REQUIRE(only_floats.keys(true, true) == std::vector<NestedKey>{"a", {"nested", "c"}});
+  REQUIRE(only_floats.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"a", {"nested", "c"}});
   auto no_nested = td.apply([](const at::Tensor& t) { return t.dim() > 3 ? at::Tensor() : t; });
-  REQUIRE(no_nested.keys(true) == std::vector<NestedKey>{"a", "b"});  // "nested" emptied, then dropped
+  REQUIRE(no_nested.keys({.include_nested = true}) == std::vector<NestedKey>{"a", "b"});  // "nested" emptied, then dropped
   auto first = td.apply([](const at::Tensor& t) { return t.select(0, 0); }, std::vector<int64_t>{3});
   REQUIRE(first.batch_size() == at::IntArrayRef({3}));
   REQUIRE(at::equal(first.get({"nested", "c"}), td.get({"nested", "c"}).select(0, 0)));

@@ -36,7 +36,7 @@ TEST_CASE("the Python tensordict fixture loads with its keys, dtypes, shapes and
   TensorDict td = TensorDict::load_memmap(dir.string());
   REQUIRE(td.batch_size() == at::IntArrayRef{2, 1});
   REQUIRE(td.device() == at::Device(at::kCPU));
-  REQUIRE(td.keys(true) ==
+  REQUIRE(td.keys({.include_nested = true}) ==
           std::vector<NestedKey>{{"nested", "int64"}, {"nested", "string"}, {"nested", "bfloat16"}, "nested"});
   REQUIRE(td.get_td("nested").batch_size() == at::IntArrayRef{2, 1});
   at::Tensor i64 = td.get({"nested", "int64"});
@@ -157,7 +157,7 @@ TEST_CASE("memmap_like writes full-size files without copying data") {
   TempDir tmp;
   TensorDict td = sample({3});
   TensorDict like(td.memmap_like(tmp / "like"));
-  REQUIRE(like.keys(true) == td.keys(true));
+  REQUIRE(like.keys({.include_nested = true}) == td.keys({.include_nested = true}));
   REQUIRE(like.get({"nested", "c"}).sizes() == td.get({"nested", "c"}).sizes());
   REQUIRE(like.get("a").eq(0).all().item<bool>());
   REQUIRE(bytes_of(tmp.path() / "like" / "a.memmap") == 3 * 4 * 4);

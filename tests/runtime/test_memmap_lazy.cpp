@@ -174,8 +174,8 @@ TEST_CASE("h5 stores a homogeneous lazy stack densely and refuses a heterogeneou
   const std::string path = (tmp.path() / "same.h5").string();
   same.to_h5(path).close();
   TensorDict back = PersistentTensorDict::from_h5(path, "r", std::vector<int64_t>{2, 2}).to_tensordict();
-  REQUIRE(back.keys(true) == same.contiguous().keys(true));
-  for (const auto& key : back.keys(true, true)) {
+  REQUIRE(back.keys({.include_nested = true}) == same.contiguous().keys({.include_nested = true}));
+  for (const auto& key : back.keys({.include_nested = true, .leaves_only = true})) {
     INFO("key " << key.repr());
     REQUIRE(at::equal(back.get(key), same.get(key)));
   }

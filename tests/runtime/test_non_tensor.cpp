@@ -15,7 +15,7 @@ TEST_CASE("set_non_tensor and get_non_tensor hold JSON-like values") {
   REQUIRE(td.get_non_tensor({"meta", "episode"}) == 7);
   REQUIRE(td.get_non_tensor("cfg")["tags"][1] == "b");
   REQUIRE(td.get_non_tensor("missing", Json("fallback")) == "fallback");
-  REQUIRE(td.keys(true, true) == std::vector<NestedKey>{"x", "name", {"meta", "episode"}, "cfg"});
+  REQUIRE(td.keys({.include_nested = true, .leaves_only = true}) == std::vector<NestedKey>{"x", "name", {"meta", "episode"}, "cfg"});
   REQUIRE_FALSE(TensorDict({{"n", NonTensorData(1)}}, {}).is_empty());
   REQUIRE_THAT(TD_MESSAGE(td.get("name")), Contains("'name' holds non-tensor data") && Contains("get_non_tensor"));
   REQUIRE_THAT(TD_MESSAGE(td.get_non_tensor("x")), Contains("'x' holds a tensor, not non-tensor data"));

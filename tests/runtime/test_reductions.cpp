@@ -16,7 +16,7 @@ TEST_CASE("reductions over batch dims, keepdim and all dims") {
   REQUIRE(sum1.get_td("n").batch_size() == at::IntArrayRef({2, 5}));
   REQUIRE(at::allclose(sum1.get("a"), a.sum(1)));
   REQUIRE(at::allclose(sum1.get({"n", "c"}), c.sum(1)));
-  auto keep = td.mean({0, -1}, true);
+  auto keep = td.mean({0, -1}, {.keepdim = true});
   REQUIRE(keep.batch_size() == at::IntArrayRef({1, 1}));
   REQUIRE(at::allclose(keep.get("a"), a.mean(at::IntArrayRef{0, 1}, true)));
   auto everything = td.sum();
@@ -31,11 +31,11 @@ TEST_CASE("reductions over batch dims, keepdim and all dims") {
   REQUIRE(at::allclose(td.amax({0}).get("a"), a.amax(at::IntArrayRef{0})));
   REQUIRE(at::allclose(td.min().get("a"), a.min()));
   REQUIRE(at::allclose(td.std({1}).get("a"), a.std(at::IntArrayRef{1}, true)));
-  REQUIRE(at::allclose(td.var({1}, false, 0).get("a"), a.var(at::IntArrayRef{1}, false)));
+  REQUIRE(at::allclose(td.var({1}, {.keepdim = false, .correction = 0}).get("a"), a.var(at::IntArrayRef{1}, false)));
   REQUIRE(at::allclose(td.norm().get({"n", "c"}), c.norm()));
   REQUIRE_THAT(TD_MESSAGE(td.sum({2})), Contains("sum: dim 2 is out of range for a tensordict with 2 batch dims"));
   REQUIRE_THAT(TD_MESSAGE(td.sum({1, -1})), Contains("sum: a dim appears twice"));
-  REQUIRE_THAT(TD_MESSAGE(td.std({0}, false, 2)), Contains("correction must be 0 or 1"));
+  REQUIRE_THAT(TD_MESSAGE(td.std({0}, {.keepdim = false, .correction = 2})), Contains("correction must be 0 or 1"));
 }
 
 TEST_CASE("reduce folds every leaf into one tensor") {
@@ -43,8 +43,8 @@ TEST_CASE("reduce folds every leaf into one tensor") {
   auto flat = at::cat({td.get("a").reshape({2, 3, -1}), td.get("b").reshape({2, 3, -1}).to(at::kFloat)}, -1);
   REQUIRE(at::allclose(td.reduce(Reduction::sum), flat.sum()));
   REQUIRE(at::allclose(td.reduce(Reduction::mean, {1}), flat.mean(at::IntArrayRef{1, 2})));
-  REQUIRE(td.reduce(Reduction::max, {0}, true).sizes() == at::IntArrayRef({1, 3}));
-  REQUIRE(at::allclose(td.reduce(Reduction::max, {0}, true), flat.amax(at::IntArrayRef{0, 2}, true).squeeze(-1)));
+  REQUIRE(td.reduce(Reduction::max, {0}, {.keepdim = true}).sizes() == at::IntArrayRef({1, 3}));
+  REQUIRE(at::allclose(td.reduce(Reduction::max, {0}, {.keepdim = true}), flat.amax(at::IntArrayRef{0, 2}, true).squeeze(-1)));
   REQUIRE(at::allclose(td.reduce(Reduction::std), flat.std()));
   REQUIRE_THAT(TD_MESSAGE(TensorDict().reduce(Reduction::sum)), Contains("no tensor to reduce"));
 }

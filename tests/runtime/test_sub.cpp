@@ -15,7 +15,7 @@ TEST_CASE("a sub-view reads the source at the index") {
   REQUIRE(at::equal(sub.get("a"), td.get("a").index({Slice(1, 3)})));
   REQUIRE(sub.get_td("nested").kind() == Kind::SubView);
   REQUIRE(at::equal(sub.get({"nested", "c"}), td.get({"nested", "c"}).index({Slice(1, 3)})));
-  REQUIRE(sub.keys(true, true) == td.keys(true, true));
+  REQUIRE(sub.keys({.include_nested = true, .leaves_only = true}) == td.keys({.include_nested = true, .leaves_only = true}));
 }
 
 TEST_CASE("set of an existing key writes into the source at the index") {

@@ -114,15 +114,15 @@ TensorDict on(Kind& k, Fn&& fn) {
 TensorDict per_leaf(const TensorDict& ref, const std::function<at::Tensor(const at::Tensor&)>& fn,
                     std::vector<int64_t> batch) {
   TensorDict out({}, batch);
-  for (const auto& key : ref.keys(true, true)) out.set(key, fn(ref.get(key)));
+  for (const auto& key : ref.keys({.include_nested = true, .leaves_only = true})) out.set(key, fn(ref.get(key)));
   return out;
 }
 
 void require_same(const TensorDict& got, const TensorDict& expected, const std::string& what) {
   INFO(what);
   REQUIRE(got.batch_size() == expected.batch_size());
-  const auto keys = expected.keys(true, true);
-  REQUIRE(got.keys(true, true).size() == keys.size());
+  const auto keys = expected.keys({.include_nested = true, .leaves_only = true});
+  REQUIRE(got.keys({.include_nested = true, .leaves_only = true}).size() == keys.size());
   for (const auto& key : keys) {
     INFO("key " << key.repr());
     const at::Tensor g = got.get(key), e = expected.get(key);

@@ -341,8 +341,8 @@ void require_same_as_dynamic(const Observation& typed, const tensordict::TensorD
   const tensordict::TensorDict got = typed.to_tensordict();
   REQUIRE(got.batch_size() == dynamic.batch_size());
   CHECK((got.names() == dynamic.names()));
-  const auto keys = dynamic.keys(true, true);
-  CHECK(got.keys(true, true).size() == keys.size());
+  const auto keys = dynamic.keys({.include_nested = true, .leaves_only = true});
+  CHECK(got.keys({.include_nested = true, .leaves_only = true}).size() == keys.size());
   for (const auto& key : keys) {
     if (!dynamic.get_value(key)->is_tensor()) continue;
     CHECK(same(got.get(key), dynamic.get(key)));
@@ -496,7 +496,7 @@ TEST_CASE("comparisons, predicates and reductions give TensorDicts") {
   CHECK(same(o.sum({0}).get("pixels"), o.pixels.sum(0)));
   CHECK(same(o.agent.mean({0}).get("vel"), o.agent.vel.mean(0)));
   CHECK_THROWS_WITH(o.mean({0}), Catch::Contains("pixels"));  // torch has no mean of uint8
-  CHECK(same(o.amax({0}, true).get("reward"), o.reward.amax(0, true)));
+  CHECK(same(o.amax({0}, {.keepdim = true}).get("reward"), o.reward.amax(0, true)));
   const auto [values, indices] = o.max(0);
   CHECK(same(values.get("depth"), std::get<0>(o.depth.max(0))));
   CHECK(same(indices.get("depth"), std::get<1>(o.depth.max(0))));
@@ -514,7 +514,7 @@ TEST_CASE("masked_select, gather, select, exclude") {
   CHECK(gathered.batch_size() == at::IntArrayRef({4}));
   check_members(gathered, o, [&](const at::Tensor& t) { return t.index({index}); });
   const tensordict::TensorDict some = o.select({"reward", {"agent", "pos"}, "task"});
-  CHECK(some.keys(true, true) == std::vector<tensordict::NestedKey>{"reward", {"agent", "pos"}, "task"});
+  CHECK(some.keys({.include_nested = true, .leaves_only = true}) == std::vector<tensordict::NestedKey>{"reward", {"agent", "pos"}, "task"});
   CHECK(some.get("reward").data_ptr() == o.reward.data_ptr());
   CHECK(some.get_non_tensor("task") == "walk");
   CHECK(!o.exclude({"pixels", "agent", "tags", "scale"}).contains("pixels"));
@@ -586,12 +586,12 @@ TEST_CASE("to_tensordict and from_tensordict") {
   extra.set("surprise", at::zeros({2}));
   CHECK_THROWS_AS(Observation::from_tensordict(extra), tensordict::KeyError);
   CHECK(message_of([&] { Observation::from_tensordict(extra); }) ==
-        "Observation.from_tensordict: key 'surprise' is not a field of Observation (from_tensordict(td, false) ignores extra "
+        "Observation.from_tensordict: key 'surprise' is not a field of Observation (from_tensordict(td, {.strict = false}) ignores extra "
         "keys)");
   // strict=false ignores extra keys, at every level.
   extra.set({"agent", "extra"}, at::zeros({2}));
-  CHECK(same(Observation::from_tensordict(extra, false).pixels, o.pixels));
-  CHECK(same(Observation::from_tensordict(extra, o, false).agent.pos, o.agent.pos));
+  CHECK(same(Observation::from_tensordict(extra, {.strict = false}).pixels, o.pixels));
+  CHECK(same(Observation::from_tensordict(extra, o, {.strict = false}).agent.pos, o.agent.pos));
 }
 
 TEST_CASE("from_tensordict reads non-tensor fields held as non-tensor data") {

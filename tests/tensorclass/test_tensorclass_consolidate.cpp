@@ -79,7 +79,7 @@ TEST_CASE("a consolidated tensorclass moves to the GPU and back as one storage",
   const Observation o = make(4);
   const auto c = o.consolidate({.device = std::nullopt, .pin_memory = true, .non_blocking = false});
   REQUIRE(c.consolidated_storage()->is_pinned());
-  const Observation g = c.to(gpu, /*non_blocking=*/true);
+  const Observation g = c.to(gpu, {.non_blocking = /*non_blocking=*/true});
   tensordict::synchronize(gpu);
   REQUIRE(g.is_consolidated());
   REQUIRE(g.device() == gpu);

@@ -31,6 +31,7 @@
 #include "tensordict/key.h"
 #include "tensordict/persistence_options.h"
 #include "tensordict/op_lists.h"
+#include "tensordict/op_options.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -108,10 +109,7 @@ class TensorDict {
   // batch size the batch size is [] unless `auto_batch_size` or `batch_dims`
   // asks for the longest leading shape every entry shares (at most
   // `batch_dims` dims), as in tensordict.
-  static TensorDict from_dict(const c10::Dict<std::string, c10::IValue>& dict,
-                              std::optional<std::vector<int64_t>> batch_size = std::nullopt,
-                              std::optional<at::Device> device = std::nullopt, bool auto_batch_size = false,
-                              std::optional<int64_t> batch_dims = std::nullopt);
+  static TensorDict from_dict(const c10::Dict<std::string, c10::IValue>& dict, const FromDictOptions& options = {});
   // A tensordict of batch size [] with `value` (a 0-dim tensor of it) at
   // each key (tensordict's TensorDict.fromkeys).
   static TensorDict fromkeys(const std::vector<NestedKey>& keys, const at::Scalar& value = 0);
@@ -212,7 +210,7 @@ class TensorDict {
   TensorDict& set(const NestedKey& key, Value value);
   // tensordict's set(..., inplace=True): a tensor written into the existing
   // tensor entry at `key` in place (set_), else set() (the key is created).
-  TensorDict& set(const NestedKey& key, Value value, bool inplace);
+  TensorDict& set(const NestedKey& key, Value value, const SetOptions& options);
   // Writes into the existing tensor at `key` (shapes must match).
   TensorDict& set_(const NestedKey& key, const at::Tensor& value);
   // The existing value at `key`, else sets and returns `default_value`.
@@ -226,18 +224,18 @@ class TensorDict {
   // Keys in tensordict's order: with include_nested, a nested tensordict's
   // keys come before its own key; leaves_only drops nested tensordicts
   // (non-tensor data counts as a leaf, as in tensordict).
-  std::vector<NestedKey> keys(bool include_nested = false, bool leaves_only = false) const;
-  std::vector<Value> values(bool include_nested = false, bool leaves_only = false) const;
-  std::vector<std::pair<NestedKey, Value>> items(bool include_nested = false, bool leaves_only = false) const;
+  std::vector<NestedKey> keys(const KeysOptions& options = {}) const;
+  std::vector<Value> values(const KeysOptions& options = {}) const;
+  std::vector<std::pair<NestedKey, Value>> items(const KeysOptions& options = {}) const;
 
   // A new tensordict with only `keys` (sharing their values). strict: a
   // missing key is a KeyError, else it is skipped. A lazy stack gives a lazy
   // stack of its members' selections.
-  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
+  TensorDict select(const std::vector<NestedKey>& keys, const SelectOptions& options = {}) const;
   TensorDict exclude(const std::vector<NestedKey>& keys) const;
   // In place (tensordict's inplace=True): the keys not selected (the keys
   // given) are deleted from this tensordict, which is returned.
-  TensorDict& select_(const std::vector<NestedKey>& keys, bool strict = true);
+  TensorDict& select_(const std::vector<NestedKey>& keys, const SelectOptions& options = {});
   TensorDict& exclude_(const std::vector<NestedKey>& keys);
   // Sets every entry of `other`; nested tensordicts are updated recursively.
   TensorDict& update(const TensorDict& other);
@@ -260,10 +258,10 @@ class TensorDict {
   // before any is deleted, so a failure (shapes, batch size, lock) changes
   // nothing.
   TensorDict& cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
-                              bool keep_entries = false);
+                          const CombineTensorsOptions& options = {});
   TensorDict& stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim = 0,
-                                bool keep_entries = false);
-  TensorDict& rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
+                            const CombineTensorsOptions& options = {});
+  TensorDict& rename_key_(const NestedKey& old_key, const NestedKey& new_key, const RenameKeyOptions& options = {});
   TensorDict flatten_keys(std::string_view separator = ".") const;
   TensorDict unflatten_keys(std::string_view separator = ".") const;
   // In place (tensordict's inplace=True): this tensordict's entries are
@@ -271,11 +269,13 @@ class TensorDict {
   TensorDict& flatten_keys_(std::string_view separator = ".");
   TensorDict& unflatten_keys_(std::string_view separator = ".");
   // One tensordict per key list, then one with the remaining keys.
-  std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true) const;
+  std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_lists,
+                                     const SelectOptions& options = {}) const;
   // In place (tensordict's inplace=True, whose last result is the tensordict
   // itself): returns one tensordict per key list, and the keys taken leave
   // this one, which keeps the rest.
-  std::vector<TensorDict> split_keys_(const std::vector<std::vector<NestedKey>>& key_lists, bool strict = true);
+  std::vector<TensorDict> split_keys_(const std::vector<std::vector<NestedKey>>& key_lists,
+                                      const SelectOptions& options = {});
   // The first-level keys, sorted.
   std::vector<std::string> sorted_keys() const;
   // Removes and returns the last first-level entry set (dict.popitem);
@@ -286,10 +286,10 @@ class TensorDict {
   int64_t depth() const;
   // The bytes the tensor leaves hold (their gradients included); without
   // count_duplicates a tensor reached twice counts once.
-  int64_t bytes(bool count_duplicates = true) const;
+  int64_t bytes(const BytesOptions& options = {}) const;
   // Each tensor leaf's data pointer (of its storage, with `storage`) as a
   // 0-dim int64 tensor, keyed like the leaves; batch size [].
-  TensorDict data_ptr(bool storage = false) const;
+  TensorDict data_ptr(const DataPtrOptions& options = {}) const;
 
   // Tensordicts of the given batch size (the leaves keep their feature dims,
   // dtype unless given, and device), as tensordict's new_* methods. Dim names
@@ -302,7 +302,7 @@ class TensorDict {
 
   // Same batch size, device and names, no entries (recurse: keep the nested
   // structure, empty).
-  TensorDict empty(bool recurse = false) const;
+  TensorDict empty(const EmptyOptions& options = {}) const;
   TensorDict& clear();
 
   // A view of this tensordict at `index` whose writes reach this one:
@@ -466,7 +466,7 @@ class TensorDict {
   TensorDict all(int64_t dim) const;
   TensorDict any(int64_t dim) const;
   // Same keys, and every pair of leaves allclose.
-  bool allclose(const TensorDict& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const TensorDict& other, const AllcloseOptions& options = {}) const;
 
   // where(condition, self, other) per leaf; `condition` is a bool tensor over
   // the batch dims (expanded over feature dims) or a tensordict of bools.
@@ -486,32 +486,31 @@ class TensorDict {
   // giving an empty batch size). `reduce` folds every leaf into one tensor:
   // tensordict's reduce=True.
 #define TENSORDICT_DECLARE_REDUCTION(name) \
-  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
   TENSORDICT_REDUCTIONS(TENSORDICT_DECLARE_REDUCTION)
 #undef TENSORDICT_DECLARE_REDUCTION
-  TensorDict std(std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
-  TensorDict var(std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
+  TensorDict std(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
+  TensorDict var(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
   // The 2-norm of each leaf.
   TensorDict norm() const;
   // log(sum(exp)) over batch `dims` (every batch dim when empty).
-  TensorDict logsumexp(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  TensorDict logsumexp(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
   // The q-th quantile of each leaf over batch dim `dim` (over each leaf
   // flattened, giving batch size [], without one); torch.quantile's
   // interpolation: linear, lower, higher, midpoint or nearest.
-  TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                      std::string_view interpolation = "linear") const;
+  TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, const QuantileOptions& options = {}) const;
   // The max / min over one batch dim: (values, indices), as at::max(t, dim)
   // and tensordict's max(dim=...) (whose named tuple has the same two
   // tensordicts). max() and max(dims) above give the values only.
-  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const;
-  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const;
+  std::tuple<TensorDict, TensorDict> max(int64_t dim, const ReduceOptions& options = {}) const;
+  std::tuple<TensorDict, TensorDict> min(int64_t dim, const ReduceOptions& options = {}) const;
   // Cumulative max / min along batch dim `dim`: (values, indices), as
   // torch.cummax's named tuple.
   std::tuple<TensorDict, TensorDict> cummax(int64_t dim) const;
   std::tuple<TensorDict, TensorDict> cummin(int64_t dim) const;
   // Each leaf's softmax along batch dim `dim`.
   TensorDict softmax(int64_t dim, std::optional<at::ScalarType> dtype = std::nullopt) const;
-  at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, bool keepdim = false, int64_t correction = 1) const;
+  at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
 
   // ---- state dicts (include <tensordict/state_dict.h> to use them) -----------------
   // tensordict's state_dict: one entry per tensor (detached unless
@@ -519,11 +518,11 @@ class TensorDict {
   // (int list) and "__device" (string or None). flatten joins nested keys
   // with "." and keeps only the top level's batch size and device.
   // Non-tensor data is not part of a state dict.
-  c10::Dict<std::string, c10::IValue> state_dict(bool keep_vars = false, bool flatten = false) const;
+  c10::Dict<std::string, c10::IValue> state_dict(const StateDictOptions& options = {}) const;
   // Loads one: by default tensors are copied into the existing ones; assign
   // replaces them. strict: the keys must match exactly.
-  TensorDict& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict, bool strict = true,
-                                  bool assign = false, bool from_flatten = false);
+  TensorDict& load_state_dict(const c10::Dict<std::string, c10::IValue>& state_dict,
+                              const LoadStateDictOptions& options = {});
 
   // tensordict's to_dict: a dict per level holding the tensors (shared, not
   // copied) and non-tensor values (strings, numbers, bools, None and lists
@@ -542,15 +541,15 @@ class TensorDict {
   // with it, the copies may still run: wait with tensordict::synchronize(d)
   // or an event from tensordict::record_event(d) (<tensordict/device_sync.h>),
   // d being the accelerator involved, before reading or freeing the source.
-  TensorDict to(at::Device device, bool non_blocking = false) const;
+  TensorDict to(at::Device device, const ToOptions& options = {}) const;
   TensorDict to(at::ScalarType dtype) const;
 #define TENSORDICT_DECLARE_CAST(name, dtype) TensorDict name() const;
   TENSORDICT_DTYPE_CASTS(TENSORDICT_DECLARE_CAST)
 #undef TENSORDICT_DECLARE_CAST
   TensorDict cpu() const;
-  TensorDict cuda(std::optional<int> index = std::nullopt, bool non_blocking = false) const;
+  TensorDict cuda(std::optional<int> index = std::nullopt, const ToOptions& options = {}) const;
   // recurse=false copies the structure only; tensors are shared.
-  TensorDict clone(bool recurse = true) const;
+  TensorDict clone(const CloneOptions& options = {}) const;
   TensorDict detach() const;
   // A dense tensordict (a lazy stack's members stacked, an h5 file read);
   // leaves that are already contiguous are shared.
@@ -675,7 +674,8 @@ TensorDict operator>=(const TensorDict& a, const Operand& b);
 // sets the state for the guard's lifetime and restores the previous one.
 class LockGuard {
  public:
-  explicit LockGuard(TensorDict td, bool lock = true);
+  enum Mode { Lock, Unlock };
+  explicit LockGuard(TensorDict td, Mode mode = Lock);
   ~LockGuard();
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;

@@ -66,13 +66,17 @@ Work isend(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init
 Work irecv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag = 0);
 
 // ---- collectives (every rank of `group` calls them, with the same structure) ----
+// all_reduce's and reduce's keywords (tensordict's op=, async_op=).
+struct ReduceOpOptions {
+  c10d::ReduceOp op = c10d::ReduceOp::SUM;
+  // Return at once; Work::wait() waits.
+  bool async_op = false;
+};
 // Reduces every leaf across the group, in place on every rank.
-Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM,
-                bool async_op = false);
+Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, const ReduceOpOptions& options = {});
 // Reduces every leaf into rank `dst`'s tensordict; the other ranks'
 // tensordicts are left unchanged (c10d reduces copies of their leaves).
-Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
-            bool async_op = false);
+Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, const ReduceOpOptions& options = {});
 // Copies rank `src`'s leaves into every other rank's tensordict.
 void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src);
 // Rank `dst` holds a tensordict whose first batch dim is world_size - 1; each
@@ -103,7 +107,7 @@ template <DistributedTensorClass T>
 TensorDict tensor_fields(const T& tc) {
   TensorDict td = tc.to_tensordict();
   std::vector<NestedKey> non_tensor;
-  for (const auto& [key, value] : td.items(true, true)) {
+  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
     if (value.is_non_tensor()) non_tensor.push_back(key);
   }
   return non_tensor.empty() ? td : TensorDict(td.exclude(non_tensor));
@@ -127,13 +131,12 @@ Work irecv(const T& tc, const ProcessGroupPtr& group, int src, int init_tag = 0)
   return irecv(detail::tensor_fields(tc), group, src, init_tag);
 }
 template <DistributedTensorClass T>
-Work all_reduce(const T& tc, const ProcessGroupPtr& group, c10d::ReduceOp op = c10d::ReduceOp::SUM, bool async_op = false) {
-  return all_reduce(detail::tensor_fields(tc), group, op, async_op);
+Work all_reduce(const T& tc, const ProcessGroupPtr& group, const ReduceOpOptions& options = {}) {
+  return all_reduce(detail::tensor_fields(tc), group, options);
 }
 template <DistributedTensorClass T>
-Work reduce(const T& tc, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op = c10d::ReduceOp::SUM,
-            bool async_op = false) {
-  return reduce(detail::tensor_fields(tc), group, dst, op, async_op);
+Work reduce(const T& tc, const ProcessGroupPtr& group, int dst, const ReduceOpOptions& options = {}) {
+  return reduce(detail::tensor_fields(tc), group, dst, options);
 }
 template <DistributedTensorClass T>
 void broadcast(const T& tc, const ProcessGroupPtr& group, int src) {

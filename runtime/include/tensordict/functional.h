@@ -42,8 +42,12 @@ TensorDict pad(const TensorDict& td, const std::vector<int64_t>& pad_size, const
 // Pads every key along dim `pad_dim` of its tensors to that key's longest
 // length across `tds`, then stacks them along a new first dim. With
 // return_mask, a "masks" entry holds, per key, true where values are real.
-TensorDict pad_sequence(const std::vector<TensorDict>& tds, int64_t pad_dim = 0, const at::Scalar& padding_value = 0,
-                        bool return_mask = false);
+struct PadSequenceOptions {
+  int64_t pad_dim = 0;
+  at::Scalar padding_value = 0;
+  bool return_mask = false;
+};
+TensorDict pad_sequence(const std::vector<TensorDict>& tds, const PadSequenceOptions& options = {});
 
 // torch's *_like constructors applied to every tensor leaf (non-tensor data
 // carried): same keys, batch size, names, dtypes and devices.

@@ -95,7 +95,8 @@ class Unsqueeze : public Planned {
 // broadcast against the current ones; expand reads -1 as "keep the dim".
 class Expand : public Planned {
  public:
-  Expand(at::IntArrayRef batch, const Names& names, at::IntArrayRef shape, bool is_broadcast_to = false);
+  enum Op { ExpandOp, BroadcastTo };
+  Expand(at::IntArrayRef batch, const Names& names, at::IntArrayRef shape, Op op = ExpandOp);
   at::Tensor operator()(const at::Tensor& leaf) const;
 
  private:

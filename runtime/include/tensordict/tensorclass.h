@@ -263,10 +263,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // TensorDict::to's moves (one block for a consolidated instance, pinned
   // staging, one synchronisation; non_blocking: wait with
   // tensordict::synchronize), through the tensordict form.
-  Derived to(at::Device device, bool non_blocking = false) const {
+  Derived to(at::Device device, const ToOptions& options = {}) const {
     bool there = true;
     for_each_tensor_(derived(), [&](const at::Tensor& t) { there = there && t.device() == device; });
-    if (!there) return from_form_(td_form_().to(device, non_blocking));
+    if (!there) return from_form_(td_form_().to(device, options));
     if (is_consolidated()) return derived();  // tensordict: where it is, it stays consolidated
     Derived out = same_batch_([](const at::Tensor& t) { return t; });
     out.set_device_(device);
@@ -361,18 +361,19 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   TensorDict to_tensordict() const { return tensordict_form_(detail::NonTensorFields::All); }
   // The inverse, validated. Non-tensor fields come from the tensordict's
   // non-tensor entries, else from `non_tensor` (defaults when omitted). A key
-  // of `td` that is no field is a KeyError unless `strict` is false.
-  static Derived from_tensordict(const TensorDict& td, const Derived& non_tensor = Derived{}, bool strict = true) {
+  // of `td` that is no field is a KeyError unless `options.strict` is false.
+  static Derived from_tensordict(const TensorDict& td, const Derived& non_tensor = Derived{},
+                                 const FromTensorDictOptions& options = {}) {
     Derived out = non_tensor;
     out.set_locked_tree_(false);
     out.tc_consolidated_storage_ = at::Tensor();
     out.saved_path_.reset();
-    out.from_td_(td, strict);
+    out.from_td_(td, options.strict);
     out.validate();
     return out;
   }
-  static Derived from_tensordict(const TensorDict& td, bool strict) {
-    return from_tensordict(td, Derived{}, strict);
+  static Derived from_tensordict(const TensorDict& td, const FromTensorDictOptions& options) {
+    return from_tensordict(td, Derived{}, options);
   }
 
   // ---- printing -----------------------------------------------------------------------
@@ -644,7 +645,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
       for (const auto& key : td.keys()) {
         if (!is_field_(key.front())) {
           throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a field of " +
-                         std::string(schema().name) + " (from_tensordict(td, false) ignores extra keys)");
+                         std::string(schema().name) + " (from_tensordict(td, {.strict = false}) ignores extra keys)");
         }
       }
     }

@@ -148,18 +148,18 @@ class TensorClassSurface {
 #undef TENSORCLASS_PREDICATE
 
   // Reductions over batch dims (TensorDict's): a TensorDict.
-#define TENSORCLASS_REDUCTION(name)                                             \
-  TensorDict name(std::vector<int64_t> dims = {}, bool keepdim = false) const { \
-    return self_().to_tensordict().name(std::move(dims), keepdim);              \
+#define TENSORCLASS_REDUCTION(name)                                                              \
+  TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const { \
+    return self_().to_tensordict().name(std::move(dims), options);                             \
   }
   TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
 #undef TENSORCLASS_REDUCTION
   // (values, indices) over one batch dim, as TensorDict::max(dim).
-  std::tuple<TensorDict, TensorDict> max(int64_t dim, bool keepdim = false) const {
-    return self_().to_tensordict().max(dim, keepdim);
+  std::tuple<TensorDict, TensorDict> max(int64_t dim, const ReduceOptions& options = {}) const {
+    return self_().to_tensordict().max(dim, options);
   }
-  std::tuple<TensorDict, TensorDict> min(int64_t dim, bool keepdim = false) const {
-    return self_().to_tensordict().min(dim, keepdim);
+  std::tuple<TensorDict, TensorDict> min(int64_t dim, const ReduceOptions& options = {}) const {
+    return self_().to_tensordict().min(dim, options);
   }
 
 #define TENSORCLASS_OPERATOR(op, method)                                                 \
@@ -192,8 +192,8 @@ class TensorClassSurface {
   }
 
   // A TensorDict of the fields `keys` (shared), non-tensor fields included.
-  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const {
-    return TensorDict(self_().to_tensordict().select(keys, strict));
+  TensorDict select(const std::vector<NestedKey>& keys, const SelectOptions& options = {}) const {
+    return TensorDict(self_().to_tensordict().select(keys, options));
   }
   TensorDict exclude(const std::vector<NestedKey>& keys) const {
     return TensorDict(self_().to_tensordict().exclude(keys));

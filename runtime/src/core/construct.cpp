@@ -63,10 +63,10 @@ TensorDict merge(const std::vector<TensorDict>& tds, c10::function_ref<const Mer
     throw RuntimeError(
         fmt::format("merge_tensordicts: at least 2 tensordicts must be provided, got {}", tds.size()));
   }
-  TensorDict out = tds.front().empty(true);
+  TensorDict out = tds.front().empty({.recurse = true});
   std::set<NestedKey> settled;
   for (const auto& td : tds) {
-    for (const auto& [key, value] : td.items(true, true)) {
+    for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
       if (!settled.insert(key).second) continue;
       const MergeCallback* callback = callback_for(key);
       std::vector<at::Tensor> values;  // gathered only for a callback
@@ -118,9 +118,10 @@ TensorDict pad(const TensorDict& td, const std::vector<int64_t>& pad_size, const
   return TensorDict(TensorDict(detail::map_leaves(*td.impl(), {batch, td.names()}, td.device(), detail::OpKind::Fold, fn, "pad")));
 }
 
-TensorDict pad_sequence(const std::vector<TensorDict>& tds, int64_t pad_dim, const at::Scalar& padding_value, bool return_mask) {
+TensorDict pad_sequence(const std::vector<TensorDict>& tds, const PadSequenceOptions& options) {
+  const auto& [pad_dim, padding_value, return_mask] = options;
   if (tds.empty()) throw RuntimeError("pad_sequence needs at least one tensordict");
-  const auto keys = tds.front().keys(true, true);
+  const auto keys = tds.front().keys({.include_nested = true, .leaves_only = true});
   std::vector<TensorDict> padded;
   std::vector<TensorDict> masks;
   for (std::size_t i = 0; i < tds.size(); ++i) {

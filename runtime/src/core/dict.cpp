@@ -329,7 +329,7 @@ TensorDict& TensorDict::set(const NestedKey& key, Value value) {
   if (!starts_with(nested.batch_size(), level.batch_size())) {
     // tensordict's rule: a nested tensordict takes the parent's batch size
     // when its entries allow it (a shallow copy, the original is untouched).
-    TensorDict adapted = nested.clone(false);
+    TensorDict adapted = nested.clone({.recurse = false});
     try {
       adapted.set_batch_size(level.batch_size());
     } catch (const std::exception& e) {
@@ -350,7 +350,7 @@ TensorDict& TensorDict::set(const NestedKey& key, Value value) {
     if (!std::equal(names.begin(), names.end(), own.begin())) {
       Names refined = names;
       refined.insert(refined.end(), own.begin() + leading, own.end());
-      TensorDict copy = nested.clone(false);
+      TensorDict copy = nested.clone({.recurse = false});
       try {
         copy.refine_names(refined);
       } catch (const std::exception& e) {
@@ -435,27 +435,28 @@ void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
 
 }  // namespace
 
-std::vector<std::pair<NestedKey, Value>> TensorDict::items(bool include_nested, bool leaves_only) const {
+std::vector<std::pair<NestedKey, Value>> TensorDict::items(const KeysOptions& options) const {
   std::vector<std::pair<NestedKey, Value>> out;
-  walk_keys(*impl_, include_nested, leaves_only, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
+  walk_keys(*impl_, options.include_nested, options.leaves_only, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
                                                      const std::string& key) { out.emplace_back(NestedKey(std::span<const std::string>(path)), *level.find(key)); });
   return out;
 }
 
-std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
+std::vector<NestedKey> TensorDict::keys(const KeysOptions& options) const {
   std::vector<NestedKey> out;
-  walk_keys(*impl_, include_nested, leaves_only,
+  walk_keys(*impl_, options.include_nested, options.leaves_only,
             [&](const std::vector<std::string>& path, const TensorDictImpl&, const std::string&) { out.emplace_back(std::span<const std::string>(path)); });
   return out;
 }
 
-std::vector<Value> TensorDict::values(bool include_nested, bool leaves_only) const {
+std::vector<Value> TensorDict::values(const KeysOptions& options) const {
   std::vector<Value> out;
-  for (auto& [key, value] : items(include_nested, leaves_only)) out.push_back(std::move(value));
+  for (auto& [key, value] : items(options)) out.push_back(std::move(value));
   return out;
 }
 
-TensorDict& TensorDict::set(const NestedKey& key, Value value, bool inplace) {
+TensorDict& TensorDict::set(const NestedKey& key, Value value, const SetOptions& options) {
+  const bool inplace = options.inplace;
   if (inplace && !value.is_non_tensor()) {
     const auto existing = get_value(key);
     if (existing && existing->is_tensor() && value.is_tensor()) return set_(key, value.tensor());

@@ -11,7 +11,7 @@ namespace tensordict {
 
 int64_t TensorDict::depth() const {
   int64_t deepest = 0;
-  for (const auto& key : keys(true, true)) deepest = std::max<int64_t>(deepest, static_cast<int64_t>(key.size()) - 1);
+  for (const auto& key : keys({.include_nested = true, .leaves_only = true})) deepest = std::max<int64_t>(deepest, static_cast<int64_t>(key.size()) - 1);
   return deepest;
 }
 
@@ -27,10 +27,11 @@ int64_t element_bytes(const at::Tensor& t) {
 }
 }  // namespace
 
-int64_t TensorDict::bytes(bool count_duplicates) const {
+int64_t TensorDict::bytes(const BytesOptions& options) const {
+  const bool count_duplicates = options.count_duplicates;
   std::unordered_set<const void*> seen;  // tensors counted, by identity
   int64_t total = 0;
-  for (const auto& [key, value] : items(true, true)) {
+  for (const auto& [key, value] : items({.include_nested = true, .leaves_only = true})) {
     if (!value.is_tensor()) continue;
     const at::Tensor& t = value.tensor();
     if (!count_duplicates && !seen.insert(t.unsafeGetTensorImpl()).second) continue;
@@ -40,9 +41,10 @@ int64_t TensorDict::bytes(bool count_duplicates) const {
   return total;
 }
 
-TensorDict TensorDict::data_ptr(bool storage) const {
+TensorDict TensorDict::data_ptr(const DataPtrOptions& options) const {
+  const bool storage = options.storage;
   TensorDict out;
-  for (const auto& [key, value] : items(true, true)) {
+  for (const auto& [key, value] : items({.include_nested = true, .leaves_only = true})) {
     if (!value.is_tensor()) continue;
     const at::Tensor& t = value.tensor();
     const void* ptr = storage ? t.storage().unsafeGetStorageImpl()->data_ptr().get() : t.data_ptr();

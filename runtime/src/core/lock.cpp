@@ -86,8 +86,8 @@ TensorDict& TensorDict::unlock_() {
   return *this;
 }
 
-LockGuard::LockGuard(TensorDict td, bool lock) : td_(std::move(td)), was_locked_(td_.is_locked()) {
-  if (lock) {
+LockGuard::LockGuard(TensorDict td, Mode mode) : td_(std::move(td)), was_locked_(td_.is_locked()) {
+  if (mode == Lock) {
     td_.lock_();
   } else {
     td_.unlock_();

@@ -194,12 +194,12 @@ TensorDict element(const TensorDict& td, int64_t j) { return td.index({j}); }
 
 }  // namespace
 
-Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, c10d::ReduceOp op, bool async_op) {
-  return reduce_impl(td, group, ReduceKind::All, 0, op, async_op);
+Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, const ReduceOpOptions& options) {
+  return reduce_impl(td, group, ReduceKind::All, 0, options.op, options.async_op);
 }
 
-Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, c10d::ReduceOp op, bool async_op) {
-  return reduce_impl(td, group, ReduceKind::ToOne, dst, op, async_op);
+Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, const ReduceOpOptions& options) {
+  return reduce_impl(td, group, ReduceKind::ToOne, dst, options.op, options.async_op);
 }
 
 void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src) {

@@ -15,7 +15,7 @@ namespace tensordict::nn {
 namespace {
 
 void check_no_out_to_in_map(const TensorDictModuleOptions& options) {
-  if (options.out_to_in_map()) {
+  if (options.out_to_in_map) {
     throw ValueError("out_to_in_map is not None but is only used when in_key is a dictionary.");
   }
 }
@@ -93,7 +93,7 @@ TensorDictModuleImpl::TensorDictModuleImpl(detail::KwargsFn fn, const KeyMap& in
                                            TensorDictModuleOptions options)
     : TensorDictModuleBase({}, std::move(out_keys)), fn_name_(std::move(name)), options_(std::move(options)) {
   if (!fn) throw ValueError("TensorDictModule: the wrapped function is empty");
-  auto [keys, names] = split_key_map(in_keys, options_.out_to_in_map().value_or(true));
+  auto [keys, names] = split_key_map(in_keys, options_.out_to_in_map.value_or(true));
   in_keys_ = std::move(keys);
   kwargs_ = names;
   fn_ = [fn = std::move(fn), names = std::move(names)](const std::vector<at::Tensor>& in) {
@@ -149,12 +149,12 @@ std::vector<at::Tensor> TensorDictModuleImpl::call_reporting(const std::vector<a
 }
 
 TensorDict TensorDictModuleImpl::run_impl(const TensorDict& td, const std::optional<TensorDict>& out) {
-  if (options_.strict()) check_inputs(td, in_keys_);
+  if (options_.strict) check_inputs(td, in_keys_);
   std::vector<at::Tensor> inputs;
   Keys missing;
   inputs.reserve(in_keys_.size());
   for (const auto& key : in_keys_) {
-    if (options_.strict() || td.contains(key)) {
+    if (options_.strict || td.contains(key)) {
       inputs.push_back(td.get(key));
     } else {
       inputs.emplace_back();  // tensordict passes None
@@ -167,7 +167,7 @@ TensorDict TensorDictModuleImpl::run_impl(const TensorDict& td, const std::optio
         fmt::format("TensorDictModule: the module returned {} tensor(s) but out_keys={} expects {}", outputs.size(),
                     text::keys_repr(out_keys_), out_keys_.size()));
   }
-  TensorDict dest = out ? *out : output_for(td, options_.inplace());
+  TensorDict dest = out ? *out : output_for(td, options_.inplace);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (out_keys_[i] == NestedKey("_")) continue;
     dest.set(out_keys_[i], outputs[i]);
@@ -178,9 +178,9 @@ TensorDict TensorDictModuleImpl::run_impl(const TensorDict& td, const std::optio
 // ---- WrapModule ---------------------------------------------------------------------------
 
 WrapModuleImpl::WrapModuleImpl(Function fn, WrapModuleOptions options)
-    : TensorDictModuleBase(std::move(options.in_keys()), std::move(options.out_keys())),
+    : TensorDictModuleBase(std::move(options.in_keys), std::move(options.out_keys)),
       fn_(std::move(fn)),
-      inplace_(options.inplace()) {
+      inplace_(options.inplace) {
   if (!fn_) throw ValueError("WrapModule: the wrapped function is empty");
 }
 

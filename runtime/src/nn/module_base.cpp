@@ -22,7 +22,7 @@ void TensorDictModuleBase::check_inputs(const TensorDict& td, const Keys& keys) 
   if (!missing.empty()) {
     throw KeyError(fmt::format("{}: input key(s) {} not found in the tensordict (in_keys={}, tensordict keys={})",
                                type_name(), text::keys_repr(missing), text::keys_repr(in_keys_),
-                               text::keys_repr(td.keys(/*include_nested=*/true))));
+                               text::keys_repr(td.keys({.include_nested = true}))));
   }
 }
 
@@ -67,7 +67,7 @@ TensorDict TensorDictModuleBase::run(const TensorDict& td, const std::optional<T
 TensorDict TensorDictModuleBase::run_into(const TensorDict& td, const std::optional<TensorDict>& out,
                                               const Keys& keys, const Body& body) {
   if (!out) return body(td, std::nullopt);
-  const TensorDict exec = body(TensorDict(td.clone(/*recurse=*/false)), std::nullopt);
+  const TensorDict exec = body(TensorDict(td.clone(/*recurse=*/{.recurse = false})), std::nullopt);
   TensorDict dest = *out;
   dest.update(exec, UpdateOptions{.keys_to_update = keys});
   return dest;
@@ -81,11 +81,11 @@ TensorDict TensorDictModuleBase::run_selecting(const TensorDict& td, const std::
   // left alone.
   const std::optional<TensorDict> target = out ? out : inplace_output(td);
   if (target) return run_into(td, target, *selected_out_keys_, body);
-  const TensorDict exec = body(TensorDict(td.clone(/*recurse=*/false)), std::nullopt);
+  const TensorDict exec = body(TensorDict(td.clone(/*recurse=*/{.recurse = false})), std::nullopt);
   // The selected outputs, and the input's leaves with the values the modules
   // gave them (an in_key a module overwrote keeps the new value).
   Keys keys = *selected_out_keys_;
-  for (auto& key : td.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+  for (auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
     if (!text::contains_key(keys, key)) keys.push_back(std::move(key));
   }
   TensorDict dest = td;

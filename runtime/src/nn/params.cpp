@@ -99,7 +99,7 @@ TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& para
   outs.reserve(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     ToModuleGuard guard(module, params.index({i}));
-    outs.push_back(module.run(input.clone(/*recurse=*/false), std::nullopt));
+    outs.push_back(module.run(input.clone(/*recurse=*/{.recurse = false}), std::nullopt));
   }
   return stack(outs, 0);
 }

@@ -172,17 +172,17 @@ DistributionClass Normal::cls() {
 
 namespace {
 at::Tensor squash_loc(const at::Tensor& loc, const TanhNormal::Options& o) {
-  return o.tanh_loc() ? (loc / o.upscale()).tanh() * o.upscale() : loc;
+  return o.tanh_loc ? (loc / o.upscale).tanh() * o.upscale : loc;
 }
 }  // namespace
 
 TanhNormal::TanhNormal(at::Tensor loc, at::Tensor scale, Options options)
     : Distribution({}, {}), base_(squash_loc(loc, options), scale), options_(options) {
-  if (!(options_.high() > options_.low())) {
-    throw ValueError(fmt::format("TanhNormal: high ({}) must exceed low ({})", options_.high(), options_.low()));
+  if (!(options_.high > options_.low)) {
+    throw ValueError(fmt::format("TanhNormal: high ({}) must exceed low ({})", options_.high, options_.low));
   }
   const at::Tensor& l = base_.loc();
-  event_dims_ = options_.event_dims().value_or(std::min<int64_t>(1, l.dim()));
+  event_dims_ = options_.event_dims.value_or(std::min<int64_t>(1, l.dim()));
   if (event_dims_ < 0 || event_dims_ > l.dim()) {
     throw ValueError(fmt::format("TanhNormal: event_dims {} for a loc of {} dims", event_dims_, l.dim()));
   }
@@ -191,16 +191,16 @@ TanhNormal::TanhNormal(at::Tensor loc, at::Tensor scale, Options options)
 }
 
 at::Tensor TanhNormal::squash(const at::Tensor& x) const {
-  const double center = 0.5 * (options_.high() + options_.low());
-  const double half = 0.5 * (options_.high() - options_.low());
+  const double center = 0.5 * (options_.high + options_.low);
+  const double half = 0.5 * (options_.high - options_.low);
   return x.tanh() * half + center;
 }
 
 at::Tensor TanhNormal::rsample(at::IntArrayRef sample_shape) const { return squash(base_.rsample(sample_shape)); }
 
 at::Tensor TanhNormal::log_prob(const at::Tensor& value) const {
-  const double center = 0.5 * (options_.high() + options_.low());
-  const double half = 0.5 * (options_.high() - options_.low());
+  const double center = 0.5 * (options_.high + options_.low);
+  const double half = 0.5 * (options_.high - options_.low);
   const double eps = value.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
                                                         : std::numeric_limits<float>::epsilon();
   const auto t = ((value - center) / half).clamp(-1.0 + eps, 1.0 - eps);
@@ -224,7 +224,8 @@ DistributionClass TanhNormal::cls(Options options) {
 
 // ---- Categorical -----------------------------------------------------------------
 
-Categorical::Categorical(const at::Tensor& logits_or_probs, bool is_logits) : Distribution({}, {}) {
+Categorical::Categorical(const at::Tensor& logits_or_probs, const Options& options) : Distribution({}, {}) {
+  const bool is_logits = !options.probs;
   if (logits_or_probs.dim() < 1) throw ValueError(fmt::format("{}: logits/probs need at least one dim", name()));
   if (is_logits) {
     logits_ = logits_or_probs - logits_or_probs.logsumexp(-1, /*keepdim=*/true);
@@ -277,12 +278,12 @@ std::pair<at::Tensor, bool> logits_or_probs(const DistParams& p, std::string_vie
 DistributionClass Categorical::cls() {
   return {"Categorical", [](const DistParams& p) -> std::shared_ptr<Distribution> {
             auto [t, is_logits] = logits_or_probs(p, "Categorical");
-            return std::make_shared<Categorical>(t, is_logits);
+            return std::make_shared<Categorical>(t, Categorical::Options{.probs = !is_logits});
           }};
 }
 
-OneHotCategorical::OneHotCategorical(const at::Tensor& logits_or_probs, bool is_logits)
-    : Categorical(logits_or_probs, is_logits) {
+OneHotCategorical::OneHotCategorical(const at::Tensor& logits_or_probs, const Options& options)
+    : Categorical(logits_or_probs, options) {
   event_shape_ = {num_categories()};
 }
 
@@ -299,7 +300,7 @@ at::Tensor OneHotCategorical::mode() const {
 DistributionClass OneHotCategorical::cls() {
   return {"OneHotCategorical", [](const DistParams& p) -> std::shared_ptr<Distribution> {
             auto [t, is_logits] = logits_or_probs(p, "OneHotCategorical");
-            return std::make_shared<OneHotCategorical>(t, is_logits);
+            return std::make_shared<OneHotCategorical>(t, Categorical::Options{.probs = !is_logits});
           }};
 }
 
@@ -406,8 +407,8 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
       dist_keys_(std::move(in_keys)),
       options_(std::move(options)) {
   if (out_keys_.empty()) throw ValueError("ProbabilisticTensorDictModule: out_keys must name the sample's key");
-  if (!options_.distribution().make) throw ValueError("ProbabilisticTensorDictModule: no distribution class");
-  if (options_.return_log_prob()) out_keys_.emplace_back(kSampleLogProbKey);
+  if (!options_.distribution.make) throw ValueError("ProbabilisticTensorDictModule: no distribution class");
+  if (options_.return_log_prob) out_keys_.emplace_back(kSampleLogProbKey);
 }
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const TensorDict& td) const {
@@ -415,7 +416,7 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const 
   DistParams params;
   for (const auto& [name, key] : dist_keys_.map()) params[name] = td.get(key);
   try {
-    return options_.distribution().make(params);
+    return options_.distribution.make(params);
   } catch (const std::invalid_argument&) {
     rethrow_reworded([&](std::string_view what) { return fmt::format("{}: {}", type_name(), what); });
   }
@@ -423,14 +424,14 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const 
 
 at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& dist,
                                                           std::optional<InteractionType> type) const {
-  switch (type.value_or(options_.default_interaction_type())) {
+  switch (type.value_or(options_.default_interaction_type)) {
     case InteractionType::MODE: return dist.mode();
     case InteractionType::MEDIAN: return dist.median();
     case InteractionType::MEAN:
       try {
         return dist.mean();
       } catch (const NotImplementedError&) {
-        const int64_t n = options_.n_empirical_estimate();
+        const int64_t n = options_.n_empirical_estimate;
         at::Tensor samples = dist.has_rsample() ? dist.rsample({n}) : dist.sample({n});
         if (!samples.is_floating_point()) samples = samples.to(at::kFloat);
         return samples.mean(0);
@@ -460,8 +461,8 @@ TensorDict ProbabilisticTensorDictModuleImpl::sample_into(const TensorDict& td,
   if (requires_sample) {
     at::Tensor value = dist_sample(*dist, interaction_type());
     dest.set(out_keys_[0], value);
-    if (options_.return_log_prob()) dest.set(kSampleLogProbKey, dist->log_prob(value));
-  } else if (options_.return_log_prob()) {
+    if (options_.return_log_prob) dest.set(kSampleLogProbKey, dist->log_prob(value));
+  } else if (options_.return_log_prob) {
     check_inputs(td, {out_keys_[0]});
     dest.set(kSampleLogProbKey, dist->log_prob(td.get(out_keys_[0])));
   }
@@ -471,8 +472,8 @@ TensorDict ProbabilisticTensorDictModuleImpl::sample_into(const TensorDict& td,
 std::string ProbabilisticTensorDictModuleImpl::repr() const {
   std::string body = fmt::format(
       "distribution_class={},\ndefault_interaction_type={},\nreturn_log_prob={},\nin_keys={},\nout_keys={}",
-      options_.distribution().name, to_string(options_.default_interaction_type()),
-      options_.return_log_prob() ? "True" : "False", text::keys_repr(in_keys_), text::keys_repr(out_keys()));
+      options_.distribution.name, to_string(options_.default_interaction_type),
+      options_.return_log_prob ? "True" : "False", text::keys_repr(in_keys_), text::keys_repr(out_keys()));
   std::string indented = "    ";
   for (char c : body) {
     indented += c;
@@ -485,25 +486,20 @@ std::string ProbabilisticTensorDictModuleImpl::repr() const {
 
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules,
                                                                              std::vector<std::string> names,
-                                                                             bool partial_tolerant,
-                                                                             const Keys& selected_out_keys,
-                                                                             Inplace inplace)
-    : TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant, selected_out_keys, inplace) {
+                                                                             const SequentialOptions& options)
+    : TensorDictSequentialImpl(std::move(modules), std::move(names), options) {
   // The base constructor's assign() ran the base's hooks.
   check_modules(modules_);
   modules_changed();
 }
 
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules,
-                                                                             bool partial_tolerant,
-                                                                             Keys selected_out_keys, Inplace inplace)
-    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys, inplace) {}
+                                                                             const SequentialOptions& options)
+    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), {}, options) {}
 
 ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(NamedModules modules,
-                                                                             bool partial_tolerant,
-                                                                             Keys selected_out_keys, Inplace inplace)
-    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys,
-                                            inplace) {}
+                                                                             const SequentialOptions& options)
+    : ProbabilisticTensorDictSequentialImpl(ptrs_of(modules), names_of(modules), options) {}
 
 void ProbabilisticTensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   TensorDictSequentialImpl::check_modules(modules);
@@ -555,7 +551,8 @@ std::shared_ptr<TensorDictSequentialImpl> ProbabilisticTensorDictSequentialImpl:
     return TensorDictSequentialImpl::make_like(std::move(modules), std::move(names));
   }
   return std::shared_ptr<TensorDictSequentialImpl>(
-      new ProbabilisticTensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}, inplace_));
+      new ProbabilisticTensorDictSequentialImpl(std::move(modules), std::move(names),
+                                                {.partial_tolerant = partial_tolerant_, .inplace = inplace_}));
 }
 
 }  // namespace tensordict::nn

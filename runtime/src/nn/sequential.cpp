@@ -74,20 +74,17 @@ std::pair<Keys, Keys> TensorDictSequentialImpl::compute_in_and_out_keys(const st
 }
 
 TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
-                                                   bool partial_tolerant, const Keys& selected_out_keys,
-                                                   Inplace inplace)
-    : TensorDictModuleBase({}, {}), partial_tolerant_(partial_tolerant), inplace_(inplace) {
+                                                   const SequentialOptions& options)
+    : TensorDictModuleBase({}, {}), partial_tolerant_(options.partial_tolerant), inplace_(options.inplace) {
   assign(std::move(modules), std::move(names));
-  if (!selected_out_keys.empty()) select_out_keys(selected_out_keys);
+  if (!options.selected_out_keys.empty()) select_out_keys(options.selected_out_keys);
 }
 
-TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant,
-                                                   Keys selected_out_keys, Inplace inplace)
-    : TensorDictSequentialImpl(ptrs_of(modules), {}, partial_tolerant, selected_out_keys, inplace) {}
+TensorDictSequentialImpl::TensorDictSequentialImpl(std::vector<ModuleRef> modules, const SequentialOptions& options)
+    : TensorDictSequentialImpl(ptrs_of(modules), {}, options) {}
 
-TensorDictSequentialImpl::TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant, Keys selected_out_keys,
-                                                   Inplace inplace)
-    : TensorDictSequentialImpl(ptrs_of(modules), names_of(modules), partial_tolerant, selected_out_keys, inplace) {}
+TensorDictSequentialImpl::TensorDictSequentialImpl(NamedModules modules, const SequentialOptions& options)
+    : TensorDictSequentialImpl(ptrs_of(modules), names_of(modules), options) {}
 
 void TensorDictSequentialImpl::check_modules(const std::vector<ModulePtr>& modules) const {
   for (const auto& m : modules) {
@@ -267,7 +264,8 @@ std::string TensorDictSequentialImpl::repr() const {
 std::shared_ptr<TensorDictSequentialImpl> TensorDictSequentialImpl::make_like(std::vector<ModulePtr> modules,
                                                                               std::vector<std::string> names) const {
   return std::shared_ptr<TensorDictSequentialImpl>(
-      new TensorDictSequentialImpl(std::move(modules), std::move(names), partial_tolerant_, {}, inplace_));
+      new TensorDictSequentialImpl(std::move(modules), std::move(names),
+                                   {.partial_tolerant = partial_tolerant_, .inplace = inplace_}));
 }
 
 TensorDictSequential TensorDictSequentialImpl::select_subsequence(std::optional<Keys> in_keys_opt,

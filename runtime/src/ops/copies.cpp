@@ -31,12 +31,13 @@ TENSORDICT_DTYPE_CASTS(TENSORDICT_DEFINE_CAST)
 
 TensorDict TensorDict::cpu() const { return to(at::Device(at::kCPU)); }
 
-TensorDict TensorDict::cuda(std::optional<int> index, bool non_blocking) const {
-  return to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index.value_or(0))), non_blocking);
+TensorDict TensorDict::cuda(std::optional<int> index, const ToOptions& options) const {
+  return to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index.value_or(0))), options);
 }
 
-TensorDict TensorDict::clone(bool recurse) const {
-  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.clone(recurse); })) return TensorDict(parts);
+TensorDict TensorDict::clone(const CloneOptions& options) const {
+  const bool recurse = options.recurse;
+  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.clone(options); })) return TensorDict(parts);
   if (!recurse) return detail::dense_shallow_copy(*this, "clone");
   return detail::leafwise(*this, [](const at::Tensor& t) { return t.clone(); }, "clone", detail::ShapeCheck::Planned);
 }

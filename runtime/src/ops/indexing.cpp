@@ -67,7 +67,7 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
       set(level, TensorDict({}, batch, device()));
     }
   };
-  for (const auto& [key, item] : source.items(true, true)) {
+  for (const auto& [key, item] : source.items({.include_nested = true, .leaves_only = true})) {
     // One walk to the level holding the key tells whether we hold it, and
     // where to write a tensor we hold (the common case).
     const auto level = detail::holding_level(impl_, key);
@@ -100,7 +100,7 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
 
 TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
   const BatchIndex resolved(index, batch_size());
-  for (const auto& [key, item] : items(true, true)) {
+  for (const auto& [key, item] : items({.include_nested = true, .leaves_only = true})) {
     if (item.is_tensor()) put_at(key, resolved, index, value, "index_put_");
   }
   return *this;
@@ -149,8 +149,8 @@ TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorI
   if (keys_to_update && keys_to_update->empty()) return *this;
   const BatchIndex resolved(index, batch_size());
   // The keys named are the keys written, as update()'s keys_to_update.
-  const TensorDict source = keys_to_update ? TensorDict(other.select(*keys_to_update, false)) : other;
-  for (const auto& [key, item] : source.items(true, true)) {
+  const TensorDict source = keys_to_update ? TensorDict(other.select(*keys_to_update, {.strict = false})) : other;
+  for (const auto& [key, item] : source.items({.include_nested = true, .leaves_only = true})) {
     if (item.is_tensor()) {
       put_at(key, resolved, index, item.tensor(), "update_at_");
     } else {

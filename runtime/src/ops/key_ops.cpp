@@ -41,7 +41,7 @@ void copy_entry(const TensorDict& source, TensorDict& target, const NestedKey& k
       dst = level;
     }
   }
-  dst.impl()->insert(key.back(), value.is_tensordict() ? Value(value.tensordict().clone(false)) : value);
+  dst.impl()->insert(key.back(), value.is_tensordict() ? Value(value.tensordict().clone({.recurse = false})) : value);
 }
 
 // What `keys` say of the first-level entry `key`: whether one names the entry
@@ -65,9 +65,10 @@ KeysAt keys_at(const std::vector<NestedKey>& keys, const std::string& key) {
 
 }  // namespace
 
-TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
+TensorDict TensorDict::select(const std::vector<NestedKey>& keys, const SelectOptions& options) const {
+  const bool strict = options.strict;
   // A lazy stack: its members' selections, sharing their tensors.
-  if (auto parts = impl_->map_parts([&](const TensorDict& m) { return m.select(keys, strict); })) return TensorDict(parts);
+  if (auto parts = impl_->map_parts([&](const TensorDict& m) { return m.select(keys, {.strict = strict}); })) return TensorDict(parts);
   TensorDict out = no_entries_like(*this);
   for (const auto& key : keys) {
     auto value = get_value(key);
@@ -132,7 +133,8 @@ TensorDict& TensorDict::update(const TensorDict& other) {
   return *this;
 }
 
-TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& new_key, bool safe) {
+TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& new_key, const RenameKeyOptions& options) {
+  const bool safe = options.safe;
   if (old_key == new_key) return *this;
   check_unlocked();  // tensordict's @lock_blocked: the lock error comes first
   if (safe && contains(new_key)) {
@@ -155,7 +157,8 @@ TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& n
   return *this;
 }
 
-TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, bool strict) {
+TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, const SelectOptions& options) {
+  const bool strict = options.strict;
   for (const auto& key : keys) {
     if (strict && !contains(key)) get(key);  // throws the KeyError naming the key
   }
@@ -167,7 +170,7 @@ TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, bool strict)
     if (selected.below.empty() || kind != EntryKind::TensorDict) {
       drop.push_back(key);
     } else {
-      impl_->find(key)->tensordict().select_(selected.below, strict);
+      impl_->find(key)->tensordict().select_(selected.below, {.strict = strict});
     }
   });
   for (auto it = drop.rbegin(); it != drop.rend(); ++it) impl_->erase(*it);
@@ -221,7 +224,7 @@ void rebatch(TensorDict dest, const TensorDict& source) {
 // The leaf keys of `dest` that `source` lacks (update_batch_size needs none).
 std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& source) {
   std::vector<std::string> out;
-  for (const auto& key : dest.keys(true, true)) {
+  for (const auto& key : dest.keys({.include_nested = true, .leaves_only = true})) {
     if (!source.contains(key)) out.push_back(key.repr());
   }
   return out;
@@ -250,16 +253,16 @@ TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& opt
     rebatch(*this, other);
     return update(options.clone ? TensorDict(other.clone()) : other);
   }
-  TensorDict source = options.keys_to_update ? TensorDict(other.select(*options.keys_to_update, false)) : other;
+  TensorDict source = options.keys_to_update ? TensorDict(other.select(*options.keys_to_update, {.strict = false})) : other;
   if (options.clone) source = source.clone();
   if (!options.inplace) return update(source);
-  for (const auto& [key, value] : source.items(true, true)) set(key, value, true);
+  for (const auto& [key, value] : source.items({.include_nested = true, .leaves_only = true})) set(key, value, {.inplace = true});
   return *this;
 }
 
 TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   TensorDict out = no_entries_like(*this);
-  for (const auto& [key, value] : items(true, false)) {
+  for (const auto& [key, value] : items({.include_nested = true})) {
     // Leaves, and nested tensordicts only when they hold no entry at all.
     if (value.is_tensordict() && value.tensordict().num_keys() > 0) continue;
     std::string flat = key.join(separator);
@@ -301,18 +304,22 @@ TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
   return out;
 }
 
-std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) const {
+std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<NestedKey>>& key_lists,
+                                               const SelectOptions& options) const {
+  const bool strict = options.strict;
   TensorDict rest = detail::dense_shallow_copy(*this, "split_keys");  // the structure only: the tensors are shared
-  auto out = rest.split_keys_(key_lists, strict);
+  auto out = rest.split_keys_(key_lists, {.strict = strict});
   out.push_back(std::move(rest));
   return out;
 }
 
-std::vector<TensorDict> TensorDict::split_keys_(const std::vector<std::vector<NestedKey>>& key_lists, bool strict) {
+std::vector<TensorDict> TensorDict::split_keys_(const std::vector<std::vector<NestedKey>>& key_lists,
+                                                const SelectOptions& options) {
+  const bool strict = options.strict;
   std::vector<TensorDict> out;
   std::vector<NestedKey> taken;
   for (const auto& keys : key_lists) {  // a missing key throws before anything moves
-    out.push_back(detail::dense_shallow_copy(select(keys, strict), "split_keys"));  // a lazy stack's selection stacked
+    out.push_back(detail::dense_shallow_copy(select(keys, {.strict = strict}), "split_keys"));  // a lazy stack's selection stacked
     taken.insert(taken.end(), keys.begin(), keys.end());
   }
   check_unlocked();
@@ -320,11 +327,12 @@ std::vector<TensorDict> TensorDict::split_keys_(const std::vector<std::vector<Ne
   return out;
 }
 
-TensorDict TensorDict::empty(bool recurse) const {
+TensorDict TensorDict::empty(const EmptyOptions& options) const {
+  const bool recurse = options.recurse;
   TensorDict out = no_entries_like(*this);
   if (recurse) {
     impl_->for_each_key([&](const std::string& key, EntryKind kind) {
-      if (kind == EntryKind::TensorDict) out.impl()->insert(key, Value(impl_->find(key)->tensordict().empty(true)));
+      if (kind == EntryKind::TensorDict) out.impl()->insert(key, Value(impl_->find(key)->tensordict().empty({.recurse = true})));
     });
   }
   return out;
@@ -370,14 +378,14 @@ TensorDict& combine_entries(TensorDict& td, const std::vector<NestedKey>& keys, 
 }  // namespace
 
 TensorDict& TensorDict::cat_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
-                                            bool keep_entries) {
-  return combine_entries(*this, keys, out_key, keep_entries, "cat_tensors",
+                                    const CombineTensorsOptions& options) {
+  return combine_entries(*this, keys, out_key, options.keep_entries, "cat_tensors",
                          [&](const std::vector<at::Tensor>& entries) { return at::cat(entries, dim); });
 }
 
 TensorDict& TensorDict::stack_tensors(const std::vector<NestedKey>& keys, const NestedKey& out_key, int64_t dim,
-                                              bool keep_entries) {
-  return combine_entries(*this, keys, out_key, keep_entries, "stack_tensors",
+                                      const CombineTensorsOptions& options) {
+  return combine_entries(*this, keys, out_key, options.keep_entries, "stack_tensors",
                          [&](const std::vector<at::Tensor>& entries) { return at::stack(entries, dim); });
 }
 

@@ -174,7 +174,7 @@ TensorDict TensorDict::apply(const BinaryTensorFn& fn, const TensorDict& other, 
 
 TensorDict TensorDict::named_apply(const NamedTensorFn& fn) const {
   TensorDict out = detail::dense_shallow_copy(*this, "named_apply");
-  for (const auto& [key, value] : items(true, true)) {
+  for (const auto& [key, value] : items({.include_nested = true, .leaves_only = true})) {
     if (!value.is_tensor()) continue;
     at::Tensor result;
     try {
@@ -368,9 +368,10 @@ bool TensorDict::any() const {
   return result;
 }
 
-bool TensorDict::allclose(const TensorDict& other, double rtol, double atol, bool equal_nan) const {
-  auto mine = keys(true, true);
-  auto theirs = other.keys(true, true);
+bool TensorDict::allclose(const TensorDict& other, const AllcloseOptions& options) const {
+  const auto [rtol, atol, equal_nan] = options;
+  auto mine = keys({.include_nested = true, .leaves_only = true});
+  auto theirs = other.keys({.include_nested = true, .leaves_only = true});
   std::sort(mine.begin(), mine.end());
   std::sort(theirs.begin(), theirs.end());
   if (mine != theirs) return false;
@@ -390,7 +391,7 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
   if (const TensorDict* cond = condition.tensordict()) {
     // Condition per key: only the leaves it names are selected.
     TensorDict out = detail::dense_shallow_copy(*this, "where");
-    for (const auto& [key, c] : cond->items(true, true)) {
+    for (const auto& [key, c] : cond->items({.include_nested = true, .leaves_only = true})) {
       if (!c.is_tensor()) continue;
       const at::Tensor alternative = other.tensordict() ? other.tensordict()->get(key) : other.tensor();
       try {

@@ -69,7 +69,7 @@ TensorDict TensorDict::to_padded_tensor(double padding, const std::optional<Nest
   TensorDict out(apply(pad, std::vector<int64_t>{}, Names{}));  // dense: a batch size is given
   out.auto_batch_size_(batch_dims());
   if (!mask_key) return out;
-  for (const auto& [key, value] : items(true, true)) {
+  for (const auto& [key, value] : items({.include_nested = true, .leaves_only = true})) {
     if (!value.is_tensor() || !value.tensor().is_nested()) continue;
     at::Tensor mask = valid_mask(value.tensor(), out.get(key).sizes());
     // Over the batch dims: a position is valid where its last element is.

@@ -101,17 +101,19 @@ TensorDict reduced(const TensorDict& td, Reduction op, const std::vector<int64_t
 }  // namespace
 
 #define TENSORDICT_DEFINE_REDUCTION(name)                                                   \
-  TensorDict TensorDict::name(std::vector<int64_t> dims, bool keepdim) const {          \
-    return reduced(*this, Reduction::name, dims, keepdim, 1);                               \
+  TensorDict TensorDict::name(std::vector<int64_t> dims, const ReduceOptions& options) const { \
+    return reduced(*this, Reduction::name, dims, options.keepdim, 1);                          \
   }
 TENSORDICT_REDUCTIONS(TENSORDICT_DEFINE_REDUCTION)
 #undef TENSORDICT_DEFINE_REDUCTION
 
-TensorDict TensorDict::std(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+TensorDict TensorDict::std(std::vector<int64_t> dims, const ReduceOptions& options) const {
+  const auto [keepdim, correction] = options;
   return reduced(*this, Reduction::std, dims, keepdim, correction);
 }
 
-TensorDict TensorDict::var(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+TensorDict TensorDict::var(std::vector<int64_t> dims, const ReduceOptions& options) const {
+  const auto [keepdim, correction] = options;
   return reduced(*this, Reduction::var, dims, keepdim, correction);
 }
 
@@ -122,7 +124,8 @@ TensorDict TensorDict::norm() const {
       detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, [](const at::Tensor& t) { return t.norm(); }, "norm")));
 }
 
-TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
+TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, const ReduceOptions& options) const {
+  const bool keepdim = options.keepdim;
   if (batch_dims() == 0) throw ValueError("logsumexp: the tensordict has no batch dim to reduce over");
   std::vector<int64_t> over = batch_dims_of(dims, batch_dims(), "logsumexp");
   if (over.empty()) {  // tensordict's dim=None: every batch dim
@@ -133,7 +136,8 @@ TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, bool keepdim) const 
       TensorDict(detail::map_leaves(*impl_, reduced_meta(*this, over, keepdim), device(), detail::OpKind::Fold, fn, "logsumexp")));
 }
 
-TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) const {
+TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
+  const auto [keepdim, interpolation] = options;
   const c10::string_view mode(interpolation.data(), interpolation.size());
   if (!dim) {  // tensordict's dim=None: each leaf over all its elements
     detail::PieceMeta meta;
@@ -177,15 +181,18 @@ std::tuple<TensorDict, TensorDict> TensorDict::cummax(int64_t dim) const { retur
 
 std::tuple<TensorDict, TensorDict> TensorDict::cummin(int64_t dim) const { return cumulative(*this, dim, false, "cummin"); }
 
-std::tuple<TensorDict, TensorDict> TensorDict::max(int64_t dim, bool keepdim) const {
+std::tuple<TensorDict, TensorDict> TensorDict::max(int64_t dim, const ReduceOptions& options) const {
+  const bool keepdim = options.keepdim;
   return extreme(*this, dim, keepdim, true, "max");
 }
 
-std::tuple<TensorDict, TensorDict> TensorDict::min(int64_t dim, bool keepdim) const {
+std::tuple<TensorDict, TensorDict> TensorDict::min(int64_t dim, const ReduceOptions& options) const {
+  const bool keepdim = options.keepdim;
   return extreme(*this, dim, keepdim, false, "min");
 }
 
-at::Tensor TensorDict::reduce(Reduction op, std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
+at::Tensor TensorDict::reduce(Reduction op, std::vector<int64_t> dims, const ReduceOptions& options) const {
+  const auto [keepdim, correction] = options;
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, batch_dims(), name);
   // Every leaf as [batch..., features flattened], joined along the last dim,

@@ -76,7 +76,7 @@ TensorDict TensorDict::expand(at::IntArrayRef shape) const {
 }
 
 TensorDict TensorDict::broadcast_to(at::IntArrayRef shape) const {
-  return mapped(*this, shape::Expand(batch_size(), names(), shape, /*is_broadcast_to=*/true));
+  return mapped(*this, shape::Expand(batch_size(), names(), shape, shape::Expand::BroadcastTo));
 }
 
 TensorDict TensorDict::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }

@@ -129,8 +129,9 @@ Unsqueeze::Unsqueeze(at::IntArrayRef batch, const Names& names, int64_t dim)
   this->names = names_after(names, [&](Names& n) { n.insert(n.begin() + d_, std::nullopt); });
 }
 
-Expand::Expand(at::IntArrayRef batch, const Names& names, at::IntArrayRef shape, bool is_broadcast_to)
-    : Planned{dims_of(shape), {}, is_broadcast_to ? "broadcast_to" : "expand"}, source_dims_(ndim(batch)) {
+Expand::Expand(at::IntArrayRef batch, const Names& names, at::IntArrayRef shape, Op rule)
+    : Planned{dims_of(shape), {}, rule == BroadcastTo ? "broadcast_to" : "expand"}, source_dims_(ndim(batch)) {
+  const bool is_broadcast_to = rule == BroadcastTo;
   const int64_t n = ndim(shape);
   auto fail = [&] {
     throw RuntimeError(fmt::format("{}: batch size {} cannot be expanded to {}", op, shape_string(batch), shape_string(shape)));

@@ -74,7 +74,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     // (or to be pinned) moves in one copy and stays consolidated.
     const bool pinned_enough = !options.pin_memory || storage->is_pinned();
     if (storage->device() == device && pinned_enough) return TensorDict(*this);
-    return options.pin_memory ? pin_memory() : TensorDict(to(device, options.non_blocking));  // dense: consolidated
+    return options.pin_memory ? pin_memory() : TensorDict(to(device, {.non_blocking = options.non_blocking}));  // dense: consolidated
   }
 
   std::vector<at::Tensor> leaves;

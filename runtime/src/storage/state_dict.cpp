@@ -162,14 +162,16 @@ void load_into(TensorDict td, const StateDict& sd, bool strict, bool assign, con
 
 }  // namespace
 
-StateDict TensorDict::state_dict(bool keep_vars, bool flatten) const {
+StateDict TensorDict::state_dict(const StateDictOptions& options) const {
+  const auto [keep_vars, flatten] = options;
   StateDict out = empty_state_dict();
   collect(*this, out, "", keep_vars, flatten);
   add_meta(out, *this);
   return out;
 }
 
-TensorDict& TensorDict::load_state_dict(const StateDict& state_dict, bool strict, bool assign, bool from_flatten) {
+TensorDict& TensorDict::load_state_dict(const StateDict& state_dict, const LoadStateDictOptions& options) {
+  const auto [strict, assign, from_flatten] = options;
   load_into(*this, from_flatten ? nest_flat_keys(state_dict) : state_dict, strict, assign, {});
   return *this;
 }

@@ -128,13 +128,13 @@ class Normal : public Distribution {
 // (NotImplementedError: probabilistic modules estimate it from samples).
 class TanhNormal : public Distribution {
  public:
-  // TanhNormal::Options().low(-2).high(2)
+  // TanhNormal::Options{.low = -2, .high = 2}
   struct Options {
-    TORCH_ARG(double, low) = -1.0;
-    TORCH_ARG(double, high) = 1.0;
-    TORCH_ARG(double, upscale) = 5.0;
-    TORCH_ARG(bool, tanh_loc) = false;
-    TORCH_ARG(std::optional<int64_t>, event_dims) = std::nullopt;
+    double low = -1.0;
+    double high = 1.0;
+    double upscale = 5.0;
+    bool tanh_loc = false;
+    std::optional<int64_t> event_dims = std::nullopt;
   };
   TanhNormal(at::Tensor loc, at::Tensor scale, Options options);
   TanhNormal(at::Tensor loc, at::Tensor scale) : TanhNormal(std::move(loc), std::move(scale), Options{}) {}
@@ -160,12 +160,18 @@ class TanhNormal : public Distribution {
   int64_t event_dims_;
 };
 
+struct CategoricalOptions {
+  // The tensor holds probabilities (normalized here), not logits.
+  bool probs = false;
+};
+
 // A categorical over the last dim of `logits` (or `probs`); samples are
 // indices (int64). log_prob uses log_softmax.
 class Categorical : public Distribution {
  public:
-  // `is_logits` false: the tensor holds probabilities (normalized here).
-  Categorical(const at::Tensor& logits_or_probs, bool is_logits = true);
+  using Options = CategoricalOptions;
+  // Categorical(probs, {.probs = true})
+  Categorical(const at::Tensor& logits_or_probs, const Options& options = {});
   std::string_view name() const override { return "Categorical"; }
   at::Tensor sample(at::IntArrayRef sample_shape = {}) const override;
   at::Tensor log_prob(const at::Tensor& value) const override;
@@ -189,7 +195,7 @@ class Categorical : public Distribution {
 // The same, with one-hot samples (event_shape = [num_categories]).
 class OneHotCategorical : public Categorical {
  public:
-  OneHotCategorical(const at::Tensor& logits_or_probs, bool is_logits = true);
+  OneHotCategorical(const at::Tensor& logits_or_probs, const Options& options = {});
   std::string_view name() const override { return "OneHotCategorical"; }
   at::Tensor sample(at::IntArrayRef sample_shape = {}) const override;
   at::Tensor log_prob(const at::Tensor& value) const override;

@@ -33,19 +33,19 @@ namespace tensordict::nn {
 // keyword argument name}.
 using KeyMap = std::vector<std::pair<NestedKey, NestedKey>>;
 
-// libtorch-style options:
-//   TensorDictModuleOptions().strict(true)
+// Options in the library's one style (op_options.h):
+//   TensorDictModuleOptions{.strict = true}
 struct TensorDictModuleOptions {
   // A missing in_key raises a KeyError before the call. Without (tensordict's
   // default), the input is passed as an undefined tensor, and a call that
   // then throws is reported as a KeyError naming the missing keys.
-  TORCH_ARG(bool, strict) = false;
+  bool strict = false;
   // How a KeyMap reads (see KeyMap; unset: true). Only for KeyMap in_keys:
   // given with a list of keys it is std::invalid_argument.
-  TORCH_ARG(std::optional<bool>, out_to_in_map) = std::nullopt;
+  std::optional<bool> out_to_in_map = std::nullopt;
   // Where the outputs go without an output tensordict (common.py:1110): the
   // input (the default), a new TensorDict (False, or None), input.empty().
-  TORCH_ARG(Inplace, inplace) = Inplace::True;
+  Inplace inplace = Inplace::True;
 };
 
 // Wraps a torch module (AnyModule, or a holder / shared_ptr such as
@@ -74,7 +74,7 @@ class TensorDictModuleImpl : public TensorDictModuleBase {
 
   // The wrapped torch module; empty when a function is wrapped.
   const torch::nn::AnyModule& module() const { return module_; }
-  bool strict() const { return options_.strict(); }
+  bool strict() const { return options_.strict; }
   // The keyword argument names, in in_keys order (tensordict's _kwargs);
   // nullopt for positional inputs.
   const std::optional<std::vector<std::string>>& kwargs() const { return kwargs_; }
@@ -153,9 +153,9 @@ class TensorDictModule : public TensorDictModuleHolder<TensorDictModuleImpl> {
 struct WrapModuleOptions {
   // Write the function's result into the input (update) and return the
   // input, unless the function returned the input itself.
-  TORCH_ARG(bool, inplace) = false;
-  TORCH_ARG(Keys, in_keys) = {};
-  TORCH_ARG(Keys, out_keys) = {};
+  bool inplace = false;
+  Keys in_keys = {};
+  Keys out_keys = {};
 };
 
 class WrapModuleImpl : public TensorDictModuleBase {

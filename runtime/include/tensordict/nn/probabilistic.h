@@ -56,16 +56,16 @@ class DistributionKeys {
   std::vector<std::pair<std::string, NestedKey>> map_;
 };
 
-// libtorch-style options:
-//   ProbabilisticOptions().distribution(Normal::cls()).return_log_prob(true)
+// Options in the library's one style (op_options.h):
+//   ProbabilisticOptions{.distribution = Normal::cls(), .return_log_prob = true}
 struct ProbabilisticOptions {
-  TORCH_ARG(DistributionClass, distribution) = Delta::cls();
+  DistributionClass distribution = Delta::cls();
   // Used when interaction_type() is nullopt.
-  TORCH_ARG(InteractionType, default_interaction_type) = InteractionType::MODE;
+  InteractionType default_interaction_type = InteractionType::MODE;
   // Also write the sample's log-probability at "sample_log_prob".
-  TORCH_ARG(bool, return_log_prob) = false;
+  bool return_log_prob = false;
   // Samples used to estimate a mean with no closed form.
-  TORCH_ARG(int64_t, n_empirical_estimate) = 1000;
+  int64_t n_empirical_estimate = 1000;
 };
 
 // Reads the distribution's parameters from in_keys, builds the distribution
@@ -80,17 +80,14 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   ProbabilisticTensorDictModuleImpl(DistributionKeys in_keys, Keys out_keys, ProbabilisticOptions options = {});
 
   using TensorDictModuleBase::run;
-  // requires_sample false: the value is already at out_keys[0]; only the
-  // log-probability is written (when asked for).
-  TensorDict run(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
   std::string_view type_name() const override { return "ProbabilisticTensorDictModule"; }
   std::string repr() const override;
 
   std::shared_ptr<Distribution> get_dist(const TensorDict& td) const;
   const ProbabilisticOptions& options() const { return options_; }
   const DistributionKeys& dist_keys() const { return dist_keys_; }
-  InteractionType default_interaction_type() const { return options_.default_interaction_type(); }
-  bool return_log_prob() const { return options_.return_log_prob(); }
+  InteractionType default_interaction_type() const { return options_.default_interaction_type; }
+  bool return_log_prob() const { return options_.return_log_prob; }
 
   // The value for `type` (nullopt: the default type).
   at::Tensor dist_sample(const Distribution& dist, std::optional<InteractionType> type) const;
@@ -99,6 +96,11 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
 
  private:
+  // A sequence ending in this module runs it with requires_sample false when
+  // the value is already at out_keys[0]: only the log-probability is written
+  // (when asked for).
+  friend class ProbabilisticTensorDictSequentialImpl;
+  TensorDict run(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
   // Writes the value (and log-probability) into `out`, else into `td`.
   TensorDict sample_into(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
 
@@ -127,10 +129,9 @@ class ProbabilisticTensorDictModule : public TensorDictModuleHolder<Probabilisti
 // place the outputs as for TensorDictSequential.
 class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
  public:
-  explicit ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false,
-                                                 Keys selected_out_keys = {}, Inplace inplace = Inplace::None);
-  explicit ProbabilisticTensorDictSequentialImpl(NamedModules modules, bool partial_tolerant = false,
-                                                 Keys selected_out_keys = {}, Inplace inplace = Inplace::None);
+  explicit ProbabilisticTensorDictSequentialImpl(std::vector<ModuleRef> modules,
+                                                 const SequentialOptions& options = {});
+  explicit ProbabilisticTensorDictSequentialImpl(NamedModules modules, const SequentialOptions& options = {});
 
   std::string_view type_name() const override { return "ProbabilisticTensorDictSequential"; }
 
@@ -143,7 +144,7 @@ class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
 
  protected:
   ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
-                                        bool partial_tolerant, const Keys& selected_out_keys, Inplace inplace);
+                                        const SequentialOptions& options);
 
   TensorDict execute(const TensorDict& td) override;
   void check_modules(const std::vector<ModulePtr>& modules) const override;
@@ -167,14 +168,10 @@ class ProbabilisticTensorDictSequential : public TensorDictModuleHolder<Probabil
   ProbabilisticTensorDictSequential(std::nullptr_t) : Holder(nullptr) {}
   ProbabilisticTensorDictSequential(std::shared_ptr<ProbabilisticTensorDictSequentialImpl> impl)
       : Holder(std::move(impl)) {}
-  ProbabilisticTensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false,
-                                    Keys selected_out_keys = {}, Inplace inplace = Inplace::None)
-      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                                       std::move(selected_out_keys), inplace)) {}
-  ProbabilisticTensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {},
-                                    Inplace inplace = Inplace::None)
-      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                                       std::move(selected_out_keys), inplace)) {}
+  ProbabilisticTensorDictSequential(std::vector<ModuleRef> modules, const SequentialOptions& options = {})
+      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), options)) {}
+  ProbabilisticTensorDictSequential(NamedModules modules, const SequentialOptions& options = {})
+      : Holder(std::make_shared<ProbabilisticTensorDictSequentialImpl>(std::move(modules), options)) {}
 };
 
 }  // namespace tensordict::nn

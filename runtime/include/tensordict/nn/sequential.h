@@ -39,12 +39,21 @@ using NamedModules = std::vector<std::pair<std::string, ModuleRef>>;
 // Named modules (NamedModules, tensordict's OrderedDict) are registered under
 // their names ("module.<name>"); seq["name"] reaches one. Integer indices work
 // on every sequence.
+// tensordict's TensorDictSequential keywords (also
+// ProbabilisticTensorDictSequential's), in the library's one option style:
+//   TensorDictSequential({m1, m2}, {.partial_tolerant = true, .selected_out_keys = {"key"}})
+struct SequentialOptions {
+  // Run what the input allows: a module whose in_keys are missing is skipped.
+  bool partial_tolerant = false;
+  // Only these keys reach the result (select_out_keys).
+  Keys selected_out_keys = {};
+  Inplace inplace = Inplace::None;
+};
+
 class TensorDictSequentialImpl : public TensorDictModuleBase {
  public:
-  explicit TensorDictSequentialImpl(std::vector<ModuleRef> modules, bool partial_tolerant = false,
-                                    Keys selected_out_keys = {}, Inplace inplace = Inplace::None);
-  explicit TensorDictSequentialImpl(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {},
-                                    Inplace inplace = Inplace::None);
+  explicit TensorDictSequentialImpl(std::vector<ModuleRef> modules, const SequentialOptions& options = {});
+  explicit TensorDictSequentialImpl(NamedModules modules, const SequentialOptions& options = {});
 
   std::string_view type_name() const override { return "TensorDictSequential"; }
   std::string repr() const override;
@@ -89,8 +98,8 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   static std::pair<Keys, Keys> compute_in_and_out_keys(const std::vector<ModulePtr>& modules);
 
  protected:
-  TensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names, bool partial_tolerant,
-                           const Keys& selected_out_keys, Inplace inplace);
+  TensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
+                           const SequentialOptions& options);
   static std::vector<ModulePtr> ptrs_of(const std::vector<ModuleRef>& refs);
   static std::vector<ModulePtr> ptrs_of(const NamedModules& named);
   static std::vector<std::string> names_of(const NamedModules& named);
@@ -135,14 +144,10 @@ class TensorDictSequential : public TensorDictModuleHolder<TensorDictSequentialI
   using Holder = TensorDictModuleHolder<TensorDictSequentialImpl>;
   TensorDictSequential(std::nullptr_t) : Holder(nullptr) {}
   TensorDictSequential(std::shared_ptr<TensorDictSequentialImpl> impl) : Holder(std::move(impl)) {}
-  TensorDictSequential(std::vector<ModuleRef> modules, bool partial_tolerant = false, Keys selected_out_keys = {},
-                       Inplace inplace = Inplace::None)
-      : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                          std::move(selected_out_keys), inplace)) {}
-  TensorDictSequential(NamedModules modules, bool partial_tolerant = false, Keys selected_out_keys = {},
-                       Inplace inplace = Inplace::None)
-      : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), partial_tolerant,
-                                                          std::move(selected_out_keys), inplace)) {}
+  TensorDictSequential(std::vector<ModuleRef> modules, const SequentialOptions& options = {})
+      : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), options)) {}
+  TensorDictSequential(NamedModules modules, const SequentialOptions& options = {})
+      : Holder(std::make_shared<TensorDictSequentialImpl>(std::move(modules), options)) {}
 };
 
 }  // namespace tensordict::nn

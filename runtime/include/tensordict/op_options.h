@@ -1,0 +1,135 @@
+// The options of tensordict's ops, in one style: a struct per op family
+// whose fields are tensordict's keyword arguments, with tensordict's
+// defaults, given with designated initialisers:
+//   td.keys({.include_nested = true, .leaves_only = true})
+//   td.sum({0}, {.keepdim = true})
+//   td.select({"a", "b"}, {.strict = false})
+// (As UpdateOptions, ConsolidateOptions, MemmapOptions and H5Options.)
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace tensordict {
+
+// keys(), values(), items().
+struct KeysOptions {
+  // Nested tensordicts' keys too, each before its tensordict's own key.
+  bool include_nested = false;
+  // Leave out nested tensordicts (non-tensor data counts as a leaf).
+  bool leaves_only = false;
+};
+
+// select(), select_(), split_keys(), split_keys_().
+struct SelectOptions {
+  // A missing key is a KeyError; else it is skipped.
+  bool strict = true;
+};
+
+// cat_tensors(), stack_tensors().
+struct CombineTensorsOptions {
+  // Keep the entries taken (else they are deleted).
+  bool keep_entries = false;
+};
+
+// rename_key_().
+struct RenameKeyOptions {
+  // A KeyError when the new key exists (else it is replaced).
+  bool safe = false;
+};
+
+// bytes().
+struct BytesOptions {
+  // Count a tensor reached twice twice.
+  bool count_duplicates = true;
+};
+
+// data_ptr().
+struct DataPtrOptions {
+  // The storage's data pointer rather than the tensor's.
+  bool storage = false;
+};
+
+// clone(), empty().
+struct CloneOptions {
+  // clone: copy the tensors (else only the structure is new).
+  bool recurse = true;
+};
+struct EmptyOptions {
+  // Keep the nested structure, empty.
+  bool recurse = false;
+};
+
+// allclose().
+struct AllcloseOptions {
+  double rtol = 1e-5;
+  double atol = 1e-8;
+  bool equal_nan = false;
+};
+
+// Reductions over batch dims (sum, mean, std, max(dim), ..., reduce).
+struct ReduceOptions {
+  // Keep the reduced dims, of size 1.
+  bool keepdim = false;
+  // std and var: Bessel's correction.
+  int64_t correction = 1;
+};
+
+// quantile().
+struct QuantileOptions {
+  bool keepdim = false;
+  // torch.quantile's: linear, lower, higher, midpoint or nearest.
+  std::string_view interpolation = "linear";
+};
+
+// state_dict().
+struct StateDictOptions {
+  // Keep the tensors as they are (else detached).
+  bool keep_vars = false;
+  // Join nested keys with "." into one level.
+  bool flatten = false;
+};
+
+// load_state_dict().
+struct LoadStateDictOptions {
+  // The keys must match exactly.
+  bool strict = true;
+  // Replace the tensors (else copy into the existing ones).
+  bool assign = false;
+  // The state dict was written with flatten.
+  bool from_flatten = false;
+};
+
+// to(device), cuda().
+struct ToOptions {
+  // The copies may still run when the call returns (base.h, to()).
+  bool non_blocking = false;
+};
+
+// set(key, value, options).
+struct SetOptions {
+  // Write a tensor into the existing tensor entry in place (set_), else set.
+  bool inplace = false;
+};
+
+// TensorDict::from_dict().
+struct FromDictOptions {
+  std::optional<std::vector<int64_t>> batch_size;
+  std::optional<at::Device> device;
+  // Without a batch size: the longest leading shape every entry shares.
+  bool auto_batch_size = false;
+  // ... of at most this many dims.
+  std::optional<int64_t> batch_dims;
+};
+
+// A generated tensorclass's from_tensordict().
+struct FromTensorDictOptions {
+  // A key that is no field of the class is a KeyError (else it is left out).
+  bool strict = true;
+};
+
+}  // namespace tensordict
