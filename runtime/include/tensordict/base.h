@@ -1,11 +1,11 @@
-// TensorDict: the interface every tensordict kind offers.
+// TensorDict: the user API, one handle for every kind of tensordict.
 //
 // A tensordict is a handle with reference semantics, like at::Tensor: copying a
 // handle shares the entries; clone() copies them. The handle holds a
-// TensorDictImpl, the abstract storage a kind implements (dense, lazy stack,
-// sub-view, h5). Every user-facing operation is written once here, against
-// the small TensorDictImpl surface; kinds differ only in their impl, so a
-// result never depends on the handle's static type.
+// TensorDictImpl (impl.h), the storage a kind implements (dense, lazy stack,
+// sub-view, h5; kind.h). Every user-facing operation is written once against
+// that interface; kinds differ only in their impl, so a result never depends
+// on the handle's static type.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -84,7 +84,8 @@ enum class Reduction {
 #undef TENSORDICT_ENUM_VALUE
 };
 
-// The one handle users hold, whatever the kind. Methods follow tensordict's
+// The one handle users hold, whatever the kind. Each section below names the
+// files (under runtime/src) that implement it. Methods follow tensordict's
 // names and semantics; tensor-like ones follow libtorch's C++ spelling
 // (index, index_put_, sizes, to, dim; in-place ops end in `_`). Every op
 // returns a TensorDict that keeps the kind of its result (a lazy stack's
@@ -93,7 +94,7 @@ class TensorDict {
  public:
   using Entry = std::pair<NestedKey, Value>;
 
-  // ---- construction (a dense tensordict; runtime/src/kinds/dense/dense.cpp) ------
+  // ---- construction (a dense tensordict; src/kinds/dense/dense.cpp, src/core/dict_convert.cpp, src/memmap/load.cpp)
   // An empty tensordict with an empty batch size and no device.
   TensorDict();
   // Entries are set in order with set()'s rules: every tensor must start with
@@ -119,7 +120,7 @@ class TensorDict {
   static TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
   static TensorDict load(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
 
-  // ---- kind -----------------------------------------------------------------
+  // ---- kind (kind.h; the conversion: src/core/dict.cpp) ------------------------
   Kind kind() const { return impl_->kind(); }
   // The class name tensordict prints ("TensorDict", "LazyStackedTensorDict").
   std::string_view type_name() const { return tensordict::type_name(kind()); }
@@ -132,7 +133,7 @@ class TensorDict {
     return K(*this);
   }
 
-  // ---- metadata -------------------------------------------------------------
+  // ---- metadata (src/core/dict.cpp) -----------------------------------------
   at::IntArrayRef batch_size() const { return impl_->batch_size(); }
   at::IntArrayRef sizes() const { return batch_size(); }
   int64_t batch_dims() const { return static_cast<int64_t>(batch_size().size()); }
@@ -143,7 +144,7 @@ class TensorDict {
   const Names& names() const { return impl_->names(); }
   bool has_names() const;
 
-  // ---- dim names ----------------------------------------------------------------
+  // ---- dim names (src/ops/names.cpp) ---------------------------------------------
   // Names the batch dims (nullopt: unnamed); nested tensordicts share the
   // names of the dims they have in common with this one.
   TensorDict& rename_(const Names& names);
@@ -169,7 +170,7 @@ class TensorDict {
   // True when no leaf (tensor or non-tensor data) exists at any depth.
   bool is_empty() const;
 
-  // ---- locking -------------------------------------------------------------------
+  // ---- locking (src/core/lock.cpp) ------------------------------------------------
   // A locked tensordict refuses set() (tensordict's set() never writes in
   // place, existing key or not), new keys, deletion and renaming; set_(),
   // update_() and indexed writes write in place. Locking reaches every nested
@@ -186,7 +187,8 @@ class TensorDict {
   // tensordict refuses truth testing; so do we, at compile time.
   explicit operator bool() const = delete;
 
-  // ---- dict API ---------------------------------------------------------------
+  // ---- dict API (src/core/dict.cpp, src/ops/key_ops.cpp, src/ops/new_like.cpp,
+  // src/core/introspection.cpp) ------------------------------------------------
   bool contains(const NestedKey& key) const;
   // The tensor at `key`; KeyError naming the key path if absent,
   // std::invalid_argument if the entry is a tensordict.
@@ -309,7 +311,7 @@ class TensorDict {
   // tensordict's get_sub_tensordict (<tensordict/sub.h>).
   SubTensorDict get_sub_tensordict(at::ArrayRef<TensorIndex> index) const;
 
-  // ---- batch indexing -------------------------------------------------------------
+  // ---- batch indexing (src/ops/indexing.cpp) ----------------------------------------
   // td[index] over batch dims: int, slice, None, Ellipsis, bool mask, long
   // tensor and lists of these (libtorch's TensorIndex). Basic indices give
   // views.
@@ -322,7 +324,8 @@ class TensorDict {
   at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const;
   TensorDict& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
 
-  // ---- shape ops on batch dims (negative dims count from the batch's end) --------
+  // ---- shape ops on batch dims (negative dims count from the batch's end;
+  // src/ops/shape_ops.cpp) ----------------------------------------------------------
   // A lazy stack stays lazy, member by member (tensordict's rules): expand
   // stacks densely where the members allow; reshape, view, flatten and
   // unflatten regroup the members when they flatten or unflatten dims, and
@@ -370,7 +373,7 @@ class TensorDict {
   TensorDict expand_as(const at::Tensor& other) const;
   TensorDict expand_as(const TensorDict& other) const;
 
-  // ---- ops that reorder or repeat batch elements (copies; runtime/src/ops/repeat_ops.cpp)
+  // ---- ops that reorder or repeat batch elements (copies; src/ops/repeat_ops.cpp)
   TensorDict flip(at::IntArrayRef dims) const;
   TensorDict fliplr() const;  // flip({1})
   TensorDict flipud() const;  // flip({0})
@@ -388,7 +391,7 @@ class TensorDict {
   TensorDict repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
   TensorDict repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> dim = std::nullopt) const;
 
-  // ---- apply and math ------------------------------------------------------------
+  // ---- apply and math (src/ops/math_ops.cpp) -------------------------------------
   using TensorFn = std::function<at::Tensor(const at::Tensor&)>;
   using BinaryTensorFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
   using NamedTensorFn = std::function<at::Tensor(const NestedKey&, const at::Tensor&)>;
@@ -481,7 +484,7 @@ class TensorDict {
   // expanded over feature dims. The result's batch size is index's shape.
   TensorDict gather(int64_t dim, const at::Tensor& index) const;
 
-  // ---- reductions over batch dims ------------------------------------------------
+  // ---- reductions over batch dims (src/ops/reductions.cpp) -------------------------
   // Each leaf reduced over batch `dims` (all of each leaf's dims when empty,
   // giving an empty batch size). `reduce` folds every leaf into one tensor:
   // tensordict's reduce=True.
@@ -512,7 +515,8 @@ class TensorDict {
   TensorDict softmax(int64_t dim, std::optional<at::ScalarType> dtype = std::nullopt) const;
   at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
 
-  // ---- state dicts (include <tensordict/state_dict.h> to use them) -----------------
+  // ---- state dicts (include <tensordict/state_dict.h> to use them;
+  // src/storage/state_dict.cpp, src/core/dict_convert.cpp) -----------------------
   // tensordict's state_dict: one entry per tensor (detached unless
   // keep_vars), a nested dict per nested tensordict, then "__batch_size"
   // (int list) and "__device" (string or None). flatten joins nested keys
@@ -529,7 +533,7 @@ class TensorDict {
   // of them); TensorDict::from_dict takes it back.
   c10::Dict<std::string, c10::IValue> to_dict() const;
 
-  // ---- device, dtype, copies (runtime/src/storage/device_moves.cpp) ------------------------
+  // ---- device, dtype, copies (src/storage/device_moves.cpp, src/ops/copies.cpp) ----
   // Every leaf on `device`, with as few copies and synchronisations as the
   // leaves allow: a consolidated tensordict (or one whose leaves share one
   // storage) moves as one copy of that storage, the result's leaves being
@@ -561,7 +565,7 @@ class TensorDict {
   // storage and stays consolidated). Needs an accelerator in libtorch.
   TensorDict pin_memory() const;
 
-  // ---- one storage (runtime/src/storage/consolidate.cpp) -------------------------------------
+  // ---- one storage (src/storage/consolidate.cpp) -------------------------------------
   // tensordict's consolidate(): a copy whose tensor leaves are views of one
   // flat uint8 storage (each leaf contiguous, starting at a multiple of 8
   // bytes), so that to(), pin_memory() and transfers move one block. Nested
@@ -607,7 +611,7 @@ class TensorDict {
 
   std::shared_ptr<TensorDictImpl> impl_;
 
-  // ---- persistence (memmap: runtime/src/memmap, h5: runtime/src/kinds/persistent) ------------
+  // ---- persistence (memmap: src/memmap, h5: src/kinds/persistent) ------------
  public:
   // Writes every leaf to `prefix` in tensordict's memmap layout (FORMATS.md)
   // and replaces it by a memory-mapped view of its file; the tensordict moves

@@ -285,11 +285,8 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // Whether every tensor field is still a view of that storage.
   bool is_consolidated() const {
     if (!tc_consolidated_storage_.defined()) return false;
-    const c10::StorageImpl* one = tc_consolidated_storage_.storage().unsafeGetStorageImpl();
     bool all = true;
-    for_each_tensor_(derived(), [&](const at::Tensor& t) {
-      all = all && t.has_storage() && t.storage().unsafeGetStorageImpl() == one;
-    });
+    for_each_tensor_(derived(), [&](const at::Tensor& t) { all = all && detail::is_view_of(t, tc_consolidated_storage_); });
     return all;
   }
   // That storage (a flat uint8 tensor), or nullopt when not consolidated.

@@ -111,9 +111,15 @@ std::string tensorclass_repr(std::string_view class_name, std::vector<std::strin
                              const std::vector<std::string>& non_tensor_fields, at::IntArrayRef batch_size,
                              const std::optional<at::Device>& device, bool is_shared);
 
-// A mask / condition over the leading batch dims, viewed so that it broadcasts
-// against `leaf` (trailing singleton dims).
+// A mask / condition / operand over the leading batch dims, reshaped so that
+// it broadcasts against `leaf` (trailing singleton dims); RuntimeError when it
+// has more dims than the leaf. The core's and the typed layer's masked ops
+// (src/ops/math_ops.cpp).
 at::Tensor align_to_leaf(const at::Tensor& mask, const at::Tensor& leaf);
+
+// Whether `t` is a view of the consolidated `storage`: is_consolidated() of a
+// tensordict and of a tensorclass asks it of every leaf.
+bool is_view_of(const at::Tensor& t, const at::Tensor& storage);
 
 // `batch` followed by the dims of `t` past its first `skip`.
 std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& t, int64_t skip);

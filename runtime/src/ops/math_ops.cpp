@@ -11,6 +11,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "ops/map_pairs.h"
+#include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 
@@ -62,7 +63,6 @@ std::vector<int64_t> operand_batch(const TensorDict& td, const at::Tensor& t, co
 }
 
 // A batch-shaped tensor made broadcastable against `leaf` (trailing 1s).
-at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf);
 
 // `pointwise`: fn itself ignores the batch layout (where's batch-shaped
 // condition does not); with a scalar operand the op is then leafwise.
@@ -77,7 +77,7 @@ TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn,
   const std::vector<int64_t> batch = operand_batch(td, t, op);
   const TensorDict source = batch == td.batch_size() ? td : td.expand(batch);
   const at::Tensor shaped = t.expand(batch);  // once, not per leaf
-  return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, expand_right(shaped, leaf)); }, op, OpKind::Value);
+  return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, detail::align_to_leaf(shaped, leaf)); }, op, OpKind::Value);
 }
 
 void binary_(TensorDict& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
@@ -96,7 +96,7 @@ void binary_(TensorDict& td, const Operand& other, c10::function_ref<void(at::Te
   const at::Tensor shaped = t.dim() == 0 ? t : t.expand(td.batch_size());
   detail::for_each_tensor(*td.impl(), [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
-    fn(target, t.dim() == 0 ? t : expand_right(shaped, leaf));
+    fn(target, t.dim() == 0 ? t : detail::align_to_leaf(shaped, leaf));
   }, op);
 }
 
@@ -117,12 +117,6 @@ bool holds_nested_lazy(const TensorDictImpl& level) {
     found = detail::as_lazy(*nested.impl()) != nullptr || holds_nested_lazy(*nested.impl());
   });
   return found;
-}
-
-at::Tensor expand_right(const at::Tensor& t, const at::Tensor& leaf) {
-  std::vector<int64_t> shape = t.sizes().vec();
-  shape.resize(std::max<std::size_t>(leaf.dim(), shape.size()), 1);
-  return t.reshape(shape);
 }
 
 }  // namespace
@@ -407,7 +401,7 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
   const at::Tensor c = condition.tensor();
   // With a pad, a key of self only reads where(c, self, pad) and one of
   // `other` only where(c, pad, other): tensordict's where(~c, other, pad).
-  auto select = [&](const at::Tensor& a, const at::Tensor& b) { return at::where(expand_right(c, a), a, b); };
+  auto select = [&](const at::Tensor& a, const at::Tensor& b) { return at::where(detail::align_to_leaf(c, a), a, b); };
   // A condition over the whole batch meets whole leaves: nested lazy stacks
   // are stacked first (the result is dense anyway).
   if (other.tensordict() && c.dim() > 0 && (holds_nested_lazy(*impl_) || holds_nested_lazy(*other.tensordict()->impl()))) {
@@ -417,13 +411,13 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
 }
 
 TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
-  return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(expand_right(mask, t), value); }, "masked_fill",
+  return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(detail::align_to_leaf(mask, t), value); }, "masked_fill",
                OpKind::Value);
 }
 
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
   if (!detail::writes_through(*impl_)) return update_(masked_fill(mask, value));
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.masked_fill_(expand_right(mask, t), value); }, "masked_fill_");
+  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.masked_fill_(detail::align_to_leaf(mask, t), value); }, "masked_fill_");
   return *this;
 }
 
@@ -445,10 +439,29 @@ TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
     std::vector<int64_t> shape = index.sizes().vec();
     const auto feature = t.sizes().slice(index.dim());
     shape.insert(shape.end(), feature.begin(), feature.end());
-    return at::gather(t, d, expand_right(index, t).expand(shape));
+    return at::gather(t, d, detail::align_to_leaf(index, t).expand(shape));
   };
   // Gather keeps the dim names (tensordict's rule).
   return wrap(detail::map_leaves(*impl_, {index.sizes().vec(), names()}, device(), OpKind::Batch, fn, "gather"));
 }
+
+namespace detail {
+
+at::Tensor align_to_leaf(const at::Tensor& mask, const at::Tensor& leaf) {
+  if (mask.dim() > leaf.dim()) {
+    throw RuntimeError(fmt::format("a mask of shape {} has more dims than a leaf of shape {}", shape_string(mask.sizes()),
+                                   shape_string(leaf.sizes())));
+  }
+  if (mask.dim() == leaf.dim()) return mask;
+  std::vector<int64_t> shape = mask.sizes().vec();
+  shape.resize(leaf.dim(), 1);
+  return mask.reshape(shape);  // reshape: a permuted (non-contiguous) mask is a copy, not an error
+}
+
+bool is_view_of(const at::Tensor& t, const at::Tensor& storage) {
+  return t.has_storage() && t.storage().unsafeGetStorageImpl() == storage.storage().unsafeGetStorageImpl();
+}
+
+}  // namespace detail
 
 }  // namespace tensordict

@@ -12,6 +12,7 @@
 #include "storage/flat_storage.h"
 #include "core/format.h"
 #include "ops/map_leaves.h"
+#include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/device_sync.h"
 #include "tensordict/errors.h"
 
@@ -123,11 +124,9 @@ bool TensorDict::is_consolidated() const {
   if (!storage.defined()) return false;
   // A claim checked against the leaves: anything that replaced one (a raw
   // write into a nested level, memmap_) ends it.
-  const c10::StorageImpl* one = storage.storage().unsafeGetStorageImpl();
   bool all = true;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) {
-    all = all && t.has_storage() && t.storage().unsafeGetStorageImpl() == one;
-  }, "is_consolidated");
+  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { all = all && detail::is_view_of(t, storage); },
+                          "is_consolidated");
   return all;
 }
 

@@ -141,17 +141,6 @@ std::string tensorclass_repr(std::string_view class_name, std::vector<std::strin
   return fmt::format("{}(\n{})", class_name, fmt::join(parts, ",\n"));
 }
 
-at::Tensor align_to_leaf(const at::Tensor& mask, const at::Tensor& leaf) {
-  if (mask.dim() > leaf.dim()) {
-    throw RuntimeError(fmt::format("mask of shape {} has more dims than a field of shape {}", shape_string(mask.sizes()),
-                                         shape_string(leaf.sizes())));
-  }
-  if (mask.dim() == leaf.dim()) return mask;
-  std::vector<int64_t> shape = mask.sizes().vec();
-  shape.resize(leaf.dim(), 1);
-  return mask.view(shape);
-}
-
 std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& t, int64_t skip) {
   std::vector<int64_t> shape(batch.begin(), batch.end());
   const auto feature = t.sizes().slice(skip);
