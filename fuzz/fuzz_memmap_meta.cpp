@@ -30,6 +30,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr tensordict::KeysOptions kLeaves{.include_nested = true, .leaves_only = true};
+
 bool safe_path(std::string_view p) {
   if (p.empty() || p.size() > 64 || p.front() == '/') return false;
   std::size_t depth = 0;
@@ -84,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     tensordict::TensorDict td = tensordict::TensorDict::load_memmap(dir.string());
     // Touch every byte of every leaf (a mapping shorter than the shape would
     // fault here), and the repr.
-    for (const auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
+    for (const auto& key : td.keys(kLeaves)) {
       auto value = td.get_value(key);
       if (!value || !value->is_tensor()) continue;
       const at::Tensor t = value->tensor();
@@ -99,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const fs::path again = root / "again";
     auto copy = td.memmap(again.string());
     auto back = tensordict::TensorDict::load_memmap(again.string());
-    if (back.keys({.include_nested = true, .leaves_only = true}) != td.keys({.include_nested = true, .leaves_only = true}) || back.batch_size() != td.batch_size()) {
+    if (back.keys(kLeaves) != td.keys(kLeaves) || back.batch_size() != td.batch_size()) {
       std::fprintf(stderr, "fuzz_memmap_meta: round trip changed the tree\n");
       std::abort();
     }

@@ -30,6 +30,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr tensordict::KeysOptions kLeaves{.include_nested = true, .leaves_only = true};
+
 constexpr const char* kOutside = "OUTSIDE!";  // the bytes of the file outside the tree
 
 // Replaces what a hostile entry may have put at `path` first: writing into
@@ -153,7 +155,7 @@ void check_no_outside_bytes(const at::Tensor& t) {
 }
 
 void exercise(const tensordict::TensorDict& td, const fs::path& root) {
-  for (const auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
+  for (const auto& key : td.keys(kLeaves)) {
     auto value = td.get_value(key);
     if (value && value->is_tensor() && value->tensor().numel() > 0) check_no_outside_bytes(value->tensor());
   }
@@ -176,10 +178,10 @@ void exercise(const tensordict::TensorDict& td, const fs::path& root) {
     copy.unlock_();
   });
   run([&] {
-    if (td.kind() != Kind::Dense) return;
+    if (td.kind() != tensordict::Kind::Dense) return;
     auto again = tensordict::TensorDict(td).memmap((root / "again").string());
     auto back = tensordict::load_memmap((root / "again").string());
-    if (back.keys({.include_nested = true, .leaves_only = true}) != td.keys({.include_nested = true, .leaves_only = true})) {
+    if (back.keys(kLeaves) != td.keys(kLeaves)) {
       std::fprintf(stderr, "fuzz_memmap_tree: round trip changed the keys\n");
       std::abort();
     }

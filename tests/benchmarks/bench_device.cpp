@@ -103,14 +103,14 @@ void add_size(const Size& s) {
   };
   add("BM_to_cuda_pinned_nb" + n + "/loop", d, pinned_loop);
   add("BM_to_cuda_pinned_nb" + n + "/tensordict", d, [=] {
-    auto out = d->td_pinned.to(kGpu, /*non_blocking=*/true);
+    auto out = d->td_pinned.to(kGpu, {.non_blocking = true});
     sync();
     benchmark::DoNotOptimize(out);
   });
 
   add("BM_to_cuda_consolidated" + n + "/loop", d, pinned_loop);
   add("BM_to_cuda_consolidated" + n + "/tensordict", d, [=] {
-    auto out = d->td_consolidated.to(kGpu, /*non_blocking=*/true);
+    auto out = d->td_consolidated.to(kGpu, {.non_blocking = true});
     sync();
     benchmark::DoNotOptimize(out);
   });
