@@ -111,8 +111,8 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // ---- operations whose result keeps the kind ------------------------------------
   // TensorDict validates, then calls these. The defaults build a dense
   // result leaf by leaf, which is right for a dense tensordict and a sub-view;
-  // a lazy stack keeps its members (lazy.cpp, lazy_shape.cpp), an h5 file reads and
-  // writes only the hyperslab an index selects (h5/).
+  // a lazy stack keeps its members (kinds/lazy/), an h5 file reads and writes
+  // only the hyperslab an index selects (kinds/persistent/).
   virtual TensorDict index(at::ArrayRef<TensorIndex> index) const;
   virtual std::vector<TensorDict> unbind(int64_t dim) const;
   // A value op (clone, to, apply, detach) on a kind made of other
