@@ -119,7 +119,9 @@ TensorDict pad(const TensorDict& td, const std::vector<int64_t>& pad_size, const
 }
 
 TensorDict pad_sequence(const std::vector<TensorDict>& tds, const PadSequenceOptions& options) {
-  const auto& [pad_dim, padding_value, return_mask] = options;
+  const auto& pad_dim = options.pad_dim;
+  const auto& padding_value = options.padding_value;
+  const auto& return_mask = options.return_mask;
   if (tds.empty()) throw RuntimeError("pad_sequence needs at least one tensordict");
   const auto keys = tds.front().keys({.include_nested = true, .leaves_only = true});
   std::vector<TensorDict> padded;

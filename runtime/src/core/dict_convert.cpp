@@ -113,7 +113,10 @@ void fill_level(TensorDict& td, const IDict& dict, std::vector<std::string>& pat
 c10::Dict<std::string, c10::IValue> TensorDict::to_dict() const { return level_to_dict(*this); }
 
 TensorDict TensorDict::from_dict(const c10::Dict<std::string, c10::IValue>& dict, const FromDictOptions& options) {
-  const auto& [batch_size, device, auto_batch_size, batch_dims] = options;
+  const auto& batch_size = options.batch_size;
+  const auto& device = options.device;
+  const auto& auto_batch_size = options.auto_batch_size;
+  const auto& batch_dims = options.batch_dims;
   if (batch_size && batch_dims) throw ValueError("Cannot pass both batch_size and batch_dims to `from_dict`.");
   TensorDict out({}, batch_size ? at::IntArrayRef(*batch_size) : at::IntArrayRef(), device);
   std::vector<std::string> path;

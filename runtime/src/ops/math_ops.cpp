@@ -363,7 +363,9 @@ bool TensorDict::any() const {
 }
 
 bool TensorDict::allclose(const TensorDict& other, const AllcloseOptions& options) const {
-  const auto [rtol, atol, equal_nan] = options;
+  const auto rtol = options.rtol;
+  const auto atol = options.atol;
+  const auto equal_nan = options.equal_nan;
   auto mine = keys({.include_nested = true, .leaves_only = true});
   auto theirs = other.keys({.include_nested = true, .leaves_only = true});
   std::sort(mine.begin(), mine.end());

@@ -108,12 +108,14 @@ TENSORDICT_REDUCTIONS(TENSORDICT_DEFINE_REDUCTION)
 #undef TENSORDICT_DEFINE_REDUCTION
 
 TensorDict TensorDict::std(std::vector<int64_t> dims, const ReduceOptions& options) const {
-  const auto [keepdim, correction] = options;
+  const auto keepdim = options.keepdim;
+  const auto correction = options.correction;
   return reduced(*this, Reduction::std, dims, keepdim, correction);
 }
 
 TensorDict TensorDict::var(std::vector<int64_t> dims, const ReduceOptions& options) const {
-  const auto [keepdim, correction] = options;
+  const auto keepdim = options.keepdim;
+  const auto correction = options.correction;
   return reduced(*this, Reduction::var, dims, keepdim, correction);
 }
 
@@ -137,7 +139,8 @@ TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, const ReduceOptions&
 }
 
 TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
-  const auto [keepdim, interpolation] = options;
+  const auto keepdim = options.keepdim;
+  const auto interpolation = options.interpolation;
   const c10::string_view mode(interpolation.data(), interpolation.size());
   if (!dim) {  // tensordict's dim=None: each leaf over all its elements
     detail::PieceMeta meta;
@@ -192,7 +195,8 @@ std::tuple<TensorDict, TensorDict> TensorDict::min(int64_t dim, const ReduceOpti
 }
 
 at::Tensor TensorDict::reduce(Reduction op, std::vector<int64_t> dims, const ReduceOptions& options) const {
-  const auto [keepdim, correction] = options;
+  const auto keepdim = options.keepdim;
+  const auto correction = options.correction;
   const char* name = reduction_name(op);
   const auto wrapped = batch_dims_of(dims, batch_dims(), name);
   // Every leaf as [batch..., features flattened], joined along the last dim,

@@ -163,7 +163,8 @@ void load_into(TensorDict td, const StateDict& sd, bool strict, bool assign, con
 }  // namespace
 
 StateDict TensorDict::state_dict(const StateDictOptions& options) const {
-  const auto [keep_vars, flatten] = options;
+  const auto keep_vars = options.keep_vars;
+  const auto flatten = options.flatten;
   StateDict out = empty_state_dict();
   collect(*this, out, "", keep_vars, flatten);
   add_meta(out, *this);
@@ -171,7 +172,9 @@ StateDict TensorDict::state_dict(const StateDictOptions& options) const {
 }
 
 TensorDict& TensorDict::load_state_dict(const StateDict& state_dict, const LoadStateDictOptions& options) {
-  const auto [strict, assign, from_flatten] = options;
+  const auto strict = options.strict;
+  const auto assign = options.assign;
+  const auto from_flatten = options.from_flatten;
   load_into(*this, from_flatten ? nest_flat_keys(state_dict) : state_dict, strict, assign, {});
   return *this;
 }
