@@ -301,7 +301,7 @@ TEST_CASE("indexed writes of slices, with and without broadcasting (test_methods
   };
   for (const auto& [where, what] : writes) {
     for (bool dense : {false, true}) {
-      for_each_fixture([&](const std::string&, TensorDict& td) {
+      for_each_fixture([&, &where = where, &what = what](const std::string&, TensorDict& td) {
         const TensorDict value = dense ? td.index(what).to_tensordict().zero_() : td.index(what).clone().zero_();
         td.index_put_(where, value);
         CHECK((td.index(where) == 0).all());

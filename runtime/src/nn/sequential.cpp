@@ -97,7 +97,7 @@ void TensorDictSequentialImpl::assign(std::vector<ModulePtr> modules, std::vecto
   check_names(names);
   auto [in_keys, out_keys] = compute_in_and_out_keys(modules);
   if (selected_out_keys_ && !std::all_of(selected_out_keys_->begin(), selected_out_keys_->end(),
-                                         [&](const NestedKey& k) { return text::contains_key(out_keys, k); })) {
+                                         [&outs = out_keys](const NestedKey& k) { return text::contains_key(outs, k); })) {
     throw ValueError("All keys in selected_out_keys must be in out_keys.");
   }
   std::shared_ptr<torch::nn::Module> container;
