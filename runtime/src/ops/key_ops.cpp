@@ -68,7 +68,7 @@ KeysAt keys_at(const std::vector<NestedKey>& keys, const std::string& key) {
 TensorDict TensorDict::select(const std::vector<NestedKey>& keys, const SelectOptions& options) const {
   const bool strict = options.strict;
   // A lazy stack: its members' selections, sharing their tensors.
-  if (auto parts = impl_->map_parts([&](const TensorDict& m) { return m.select(keys, {.strict = strict}); })) return TensorDict(parts);
+  if (auto parts = impl_->map_parts([&](const TensorDict& m) { return m.select(keys, options); })) return TensorDict(parts);
   TensorDict out = no_entries_like(*this);
   for (const auto& key : keys) {
     auto value = get_value(key);
@@ -170,7 +170,7 @@ TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, const Select
     if (selected.below.empty() || kind != EntryKind::TensorDict) {
       drop.push_back(key);
     } else {
-      impl_->find(key)->tensordict().select_(selected.below, {.strict = strict});
+      impl_->find(key)->tensordict().select_(selected.below, options);
     }
   });
   for (auto it = drop.rbegin(); it != drop.rend(); ++it) impl_->erase(*it);
@@ -306,20 +306,18 @@ TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
 
 std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<NestedKey>>& key_lists,
                                                const SelectOptions& options) const {
-  const bool strict = options.strict;
   TensorDict rest = detail::dense_shallow_copy(*this, "split_keys");  // the structure only: the tensors are shared
-  auto out = rest.split_keys_(key_lists, {.strict = strict});
+  auto out = rest.split_keys_(key_lists, options);
   out.push_back(std::move(rest));
   return out;
 }
 
 std::vector<TensorDict> TensorDict::split_keys_(const std::vector<std::vector<NestedKey>>& key_lists,
                                                 const SelectOptions& options) {
-  const bool strict = options.strict;
   std::vector<TensorDict> out;
   std::vector<NestedKey> taken;
   for (const auto& keys : key_lists) {  // a missing key throws before anything moves
-    out.push_back(detail::dense_shallow_copy(select(keys, {.strict = strict}), "split_keys"));  // a lazy stack's selection stacked
+    out.push_back(detail::dense_shallow_copy(select(keys, options), "split_keys"));  // a lazy stack's selection stacked
     taken.insert(taken.end(), keys.begin(), keys.end());
   }
   check_unlocked();

@@ -233,7 +233,7 @@ int64_t place(int64_t& end, const at::Tensor& t) {
 
 TensorDict TensorDict::to(at::Device target, const ToOptions& options) const {
   const bool non_blocking = options.non_blocking;
-  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.to(target, {.non_blocking = non_blocking}); })) {
+  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.to(target, options); })) {
     return TensorDict(parts);
   }
   const at::Device device = with_index(target);
