@@ -126,3 +126,77 @@ TEST_CASE("hostile api: impossible batch sizes are refused") {
                Contains("numel of the batch size [4611686018427387904, 4611686018427387904] does not fit in int64"));
   REQUIRE(TensorDict({}, {big, big, 0}).numel() == 0);
 }
+
+TEST_CASE("hostile api: auto_batch_size_ with a negative batch_dims keeps no dim, as tensordict's") {
+  // tensordict 0.15.3: TensorDict(a=torch.zeros(2, 3)).auto_batch_size_(-3).batch_size == [].
+  const std::string batch = HOSTILE_RETURNS({
+    TensorDict td({{"a", at::zeros({2, 3})}}, {});
+    return c10::str(td.auto_batch_size_(-3).batch_size());
+  });
+  REQUIRE(batch == "[]");
+}
+
+TEST_CASE("hostile api: a tensordict nested 200,000 deep is destroyed without exhausting the stack") {
+  // Built top-down (each set sees one level; the walks refuse such a tree,
+  // but it must still go away). A lazy stack in the chain is taken apart the same way.
+  const std::string out = HOSTILE_RETURNS({
+    {
+      TensorDict top({}, {});
+      TensorDict level = top;
+      for (int i = 0; i < 200000; ++i) {
+        TensorDict next({}, {});
+        if (i == 100000) {
+          level.set("a", lazy_stack({next}, 0));
+          level = next;
+          continue;
+        }
+        level.set("a", next);
+        level = next;
+      }
+      level.set("x", at::ones({1}));
+      // A level still held by a handle outlives the top.
+      TensorDict held = level;
+      level = TensorDict();
+      top = TensorDict();
+      return c10::str(held.get("x").item<float>());
+    }
+  });
+  REQUIRE(out == "1");
+}
+
+TEST_CASE("hostile api: removing and renaming keys one by one takes linear time, in any order") {
+  // Before, each removal moved every later key and rebuilt the index: pop of
+  // 40,000 keys front first took ~50 s. The child's time limit bounds it.
+  const auto outcome = hostile::in_child(
+      [] {
+        const auto make = [](int n) {
+          TensorDict td({}, {});
+          const at::Tensor t = at::zeros({1});
+          for (int i = 0; i < n; ++i) td.set("k" + std::to_string(i), t + i);
+          return td;
+        };
+        const auto first_keys = [](const TensorDict& td, std::size_t n) {
+          std::string text;
+          for (const auto& key : td.keys()) {
+            if (n-- == 0) break;
+            text += key.repr() + " ";
+          }
+          return text;
+        };
+        TensorDict popped = make(40000);
+        for (int i = 0; i < 39998; ++i) popped.pop("k" + std::to_string(i));
+        TensorDict deleted = make(20000);
+        for (int i = 0; i < 20000; i += 2) deleted.del_("k" + std::to_string(i));
+        TensorDict renamed = make(20000);
+        for (int i = 0; i < 20000; ++i) renamed.rename_key_("k" + std::to_string(i), "r" + std::to_string(i));
+        deleted.set("k0", at::zeros({1}));
+        // Insertion order and lookups survive the holes and their compaction.
+        return first_keys(popped, 5) + "| " + std::to_string(deleted.keys().size()) + " " + first_keys(deleted, 3) +
+               c10::str(deleted.get("k19999").item<float>()) + " " + deleted.keys().back().repr() + " | " +
+               first_keys(renamed, 2) + c10::str(renamed.get("r7").item<float>());
+      },
+      hostile::Limits{.seconds = 60});
+  INFO(outcome.describe());
+  REQUIRE(outcome.kind == hostile::Outcome::Kind::Returned);
+  REQUIRE(outcome.text == "'k39998' 'k39999' | 10001 'k1' 'k3' 'k5' 19999 'k0' | 'r0' 'r1' 7");
+}

@@ -82,7 +82,8 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // Adds `key` at the end, or replaces its value in place.
   virtual void insert(const std::string& key, Value value) = 0;
   virtual bool erase(const std::string& key) = 0;
-  // Renames keeping the position; `to` must not exist.
+  // Renames; `to` must not exist. The entry goes last where the kind keeps
+  // an order (tensordict: a new key is set, then the old one deleted).
   virtual void rename(const std::string& from, const std::string& to) = 0;
 
   // The tensordict whose lock this one shares, or null when it has its own:
@@ -141,6 +142,14 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // Whether lock_() was called on this tensordict itself (or a locked parent
   // reached it), whatever the kind derives.
   bool own_lock() const { return locked_; }
+
+  // Deep trees are destroyed level after level, never recursively (a
+  // tensordict nested 200,000 deep would exhaust the stack): the destructor
+  // of a kind that holds tensordicts calls destroy_nested(), which takes the
+  // levels below it out with release_children() (moves the kind's own
+  // nested tensordicts into `out`) and destroys them one by one.
+  virtual void release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) {}
+  void destroy_nested();
 
  private:
   friend class TensorDict;

@@ -41,7 +41,11 @@ TensorDict& TensorDict::auto_batch_size_(std::optional<int64_t> batch_dims) {
     shared = shared ? common_prefix(*shared, shape) : std::move(shape);
   });
   std::vector<int64_t> batch = shared.value_or(std::vector<int64_t>{});
-  if (batch_dims && static_cast<int64_t>(batch.size()) > *batch_dims) batch.resize(static_cast<std::size_t>(*batch_dims));
+  // A negative batch_dims keeps no dim, as tensordict's (it adds dims while
+  // fewer than batch_dims).
+  if (batch_dims && static_cast<int64_t>(batch.size()) > *batch_dims) {
+    batch.resize(static_cast<std::size_t>(std::max<int64_t>(*batch_dims, 0)));
+  }
   impl_->set_meta(batch_size().vec(), device(), {});  // names do not survive a batch change
   set_batch_size(batch);
   return *this;

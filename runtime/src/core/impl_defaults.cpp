@@ -7,6 +7,17 @@
 
 namespace tensordict {
 
+void TensorDictImpl::destroy_nested() {
+  std::vector<std::shared_ptr<TensorDictImpl>> pending;
+  release_children(pending);
+  while (!pending.empty()) {
+    std::shared_ptr<TensorDictImpl> level = std::move(pending.back());
+    pending.pop_back();
+    // Held elsewhere too: it lives on, with what it holds.
+    if (level.use_count() == 1) level->release_children(pending);
+  }  // `level` is destroyed here, holding no tensordict any more
+}
+
 void TensorDictImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {
   for_each([&](const std::string& key, const Value& value) { fn(key, detail::entry_kind_of(value)); });
 }

@@ -30,16 +30,16 @@ std::set<std::string> key_set(const TensorDictImpl& td) {
 }
 
 // The members' dense storage when every member is dense with the first
-// member's keys in the same order (then entry i of each member has the same
+// member's keys in the same order and no hole in its key table (then entry i of each member has the same
 // key, and the result can share the first member's key table); else empty.
 std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict>& tds) {
   std::vector<const detail::DenseImpl*> out;
   out.reserve(tds.size());
   for (const auto& td : tds) {
     const auto* dense = detail::kind_cast<detail::DenseImpl>(td.impl().get());
-    if (!dense) return {};
+    if (!dense || dense->key_table()->has_holes()) return {};
     const auto& first = out.empty() ? dense->key_table() : out.front()->key_table();
-    if (dense->key_table() != first && dense->key_table()->keys() != first->keys()) return {};
+    if (dense->key_table() != first && !dense->key_table()->same_layout(*first)) return {};
     out.push_back(dense);
   }
   return out;
@@ -138,10 +138,10 @@ struct Combiner {
     values.reserve(table->size());
     std::vector<Value> members;
     members.reserve(tds.size());
-    for (std::size_t k = 0; k < table->size(); ++k) {
+    for (std::size_t k = 0; k < table->size(); ++k) {  // no holes (aligned_dense)
       members.clear();
       for (const auto* d : dense) members.push_back(d->values()[k]);
-      prefix.push_back(table->keys()[k]);
+      prefix.push_back(table->key(k));
       values.push_back(combine_entry(tds, members, prefix));
       prefix.pop_back();
     }

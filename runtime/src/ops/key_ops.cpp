@@ -147,9 +147,16 @@ TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& n
   if (same_level) {
     TensorDict parent = parent_of(old_key, false);
     parent.check_unlocked();
-    if (!parent.impl()->find(old_key.back())) get(old_key);  // throws the KeyError naming the key
-    parent.impl()->erase(new_key.back());
-    parent.impl()->rename(old_key.back(), new_key.back());  // keeps the position
+    const auto value = parent.impl()->find(old_key.back());
+    if (!value) get(old_key);  // throws the KeyError naming the key
+    // tensordict's order: an overwritten key keeps its place, else the
+    // renamed entry goes last.
+    if (parent.impl()->find(new_key.back())) {
+      parent.impl()->insert(new_key.back(), *value);
+      parent.impl()->erase(old_key.back());
+    } else {
+      parent.impl()->rename(old_key.back(), new_key.back());
+    }
   } else {
     Value value = pop(old_key);
     set(new_key, value);

@@ -146,7 +146,9 @@ struct Mapper {
 
     std::shared_ptr<const KeyTable> table;
     std::shared_ptr<KeyTable> built;
-    if (auto dense = kind_cast<DenseImpl>(&level)) {
+    // The results share a dense level's key table (their values fill its
+    // slots) unless it has holes (for_each skips them).
+    if (auto dense = kind_cast<DenseImpl>(&level); dense && !dense->key_table()->has_holes()) {
       table = dense->key_table();
     } else {
       built = std::make_shared<KeyTable>();

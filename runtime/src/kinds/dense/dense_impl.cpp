@@ -59,13 +59,14 @@ std::size_t KeyTable::find(const std::string& key) const {
     return it == index_.end() ? npos : it->second;
   }
   for (std::size_t i = 0; i < keys_.size(); ++i) {
-    if (keys_[i] == key) return i;
+    if (keys_[i] == key && live(i)) return i;
   }
   return npos;
 }
 
 void KeyTable::push_back(const std::string& key) {
   keys_.push_back(key);
+  if (holes_ != 0) live_.push_back(true);
   if (!index_.empty()) {
     index_.emplace(key, keys_.size() - 1);
   } else if (keys_.size() >= kIndexedFrom) {
@@ -74,33 +75,43 @@ void KeyTable::push_back(const std::string& key) {
 }
 
 void KeyTable::erase(std::size_t slot) {
+  if (!index_.empty()) index_.erase(keys_[slot]);
   if (slot + 1 == keys_.size()) {
-    // The last key: no position moves, so the index only loses it (clear()
-    // erases from the back, in linear time).
-    if (!index_.empty()) index_.erase(keys_.back());
     keys_.pop_back();
-    if (keys_.size() < kIndexedFrom) index_.clear();
-    return;
+    if (holes_ != 0) live_.pop_back();
+  } else {
+    if (holes_ == 0) live_.assign(keys_.size(), true);
+    live_[slot] = false;
+    keys_[slot].clear();
+    ++holes_;
   }
-  keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(slot));
-  rebuild_index();
-}
-
-void KeyTable::rename(std::size_t slot, const std::string& to) {
-  keys_[slot] = to;
-  rebuild_index();
+  if (keys_.size() < kIndexedFrom) index_.clear();
 }
 
 void KeyTable::rebuild_index() {
   index_.clear();
   if (keys_.size() < kIndexedFrom) return;
   index_.reserve(keys_.size());
-  for (std::size_t i = 0; i < keys_.size(); ++i) index_.emplace(keys_[i], i);
+  for (std::size_t i = 0; i < keys_.size(); ++i) {
+    if (live(i)) index_.emplace(keys_[i], i);
+  }
+}
+
+DenseImpl::~DenseImpl() { destroy_nested(); }
+
+void DenseImpl::release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) {
+  for (Value& value : values_) {
+    if (!value.is_tensordict()) continue;
+    out.push_back(value.impl());
+    value = Value(at::Tensor());
+  }
 }
 
 void DenseImpl::for_each(c10::function_ref<void(const std::string&, const Value&)> fn) const {
-  const auto& keys = keys_->keys();
-  for (std::size_t i = 0; i < values_.size(); ++i) fn(keys[i], values_[i]);
+  const KeyTable& keys = *keys_;
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    if (keys.live(i)) fn(keys.key(i), values_[i]);
+  }
 }
 
 void DenseImpl::for_each_child(c10::function_ref<void(const TensorDict&)> fn) const {
@@ -148,15 +159,30 @@ void DenseImpl::insert(const std::string& key, Value value) {
 bool DenseImpl::erase(const std::string& key) {
   const std::size_t slot = keys_->find(key);
   if (slot == KeyTable::npos) return false;
-  own_keys().erase(slot);
-  values_.erase(values_.begin() + static_cast<std::ptrdiff_t>(slot));
+  erase_slot(slot);
   return true;
+}
+
+void DenseImpl::erase_slot(std::size_t slot) {
+  KeyTable& keys = own_keys();
+  keys.erase(slot);
+  if (slot + 1 == values_.size()) {
+    values_.pop_back();
+  } else {
+    values_[slot] = Value(at::Tensor());
+  }
+  if (!keys.wants_compaction()) return;
+  std::size_t kept = 0;
+  keys.compact([&](std::size_t from) { values_[kept++] = std::move(values_[from]); });
+  values_.erase(values_.begin() + static_cast<std::ptrdiff_t>(kept), values_.end());
 }
 
 void DenseImpl::rename(const std::string& from, const std::string& to) {
   const std::size_t slot = keys_->find(from);
   if (slot == KeyTable::npos) throw KeyError("rename of a missing key");
-  own_keys().rename(slot, to);
+  Value value = std::move(values_[slot]);
+  erase_slot(slot);
+  insert(to, std::move(value));
 }
 
 }  // namespace tensordict::detail

@@ -247,4 +247,9 @@ std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const Ten
   return out;
 }
 
+void LazyStackedImpl::release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) {
+  for (const TensorDict& member : members_) out.push_back(member.impl());
+  members_.clear();
+}
+
 }  // namespace tensordict::detail

@@ -18,6 +18,7 @@ class LazyStackedImpl final : public TensorDictImpl {
                   std::optional<std::string> stack_dim_name = std::nullopt,
                   std::optional<std::vector<int64_t>> member_batch = std::nullopt,
                   std::optional<at::Device> device = std::nullopt);
+  ~LazyStackedImpl() override { destroy_nested(); }
 
   static constexpr Kind kKind = Kind::LazyStack;
   Kind kind() const override { return kKind; }
@@ -69,6 +70,9 @@ class LazyStackedImpl final : public TensorDictImpl {
   void add_member(int64_t position, const TensorDict& td);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
+
+ protected:
+  void release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) override;
 
  private:
   // Batch size and names from the members (names when they all agree, as
