@@ -169,3 +169,37 @@ TEST_CASE("hostile tree: clear() and memmap_refresh_ on 20k keys are linear") {
   });
   REQUIRE(got == "20000 0 fast");
 }
+
+TEST_CASE("hostile tree: a meta.json entry that is a list, a string or a number is refused, not dropped") {
+  TempDir tmp;
+  const fs::path dir = tmp / "t";
+  for (const auto& [entry, type] : std::vector<std::pair<std::string, std::string>>{
+           {R"("x": [1, 2])", "array"}, {R"("x": "data")", "string"}, {R"("x": 3)", "number"}, {R"("x": null)", "null"}}) {
+    write_text(dir / "meta.json", level_meta(entry, "[]"));
+    REQUIRE_THAT(HOSTILE_THROWS(load_memmap(dir.string())),
+                 Contains("malformed " + (dir / "meta.json").string() + ": key 'x' holds a JSON " + type +
+                          ", not an entry's description (an object)"));
+  }
+  // Level metadata (what tensordict writes, and "_"-prefixed keys) loads.
+  write_text(dir / "meta.json", level_meta(R"("_class": "tensordict:TensorDict", "_future": [1])", "[]"));
+  REQUIRE(HOSTILE_RETURNS(return std::to_string(load_memmap(dir.string()).keys().size())) == "0");
+}
+
+TEST_CASE("hostile tree: a key with both an encoded and an older unencoded file is refused, not resolved by lookup order") {
+  TempDir tmp;
+  const fs::path dir = tmp / "t";
+  TensorDict({{"a b", at::ones({2})}}, {2}).memmap(dir.string());
+  REQUIRE(fs::exists(dir / "a%20b.memmap"));
+  fs::copy_file(dir / "a%20b.memmap", dir / "a b.memmap");
+  REQUIRE_THAT(HOSTILE_THROWS(load_memmap(dir.string())),
+               Contains((dir / "meta.json").string() + ": key 'a b' has two entries, a%20b.memmap and the older "
+                                                       "unencoded a b.memmap; remove one"));
+  fs::remove(dir / "a%20b.memmap");  // the older name alone still loads
+  REQUIRE(HOSTILE_RETURNS(return c10::str(load_memmap(dir.string()).get("a b").sum().item<float>())) == "2");
+  // The same for a nested level's directory.
+  const fs::path nested = tmp / "n";
+  TensorDict({{"c d", TensorDict({{"x", at::ones({1})}}, {})}}, {}).memmap(nested.string());
+  fs::create_directory(nested / "c d");
+  REQUIRE_THAT(HOSTILE_THROWS(load_memmap(nested.string())),
+               Contains("key 'c d' has two entries, c%20d and the older unencoded c d"));
+}

@@ -14,6 +14,7 @@
 #include "../message_of.h"
 #include "../temp_dir.h"
 #include "../text_files.h"
+#include "sequence.tc.h"
 #include "tc_obs.tc.h"
 
 using Catch::Matchers::Contains;
@@ -233,4 +234,31 @@ TEST_CASE("save / load and is_memmap / saved_path") {
   Observation in_place = small_obs(true);
   in_place.memmap_((tmp / "in_place").string());
   CHECK(in_place.saved_path() == (tmp / "in_place").string());
+}
+
+TEST_CASE("load_memmap refuses an int field whose meta.json value is no int64") {
+  // nlohmann's conversion cast 1e30 to INT64_MIN, 2^64-1 to -1 and 5.5 to 5.
+  TempDir tmp;
+  const fs::path dir = tmp / "seq";
+  const tc::seq::SequenceBatch batch({.tokens = at::zeros({2, 3}, at::kLong),
+                                      .mask = at::ones({2, 3}, at::kBool),
+                                      .lengths = at::full({2}, 3, at::kLong),
+                                      .pad_id = 7},
+                                     {2});
+  const std::string written = R"("pad_id":7)";
+  for (const std::string bad : {"1e30", "18446744073709551615", "9223372036854775808", "5.5", "true", "\"7\""}) {
+    tensordict::remove_tree(dir);
+    batch.memmap(dir.string());
+    edit(dir / "meta.json", written, R"("pad_id":)" + bad);
+    const std::string shown = bad == "1e30" ? "1e+30" : bad;
+    CHECK(message_of([&] { tc::seq::SequenceBatch::load_memmap(dir.string()); }) ==
+          dir.string() + ": SequenceBatch.pad_id: non-tensor field must be an int in int64's range, got " + shown);
+  }
+  // The extremes of int64 load as written.
+  for (const std::string good : {"9223372036854775807", "-9223372036854775808"}) {
+    tensordict::remove_tree(dir);
+    batch.memmap(dir.string());
+    edit(dir / "meta.json", written, R"("pad_id":)" + good);
+    CHECK(std::to_string(tc::seq::SequenceBatch::load_memmap(dir.string()).pad_id) == good);
+  }
 }

@@ -673,6 +673,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                std::string_view what) {
     if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
     const Json json = value.non_tensor().data();
+    if (!detail::json_fits<M>(json)) detail::throw_bad_non_tensor(sub, field, json);
     try {
       m = json.template get<M>();
     } catch (const Json::exception&) {

@@ -9,9 +9,11 @@
 // typed instance from it (validated like construction).
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tensordict/base.h"
@@ -39,8 +41,43 @@ void check_memmap_class(const Json& meta, const schema::ClassInfo& info, const s
 std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const TensorDict& td,
                                       std::optional<at::IntArrayRef> parent);
 
-// std::invalid_argument "Class.name: non-tensor field must be a string, got 3".
+// TypeError "Class.name: non-tensor field must be a string, got 3" (an int
+// field: "an int in int64's range").
 [[noreturn]] void throw_bad_non_tensor(const std::string& path, const schema::FieldInfo& field, const Json& got);
+
+template <class T>
+struct IsVector : std::false_type {};
+template <class T, class A>
+struct IsVector<std::vector<T, A>> : std::true_type {};
+
+// Whether `json` converts to the field type M keeping its value: nlohmann's
+// get<int64_t>() casts 1e30 to INT64_MIN, 2^64-1 to -1 and 5.5 to 5 silently.
+template <class M>
+bool json_fits(const Json& json) {
+  if constexpr (std::is_same_v<M, bool>) {
+    return json.is_boolean();
+  } else if constexpr (std::is_integral_v<M>) {
+    if (json.is_number_unsigned()) {
+      return json.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<M>::max());
+    }
+    if (!json.is_number_integer()) return false;
+    const auto value = json.get<std::int64_t>();
+    return value >= static_cast<std::int64_t>(std::numeric_limits<M>::min()) &&
+           static_cast<std::uint64_t>(value) <= static_cast<std::uint64_t>(std::numeric_limits<M>::max());
+  } else if constexpr (std::is_floating_point_v<M>) {
+    return json.is_number();
+  } else if constexpr (std::is_same_v<M, std::string>) {
+    return json.is_string();
+  } else if constexpr (IsVector<M>::value) {
+    if (!json.is_array()) return false;
+    for (const auto& element : json) {
+      if (!json_fits<typename M::value_type>(element)) return false;
+    }
+    return true;
+  } else {
+    return true;  // nlohmann's own checks
+  }
+}
 
 }  // namespace detail
 

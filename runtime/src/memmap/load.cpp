@@ -74,11 +74,25 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
   return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
 }
 
+// Two names for one key (tensordict's encoding and an older writer's raw
+// name, `a%20b` and `a b`) would make which data loads depend on the order
+// of the lookups: refused.
+[[noreturn]] void refuse_two_names(const fs::path& dir, const std::string& key, const fs::path& encoded,
+                                   const fs::path& raw) {
+  throw RuntimeError(fmt::format("{}: key '{}' has two entries, {} and the older unencoded {}; remove one",
+                                 (dir / "meta.json").string(), key, encoded.filename().string(),
+                                 raw.filename().string()));
+}
+
 // The sub-directory of a collection entry: the encoded name, else the raw one.
 fs::path entry_dir(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / encode_key(key);
-  if (tree_dir(encoded)) return encoded;
-  if (safe_legacy_key(key, true) && tree_dir(dir / key)) return dir / key;
+  const bool legacy = encode_key(key) != key && safe_legacy_key(key, true) && tree_dir(dir / key);
+  if (tree_dir(encoded)) {
+    if (legacy) refuse_two_names(dir, key, encoded, dir / key);
+    return encoded;
+  }
+  if (legacy) return dir / key;
   throw RuntimeError(fmt::format("{} lists key '{}' as a collection but its directory {} is missing",
                                        (dir / "meta.json").string(), key, encoded.string()));
 }
@@ -86,12 +100,21 @@ fs::path entry_dir(const fs::path& dir, const std::string& key) {
 // The data file of a leaf: the encoded name, else the raw one (older writers).
 fs::path leaf_file(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / (encode_key(key) + ".memmap");
-  if (tree_entry_exists(encoded)) return encoded;
-  if (safe_legacy_key(key, false)) {
-    fs::path raw = dir / (key + ".memmap");
-    if (tree_entry_exists(raw)) return raw;
+  fs::path raw = dir / (key + ".memmap");
+  const bool legacy = encoded != raw && safe_legacy_key(key, false) && tree_entry_exists(raw);
+  if (tree_entry_exists(encoded)) {
+    if (legacy) refuse_two_names(dir, key, encoded, raw);
+    return encoded;
   }
-  return encoded;
+  return legacy ? raw : encoded;
+}
+
+// Level metadata a meta.json may hold besides its entries (objects): what
+// tensordict writes, and anything private to it ("_"-prefixed). Another
+// key with a list, string or number would be an entry loaded as nothing.
+bool level_metadata(const std::string& key) {
+  return key == "shape" || key == "device" || key == "stack_dim" || key == "stack_dim_name" ||
+         (!key.empty() && key.front() == '_');
 }
 
 std::string known_dtypes() {
@@ -150,7 +173,11 @@ TensorDict load_td(const fs::path& dir, const Json& meta, std::optional<at::Devi
   auto impl = std::make_shared<DenseImpl>(batch, level_device, read_names(meta, file, batch.size()));
   const bool mapped = !level_device || level_device->is_cpu();
   for (const auto& [key, entry] : meta.items()) {
-    if (!entry.is_object()) continue;  // shape, device, _type and other metadata
+    if (!entry.is_object()) {
+      if (level_metadata(key)) continue;
+      throw RuntimeError(fmt::format("malformed {}: key '{}' holds a JSON {}, not an entry's description (an object)",
+                                     file.string(), key, entry.type_name()));
+    }
     if (entry.contains("type")) {
       Value value = load_any(entry_dir(dir, key), level_device, batch.size());
       if (value.is_tensordict() && !starts_with(value.tensordict().batch_size(), batch)) {

@@ -77,7 +77,10 @@ std::vector<int64_t> infer_batch_size(const schema::ClassInfo& info, const Tenso
 }
 
 void throw_bad_non_tensor(const std::string& path, const schema::FieldInfo& field, const Json& got) {
-  throw TypeError(fmt::format("{}: non-tensor field must be a {}{}, got {}", path, value_type_name(field.value_type),
+  const std::string expected = field.value_type == schema::ValueType::Int
+                                   ? "an int in int64's range"
+                                   : fmt::format("a {}", value_type_name(field.value_type));
+  throw TypeError(fmt::format("{}: non-tensor field must be {}{}, got {}", path, expected,
                               field.value_type == schema::ValueType::List
                                   ? fmt::format(" of {}", value_type_name(field.element_type))
                                   : std::string(),

@@ -64,6 +64,36 @@ struct H5File {
 void require_regular_file(const std::string& path, const std::string& mode);
 // A link access property list that refuses to traverse external links.
 Hid no_external_links();
+// Opens the dataset `path` (invalid when HDF5 cannot) after checking that its
+// data lies in the file itself, decoded by what this HDF5 has: external raw
+// storage (H5Pset_external) and virtual datasets read and write other files
+// and are refused, as are filters this HDF5 lacks (named) and chunks over
+// kMaxChunkBytes (reading one element decodes the whole chunk). Errors name `where`.
+Hid open_dataset(const H5File& file, const std::string& path, const std::string& where);
+inline constexpr std::size_t kMaxChunkBytes = std::size_t{256} << 20;
+// The largest read of a dataset with less stored data than it declares (a
+// sparse or crafted one): its bytes past kMaxReadExpansion times what the
+// file stores for it.
+inline constexpr std::size_t kMaxSparseReadBytes = std::size_t{256} << 20;
+inline constexpr std::size_t kMaxReadExpansion = 1024;
+// Throws naming `where` when reading `bytes` of dataset `dset` would
+// allocate far more than the file holds for it (see kMaxSparseReadBytes).
+void check_read_size(hid_t dset, std::size_t bytes, const std::string& where);
+// A transfer property list under which a value out of the memory type's
+// range (a uint64 past int64's) fails the read or write instead of
+// saturating; out_of_range() tells afterwards whether that was the failure.
+class CheckedTransfer {
+ public:
+  CheckedTransfer();
+  CheckedTransfer(const CheckedTransfer&) = delete;  // HDF5 holds its address
+  CheckedTransfer& operator=(const CheckedTransfer&) = delete;
+  hid_t get() const { return dxpl_.get(); }
+  bool out_of_range() const { return out_of_range_; }
+
+ private:
+  Hid dxpl_;
+  bool out_of_range_ = false;
+};
 
 // ---- types (h5_types.cpp) -------------------------------------------------------------
 // How a dataset's file type reads into memory.

@@ -201,7 +201,7 @@ bool PersistentImpl::is_group(const std::string& key) const {
 }
 
 std::vector<int64_t> PersistentImpl::dataset_shape(const std::string& key, bool* is_string) const {
-  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
+  Hid dset = open_dataset(*file_, path_of(key), fmt::format("{}:{}", file_->path, path_of(key)));
   if (!dset.valid()) throw RuntimeError(fmt::format("{}: cannot open dataset {}", file_->path, path_of(key)));
   Hid type(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
@@ -233,7 +233,7 @@ std::shared_ptr<PersistentImpl> PersistentImpl::child(const std::string& key) co
 
 Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex>* index) const {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
-  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
+  Hid dset = open_dataset(*file_, path_of(key), where);
   if (!dset.valid()) throw RuntimeError(fmt::format("cannot open dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);
@@ -261,8 +261,15 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
     std::vector<Json> values(strings.begin(), strings.end());
     return Value(NonTensorData::stack(std::move(values), shape));
   }
+  check_read_size(dset.get(), static_cast<std::size_t>(numel) * c10::elementSize(rt.dtype), where);
   at::Tensor out = at::empty(shape, at::TensorOptions().dtype(rt.dtype));
-  if (numel > 0 && H5Dread(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, out.data_ptr()) < 0) {
+  CheckedTransfer transfer;
+  if (numel > 0 && H5Dread(dset.get(), rt.memtype.get(), memspace.get(), fspace, transfer.get(), out.data_ptr()) < 0) {
+    if (transfer.out_of_range()) {
+      throw RuntimeError(fmt::format("cannot read dataset {}: a value lies outside the range of {} (values past it are "
+                                     "refused, not saturated)",
+                                     where, c10::toString(rt.dtype)));
+    }
     throw RuntimeError(fmt::format("cannot read dataset {}", where));
   }
   if (device_ && !device_->is_cpu()) out = out.to(*device_);
@@ -309,7 +316,7 @@ void PersistentImpl::for_each_key(c10::function_ref<void(const std::string&, Ent
 
 TensorMeta PersistentImpl::tensor_meta(const std::string& key) const {
   const std::string where = fmt::format("{}:{}", file_->path, path_of(key));
-  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
+  Hid dset = open_dataset(*file_, path_of(key), where);
   if (!dset.valid()) throw RuntimeError(fmt::format("cannot open dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   Hid space(H5Dget_space(dset.get()), H5Sclose);

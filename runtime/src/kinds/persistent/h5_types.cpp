@@ -59,7 +59,7 @@ at::ScalarType integer_dtype(std::size_t size, bool is_signed, const std::string
     case 4:
       return is_signed ? at::kInt : at::kLong;  // uint32 widens to int64
     case 8:
-      return at::kLong;  // uint64 reads as int64 (values past 2^63 saturate)
+      return at::kLong;  // uint64 reads as int64 (a value past 2^63 fails the read: CheckedTransfer)
     default:
       throw RuntimeError(fmt::format("{}: {}-byte integers have no tensor dtype", where, size));
   }

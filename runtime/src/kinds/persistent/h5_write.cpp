@@ -217,7 +217,7 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
     throw RuntimeError(
         fmt::format("cannot write {}: the file is open read-only (mode '{}')", where, file_->mode));
   }
-  Hid dset(H5Dopen2(fid(), path_of(key).c_str(), H5P_DEFAULT), H5Dclose);
+  Hid dset = open_dataset(*file_, path_of(key), where);
   if (!dset.valid()) throw KeyError(fmt::format("no dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   ReadType rt = read_type(ftype.get(), where);
@@ -237,8 +237,12 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
     shape = slab.shape;
   }
   at::Tensor data = value.detach().to(at::kCPU, rt.dtype).expand(shape).contiguous();
+  CheckedTransfer transfer;
   if (data.numel() > 0 &&
-      H5Dwrite(dset.get(), rt.memtype.get(), memspace.get(), fspace, H5P_DEFAULT, data.data_ptr()) < 0) {
+      H5Dwrite(dset.get(), rt.memtype.get(), memspace.get(), fspace, transfer.get(), data.data_ptr()) < 0) {
+    if (transfer.out_of_range()) {
+      throw RuntimeError(fmt::format("cannot write dataset {}: a value lies outside the range of its type", where));
+    }
     throw RuntimeError(fmt::format("cannot write dataset {}", where));
   }
 }
