@@ -62,8 +62,8 @@ bool json_fits(const Json& json) {
     }
     if (!json.is_number_integer()) return false;
     const auto value = json.get<std::int64_t>();
-    return value >= static_cast<std::int64_t>(std::numeric_limits<M>::min()) &&
-           static_cast<std::uint64_t>(value) <= static_cast<std::uint64_t>(std::numeric_limits<M>::max());
+    if (value < 0) return std::is_signed_v<M> && value >= static_cast<std::int64_t>(std::numeric_limits<M>::min());
+    return static_cast<std::uint64_t>(value) <= static_cast<std::uint64_t>(std::numeric_limits<M>::max());
   } else if constexpr (std::is_floating_point_v<M>) {
     return json.is_number();
   } else if constexpr (std::is_same_v<M, std::string>) {
