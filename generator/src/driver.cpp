@@ -33,8 +33,9 @@ InputKind kind_of(const std::string& file) {
 }
 
 // A schema is a regular file of reasonable size: a FIFO or a device
-// (/dev/zero) would block or never end.
-constexpr std::uintmax_t kMaxSchemaBytes = 64u << 20;
+// (/dev/zero) would block or never end. Real schemas are a few KB; the YAML
+// parser's memory grows with the file (yaml_frontend.cpp bounds the nodes).
+constexpr std::uintmax_t kMaxSchemaBytes = 4u << 20;
 
 // Reads `path` into `out`; on failure returns why.
 std::optional<std::string> read_schema_text(const std::string& path, std::string& out) {
@@ -42,7 +43,7 @@ std::optional<std::string> read_schema_text(const std::string& path, std::string
   const auto status = fs::status(path, ec);
   if (ec) return ec.message();
   if (!fs::is_regular_file(status)) return std::string("not a regular file");
-  if (fs::file_size(path, ec) > kMaxSchemaBytes) return fmt::format("larger than {} MiB", kMaxSchemaBytes >> 20);
+  if (fs::file_size(path, ec) > kMaxSchemaBytes) return fmt::format("larger than {} MiB, the limit for a schema file", kMaxSchemaBytes >> 20);
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::string("cannot open it");
   std::ostringstream ss;

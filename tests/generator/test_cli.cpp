@@ -33,7 +33,8 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::string& args) {
+// `memory_mib` bounds the child's address space, `seconds` its time.
+Result run(const std::string& args, int memory_mib = 8192, int seconds = 120) {
   const auto dir = fs::path(tcgen_test::kBinaryDir) / "scratch";
   fs::create_directories(dir);
   // Per process: ctest runs test cases in parallel processes.
@@ -43,7 +44,9 @@ Result run(const std::string& args) {
   // whose shadow memory reserves terabytes of address space) a memory limit,
   // so that a hostile schema fails its case instead of hanging or exhausting
   // the machine.
-  const std::string limits = std::string(kSanitizedAddressSpace ? "" : "ulimit -v 8388608 && ") + "timeout 120 ";
+  const std::string limits =
+      (kSanitizedAddressSpace ? std::string() : "ulimit -v " + std::to_string(memory_mib * 1024) + " && ") +
+      "timeout " + std::to_string(seconds) + " ";
   const std::string cmd = limits + "\"" + tcgen_test::kGeneratorExe + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
                           err.string() + "\"";
   const int status = std::system(cmd.c_str());
@@ -308,7 +311,7 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
   r = run("\"" + (out / "bomb.yaml").string() + "\"" + gen);
   CHECK(r.rc != 0);
   CHECK(r.err == (out / "bomb.yaml").string() +
-                     ":1:1: error: the schema expands to more than 1000000 nodes or 64 MiB of text (YAML aliases "
+                     ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
                      "repeat what they name); nothing was read\n");
 
   // 100 KB shape tokens and defaults (std::regex overflowed its stack on them).
@@ -322,4 +325,27 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
   CHECK(r.rc != 0);
   CHECK(r.err.find("size " + number + " is too large in the shape of field 'y'") != std::string::npos);
   CHECK(r.err.find("field 'x'") == std::string::npos);  // a long symbol is still a symbol
+}
+
+TEST_CASE("a schema is at most 4 MiB, and one just under that is refused in bounded memory", "[cli][hostile]") {
+  const auto out = tcgen_test::scratch_dir("cli_big");
+  const auto gen = " -o \"" + (out / "gen").string() + "\"";
+  const std::size_t limit = 4u << 20;
+
+  tcgen_test::write_file(out / "huge.yaml", "namespace: h\n# " + std::string(limit, 'x') + "\n");
+  Result r = run("\"" + (out / "huge.yaml").string() + "\"" + gen);
+  CHECK(r.rc != 0);
+  CHECK(r.err == (out / "huge.yaml").string() +
+                     ": error: cannot read schema file: larger than 4 MiB, the limit for a schema file\n");
+
+  // Two million one-byte items: yaml-cpp's tree of them took 1.2 GB.
+  std::string items = "namespace: h\ntensorclasses:\n  A:\n    fields:\n      a: {type: list<int>, default: [";
+  while (items.size() < limit - 16) items += "1,";
+  items += "1]}\n";
+  tcgen_test::write_file(out / "items.yaml", items);
+  r = run("\"" + (out / "items.yaml").string() + "\"" + gen, 512);
+  CHECK(r.rc == 1);
+  CHECK(r.err == (out / "items.yaml").string() +
+                     ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
+                     "repeat what they name); nothing was read\n");
 }
