@@ -54,7 +54,7 @@ std::string scalar_cpp_value(ValueType v, const std::string& text) {
   if (v == ValueType::String) return cpp_string_literal(text);
   // -9223372036854775808 is not a literal: it negates an out-of-range one.
   if (v == ValueType::Int && text == "-9223372036854775808") return "(-9223372036854775807 - 1)";
-  if (v == ValueType::Float && !text.empty() && text[0] == '+') return text.substr(1);
+  if (v == ValueType::Float) return float_literal(text);
   return text;
 }
 

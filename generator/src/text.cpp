@@ -40,6 +40,13 @@ std::string python_string_literal(std::string_view s) {
   return quoted(s, hex_escape);  // Python's \x takes exactly two digits
 }
 
+std::string float_literal(std::string_view number) {
+  if (!number.empty() && number.front() == '+') number.remove_prefix(1);
+  std::string out(number);
+  if (out.find_first_of(".eE") == std::string::npos) out += ".0";
+  return out;
+}
+
 std::string printable(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {

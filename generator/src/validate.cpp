@@ -7,6 +7,7 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tcgen/names.h"
@@ -121,27 +122,41 @@ void check_dims(Field& f, Diagnostics& diags) {
   }
 }
 
-bool valid_scalar_default(ValueType t, const std::string& v) {
-  switch (t) {
-    case ValueType::String: return true;
-    case ValueType::Int: {
-      if (!is_integer_text(v)) return false;
-      std::int64_t x = 0;
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-      return ec == std::errc() && ptr == v.data() + v.size();
-    }
-    case ValueType::Float: return is_float_text(v);
-    case ValueType::Bool: return v == "true" || v == "false";
-    default: return false;
-  }
-}
-
 const char* expected_text(ValueType t) {
   switch (t) {
     case ValueType::Int: return "an integer";
     case ValueType::Float: return "a number";
     case ValueType::Bool: return "true or false";
     default: return "a value";
+  }
+}
+
+// What a default of type `t` must be, when `v` is not one; nullopt when it is.
+// A number out of its type's range is refused: the C++ compiler would only
+// warn and wrap it (an int) or make it inf or 0 (a float).
+std::optional<std::string> default_problem(ValueType t, std::string_view v) {
+  switch (t) {
+    case ValueType::String: return std::nullopt;
+    case ValueType::Int: {
+      if (!is_integer_text(v)) return std::string(expected_text(t));
+      std::int64_t x = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), x).ec != std::errc())
+        return "an integer from -9223372036854775808 to 9223372036854775807 (int64)";
+      return std::nullopt;
+    }
+    case ValueType::Float: {
+      if (!is_float_text(v)) return std::string(expected_text(t));
+      if (v.front() == '+') v.remove_prefix(1);  // from_chars takes no '+'
+      double x = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), x).ec != std::errc())
+        return "a number within the range of a double (at most about 1.8e308 in magnitude; other than 0, at "
+               "least about 4.9e-324)";
+      return std::nullopt;
+    }
+    case ValueType::Bool:
+      if (v == "true" || v == "false") return std::nullopt;
+      return std::string(expected_text(t));
+    default: return std::string(expected_text(t));
   }
 }
 
@@ -163,9 +178,9 @@ void check_default(const Field& f, Diagnostics& diags) {
       return;
     }
     for (const auto& item : f.default_items) {
-      if (!valid_scalar_default(f.element_type, item)) {
+      if (const auto expected = default_problem(f.element_type, item)) {
         diags.error(f.default_loc, fmt::format("invalid list item '{}' in the default of {} field '{}'; expected {}",
-                                               item, type, f.name, expected_text(f.element_type)));
+                                               item, type, f.name, *expected));
         return;
       }
     }
@@ -176,9 +191,9 @@ void check_default(const Field& f, Diagnostics& diags) {
                                            *f.default_value, type, f.name, expected_text(f.value_type)));
     return;
   }
-  if (!valid_scalar_default(f.value_type, *f.default_value)) {
+  if (const auto expected = default_problem(f.value_type, *f.default_value)) {
     diags.error(f.default_loc, fmt::format("invalid default '{}' for {} field '{}'; expected {}",
-                                           *f.default_value, type, f.name, expected_text(f.value_type)));
+                                           *f.default_value, type, f.name, *expected));
   }
 }
 

@@ -1,6 +1,7 @@
 // Compiles the golden YAML outputs (not linked into anything): the emitted
 // code must be valid, warning-free C++20, and the tables must say what the
 // schemas say.
+#include "literals.tc.h"
 #include "misc.tc.h"
 #include "rollout.tc.h"
 
@@ -45,6 +46,10 @@ static_assert(Scalars::info.fields[4].has_shape && Scalars::info.fields[4].shape
   s.big += 1;
   rl::Goal g;
   g.tags.push_back("c");
+  // An integer literal past every integer type is only a warning (-Werror
+  // here): literals.yaml's whole-number float defaults must be double literals.
+  tc::test::literals::Numbers n;
+  n.whole *= 2;
 }
 
 }  // namespace
