@@ -36,6 +36,11 @@ std::string cpp_string_literal(std::string_view s) {
   return quoted(s, [](unsigned char c) { return fmt::format("\\{:03o}", c); });
 }
 
+std::string cpp_string_value(std::string_view s) {
+  if (s.find('\0') == std::string_view::npos) return cpp_string_literal(s);
+  return fmt::format("{{{}, {}}}", cpp_string_literal(s), s.size());
+}
+
 std::string python_string_literal(std::string_view s) {
   return quoted(s, hex_escape);  // Python's \x takes exactly two digits
 }

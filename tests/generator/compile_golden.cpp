@@ -40,6 +40,13 @@ using Scalars = FieldTable<tc::test::misc::Scalars>;
 static_assert(Scalars::info.fixed_batch_dims && Scalars::info.batch_names.empty());
 static_assert(Scalars::info.fields[4].has_shape && Scalars::info.fields[4].shape.empty());
 
+// Texts with a NUL keep what follows it.
+using Strings = FieldTable<tc::test::literals::Strings>;
+static_assert(Strings::info.doc == std::string_view("before\0after", 12));
+static_assert(Strings::info.fields[0].default_value == std::string_view("a\0b", 3));
+static_assert(Strings::info.fields[0].doc == std::string_view("x\0y", 3));
+static_assert(Strings::info.fields[1].default_value == std::string_view("[p\0q, \0, plain]", 15));
+
 // The generated structs are usable with their defaults.
 [[maybe_unused]] void use() {
   tc::test::misc::Scalars s;

@@ -22,7 +22,7 @@ from typing import Union as _Union
 import torch as _torch
 from tensordict import tensorclass as _tensorclass
 
-__all__ = ["Numbers"]
+__all__ = ["Numbers", "Strings"]
 
 
 @_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
@@ -48,6 +48,27 @@ class Numbers:
         _name_batch_dims(self, _CONTRACT_Numbers)
 
 
+@_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
+class Strings:
+    """before\\x00after
+
+    Attributes:
+        nul: x\\x00y (string)
+        nuls: (list<string>)
+    """
+
+    nul: str = "a\x00b"
+    nuls: _Tuple[str, ...] = ("p\x00q", "\x00", "plain")
+
+    def _tc_check(self, path: str) -> None:
+        """Raises ValueError where this object breaks the schema; `path` names it."""
+        _check(self, _CONTRACT_Strings, path)
+
+    def __post_init__(self) -> None:
+        self._tc_check("Strings")
+        _name_batch_dims(self, _CONTRACT_Strings)
+
+
 # ---- the schema's contracts ------------------------------------------------------
 
 
@@ -70,6 +91,14 @@ _CONTRACT_Numbers = _Contract(
         _Field("whole", "value", None, None, False),
         _Field("plus", "value", None, None, False),
         _Field("wholes", "value", None, None, False),
+    ),
+)
+
+_CONTRACT_Strings = _Contract(
+    None,
+    (
+        _Field("nul", "value", None, None, False),
+        _Field("nuls", "value", None, None, False),
     ),
 )
 

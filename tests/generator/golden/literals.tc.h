@@ -38,6 +38,29 @@ struct Numbers : ::tensordict::TensorClass<Numbers> {
   }
 };
 
+/// before\x00after
+struct Strings : ::tensordict::TensorClass<Strings> {
+  /// x\x00y
+  std::string nul = {"a\000b", 3};
+  std::vector<std::string> nuls = {{"p\000q", 3}, {"\000", 1}, "plain"};
+
+  /// The fields, for construction with designated initializers:
+  /// `Strings({.field = value, ...}, batch_size)`.
+  struct Fields {
+    std::string nul = {"a\000b", 3};
+    std::vector<std::string> nuls = {{"p\000q", 3}, {"\000", 1}, "plain"};
+  };
+
+  Strings() = default;
+  /// Validates every field against the schema (dtypes, dims, batch prefix).
+  explicit Strings([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
+      ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
+    this->nul = std::move(fields.nul);
+    this->nuls = std::move(fields.nuls);
+    this->init_(std::move(batch_size), device, std::move(names));
+  }
+};
+
 }  // namespace tc::test::literals
 
 template <>
@@ -93,4 +116,46 @@ struct tensordict::schema::FieldTable<::tc::test::literals::Numbers> {
       &::tc::test::literals::Numbers::whole,
       &::tc::test::literals::Numbers::plus,
       &::tc::test::literals::Numbers::wholes);
+};
+
+template <>
+struct tensordict::schema::FieldTable<::tc::test::literals::Strings> {
+  static constexpr FieldInfo fields[] = {
+      {.name = "nul",
+       .kind = FieldKind::NonTensor,
+       .dtype = {},
+       .has_shape = false,
+       .shape = {},
+       .type_name = {},
+       .value_type = ValueType::String,
+       .element_type = ValueType::None,
+       .optional = false,
+       .default_value = {"a\000b", 3},
+       .has_default = true,
+       .doc = {"x\000y", 3}},
+      {.name = "nuls",
+       .kind = FieldKind::NonTensor,
+       .dtype = {},
+       .has_shape = false,
+       .shape = {},
+       .type_name = {},
+       .value_type = ValueType::List,
+       .element_type = ValueType::String,
+       .optional = false,
+       .default_value = {"[p\000q, \000, plain]", 15},
+       .has_default = true,
+       .doc = {}},
+  };
+  static constexpr ClassInfo info = {
+      .name = "Strings",
+      .cpp_name = "tc::test::literals::Strings",
+      .python_type = "<class 'tc.test.literals.Strings'>",
+      .batch_names = {},
+      .fixed_batch_dims = false,
+      .fields = fields,
+      .doc = {"before\000after", 12},
+  };
+  static constexpr auto members = std::make_tuple(
+      &::tc::test::literals::Strings::nul,
+      &::tc::test::literals::Strings::nuls);
 };
