@@ -25,6 +25,29 @@ void check_name(const std::string& name, const SourceLoc& loc, std::string_view 
     diags.error(loc, fmt::format("invalid {} name '{}': it is a C++ keyword", what, name));
 }
 
+// Why a namespace component cannot hold the generated classes; nullopt when
+// it can. `outermost`: it is the first component (at global scope).
+std::optional<std::string> reserved_namespace_reason(std::string_view part, bool outermost) {
+  if (part.find("__") != std::string_view::npos || (part.size() > 1 && part[0] == '_' && part[1] >= 'A' && part[1] <= 'Z'))
+    return fmt::format("'{}' is a reserved identifier (names with '__', or starting with '_' and an upper-case "
+                       "letter, belong to the C++ implementation)",
+                       part);
+  if (part == "std" && !outermost)
+    return "a namespace 'std' inside another would hide ::std from the generated code, which names std::string and "
+           "std::vector";
+  if (!outermost) return std::nullopt;
+  if (part[0] == '_')
+    return fmt::format("'{}' is a reserved identifier (at global scope, names starting with '_' belong to the C++ "
+                       "implementation)",
+                       part);
+  if (part == "std" || part == "posix") return fmt::format("'{}' is reserved for the C++ standard library", part);
+  if (part == "torch" || part == "at" || part == "c10")
+    return fmt::format("'{}' belongs to libtorch, whose names the generated classes could clash with", part);
+  if (part == "tensordict")
+    return "'tensordict' belongs to the tensorclass runtime, whose names the generated classes could clash with";
+  return std::nullopt;
+}
+
 void check_namespace(const Schema& s, Diagnostics& diags) {
   const SourceLoc loc = s.ns_loc.file.empty() ? SourceLoc{s.file, 1, 1} : s.ns_loc;
   if (s.ns.empty()) {
@@ -38,6 +61,10 @@ void check_namespace(const Schema& s, Diagnostics& diags) {
     std::string part = s.ns.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (!is_identifier(part) || is_cpp_keyword(part)) {
       diags.error(loc, fmt::format("invalid namespace '{}': '{}' is not a valid C++ name", s.ns, part));
+      return;
+    }
+    if (const auto why = reserved_namespace_reason(part, start == 0)) {
+      diags.error(loc, fmt::format("invalid namespace '{}': {}", s.ns, *why));
       return;
     }
     if (end == std::string::npos) break;
