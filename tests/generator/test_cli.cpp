@@ -277,10 +277,10 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
   REQUIRE(::mkfifo((out / "fifo.yaml").c_str(), 0600) == 0);
   Result r = run("\"" + (out / "fifo.yaml").string() + "\"" + gen);
   CHECK(r.rc != 0);
-  CHECK(r.err == (out / "fifo.yaml").string() + ": error: cannot read schema file: not a regular file\n");
+  CHECK(r.err == (out / "fifo.yaml").string() + ": error: cannot read schema file: not a regular file (a FIFO)\n");
   tcgen_test::write_file(out / "imports_fifo.yaml", "namespace: h\nimports: [fifo.yaml]\ntensorclasses:\n  A: {}\n");
   r = run("\"" + (out / "imports_fifo.yaml").string() + "\"" + gen);
-  CHECK(r.err.find("cannot read imported schema '" + (out / "fifo.yaml").string() + "': not a regular file") !=
+  CHECK(r.err.find("cannot read imported schema '" + (out / "fifo.yaml").string() + "': not a regular file (a FIFO)") !=
         std::string::npos);
 
   // A chain of 70 imports.
@@ -348,4 +348,53 @@ TEST_CASE("a schema is at most 4 MiB, and one just under that is refused in boun
   CHECK(r.err == (out / "items.yaml").string() +
                      ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
                      "repeat what they name); nothing was read\n");
+}
+
+// clang reads what an #include names: a FIFO blocked it for good and
+// /dev/zero grew it to 8 GB. Each case runs under a 20 s, 1 GiB limit.
+TEST_CASE("a header's #include of a device, a FIFO or an over-large file is refused before libclang reads it",
+          "[cli][hostile]") {
+  const auto dir = tcgen_test::scratch_dir("cli_includes");
+  REQUIRE(::mkfifo((dir / "fifo.h").c_str(), 0600) == 0);
+  fs::create_directories(dir / "idir");
+  REQUIRE(::mkfifo((dir / "idir" / "pipe.h").c_str(), 0600) == 0);
+  tcgen_test::write_file(dir / "big.h", "");
+  fs::resize_file(dir / "big.h", (16u << 20) + 1);  // sparse: no disk used
+  tcgen_test::write_file(dir / "sub" / "inner.h", "#pragma once\n#include <pipe.h>\n");
+  const std::string head = "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n";
+  const std::string body = "namespace rl {\nstruct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {\n"
+                           "  at::Tensor x;\n};\n}  // namespace rl\n";
+  const auto header = dir / "h.h";
+  const std::string d = dir.string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"#include \"/dev/zero\"\n",
+       header.string() + ":4:10: error: cannot #include '/dev/zero': not a regular file (a character device)"},
+      {"#include \"fifo.h\"\n",
+       header.string() + ":4:10: error: cannot #include 'fifo.h' (found as " + d + "/fifo.h): not a regular file (a FIFO)"},
+      // Found through -I, by an included header.
+      {"#include \"sub/inner.h\"\n", d + "/sub/inner.h:2:10: error: cannot #include 'pipe.h' (found as " + d +
+                                         "/idir/pipe.h): not a regular file (a FIFO)"},
+      {"#include \"big.h\"\n", header.string() + ":4:10: error: cannot #include 'big.h' (found as " + d +
+                                   "/big.h): larger than 16 MiB, the limit for an included file"},
+      // Comments, a digraph and a line splice, as clang reads them.
+      {"%: /* c */ include_next </dev/\\\nzero>\n",
+       header.string() + ":4:25: error: cannot #include '/dev/zero': not a regular file (a character device)"},
+      // Text alone cannot tell which #if branch clang takes: both are checked.
+      {"#if 0\n#include \"fifo.h\"\n#endif\n",
+       header.string() + ":5:10: error: cannot #include 'fifo.h' (found as " + d + "/fifo.h): not a regular file (a FIFO)"},
+  };
+  for (const auto& [directive, expected] : cases) {
+    INFO(directive);
+    tcgen_test::write_file(header, head + directive + body);
+    const Result r = run("-I \"" + (dir / "idir").string() + "\" \"" + header.string() + "\" -o \"" +
+                             (dir / "gen").string() + "\"",
+                         1024, 20);
+    CHECK(r.rc == 1);
+    CHECK(r.err == expected + "\n");
+  }
+  // A commented-out include is not one.
+  tcgen_test::write_file(header, head + "/* #include \"fifo.h\" */\n// #include \"fifo.h\"\n" + body);
+  const Result r = run("\"" + header.string() + "\" -o \"" + (dir / "gen").string() + "\"", 1024, 20);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
 }
