@@ -305,9 +305,11 @@ class ExpansionCounter : public YAML::EventHandler {
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
     leaf(anchor, value.size());
   }
+  // An alias of a collection still open names itself: it expands for ever.
   void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
     const auto it = anchors_.find(anchor);
-    if (it != anchors_.end()) add(it->second);
+    if (it == anchors_.end()) throw TooLarge{};
+    add(it->second);
   }
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {

@@ -314,6 +314,13 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
                      ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
                      "repeat what they name); nothing was read\n");
 
+  // An alias inside the collection it names expands for ever.
+  tcgen_test::write_file(out / "self.yaml", "namespace: s\ntensorclasses: &t\n  A:\n    fields:\n      x: {doc: [*t]}\n");
+  r = run("\"" + (out / "self.yaml").string() + "\"" + gen);
+  CHECK(r.err == (out / "self.yaml").string() +
+                     ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
+                     "repeat what they name); nothing was read\n");
+
   // 100 KB shape tokens and defaults (std::regex overflowed its stack on them).
   const std::string symbol = "S" + std::string(100000, 'a');
   const std::string number = std::string(100000, '1');
