@@ -687,9 +687,11 @@ Schema parse_header_schema(const std::string& file, const HeaderOptions& options
   schema.extra_includes.push_back(fs::path(file).filename().string());
 
   StubDir stubs;
+  // The stand-ins are read too: what they include is searched in the -I
+  // directories as well.
   std::vector<std::string> search_dirs{stubs.path().string()};
   search_dirs.insert(search_dirs.end(), options.include_dirs.begin(), options.include_dirs.end());
-  if (!check_includes(file, search_dirs, stubs.path().string(), diags)) return schema;
+  if (!check_includes(file, search_dirs, diags)) return schema;
 
   std::vector<std::string> args = {"-x", "c++", "-std=c++20", "-DTENSORCLASS_GENERATOR=1", "-resource-dir",
                                    TCGEN_CLANG_RESOURCE_DIR, "-I", stubs.path().string(),

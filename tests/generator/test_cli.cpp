@@ -399,9 +399,21 @@ TEST_CASE("a header's #include of a device, a FIFO or an over-large file is refu
     CHECK(r.rc == 1);
     CHECK(r.err == expected + "\n");
   }
+  // The generator's stand-in headers include <string>: searched in the -I
+  // directories too, before the system's.
+  fs::create_directories(dir / "shadow");
+  REQUIRE(::mkfifo((dir / "shadow" / "string").c_str(), 0600) == 0);
+  tcgen_test::write_file(header, head + body);
+  Result r = run("-I \"" + (dir / "shadow").string() + "\" \"" + header.string() + "\" -o \"" + (dir / "gen").string() +
+                     "\"",
+                 1024, 20);
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("error: cannot #include 'string' (found as " + d + "/shadow/string): not a regular file (a FIFO)\n") !=
+        std::string::npos);
+
   // A commented-out include is not one.
   tcgen_test::write_file(header, head + "/* #include \"fifo.h\" */\n// #include \"fifo.h\"\n" + body);
-  const Result r = run("\"" + header.string() + "\" -o \"" + (dir / "gen").string() + "\"", 1024, 20);
+  r = run("\"" + header.string() + "\" -o \"" + (dir / "gen").string() + "\"", 1024, 20);
   CHECK(r.rc == 0);
   CHECK(r.err.empty());
 }

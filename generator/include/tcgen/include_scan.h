@@ -16,13 +16,11 @@ namespace tcgen {
 // every file they find, each name searched as clang searches it: a quoted one
 // in the including file's directory first, then `search_dirs` in order (the -I
 // directories). What a directive finds must be a regular file of at most
-// 16 MiB; otherwise the error is at the directive. Files under `trusted_dir`
-// (the stand-in headers) are not read. Conservative where text alone cannot
+// 16 MiB; otherwise the error is at the directive. Conservative where text alone cannot
 // tell: directives in #if'd-out blocks and in comments are checked too. Not
 // checked: names made by a macro (#include NAME), and the includes of headers
 // found only in the system's directories (not searched here). Returns false
 // when it added an error.
-bool check_includes(const std::string& file, const std::vector<std::string>& search_dirs,
-                    const std::string& trusted_dir, Diagnostics& diags);
+bool check_includes(const std::string& file, const std::vector<std::string>& search_dirs, Diagnostics& diags);
 
 }  // namespace tcgen
