@@ -49,9 +49,12 @@ bool skip_blanks(std::string_view s, std::size_t& p) {
 // The directive that logical line `s` holds from `p` on, if any.
 std::optional<Directive> directive_at(std::string_view s, std::size_t p) {
   if (!skip_blanks(s, p)) return std::nullopt;
-  if (s.compare(p, 1, "#") == 0) p += 1;
-  else if (s.compare(p, 2, "%:") == 0) p += 2;  // the digraph of '#'
-  else return std::nullopt;
+  if (s.compare(p, 1, "#") == 0)
+    p += 1;
+  else if (s.compare(p, 2, "%:") == 0)
+    p += 2;  // the digraph of '#'
+  else
+    return std::nullopt;
   if (!skip_blanks(s, p)) return std::nullopt;
   const std::size_t word = p;
   while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_')) ++p;
@@ -133,7 +136,8 @@ bool check_includes(const std::string& file, const std::vector<std::string>& sea
           break;
         }
         if (const auto why = read_regular_file(candidate.string(), kMaxIncludedBytes, "an included file", text)) {
-          const std::string found = candidate.string() == d.name ? "" : fmt::format(" (found as {})", candidate.string());
+          const std::string found =
+              candidate.string() == d.name ? "" : fmt::format(" (found as {})", candidate.string());
           diags.error(SourceLoc{p.file, d.line, d.col}, fmt::format("cannot #include '{}'{}: {}", d.name, found, *why));
           ok = false;
           break;

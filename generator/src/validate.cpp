@@ -28,7 +28,8 @@ void check_name(const std::string& name, const SourceLoc& loc, std::string_view 
 // Why a namespace component cannot hold the generated classes; nullopt when
 // it can. `outermost`: it is the first component (at global scope).
 std::optional<std::string> reserved_namespace_reason(std::string_view part, bool outermost) {
-  if (part.find("__") != std::string_view::npos || (part.size() > 1 && part[0] == '_' && part[1] >= 'A' && part[1] <= 'Z'))
+  const bool underscore_upper = part.size() > 1 && part[0] == '_' && part[1] >= 'A' && part[1] <= 'Z';
+  if (part.find("__") != std::string_view::npos || underscore_upper)
     return fmt::format("'{}' is a reserved identifier (names with '__', or starting with '_' and an upper-case "
                        "letter, belong to the C++ implementation)",
                        part);

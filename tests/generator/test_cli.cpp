@@ -377,7 +377,8 @@ TEST_CASE("a header's #include of a device, a FIFO or an over-large file is refu
       {"#include \"/dev/zero\"\n",
        header.string() + ":4:10: error: cannot #include '/dev/zero': not a regular file (a character device)"},
       {"#include \"fifo.h\"\n",
-       header.string() + ":4:10: error: cannot #include 'fifo.h' (found as " + d + "/fifo.h): not a regular file (a FIFO)"},
+       header.string() + ":4:10: error: cannot #include 'fifo.h' (found as " + d +
+           "/fifo.h): not a regular file (a FIFO)"},
       // Found through -I, by an included header.
       {"#include \"sub/inner.h\"\n", d + "/sub/inner.h:2:10: error: cannot #include 'pipe.h' (found as " + d +
                                          "/idir/pipe.h): not a regular file (a FIFO)"},
@@ -388,7 +389,8 @@ TEST_CASE("a header's #include of a device, a FIFO or an over-large file is refu
        header.string() + ":4:25: error: cannot #include '/dev/zero': not a regular file (a character device)"},
       // Text alone cannot tell which #if branch clang takes: both are checked.
       {"#if 0\n#include \"fifo.h\"\n#endif\n",
-       header.string() + ":5:10: error: cannot #include 'fifo.h' (found as " + d + "/fifo.h): not a regular file (a FIFO)"},
+       header.string() + ":5:10: error: cannot #include 'fifo.h' (found as " + d +
+           "/fifo.h): not a regular file (a FIFO)"},
   };
   for (const auto& [directive, expected] : cases) {
     INFO(directive);
@@ -408,8 +410,8 @@ TEST_CASE("a header's #include of a device, a FIFO or an over-large file is refu
                      "\"",
                  1024, 20);
   CHECK(r.rc == 1);
-  CHECK(r.err.find("error: cannot #include 'string' (found as " + d + "/shadow/string): not a regular file (a FIFO)\n") !=
-        std::string::npos);
+  CHECK(r.err.find("error: cannot #include 'string' (found as " + d +
+                   "/shadow/string): not a regular file (a FIFO)\n") != std::string::npos);
 
   // A commented-out include is not one.
   tcgen_test::write_file(header, head + "/* #include \"fifo.h\" */\n// #include \"fifo.h\"\n" + body);
