@@ -6,14 +6,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tcgen/files.h"
 #include "tcgen/python_emitter.h"
 #include "tcgen/validate.h"
 #include "tcgen/yaml_frontend.h"
@@ -32,24 +31,13 @@ InputKind kind_of(const std::string& file) {
   return InputKind::Unknown;
 }
 
-// A schema is a regular file of reasonable size: a FIFO or a device
-// (/dev/zero) would block or never end.
-constexpr std::uintmax_t kMaxSchemaBytes = 64u << 20;
+// Real schemas are a few KB; the YAML parser's memory grows with the file
+// (yaml_frontend.cpp bounds the nodes).
+constexpr std::uintmax_t kMaxSchemaBytes = 4u << 20;
 
 // Reads `path` into `out`; on failure returns why.
 std::optional<std::string> read_schema_text(const std::string& path, std::string& out) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (ec) return ec.message();
-  if (!fs::is_regular_file(status)) return std::string("not a regular file");
-  if (fs::file_size(path, ec) > kMaxSchemaBytes) return fmt::format("larger than {} MiB", kMaxSchemaBytes >> 20);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::string("cannot open it");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  if (in.bad()) return std::string("read error");
-  return std::nullopt;
+  return read_regular_file(path, kMaxSchemaBytes, "a schema file", out);
 }
 
 bool read_text(const std::string& path, std::string& out) { return !read_schema_text(path, out); }

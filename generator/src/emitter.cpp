@@ -37,7 +37,7 @@ mstch::array doc_comment_lines(const std::string& doc) {
   return lines;
 }
 
-std::string lit_or_empty(const std::string& s) { return s.empty() ? "{}" : cpp_string_literal(s); }
+std::string lit_or_empty(const std::string& s) { return s.empty() ? "{}" : cpp_string_value(s); }
 std::string boolean(bool b) { return b ? "true" : "false"; }
 
 std::string scalar_cpp_type(ValueType v) {
@@ -51,10 +51,10 @@ std::string scalar_cpp_type(ValueType v) {
 }
 
 std::string scalar_cpp_value(ValueType v, const std::string& text) {
-  if (v == ValueType::String) return cpp_string_literal(text);
+  if (v == ValueType::String) return cpp_string_value(text);
   // -9223372036854775808 is not a literal: it negates an out-of-range one.
   if (v == ValueType::Int && text == "-9223372036854775808") return "(-9223372036854775807 - 1)";
-  if (v == ValueType::Float && !text.empty() && text[0] == '+') return text.substr(1);
+  if (v == ValueType::Float) return float_literal(text);
   return text;
 }
 

@@ -17,6 +17,7 @@
 
 #include "tcgen/annotation_args.h"
 #include "tcgen/embedded.h"
+#include "tcgen/include_scan.h"
 #include "tcgen/names.h"
 
 namespace fs = std::filesystem;
@@ -686,6 +687,12 @@ Schema parse_header_schema(const std::string& file, const HeaderOptions& options
   schema.extra_includes.push_back(fs::path(file).filename().string());
 
   StubDir stubs;
+  // The stand-ins are read too: what they include is searched in the -I
+  // directories as well.
+  std::vector<std::string> search_dirs{stubs.path().string()};
+  search_dirs.insert(search_dirs.end(), options.include_dirs.begin(), options.include_dirs.end());
+  if (!check_includes(file, search_dirs, diags)) return schema;
+
   std::vector<std::string> args = {"-x", "c++", "-std=c++20", "-DTENSORCLASS_GENERATOR=1", "-resource-dir",
                                    TCGEN_CLANG_RESOURCE_DIR, "-I", stubs.path().string(),
                                    "-Wno-pragma-once-outside-header"};

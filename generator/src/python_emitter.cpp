@@ -66,9 +66,7 @@ std::string scalar_python_value(ValueType v, const std::string& text) {
   switch (v) {
     case ValueType::String: return python_string_literal(text);
     case ValueType::Bool: return text == "true" ? "True" : "False";
-    case ValueType::Float:
-      // "1" is a float field's 1.0, not the int 1.
-      return text.find_first_of(".eE") == std::string::npos ? text + ".0" : text;
+    case ValueType::Float: return float_literal(text);  // "1" is a float field's 1.0, not the int 1
     default: return text;
   }
 }

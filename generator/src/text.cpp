@@ -36,8 +36,20 @@ std::string cpp_string_literal(std::string_view s) {
   return quoted(s, [](unsigned char c) { return fmt::format("\\{:03o}", c); });
 }
 
+std::string cpp_string_value(std::string_view s) {
+  if (s.find('\0') == std::string_view::npos) return cpp_string_literal(s);
+  return fmt::format("{{{}, {}}}", cpp_string_literal(s), s.size());
+}
+
 std::string python_string_literal(std::string_view s) {
   return quoted(s, hex_escape);  // Python's \x takes exactly two digits
+}
+
+std::string float_literal(std::string_view number) {
+  if (!number.empty() && number.front() == '+') number.remove_prefix(1);
+  std::string out(number);
+  if (out.find_first_of(".eE") == std::string::npos) out += ".0";
+  return out;
 }
 
 std::string printable(std::string_view s) {

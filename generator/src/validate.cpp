@@ -7,6 +7,7 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tcgen/names.h"
@@ -24,6 +25,30 @@ void check_name(const std::string& name, const SourceLoc& loc, std::string_view 
     diags.error(loc, fmt::format("invalid {} name '{}': it is a C++ keyword", what, name));
 }
 
+// Why a namespace component cannot hold the generated classes; nullopt when
+// it can. `outermost`: it is the first component (at global scope).
+std::optional<std::string> reserved_namespace_reason(std::string_view part, bool outermost) {
+  const bool underscore_upper = part.size() > 1 && part[0] == '_' && part[1] >= 'A' && part[1] <= 'Z';
+  if (part.find("__") != std::string_view::npos || underscore_upper)
+    return fmt::format("'{}' is a reserved identifier (names with '__', or starting with '_' and an upper-case "
+                       "letter, belong to the C++ implementation)",
+                       part);
+  if (part == "std" && !outermost)
+    return "a namespace 'std' inside another would hide ::std from the generated code, which names std::string and "
+           "std::vector";
+  if (!outermost) return std::nullopt;
+  if (part[0] == '_')
+    return fmt::format("'{}' is a reserved identifier (at global scope, names starting with '_' belong to the C++ "
+                       "implementation)",
+                       part);
+  if (part == "std" || part == "posix") return fmt::format("'{}' is reserved for the C++ standard library", part);
+  if (part == "torch" || part == "at" || part == "c10")
+    return fmt::format("'{}' belongs to libtorch, whose names the generated classes could clash with", part);
+  if (part == "tensordict")
+    return "'tensordict' belongs to the tensorclass runtime, whose names the generated classes could clash with";
+  return std::nullopt;
+}
+
 void check_namespace(const Schema& s, Diagnostics& diags) {
   const SourceLoc loc = s.ns_loc.file.empty() ? SourceLoc{s.file, 1, 1} : s.ns_loc;
   if (s.ns.empty()) {
@@ -37,6 +62,10 @@ void check_namespace(const Schema& s, Diagnostics& diags) {
     std::string part = s.ns.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (!is_identifier(part) || is_cpp_keyword(part)) {
       diags.error(loc, fmt::format("invalid namespace '{}': '{}' is not a valid C++ name", s.ns, part));
+      return;
+    }
+    if (const auto why = reserved_namespace_reason(part, start == 0)) {
+      diags.error(loc, fmt::format("invalid namespace '{}': {}", s.ns, *why));
       return;
     }
     if (end == std::string::npos) break;
@@ -121,27 +150,41 @@ void check_dims(Field& f, Diagnostics& diags) {
   }
 }
 
-bool valid_scalar_default(ValueType t, const std::string& v) {
-  switch (t) {
-    case ValueType::String: return true;
-    case ValueType::Int: {
-      if (!is_integer_text(v)) return false;
-      std::int64_t x = 0;
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-      return ec == std::errc() && ptr == v.data() + v.size();
-    }
-    case ValueType::Float: return is_float_text(v);
-    case ValueType::Bool: return v == "true" || v == "false";
-    default: return false;
-  }
-}
-
 const char* expected_text(ValueType t) {
   switch (t) {
     case ValueType::Int: return "an integer";
     case ValueType::Float: return "a number";
     case ValueType::Bool: return "true or false";
     default: return "a value";
+  }
+}
+
+// What a default of type `t` must be, when `v` is not one; nullopt when it is.
+// A number out of its type's range is refused: the C++ compiler would only
+// warn and wrap it (an int) or make it inf or 0 (a float).
+std::optional<std::string> default_problem(ValueType t, std::string_view v) {
+  switch (t) {
+    case ValueType::String: return std::nullopt;
+    case ValueType::Int: {
+      if (!is_integer_text(v)) return std::string(expected_text(t));
+      std::int64_t x = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), x).ec != std::errc())
+        return "an integer from -9223372036854775808 to 9223372036854775807 (int64)";
+      return std::nullopt;
+    }
+    case ValueType::Float: {
+      if (!is_float_text(v)) return std::string(expected_text(t));
+      if (v.front() == '+') v.remove_prefix(1);  // from_chars takes no '+'
+      double x = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), x).ec != std::errc())
+        return "a number within the range of a double (at most about 1.8e308 in magnitude; other than 0, at "
+               "least about 4.9e-324)";
+      return std::nullopt;
+    }
+    case ValueType::Bool:
+      if (v == "true" || v == "false") return std::nullopt;
+      return std::string(expected_text(t));
+    default: return std::string(expected_text(t));
   }
 }
 
@@ -163,9 +206,9 @@ void check_default(const Field& f, Diagnostics& diags) {
       return;
     }
     for (const auto& item : f.default_items) {
-      if (!valid_scalar_default(f.element_type, item)) {
+      if (const auto expected = default_problem(f.element_type, item)) {
         diags.error(f.default_loc, fmt::format("invalid list item '{}' in the default of {} field '{}'; expected {}",
-                                               item, type, f.name, expected_text(f.element_type)));
+                                               item, type, f.name, *expected));
         return;
       }
     }
@@ -176,9 +219,9 @@ void check_default(const Field& f, Diagnostics& diags) {
                                            *f.default_value, type, f.name, expected_text(f.value_type)));
     return;
   }
-  if (!valid_scalar_default(f.value_type, *f.default_value)) {
+  if (const auto expected = default_problem(f.value_type, *f.default_value)) {
     diags.error(f.default_loc, fmt::format("invalid default '{}' for {} field '{}'; expected {}",
-                                           *f.default_value, type, f.name, expected_text(f.value_type)));
+                                           *f.default_value, type, f.name, *expected));
   }
 }
 

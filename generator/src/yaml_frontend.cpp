@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
+#include <sstream>
 #include <string_view>
 
 #include "tcgen/names.h"
@@ -282,27 +285,83 @@ class YamlReader {
 
 // YAML aliases repeat a node wherever they stand: a small file can name the
 // same long text or big mapping millions of times. The whole document, as its
-// readers will see it, must stay within these bounds (iterative walk: no
-// recursion on deep nesting).
-constexpr std::size_t kMaxExpandedNodes = 1'000'000;
-constexpr std::size_t kMaxExpandedBytes = 64u << 20;
+// readers will see it, must stay within these bounds. yaml-cpp spends some
+// hundreds of bytes per node it builds (a 4 MiB file of "[1,1,...]" took
+// 1.2 GB), so the bounds are checked on its parse events, before a node is
+// built: the tree and what is generated from it stay within a few hundred MB.
+// A real schema is a few hundred nodes.
+constexpr std::size_t kMaxExpandedNodes = 100'000;
+constexpr std::size_t kMaxExpandedBytes = 4u << 20;
 
-bool within_expansion_bounds(const YAML::Node& root) {
-  std::size_t nodes = 0, bytes = 0;
-  std::vector<YAML::Node> todo{root};
-  while (!todo.empty()) {
-    const YAML::Node node = todo.back();
-    todo.pop_back();
-    if (++nodes > kMaxExpandedNodes) return false;
-    if (node.IsScalar() && (bytes += node.Scalar().size()) > kMaxExpandedBytes) return false;
-    if (node.IsSequence()) {
-      for (const auto& item : node) todo.push_back(item);
-    } else if (node.IsMap()) {
-      for (auto it = node.begin(); it != node.end(); ++it) {
-        todo.push_back(it->first);
-        todo.push_back(it->second);
-      }
-    }
+// Counts the nodes and scalar bytes of a document, an alias counting as all
+// it names; throws TooLarge at the first bound passed.
+class ExpansionCounter : public YAML::EventHandler {
+ public:
+  struct TooLarge {};
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor, 0); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
+    leaf(anchor, value.size());
+  }
+  // An alias of a collection still open names itself: it expands for ever.
+  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+    const auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) throw TooLarge{};
+    add(it->second);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Size {
+    std::size_t nodes = 0, bytes = 0;
+  };
+
+  // Each term is within the bounds, so the sums cannot overflow before the check.
+  void add(const Size& s) {
+    total_.nodes += s.nodes;
+    total_.bytes += s.bytes;
+    if (total_.nodes > kMaxExpandedNodes || total_.bytes > kMaxExpandedBytes) throw TooLarge{};
+  }
+  void leaf(YAML::anchor_t anchor, std::size_t bytes) {
+    const Size s{1, bytes};
+    add(s);
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = s;
+  }
+  // A collection's size is what the total grew by between its start and end.
+  void open(YAML::anchor_t anchor) {
+    add({1, 0});
+    open_.push_back({anchor, {total_.nodes - 1, total_.bytes}});
+  }
+  void close() {
+    const auto [anchor, start] = open_.back();
+    open_.pop_back();
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = {total_.nodes - start.nodes, total_.bytes - start.bytes};
+  }
+
+  Size total_;
+  std::vector<std::pair<YAML::anchor_t, Size>> open_;
+  std::map<YAML::anchor_t, Size> anchors_;
+};
+
+// False when the first document of `text` expands past the bounds.
+bool within_expansion_bounds(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ExpansionCounter counter;
+  try {
+    parser.HandleNextDocument(counter);
+  } catch (const ExpansionCounter::TooLarge&) {
+    return false;
   }
   return true;
 }
@@ -311,31 +370,27 @@ bool within_expansion_bounds(const YAML::Node& root) {
 
 Schema parse_yaml_schema(const std::string& file, const std::string& text, Diagnostics& diags) {
   YamlReader reader(file, diags);
+  Schema unread;
+  unread.file = file;
   YAML::Node root;
   try {
+    if (!within_expansion_bounds(text)) {
+      diags.error(SourceLoc{file, 1, 1},
+                  fmt::format("the schema expands to more than {} nodes or {} MiB of text (YAML aliases repeat what "
+                              "they name); nothing was read",
+                              kMaxExpandedNodes, kMaxExpandedBytes >> 20));
+      return unread;
+    }
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     diags.error(reader.loc(e.mark), fmt::format("invalid YAML: {}", e.msg));
-    Schema s;
-    s.file = file;
-    return s;
-  }
-  if (!within_expansion_bounds(root)) {
-    diags.error(SourceLoc{file, 1, 1},
-                fmt::format("the schema expands to more than {} nodes or {} MiB of text (YAML aliases repeat what "
-                            "they name); nothing was read",
-                            kMaxExpandedNodes, kMaxExpandedBytes >> 20));
-    Schema s;
-    s.file = file;
-    return s;
+    return unread;
   }
   try {
     return reader.read(root);
   } catch (const YAML::Exception& e) {
     diags.error(reader.loc(e.mark), fmt::format("invalid schema: {}", e.msg));
-    Schema s;
-    s.file = file;
-    return s;
+    return unread;
   }
 }
 

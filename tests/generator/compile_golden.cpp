@@ -1,6 +1,7 @@
 // Compiles the golden YAML outputs (not linked into anything): the emitted
 // code must be valid, warning-free C++20, and the tables must say what the
 // schemas say.
+#include "literals.tc.h"
 #include "misc.tc.h"
 #include "rollout.tc.h"
 
@@ -39,12 +40,23 @@ using Scalars = FieldTable<tc::test::misc::Scalars>;
 static_assert(Scalars::info.fixed_batch_dims && Scalars::info.batch_names.empty());
 static_assert(Scalars::info.fields[4].has_shape && Scalars::info.fields[4].shape.empty());
 
+// Texts with a NUL keep what follows it.
+using Strings = FieldTable<tc::test::literals::Strings>;
+static_assert(Strings::info.doc == std::string_view("before\0after", 12));
+static_assert(Strings::info.fields[0].default_value == std::string_view("a\0b", 3));
+static_assert(Strings::info.fields[0].doc == std::string_view("x\0y", 3));
+static_assert(Strings::info.fields[1].default_value == std::string_view("[p\0q, \0, plain]", 15));
+
 // The generated structs are usable with their defaults.
 [[maybe_unused]] void use() {
   tc::test::misc::Scalars s;
   s.big += 1;
   rl::Goal g;
   g.tags.push_back("c");
+  // An integer literal past every integer type is only a warning (-Werror
+  // here): literals.yaml's whole-number float defaults must be double literals.
+  tc::test::literals::Numbers n;
+  n.whole *= 2;
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::string& args) {
+// `memory_mib` bounds the child's address space, `seconds` its time.
+Result run(const std::string& args, int memory_mib = 8192, int seconds = 120) {
   const auto dir = fs::path(tcgen_test::kBinaryDir) / "scratch";
   fs::create_directories(dir);
   // Per process: ctest runs test cases in parallel processes.
@@ -43,7 +44,9 @@ Result run(const std::string& args) {
   // whose shadow memory reserves terabytes of address space) a memory limit,
   // so that a hostile schema fails its case instead of hanging or exhausting
   // the machine.
-  const std::string limits = std::string(kSanitizedAddressSpace ? "" : "ulimit -v 8388608 && ") + "timeout 120 ";
+  const std::string limits =
+      (kSanitizedAddressSpace ? std::string() : "ulimit -v " + std::to_string(memory_mib * 1024) + " && ") +
+      "timeout " + std::to_string(seconds) + " ";
   const std::string cmd = limits + "\"" + tcgen_test::kGeneratorExe + "\" " + args + " >\"" + out.string() + "\" 2>\"" +
                           err.string() + "\"";
   const int status = std::system(cmd.c_str());
@@ -274,10 +277,10 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
   REQUIRE(::mkfifo((out / "fifo.yaml").c_str(), 0600) == 0);
   Result r = run("\"" + (out / "fifo.yaml").string() + "\"" + gen);
   CHECK(r.rc != 0);
-  CHECK(r.err == (out / "fifo.yaml").string() + ": error: cannot read schema file: not a regular file\n");
+  CHECK(r.err == (out / "fifo.yaml").string() + ": error: cannot read schema file: not a regular file (a FIFO)\n");
   tcgen_test::write_file(out / "imports_fifo.yaml", "namespace: h\nimports: [fifo.yaml]\ntensorclasses:\n  A: {}\n");
   r = run("\"" + (out / "imports_fifo.yaml").string() + "\"" + gen);
-  CHECK(r.err.find("cannot read imported schema '" + (out / "fifo.yaml").string() + "': not a regular file") !=
+  CHECK(r.err.find("cannot read imported schema '" + (out / "fifo.yaml").string() + "': not a regular file (a FIFO)") !=
         std::string::npos);
 
   // A chain of 70 imports.
@@ -308,7 +311,14 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
   r = run("\"" + (out / "bomb.yaml").string() + "\"" + gen);
   CHECK(r.rc != 0);
   CHECK(r.err == (out / "bomb.yaml").string() +
-                     ":1:1: error: the schema expands to more than 1000000 nodes or 64 MiB of text (YAML aliases "
+                     ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
+                     "repeat what they name); nothing was read\n");
+
+  // An alias inside the collection it names expands for ever.
+  tcgen_test::write_file(out / "self.yaml", "namespace: s\ntensorclasses: &t\n  A:\n    fields:\n      x: {doc: [*t]}\n");
+  r = run("\"" + (out / "self.yaml").string() + "\"" + gen);
+  CHECK(r.err == (out / "self.yaml").string() +
+                     ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
                      "repeat what they name); nothing was read\n");
 
   // 100 KB shape tokens and defaults (std::regex overflowed its stack on them).
@@ -322,4 +332,90 @@ TEST_CASE("hostile schemas: special files, deep imports and nesting, alias bombs
   CHECK(r.rc != 0);
   CHECK(r.err.find("size " + number + " is too large in the shape of field 'y'") != std::string::npos);
   CHECK(r.err.find("field 'x'") == std::string::npos);  // a long symbol is still a symbol
+}
+
+TEST_CASE("a schema is at most 4 MiB, and one just under that is refused in bounded memory", "[cli][hostile]") {
+  const auto out = tcgen_test::scratch_dir("cli_big");
+  const auto gen = " -o \"" + (out / "gen").string() + "\"";
+  const std::size_t limit = 4u << 20;
+
+  tcgen_test::write_file(out / "huge.yaml", "namespace: h\n# " + std::string(limit, 'x') + "\n");
+  Result r = run("\"" + (out / "huge.yaml").string() + "\"" + gen);
+  CHECK(r.rc != 0);
+  CHECK(r.err == (out / "huge.yaml").string() +
+                     ": error: cannot read schema file: larger than 4 MiB, the limit for a schema file\n");
+
+  // Two million one-byte items: yaml-cpp's tree of them took 1.2 GB.
+  std::string items = "namespace: h\ntensorclasses:\n  A:\n    fields:\n      a: {type: list<int>, default: [";
+  while (items.size() < limit - 16) items += "1,";
+  items += "1]}\n";
+  tcgen_test::write_file(out / "items.yaml", items);
+  r = run("\"" + (out / "items.yaml").string() + "\"" + gen, 512);
+  CHECK(r.rc == 1);
+  CHECK(r.err == (out / "items.yaml").string() +
+                     ":1:1: error: the schema expands to more than 100000 nodes or 4 MiB of text (YAML aliases "
+                     "repeat what they name); nothing was read\n");
+}
+
+// clang reads what an #include names: a FIFO blocked it for good and
+// /dev/zero grew it to 8 GB. Each case runs under a 20 s, 1 GiB limit.
+TEST_CASE("a header's #include of a device, a FIFO or an over-large file is refused before libclang reads it",
+          "[cli][hostile]") {
+  const auto dir = tcgen_test::scratch_dir("cli_includes");
+  REQUIRE(::mkfifo((dir / "fifo.h").c_str(), 0600) == 0);
+  fs::create_directories(dir / "idir");
+  REQUIRE(::mkfifo((dir / "idir" / "pipe.h").c_str(), 0600) == 0);
+  tcgen_test::write_file(dir / "big.h", "");
+  fs::resize_file(dir / "big.h", (16u << 20) + 1);  // sparse: no disk used
+  tcgen_test::write_file(dir / "sub" / "inner.h", "#pragma once\n#include <pipe.h>\n");
+  const std::string head = "#pragma once\n#include <tensordict/annotations.h>\n#include <tensordict/tensorclass.h>\n";
+  const std::string body = "namespace rl {\nstruct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {\n"
+                           "  at::Tensor x;\n};\n}  // namespace rl\n";
+  const auto header = dir / "h.h";
+  const std::string d = dir.string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"#include \"/dev/zero\"\n",
+       header.string() + ":4:10: error: cannot #include '/dev/zero': not a regular file (a character device)"},
+      {"#include \"fifo.h\"\n",
+       header.string() + ":4:10: error: cannot #include 'fifo.h' (found as " + d +
+           "/fifo.h): not a regular file (a FIFO)"},
+      // Found through -I, by an included header.
+      {"#include \"sub/inner.h\"\n", d + "/sub/inner.h:2:10: error: cannot #include 'pipe.h' (found as " + d +
+                                         "/idir/pipe.h): not a regular file (a FIFO)"},
+      {"#include \"big.h\"\n", header.string() + ":4:10: error: cannot #include 'big.h' (found as " + d +
+                                   "/big.h): larger than 16 MiB, the limit for an included file"},
+      // Comments, a digraph and a line splice, as clang reads them.
+      {"%: /* c */ include_next </dev/\\\nzero>\n",
+       header.string() + ":4:25: error: cannot #include '/dev/zero': not a regular file (a character device)"},
+      // Text alone cannot tell which #if branch clang takes: both are checked.
+      {"#if 0\n#include \"fifo.h\"\n#endif\n",
+       header.string() + ":5:10: error: cannot #include 'fifo.h' (found as " + d +
+           "/fifo.h): not a regular file (a FIFO)"},
+  };
+  for (const auto& [directive, expected] : cases) {
+    INFO(directive);
+    tcgen_test::write_file(header, head + directive + body);
+    const Result r = run("-I \"" + (dir / "idir").string() + "\" \"" + header.string() + "\" -o \"" +
+                             (dir / "gen").string() + "\"",
+                         1024, 20);
+    CHECK(r.rc == 1);
+    CHECK(r.err == expected + "\n");
+  }
+  // The generator's stand-in headers include <string>: searched in the -I
+  // directories too, before the system's.
+  fs::create_directories(dir / "shadow");
+  REQUIRE(::mkfifo((dir / "shadow" / "string").c_str(), 0600) == 0);
+  tcgen_test::write_file(header, head + body);
+  Result r = run("-I \"" + (dir / "shadow").string() + "\" \"" + header.string() + "\" -o \"" + (dir / "gen").string() +
+                     "\"",
+                 1024, 20);
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("error: cannot #include 'string' (found as " + d +
+                   "/shadow/string): not a regular file (a FIFO)\n") != std::string::npos);
+
+  // A commented-out include is not one.
+  tcgen_test::write_file(header, head + "/* #include \"fifo.h\" */\n// #include \"fifo.h\"\n" + body);
+  r = run("\"" + header.string() + "\" -o \"" + (dir / "gen").string() + "\"", 1024, 20);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
 }

@@ -114,6 +114,53 @@ TEST_CASE("every TensorClass member name is a reserved field name", "[diagnostic
   }
 }
 
+// The generated header opens the namespace and names std::string, ::at::Tensor
+// and ::tensordict::TensorClass in it: `namespace: std` compiled to a header
+// that did not compile.
+TEST_CASE("namespaces of the standard library, libtorch, the runtime and the implementation are refused",
+          "[diagnostics]") {
+  const std::string library = "is reserved for the C++ standard library";
+  const std::string libtorch = "belongs to libtorch, whose names the generated classes could clash with";
+  const std::string underscores = "is a reserved identifier (names with '__', or starting with '_' and an upper-case "
+                                  "letter, belong to the C++ implementation)";
+  const std::pair<std::string, std::string> cases[] = {
+      {"std", "'std' " + library},
+      {"std::rl", "'std' " + library},
+      {"posix", "'posix' " + library},
+      {"rl::std", "a namespace 'std' inside another would hide ::std from the generated code, which names "
+                  "std::string and std::vector"},
+      {"torch", "'torch' " + libtorch},
+      {"at::rl", "'at' " + libtorch},
+      {"c10", "'c10' " + libtorch},
+      {"tensordict", "'tensordict' belongs to the tensorclass runtime, whose names the generated classes could "
+                     "clash with"},
+      {"_rl", "'_rl' is a reserved identifier (at global scope, names starting with '_' belong to the C++ "
+              "implementation)"},
+      {"rl::_Detail", "'_Detail' " + underscores},
+      {"rl::a__b", "'a__b' " + underscores},
+  };
+  const auto dir = tcgen_test::scratch_dir("reserved_namespaces");
+  for (const auto& [ns, why] : cases) {
+    INFO(ns);
+    const auto file = dir / "ns.yaml";
+    tcgen_test::write_file(file, "namespace: " + ns + "\ntensorclasses:\n  A: {}\n");
+    std::vector<std::string> actual;
+    try {
+      tcgen::load_schema(file.string(), {});
+    } catch (const tcgen::Error& e) {
+      for (const auto& d : e.diagnostics()) actual.push_back(d.str());
+    }
+    CHECK(actual == std::vector<std::string>{file.string() + ":1:12: error: invalid namespace '" + ns + "': " + why});
+  }
+  // Only the outermost namespace is at global scope or could meet libtorch's.
+  for (const std::string ns : {"rl::torch", "rl::at", "rl::_impl", "rlstd"}) {
+    INFO(ns);
+    const auto file = dir / "ok.yaml";
+    tcgen_test::write_file(file, "namespace: " + ns + "\ntensorclasses:\n  A: {}\n");
+    CHECK_NOTHROW(tcgen::load_schema(file.string(), {}));
+  }
+}
+
 TEST_CASE("unknown file types are rejected", "[diagnostics]") {
   CHECK_THROWS_AS(tcgen::load_schema("schema.json", {}), tcgen::Error);
 }

@@ -28,7 +28,8 @@ std::string render_python(const std::string& schema) {
 TEST_CASE("generated headers match the golden files", "[golden]") {
   const char* update = std::getenv("TC_UPDATE_GOLDEN");
   const bool updating = update && std::string(update) == "1";
-  const std::string names[] = {"common.yaml", "rollout.yaml", "agent.yaml", "agent_header.h", "misc.yaml"};
+  const std::string names[] = {"common.yaml", "rollout.yaml", "agent.yaml", "agent_header.h", "misc.yaml",
+                               "literals.yaml"};
   for (const auto& name : names) {
     // agent_header's Python module is agent's (test_equivalence.cpp).
     for (const bool python : {false, name != "agent_header.h"}) {
