@@ -6,6 +6,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <c10/util/FunctionRef.h>
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -61,6 +62,12 @@ TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, c
 
 // Reads and parses `dir`/meta.json; errors name the file.
 Json read_memmap_meta(const std::string& dir);
+
+// Runs `read`, which reads the tree at `prefix` (read_memmap_meta,
+// load_tensorclass_level...), on one version of it: the reads inside go
+// through one descriptor of the tree, and when a writer replaces the tree
+// meanwhile, `read` runs again on the new one. load_memmap does this itself.
+void read_memmap_tree(const std::string& prefix, c10::function_ref<void()> read);
 
 // The dynamic form of the tensorclass level at `dir` (meta.json `meta`): the
 // tensor fields of `dir/_tensordict/` (memory-mapped, nested tensorclasses

@@ -22,6 +22,9 @@ struct MemmapOptions {
   // tree, but after a power loss the files may be incomplete; writing is then
   // bounded by memory bandwidth rather than the disk.
   bool sync = true;
+  // Seconds to wait while another writer (a thread, a process, a host over
+  // NFS) writes the same prefix; then a RuntimeError names its lock file.
+  double lock_timeout = 600;
 };
 
 // Dataset creation options for to_h5 (h5py's create_dataset kwargs), applied to

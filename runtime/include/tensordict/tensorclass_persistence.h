@@ -115,10 +115,13 @@ class TensorClassPersistence {
   // absent). Validated like construction; errors also name the directory.
   static Derived load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
     register_memmap();
-    const Json meta = read_memmap_meta(prefix);
-    detail::check_memmap_class(meta, Derived::schema(), prefix);
-    const TensorDict td = load_tensorclass_level(prefix, meta, device);
-    Derived out = from_loaded_(td, prefix, false);
+    Derived out;
+    read_memmap_tree(prefix, [&] {
+      const Json meta = read_memmap_meta(prefix);
+      detail::check_memmap_class(meta, Derived::schema(), prefix);
+      const TensorDict td = load_tensorclass_level(prefix, meta, device);
+      out = from_loaded_(td, prefix, false);
+    });
     out.saved_path_ = prefix;
     return out;
   }

@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
@@ -125,30 +128,46 @@ fs::path staging_path(const fs::path& target) {
          fmt::format(".{}{}{}.{}", target.filename().string(), kStagingTag, ::getpid(), counter.fetch_add(1));
 }
 
-void remove_stale_staging(const fs::path& target) {
-  const fs::path parent = target.parent_path();
+std::vector<fs::path> staging_dirs(const fs::path& target) {
   const std::string prefix = fmt::format(".{}{}", target.filename().string(), kStagingTag);
+  std::vector<fs::path> out;
   std::error_code ec;
-  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
+  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(prefix, 0) == 0) out.push_back(it->path());
+  }
+  return out;
+}
+
+void remove_stale_staging(const fs::path& target) {
+  for (const fs::path& dir : staging_dirs(target)) {
     std::error_code ignore;
-    remove_tree(it->path(), ignore);
+    remove_tree(dir, ignore);
   }
 }
 
-PrefixLock::PrefixLock(const fs::path& target)
+PrefixLock::PrefixLock(const fs::path& target, double timeout_s)
     : file_(target.parent_path() / fmt::format(".{}.tc-lock", target.filename().string())) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(timeout_s, 0.0));
   for (;;) {
     fd_ = ::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ < 0) {
       throw RuntimeError(fmt::format("cannot write {}: cannot open its lock file {}: {}", target.string(),
                                            file_.string(), std::strerror(errno)));
     }
-    while (::flock(fd_, LOCK_EX) != 0) {
+    for (auto pause = std::chrono::milliseconds(1); ::flock(fd_, LOCK_EX | LOCK_NB) != 0;) {
       if (errno == EINTR) continue;
       const int err = errno;
+      if (err == EWOULDBLOCK && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(50));
+        continue;
+      }
       ::close(fd_);
+      if (err == EWOULDBLOCK) {
+        throw RuntimeError(fmt::format("cannot write {}: another writer has held its lock file {} for {} s "
+                                       "(MemmapOptions::lock_timeout); the writer holding it is still running",
+                                       target.string(), file_.string(), timeout_s));
+      }
       throw RuntimeError(
           fmt::format("cannot write {}: cannot lock {}: {}", target.string(), file_.string(), std::strerror(err)));
     }

@@ -372,7 +372,9 @@ TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> devi
   if (!std::filesystem::is_directory(prefix)) {
     throw RuntimeError(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
   }
-  return detail::memmap::load_level(prefix, device);
+  TensorDict out;
+  detail::memmap::read_tree(prefix, [&] { out = detail::memmap::load_level(prefix, device); });
+  return out;
 }
 
 TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
@@ -388,7 +390,15 @@ LazyStackedTensorDict LazyStackedTensorDict::load_memmap(const std::string& pref
   return LazyStackedTensorDict(td);
 }
 
-Json read_memmap_meta(const std::string& dir) { return detail::memmap::read_meta(dir); }
+Json read_memmap_meta(const std::string& dir) {
+  Json meta;
+  detail::memmap::read_tree(dir, [&] { meta = detail::memmap::read_meta(dir); });
+  return meta;
+}
+
+void read_memmap_tree(const std::string& prefix, c10::function_ref<void()> read) {
+  detail::memmap::read_tree(prefix, read);
+}
 
 TensorDict TensorDict::load(const std::string& prefix, std::optional<at::Device> device) {
   return load_memmap(prefix, device);
@@ -404,7 +414,8 @@ TensorDict& TensorDict::memmap_refresh_() {
     for (TensorDict member : lazy->members()) member.memmap_refresh_();
     return *this;
   }
-  TensorDict fresh = detail::memmap::load_level(*path, std::nullopt);
+  TensorDict fresh;
+  detail::memmap::read_tree(*path, [&] { fresh = detail::memmap::load_level(*path, std::nullopt); });
   // As tensordict: unlocked while the entries are replaced, locked again after.
   const bool was_locked = is_locked();
   if (was_locked) unlock_();

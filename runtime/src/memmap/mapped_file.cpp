@@ -22,6 +22,10 @@ struct Mapping {
   void* addr = nullptr;
   std::size_t length = 0;
   fs::path path;
+  // The file mapped: `path` names it only while it is still this inode (a
+  // writer may have replaced the tree since).
+  dev_t device = 0;
+  ino_t inode = 0;
   ~Mapping() {
     if (addr) ::munmap(addr, length);
   }
@@ -29,12 +33,6 @@ struct Mapping {
 
 void release_mapping(void* ctx) { delete static_cast<Mapping*>(ctx); }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // numel * itemsize, refusing negative dims and overflow.
 std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
@@ -58,7 +56,9 @@ at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs
   if (addr == MAP_FAILED) {
     throw RuntimeError(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
   }
-  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path)};
+  struct stat st {};
+  ::fstat(fd, &st);
+  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path), st.st_dev, st.st_ino};
   return at::for_blob(addr, shape)
       .context(mapping, &release_mapping)
       .options(at::TensorOptions().dtype(dtype).device(at::kCPU))
@@ -70,19 +70,24 @@ at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
   const std::size_t need = byte_size(shape, dtype, path);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
-  Fd f;
   bool writable = true;
   struct stat st {};
   const std::string what = fmt::format("the data file of key '{}'", key);
-  f.fd = open_tree_file(path, O_RDWR, &st, what);
-  if (f.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+  UniqueFd f(open_tree_file(path, O_RDWR, &st, what));
+  if (f.get() < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
     writable = false;
-    f.fd = open_tree_file(path, O_RDONLY, &st, what);
+    f = UniqueFd(open_tree_file(path, O_RDONLY, &st, what));
   }
-  if (f.fd < 0) {
+  if (f.get() < 0) {
     throw RuntimeError(fmt::format("cannot open the data file {} of key '{}' ({} bytes of {} {} expected): {}",
                                          path.string(), key, need, c10::toString(dtype), shape_string(shape),
                                          std::strerror(errno)));
+  }
+  if (st.st_nlink > 1 && st.st_nlink > 1 + writer_links(path, st)) {
+    throw LinkedLeafError(fmt::format(
+        "the data file {} of key '{}' has {} hard links: another name may lie outside the tree, and writes through "
+        "the mapping would change it; loading refuses it (copy the file to break the link)",
+        path.string(), key, st.st_nlink));
   }
   // A file without any write permission bit is read-only even to root (who
   // could open it read/write anyway): map it copy-on-write.
@@ -93,7 +98,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
         fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes",
                     path.string(), key, have, shape_string(shape), c10::toString(dtype), need));
   }
-  return wrap(f.fd, writable, true, need, path, dtype, shape);
+  return wrap(f.get(), writable, true, need, path, dtype, shape);
 }
 
 at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok) {
@@ -106,11 +111,10 @@ at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef s
     }
     return at::empty(shape, at::TensorOptions().dtype(dtype));
   }
-  Fd f;
   int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
   if (!existsok) flags |= O_EXCL;
-  f.fd = ::open(path.c_str(), flags, 0666);
-  if (f.fd < 0) {
+  UniqueFd f(::open(path.c_str(), flags, 0666));
+  if (f.get() < 0) {
     if (errno == EEXIST)
       throw RuntimeError(fmt::format("the file {} already exists (existsok=false)", path.string()));
     if (errno == ELOOP)
@@ -118,10 +122,10 @@ at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef s
     throw RuntimeError(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   }
   // Exactly numel * itemsize bytes: drop whatever an older file had beyond.
-  if (::ftruncate(f.fd, 0) != 0 || ::ftruncate(f.fd, static_cast<off_t>(need)) != 0) {
+  if (::ftruncate(f.get(), 0) != 0 || ::ftruncate(f.get(), static_cast<off_t>(need)) != 0) {
     throw RuntimeError(fmt::format("cannot size {} to {} bytes: {}", path.string(), need, std::strerror(errno)));
   }
-  return wrap(f.fd, true, true, need, path, dtype, shape);
+  return wrap(f.get(), true, true, need, path, dtype, shape);
 }
 
 namespace {
@@ -136,6 +140,10 @@ const Mapping* mapping_of(const at::Tensor& tensor) {
 std::optional<fs::path> mapped_path(const at::Tensor& tensor) {
   const Mapping* mapping = mapping_of(tensor);
   if (!mapping || mapping->path.empty()) return std::nullopt;
+  struct stat st {};
+  if (::lstat(mapping->path.c_str(), &st) != 0 || st.st_dev != mapping->device || st.st_ino != mapping->inode) {
+    return std::nullopt;  // the file at the path is another one now
+  }
   return mapping->path;
 }
 
@@ -148,20 +156,19 @@ at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape) {
   std::string error;
   for (const fs::path& dir : {fs::path("/dev/shm"), fs::temp_directory_path()}) {
     std::string name = (dir / fmt::format("tensordict-{}-XXXXXX", ::getpid())).string();
-    Fd f;
-    f.fd = ::mkostemp(name.data(), O_CLOEXEC);
-    if (f.fd < 0) {
+    UniqueFd f(::mkostemp(name.data(), O_CLOEXEC));
+    if (f.get() < 0) {
       error = fmt::format("cannot create a file in {}: {}", dir.string(), std::strerror(errno));
       continue;
     }
     ::unlink(name.c_str());
     // posix_fallocate reserves the pages, so a full /dev/shm fails here rather
     // than with SIGBUS on the first write.
-    if (const int rc = ::posix_fallocate(f.fd, 0, static_cast<off_t>(need)); rc != 0) {
+    if (const int rc = ::posix_fallocate(f.get(), 0, static_cast<off_t>(need)); rc != 0) {
       error = fmt::format("cannot reserve {} bytes in {}: {}", need, dir.string(), std::strerror(rc));
       continue;
     }
-    return wrap(f.fd, true, true, need, fs::path(), dtype, shape);
+    return wrap(f.get(), true, true, need, fs::path(), dtype, shape);
   }
   throw RuntimeError(fmt::format("memmap_: no shared memory for a tensor of shape {}: {}", shape_string(shape), error));
 }

@@ -2,20 +2,44 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/FunctionRef.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 
 namespace tensordict::detail::memmap {
 
 namespace fs = std::filesystem;
+
+// An owned file descriptor, closed on destruction.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  ~UniqueFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
 
 // ---- key encoding (key_encoding.cpp) ----------------------------------------------
 // tensordict's robust key -> file name encoding: `/ < > : " | ? * \` space, NUL,
@@ -51,18 +75,22 @@ void sync_dir(const fs::path& dir);
 void publish_dir(const fs::path& staging, const fs::path& target, bool sync);
 // A fresh, unique sibling name for staging a write of `target`.
 fs::path staging_path(const fs::path& target);
+// The staging directories beside `target`: live writers' (a new tree being
+// built, or the old one being removed) and dead writers' leftovers.
+std::vector<fs::path> staging_dirs(const fs::path& target);
 // Removes leftover staging directories of `target` from writers that died.
 // Call with the PrefixLock of `target` held: every writer stages under that
 // lock, so any staging directory found then is a dead writer's.
 void remove_stale_staging(const fs::path& target);
 // An exclusive lock on writing `target`, held from planning to the returned
 // handles: a flock on `.<name>.tc-lock` beside it (works across threads,
-// processes, PID namespaces and, on NFS, hosts). Waits for another writer.
+// processes, PID namespaces and, on NFS, hosts). Waits for another writer
+// at most `timeout_s` seconds, then throws naming the lock file.
 // The lock file exists while the lock is held (a writer killed meanwhile leaves
 // it; the next one takes it over).
 class PrefixLock {
  public:
-  explicit PrefixLock(const fs::path& target);
+  explicit PrefixLock(const fs::path& target, double timeout_s = MemmapOptions{}.lock_timeout);
   ~PrefixLock();
   PrefixLock(const PrefixLock&) = delete;
   PrefixLock& operator=(const PrefixLock&) = delete;
@@ -75,8 +103,15 @@ class PrefixLock {
 // ---- reading a tree that may come from anywhere (tree_access.cpp) ----------------
 // A loader reads only inside the tree: no symbolic link below the top is
 // followed (tensordict writes none), and only regular files are opened (a FIFO
-// would block, a device would read without end).
+// would block, a device would read without end). Under read_tree() the paths
+// below its top are reached from the top's directory descriptor, component by
+// component, never by name from the root of the file system.
 //
+// Runs `read` (which reads the tree at `top` through the functions below) on
+// one version of the tree, whole: when a writer replaced the tree during the
+// read, it runs again on the new one. Nested calls (a level of the tree being
+// read) run `read` at once.
+void read_tree(const fs::path& top, c10::function_ref<void()> read);
 // Whether `dir` is a directory of the tree: false when missing or not a
 // directory; throws for a symbolic link.
 bool tree_dir(const fs::path& dir);
@@ -87,6 +122,17 @@ bool tree_entry_exists(const fs::path& path);
 // set when open fails (EACCES... for the caller's fallback), throws for a
 // symbolic link or a file that is not regular; messages name `what`.
 int open_tree_file(const fs::path& path, int flags, struct ::stat* st, std::string_view what);
+// The names of the file `st` of the tree other than `path` that a writer
+// made: the same place in a staging directory of the tree (a rewrite links
+// the leaves it keeps into the new tree and removes the old tree after
+// publishing; a writer killed in between leaves it). 0 outside read_tree().
+std::size_t writer_links(const fs::path& path, const struct ::stat& st);
+// A data file with more names than the tree and its writers account for (a
+// hard link): another name may lie outside the tree. read_tree() retries
+// while a writer is removing an old tree, then refuses it.
+struct LinkedLeafError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
 // The largest meta.json read: orders of magnitude above what tensordict
 // writes (about 100 bytes per key), far below what would exhaust memory.
 inline constexpr std::size_t kMaxMetaBytes = std::size_t{256} << 20;
@@ -119,8 +165,8 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
 // Creates (or with existsok reuses) `path` sized for the tensor and maps it
 // shared; the contents are zero for a new file.
 at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok);
-// The file a tensor's storage maps; nullopt for ordinary memory and
-// anonymous mappings.
+// The file a tensor's storage maps; nullopt for ordinary memory, anonymous
+// mappings and a file no longer at its path (a rewrite replaced it).
 std::optional<fs::path> mapped_path(const at::Tensor& tensor);
 // A tensor in shared memory that no name reaches (memmap_() without a prefix).
 at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape);

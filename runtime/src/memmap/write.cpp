@@ -308,11 +308,12 @@ class Writer {
   }
 
   // Entries of the tree being replaced that the new tree does not write
-  // (files of other programs, keys tensordict would also leave behind) are
-  // carried into the new tree as hard links, so publishing loses nothing:
+  // (files of other programs) are carried into the new tree as hard links, so publishing loses nothing:
   // whatever cannot be carried (another user's file we may not link, a mount
   // point) makes the write fail before anything is replaced. Directories keep
-  // their modes. Not carried: a dead writer's temporaries, and the member
+  // their modes. Not carried: tensordict's own files of removed keys (their
+  // data files, a level's meta.json, a level directory left empty without
+  // them), a dead writer's temporaries, and the member
   // directories of a lazy stack past its new member count (loading counts the
   // members by their directories, so a stale one would come back as data).
   static void carry_over(const fs::path& old_dir, const fs::path& new_dir) {
@@ -339,9 +340,14 @@ class Writer {
       if (S_ISDIR(st.st_mode)) {
         if (!dest_exists && ::mkdir(dest.c_str(), 0700) != 0) cannot_carry(it->path(), "mkdir", errno);
         if (!dest_exists || S_ISDIR(dest_st.st_mode)) carry_over(it->path(), dest);
+        // The level of a removed key carried nothing of another program: gone.
+        if (!dest_exists) ::rmdir(dest.c_str());  // fails, keeping it, unless empty
         continue;
       }
       if (dest_exists) continue;  // the new tree's own file replaces it
+      // tensordict's own files (data and metadata) of a key the new tree no
+      // longer has.
+      if (S_ISREG(st.st_mode) && (s == "meta.json" || s.ends_with(".memmap"))) continue;
       // Any non-directory (a file, a link, a FIFO, a socket) is carried as a
       // hard link to the same inode; a file we may not link is copied.
       if (link_file(it->path(), dest)) continue;
@@ -520,7 +526,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
   // One writer of a prefix at a time: otherwise two writers' trees mix (each
   // maps its leaves back from the published tree, which the other may have
   // replaced) and one could remove the other's staging directory.
-  PrefixLock lock(target);
+  PrefixLock lock(target, options.lock_timeout);
   remove_stale_staging(target);
   const fs::path staging = staging_path(target);
   Writer writer(mode, options, tags);
