@@ -179,3 +179,26 @@ TEST_CASE("hostile races: a rewrite drops the files of removed keys and keeps ot
   CHECK(fs::exists(tmp / "u" / "other.memmap"));
   CHECK_FALSE(fs::exists(tmp / "u" / "kept.memmap"));
 }
+
+TEST_CASE("hostile races: a user who may not remove the old tree is refused before it is replaced") {
+  if (::geteuid() != 0) {
+    SUCCEED("switching to another user needs root");
+    return;
+  }
+  TempDir tmp;
+  fs::permissions(tmp.path(), fs::perms::all);  // anyone may write beside the tree
+  const fs::path dir = tmp / "t";
+  TensorDict old({}, {});
+  old.set({"n", "x"}, at::zeros({2}));
+  old.memmap(dir.string());  // root's, directories 0755
+  REQUIRE_THAT(HOSTILE_THROWS({
+                 if (::setgid(65534) != 0 || ::setuid(65534) != 0) throw std::runtime_error("cannot become nobody");
+                 TensorDict({{"y", at::ones({2})}}, {}).memmap(dir.string());
+               }),
+               Contains("this user may not remove the entries of its directory " + dir.string()) &&
+                   Contains("so the old tree could not be removed once the new one is published"));
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    CHECK(entry.path().filename().string().find("tc-staging") == std::string::npos);
+  }
+  CHECK(load_memmap(dir.string()).contains({"n", "x"}));
+}

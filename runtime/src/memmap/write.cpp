@@ -11,12 +11,16 @@
 // the non-tensor fields, tensor fields in _tensordict/), chosen by the
 // MemmapClassTags a generated tensorclass passes.
 #include <ATen/ATen.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -316,30 +320,52 @@ class Writer {
   // them), a dead writer's temporaries, and the member
   // directories of a lazy stack past its new member count (loading counts the
   // members by their directories, so a stale one would come back as data).
+  // The old tree is walked through descriptors (each directory opened with
+  // O_NOFOLLOW from its parent's): a directory swapped for a link meanwhile
+  // is refused, never followed out of the tree. Every directory of the old
+  // tree must be one this user may remove entries from, or the old tree
+  // would stay behind (as a hidden staging directory) once the new one is
+  // published: refused before anything is replaced.
   static void carry_over(const fs::path& old_dir, const fs::path& new_dir) {
+    UniqueFd fd(::open(old_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.get() >= 0) carry_over_at(fd.get(), old_dir, new_dir);
+  }
+
+ private:
+  static void carry_over_at(int old_fd, const fs::path& old_dir, const fs::path& new_dir) {
     struct stat old_st {};
-    if (::lstat(old_dir.c_str(), &old_st) != 0 || !S_ISDIR(old_st.st_mode)) return;
+    if (::fstat(old_fd, &old_st) != 0) cannot_carry(old_dir, "stat", errno);
+    if (::faccessat(old_fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+      throw RuntimeError(fmt::format("cannot write the tensordict over the existing tree: this user may not remove "
+                                     "the entries of its directory {} ({}), so the old tree could not be removed "
+                                     "once the new one is published",
+                                     old_dir.string(), std::strerror(errno)));
+    }
     if (::chmod(new_dir.c_str(), old_st.st_mode & 07777) != 0) cannot_carry(old_dir, "chmod", errno);
     const bool lazy_level = is_lazy_level(new_dir);
-    std::error_code ec;
-    for (fs::directory_iterator it(old_dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path name = it->path().filename();
-      const std::string s = name.string();
+    std::unique_ptr<DIR, int (*)(DIR*)> listing(::fdopendir(::dup(old_fd)), &::closedir);
+    if (!listing) cannot_carry(old_dir, "opendir", errno);
+    while (const dirent* entry = ::readdir(listing.get())) {
+      const std::string s = entry->d_name;
+      if (s == "." || s == "..") continue;
       if (s.rfind(".meta.json.tmp", 0) == 0) continue;  // a dead writer's temporary
-      if (lazy_level && !s.empty() && s.find_first_not_of("0123456789") == std::string::npos) continue;
+      if (lazy_level && s.find_first_not_of("0123456789") == std::string::npos) continue;
+      const fs::path source = old_dir / s;
       struct stat st {};
-      if (::lstat(it->path().c_str(), &st) != 0) continue;  // gone meanwhile
+      if (::fstatat(old_fd, s.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
       if (st.st_dev != old_st.st_dev) {
         throw RuntimeError(fmt::format(
             "cannot write the tensordict over {}: {} is a mount point inside the tree; unmount or move it first",
-            old_dir.string(), it->path().string()));
+            old_dir.string(), source.string()));
       }
-      const fs::path dest = new_dir / name;
+      const fs::path dest = new_dir / s;
       struct stat dest_st {};
       const bool dest_exists = ::lstat(dest.c_str(), &dest_st) == 0;
       if (S_ISDIR(st.st_mode)) {
-        if (!dest_exists && ::mkdir(dest.c_str(), 0700) != 0) cannot_carry(it->path(), "mkdir", errno);
-        if (!dest_exists || S_ISDIR(dest_st.st_mode)) carry_over(it->path(), dest);
+        UniqueFd sub(::openat(old_fd, s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (sub.get() < 0) cannot_carry(source, "open (it changed during the write)", errno);
+        if (!dest_exists && ::mkdir(dest.c_str(), 0700) != 0) cannot_carry(source, "mkdir", errno);
+        if (!dest_exists || S_ISDIR(dest_st.st_mode)) carry_over_at(sub.get(), source, dest);
         // The level of a removed key carried nothing of another program: gone.
         if (!dest_exists) ::rmdir(dest.c_str());  // fails, keeping it, unless empty
         continue;
@@ -349,16 +375,37 @@ class Writer {
       // longer has.
       if (S_ISREG(st.st_mode) && (s == "meta.json" || s.ends_with(".memmap"))) continue;
       // Any non-directory (a file, a link, a FIFO, a socket) is carried as a
-      // hard link to the same inode; a file we may not link is copied.
-      if (link_file(it->path(), dest)) continue;
+      // hard link to the same inode (linkat follows no link); a file we may
+      // not link is copied.
+      if (::linkat(old_fd, s.c_str(), AT_FDCWD, dest.c_str(), 0) == 0) continue;
       const int err = errno;
-      std::error_code copy_ec;
-      if (S_ISREG(st.st_mode) && fs::copy_file(it->path(), dest, copy_ec)) continue;
-      cannot_carry(it->path(), "link", err);
+      if (S_ISREG(st.st_mode) && copy_file_at(old_fd, s.c_str(), dest)) continue;
+      cannot_carry(source, "link", err);
     }
   }
 
- private:
+  // Copies the regular file `name` of the directory `dir` to the new file `dest`.
+  static bool copy_file_at(int dir, const char* name, const fs::path& dest) {
+    UniqueFd in(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat st {};
+    if (in.get() < 0 || ::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    UniqueFd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777));
+    if (out.get() < 0) return false;
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(in.get(), buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      if (n == 0) return true;
+      for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(out.get(), buffer + done, static_cast<std::size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return false;
+        done += w;
+      }
+    }
+  }
+
   [[noreturn]] static void cannot_carry(const fs::path& entry, const char* what, int err) {
     throw RuntimeError(fmt::format(
         "cannot write the tensordict over the existing tree: {} is not the tensordict's own and cannot be kept in "
