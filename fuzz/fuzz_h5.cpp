@@ -3,7 +3,7 @@
 // files: nested groups, datasets of every HDF5 type class our reader meets in
 // h5py files and some it does not (enums, compounds, strings, arrays, opaque,
 // bitfields, odd sizes), scalar, null and simple dataspaces, chunking and
-// gzip. Loading, reading every leaf, hyperslab reads and to_tensordict must
+// gzip, raw data stored in another file and virtual datasets mapping one. Loading, reading every leaf, hyperslab reads and to_tensordict must
 // succeed or throw a std::exception.
 //
 // Malformed container bytes are libhdf5's own parser (an uninstrumented
@@ -40,6 +40,13 @@ const fs::path& file_path() {
     const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     return base / ("tc_fuzz_h5." + std::to_string(::getpid()) + ".h5");
   }();
+  return p;
+}
+
+// A file beside the fuzzed one that external storage and virtual datasets
+// point to; never read.
+const fs::path& outside_path() {
+  static const fs::path p = file_path().string() + ".outside";
   return p;
 }
 
@@ -120,7 +127,14 @@ void add_dataset(hid_t loc, const std::string& name, Bytes& in) {
     space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   }
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  if (!dims.empty() && in.next() % 4 == 0) {
+  const auto storage = in.next() % 16;
+  if (storage == 0 && kind > 1) {
+    // Raw data in a file outside (refused: nothing may be read from it).
+    H5Pset_external(dcpl, outside_path().c_str(), 0, H5F_UNLIMITED);
+  } else if (storage == 1 && kind > 1) {
+    // A virtual dataset mapping another file's dataset (refused likewise).
+    H5Pset_virtual(dcpl, space, outside_path().c_str(), "/secret", space);
+  } else if (!dims.empty() && in.next() % 4 == 0) {
     std::vector<hsize_t> chunk(dims.size());
     for (std::size_t k = 0; k < dims.size(); ++k) chunk[k] = dims[k] == 0 ? 1 : dims[k];
     H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());

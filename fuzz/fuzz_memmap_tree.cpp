@@ -2,7 +2,9 @@
 // builds a directory (levels of every kind with keys, batch shapes, leaf
 // entries and data files of chosen sizes, nested and lazy levels, NonTensor
 // data and stacks of chosen depth, and hostile entries: symbolic links inside
-// and out of the tree, FIFOs, directories where files belong), then loads it.
+// and out of the tree, hard links to the file outside it (and from a staging
+// directory beside it, as a rewrite leaves them), FIFOs, directories where
+// files belong), then loads it.
 //
 // Loading must either throw a std::exception with a message, or give a tree
 // that every walk handles: each leaf read in full, reshape({-1}) and index
@@ -73,10 +75,21 @@ struct Builder {
 
   void hostile_entry(const fs::path& path) {
     std::error_code ec;
-    switch (in.small(0, 3)) {
+    switch (in.small(0, 5)) {
       case 0: fs::create_symlink(root / "outside.bin", path, ec); break;
       case 1: fs::create_directory_symlink(root / "t", path, ec); break;
       case 2: ::mkfifo(path.c_str(), 0600); break;
+      case 3: fs::create_hard_link(root / "outside.bin", path, ec); break;
+      case 4: {
+        // A leaf also linked from a staging directory beside the tree (as a
+        // rewrite leaves it), or from one and from outside the tree.
+        write(path, std::string(16, '\x01'));
+        const fs::path staging = root / ".t.tc-staging.1" / fs::relative(path, root / "t");
+        fs::create_directories(staging.parent_path(), ec);
+        fs::create_hard_link(path, staging, ec);
+        if (in.next() % 2) fs::create_hard_link(path, root / ("outside-link." + std::to_string(in.next())), ec);
+        break;
+      }
       default: fs::create_directories(path, ec); break;
     }
   }
