@@ -3,6 +3,7 @@
 // huge chunks, sparse datasets, uint64 values past int64.
 #include <hdf5.h>
 
+#include "h5_file.h"
 #include "hostile.h"
 
 using namespace tensordict;
@@ -23,14 +24,7 @@ void dataset(hid_t file, const char* name, hid_t type, std::vector<hsize_t> dims
   H5Sclose(space);
 }
 
-struct File {
-  hid_t id;
-  explicit File(const fs::path& path) : id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) {
-    REQUIRE(id >= 0);
-  }
-  ~File() { H5Fclose(id); }
-};
-
+// Dataset creation properties, closed on destruction.
 struct Dcpl {
   hid_t id = H5Pcreate(H5P_DATASET_CREATE);
   ~Dcpl() { H5Pclose(id); }
