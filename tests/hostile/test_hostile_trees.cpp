@@ -173,11 +173,12 @@ TEST_CASE("hostile tree: clear() and memmap_refresh_ on 20k keys are linear") {
 TEST_CASE("hostile tree: a meta.json entry that is a list, a string or a number is refused, not dropped") {
   TempDir tmp;
   const fs::path dir = tmp / "t";
-  for (const auto& [entry, type] : std::vector<std::pair<std::string, std::string>>{
+  // (Plain pair members: clang 14 refuses lambdas that capture structured bindings.)
+  for (const auto& entry_type : std::vector<std::pair<std::string, std::string>>{
            {R"("x": [1, 2])", "array"}, {R"("x": "data")", "string"}, {R"("x": 3)", "number"}, {R"("x": null)", "null"}}) {
-    write_text(dir / "meta.json", level_meta(entry, "[]"));
+    write_text(dir / "meta.json", level_meta(entry_type.first, "[]"));
     REQUIRE_THAT(HOSTILE_THROWS(load_memmap(dir.string())),
-                 Contains("malformed " + (dir / "meta.json").string() + ": key 'x' holds a JSON " + type +
+                 Contains("malformed " + (dir / "meta.json").string() + ": key 'x' holds a JSON " + entry_type.second +
                           ", not an entry's description (an object)"));
   }
   // Level metadata (what tensordict writes, and "_"-prefixed keys) loads.
