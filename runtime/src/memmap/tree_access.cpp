@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -25,8 +26,7 @@ namespace {
       "{} is a symbolic link inside the tree; loading follows no link (it could lead out of the tree)", path.string()));
 }
 
-
-// The tree a load on this thread reads: its top as given and its descriptor.
+// The tree a load on this thread reads: its top and its descriptor.
 struct Root {
   fs::path top;  // lexically normal, absolute
   UniqueFd fd;
