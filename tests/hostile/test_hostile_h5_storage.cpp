@@ -142,6 +142,18 @@ TEST_CASE("hostile h5: huge chunks and sparse datasets are refused before alloca
   REQUIRE_THAT(HOSTILE_THROWS(PersistentTensorDict::from_h5(sparse.string()).index({0}).get("x")),
                Contains(sparse.string() + ":/x: reading 4294967296 bytes of it would allocate more than 1024 times the 0 "
                                           "bytes the file stores for it"));
+  // A declared element count past what int64 holds (2^80) is named, not wrapped.
+  const fs::path vast = tmp / "vast.h5";
+  {
+    File f(vast);
+    Dcpl dcpl;
+    const hsize_t chunk[2] = {1, 1 << 16};
+    H5Pset_chunk(dcpl.id, 2, chunk);
+    dataset(f.id, "x", H5T_NATIVE_FLOAT, {hsize_t{1} << 40, hsize_t{1} << 40}, dcpl.id);
+  }
+  REQUIRE_THAT(HOSTILE_THROWS(PersistentTensorDict::from_h5(vast.string()).get("x")),
+               Contains(vast.string() + ":/x: its shape [1099511627776, 1099511627776] has more elements than can be "
+                                        "read"));
   // A slice within the bound reads (the fill value).
   const std::string small = HOSTILE_RETURNS({
     auto ptd = PersistentTensorDict::from_h5(sparse.string());

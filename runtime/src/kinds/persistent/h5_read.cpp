@@ -250,11 +250,18 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
     memspace = Hid(H5Screate_simple(static_cast<int>(slab->count.size()), slab->count.data(), nullptr), H5Sclose);
     shape = slab->shape;
   }
+  // Bounded well below int64 so that numel times an element's size fits too.
   int64_t numel = 1;
-  for (auto s : shape) numel *= s;
+  for (auto s : shape) {
+    if (s < 0 || __builtin_mul_overflow(numel, s, &numel) || numel > (int64_t{1} << 56)) {
+      throw RuntimeError(fmt::format("{}: its shape {} has more elements than can be read", where,
+                                     shape_string(shape)));
+    }
+  }
   const hid_t fspace = slab && !dims.empty() ? space.get() : H5S_ALL;
 
   if (rt.kind == ReadType::Kind::String) {
+    check_read_size(dset.get(), static_cast<std::size_t>(numel) * sizeof(std::string), where);
     auto strings =
         read_strings(dset.get(), ftype.get(), fspace, memspace.get(), static_cast<std::size_t>(numel), where);
     if (shape.empty()) return Value(NonTensorData(Json(strings.front())));
