@@ -143,12 +143,13 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // reached it), whatever the kind derives.
   bool own_lock() const { return locked_; }
 
-  // Deep trees are destroyed level after level, never recursively (a
-  // tensordict nested 200,000 deep would exhaust the stack): the destructor
-  // of a kind that holds tensordicts calls destroy_nested(), which takes the
-  // levels below it out with release_children() (moves the kind's own
-  // nested tensordicts into `out`) and destroys them one by one.
-  virtual void release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) {}
+  // Deep trees are destroyed level after level, never recursively past a
+  // bound (a tensordict nested 200,000 deep would exhaust the stack): the
+  // destructor of a kind that holds tensordicts calls destroy_nested(), which
+  // takes the levels below it out with release_children() (hands each
+  // nested tensordict the kind holds to `take`, moving it out) and destroys
+  // them: recursively near the top (no allocation), one by one below.
+  virtual void release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) {}
   void destroy_nested();
 
  private:

@@ -8,13 +8,23 @@
 namespace tensordict {
 
 void TensorDictImpl::destroy_nested() {
+  // Levels destroyed recursively on this thread, below the one being destroyed.
+  constexpr std::size_t kRecursiveLevels = 64;
+  thread_local std::size_t depth = 0;
+  if (depth < kRecursiveLevels) {
+    ++depth;
+    release_children([](std::shared_ptr<TensorDictImpl> child) { child.reset(); });
+    --depth;
+    return;
+  }
   std::vector<std::shared_ptr<TensorDictImpl>> pending;
-  release_children(pending);
+  const auto take = [&](std::shared_ptr<TensorDictImpl> child) { pending.push_back(std::move(child)); };
+  release_children(take);
   while (!pending.empty()) {
     std::shared_ptr<TensorDictImpl> level = std::move(pending.back());
     pending.pop_back();
     // Held elsewhere too: it lives on, with what it holds.
-    if (level.use_count() == 1) level->release_children(pending);
+    if (level.use_count() == 1) level->release_children(take);
   }  // `level` is destroyed here, holding no tensordict any more
 }
 

@@ -99,11 +99,12 @@ void KeyTable::rebuild_index() {
 
 DenseImpl::~DenseImpl() { destroy_nested(); }
 
-void DenseImpl::release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) {
+void DenseImpl::release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) {
   for (Value& value : values_) {
     if (!value.is_tensordict()) continue;
-    out.push_back(value.impl());
+    std::shared_ptr<TensorDictImpl> child = value.impl();
     value = Value(at::Tensor());
+    take(std::move(child));
   }
 }
 

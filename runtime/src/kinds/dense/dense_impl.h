@@ -113,7 +113,7 @@ class DenseImpl final : public TensorDictImpl {
   KeyTable& own_keys();
   // Removes the entry in `slot` (its key and its value).
   void erase_slot(std::size_t slot);
-  void release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) override;
+  void release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) override;
 
   std::shared_ptr<const KeyTable> keys_;
   std::vector<Value> values_;

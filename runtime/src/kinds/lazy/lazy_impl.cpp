@@ -247,9 +247,10 @@ std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const Ten
   return out;
 }
 
-void LazyStackedImpl::release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) {
-  for (const TensorDict& member : members_) out.push_back(member.impl());
+void LazyStackedImpl::release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) {
+  std::vector<TensorDict> members = std::move(members_);
   members_.clear();
+  for (const TensorDict& member : members) take(member.impl());
 }
 
 }  // namespace tensordict::detail

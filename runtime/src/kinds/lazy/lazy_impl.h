@@ -72,7 +72,7 @@ class LazyStackedImpl final : public TensorDictImpl {
   std::vector<std::string> common_keys() const;
 
  protected:
-  void release_children(std::vector<std::shared_ptr<TensorDictImpl>>& out) override;
+  void release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) override;
 
  private:
   // Batch size and names from the members (names when they all agree, as
