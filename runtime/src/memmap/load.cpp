@@ -87,12 +87,13 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
 // The sub-directory of a collection entry: the encoded name, else the raw one.
 fs::path entry_dir(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / encode_key(key);
-  const bool legacy = encode_key(key) != key && safe_legacy_key(key, true) && tree_dir(dir / key);
+  fs::path raw = dir / key;
+  const bool legacy = encoded != raw && safe_legacy_key(key, true) && tree_dir(raw);
   if (tree_dir(encoded)) {
-    if (legacy) refuse_two_names(dir, key, encoded, dir / key);
+    if (legacy) refuse_two_names(dir, key, encoded, raw);
     return encoded;
   }
-  if (legacy) return dir / key;
+  if (legacy) return raw;
   throw RuntimeError(fmt::format("{} lists key '{}' as a collection but its directory {} is missing",
                                        (dir / "meta.json").string(), key, encoded.string()));
 }

@@ -83,6 +83,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
                                          path.string(), key, need, c10::toString(dtype), shape_string(shape),
                                          std::strerror(errno)));
   }
+  // (writer_links lists the staging directories: only asked for a linked file.)
   if (st.st_nlink > 1 && st.st_nlink > 1 + writer_links(path, st)) {
     throw LinkedLeafError(fmt::format(
         "the data file {} of key '{}' has {} hard links: another name may lie outside the tree, and writes through "
