@@ -194,6 +194,7 @@ TEST_CASE(
       CHECK(at::equal(output.get("output"), logits));
       REQUIRE(output.contains("sample"));
       CHECK(output.get("sample").item<int64_t>() == mode);  // MODE, the last module's default
+      // The default log-probability key of "sample": "sample" + "_log_prob".
       REQUIRE(output.contains("sample_log_prob"));
       CHECK(at::allclose(output.get("sample_log_prob"), log_prob, 1e-5, 1e-6));
     }

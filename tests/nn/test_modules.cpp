@@ -386,7 +386,7 @@ TEST_CASE("README nn tour", "[readme]") {
   TensorDict td({{"obs", torch::randn({8, 4})}}, {8});
   {
     nn::InteractionTypeGuard random(nn::InteractionType::RANDOM);  // with set_interaction_type(RANDOM):
-    policy(td);  // writes params, loc, scale, action, sample_log_prob
+    policy(td);  // writes params, loc, scale, action, action_log_prob
   }
   auto dist = policy->get_dist(td);                                       // TanhNormal(loc: ..., scale: ...)
   auto only_loc = policy->select_subsequence(std::nullopt, nn::Keys{"loc"});  // Linear + extractor
@@ -397,7 +397,7 @@ TEST_CASE("README nn tour", "[readme]") {
   }
   std::cout << policy << "\n";  // tensordict's repr
 
-  CHECK(td.contains("sample_log_prob"));
+  CHECK(td.contains("action_log_prob"));
   CHECK(only_loc->size() == 2);
   CHECK(params.contains({"module", "0", "module", "weight"}));
   CHECK(dist->name() == "TanhNormal");

@@ -132,7 +132,7 @@ TEST_CASE("rsample carries gradients to the parameters", "[distributions][autogr
   TensorDict td({{"obs", torch::randn({8, 2})}}, {8});
   policy(td);
   CHECK(td.get("action").requires_grad());
-  (td.get("action").sum() + td.get("sample_log_prob").sum()).backward();
+  (td.get("action").sum() + td.get("action_log_prob").sum()).backward();
   CHECK(lin->weight.grad().defined());
 }
 
@@ -162,7 +162,7 @@ TEST_CASE("ProbabilisticTensorDictModule under each interaction type", "[probabi
                 {n});
   tnn::ProbabilisticTensorDictModule module(tnn::Keys{"loc", "scale"}, {"x"},
                                             tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true});
-  CHECK(module->out_keys() == tnn::Keys{"x", "sample_log_prob"});
+  CHECK(module->out_keys() == tnn::Keys{"x", "x_log_prob"});
 
   // default: MODE
   module(td);
@@ -183,7 +183,7 @@ TEST_CASE("ProbabilisticTensorDictModule under each interaction type", "[probabi
     CHECK(x.std().item<double>() == Approx(sigma).margin(0.015));
     // log-prob values are the closed form at the drawn samples
     auto expected = -0.5 * ((x - mu) / sigma).pow(2) - std::log(sigma) - 0.5 * kLog2Pi;
-    CHECK(torch::allclose(td.get("sample_log_prob"), expected));
+    CHECK(torch::allclose(td.get("x_log_prob"), expected));
   }
 
   // TanhNormal: MODE/MEDIAN = tanh(loc); MEAN has no closed form: estimated
@@ -259,10 +259,10 @@ TEST_CASE("ProbabilisticTensorDictSequential with NormalParamExtractor", "[proba
                                          tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true}),
   });
   CHECK(seq->in_keys() == tnn::Keys{"input"});
-  CHECK(seq->out_keys() == tnn::Keys{"params", "loc", "scale", "hidden", "sample_log_prob"});
+  CHECK(seq->out_keys() == tnn::Keys{"params", "loc", "scale", "hidden", "hidden_log_prob"});
   TensorDict td({{"input", torch::randn({3, 4})}}, {3});
   seq(td);
-  for (const char* key : {"params", "loc", "scale", "hidden", "sample_log_prob"}) CHECK(td.contains(key));
+  for (const char* key : {"params", "loc", "scale", "hidden", "hidden_log_prob"}) CHECK(td.contains(key));
   CHECK(torch::allclose(td.get("hidden"), td.get("loc")));  // default MODE
   auto dist = seq->get_dist(td);
   CHECK(dist->repr() == "Normal(loc: torch.Size([3, 4]), scale: torch.Size([3, 4]))");
@@ -278,7 +278,7 @@ TEST_CASE("ProbabilisticTensorDictSequential with NormalParamExtractor", "[proba
   TensorDict td2({{"input", torch::randn({3, 4})}}, {3});
   given(td2);
   CHECK(torch::allclose(td2.get("hidden"), torch::full({3, 4}, 7.0f)));
-  CHECK(torch::allclose(td2.get("sample_log_prob"),
+  CHECK(torch::allclose(td2.get("hidden_log_prob"),
                         tnn::Normal(td2.get("loc"), td2.get("scale")).log_prob(td2.get("hidden"))));
 }
 

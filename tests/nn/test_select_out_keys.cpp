@@ -353,7 +353,7 @@ TEST_CASE("ProbabilisticTensorDictModule::select_out_keys drops the log-probabil
         tnn::ProbabilisticOptions{.distribution = tnn::Normal::cls(), .return_log_prob = true});
   };
   auto module = make();
-  CHECK(module->out_keys() == tnn::Keys{"action", "sample_log_prob"});
+  CHECK(module->out_keys() == tnn::Keys{"action", "action_log_prob"});
   module->select_out_keys({"action"});
   TensorDict td({{"loc", torch::full({2}, 3.0)}, {"scale", torch::ones({2})}}, {2});
   module(td);

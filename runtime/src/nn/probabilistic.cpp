@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <numbers>
 #include <sstream>
@@ -387,6 +389,43 @@ InteractionTypeGuard::InteractionTypeGuard(std::optional<InteractionType> type)
 }
 InteractionTypeGuard::~InteractionTypeGuard() { current_interaction_type = previous_; }
 
+// ---- composite_lp_aggregate ------------------------------------------------------
+
+namespace {
+// tensordict's _strtobool.
+bool truth_value(std::string_view value) {
+  std::string lower(value);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* yes : {"y", "yes", "t", "true", "on", "1"}) {
+    if (lower == yes) return true;
+  }
+  for (const char* no : {"n", "no", "f", "false", "off", "0"}) {
+    if (lower == no) return false;
+  }
+  throw ValueError(fmt::format("invalid truth value '{}'", value));
+}
+
+// Process-wide, not thread_local like the interaction type: tensordict keeps
+// one value for the process (nn/utils.py, _composite_lp_aggregate), because a
+// module fixes its log-probability keys when it is built and every thread
+// that reads them must see the same keys. Atomic, so that a thread reading it
+// while another sets it is no data race. Initialized on first use from
+// COMPOSITE_LP_AGGREGATE (a ValueError for an invalid value, again at the
+// next use).
+std::atomic<bool>& lp_aggregate() {
+  static std::atomic<bool> value{[] {
+    const char* env = std::getenv("COMPOSITE_LP_AGGREGATE");
+    return env != nullptr && truth_value(env);
+  }()};
+  return value;
+}
+}  // namespace
+
+bool composite_lp_aggregate() { return lp_aggregate().load(); }
+
+CompositeLpAggregateGuard::CompositeLpAggregateGuard(bool mode) : previous_(lp_aggregate().exchange(mode)) {}
+CompositeLpAggregateGuard::~CompositeLpAggregateGuard() { lp_aggregate().store(previous_); }
+
 // ---- ProbabilisticTensorDictModule -----------------------------------------------
 
 DistributionKeys::DistributionKeys(const Keys& keys) {
@@ -401,14 +440,128 @@ Keys values_of(const DistributionKeys& keys) {
 }
 }  // namespace
 
+namespace {
+// tensordict's _add_suffix: on the key's last part.
+NestedKey add_suffix(const NestedKey& key, std::string_view suffix) {
+  std::vector<std::string> path(key.path().begin(), key.path().end());
+  path.back() += suffix;
+  return NestedKey(std::move(path));
+}
+
+// Whether `key` lies strictly inside `other` (tensordict's _is_inside).
+bool is_inside(const NestedKey& key, const NestedKey& other) {
+  return key.size() > other.size() && std::equal(other.path().begin(), other.path().end(), key.path().begin());
+}
+
+constexpr std::string_view kLogProbSuffix = "_log_prob";
+}  // namespace
+
 ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(DistributionKeys in_keys, Keys out_keys,
                                                                      ProbabilisticOptions options)
     : TensorDictModuleBase(values_of(in_keys), std::move(out_keys)),
       dist_keys_(std::move(in_keys)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      sample_keys_(out_keys_),
+      aggregate_at_init_(composite_lp_aggregate()) {
   if (out_keys_.empty()) throw ValueError("ProbabilisticTensorDictModule: out_keys must name the sample's key");
   if (!options_.distribution.make) throw ValueError("ProbabilisticTensorDictModule: no distribution class");
-  if (options_.return_log_prob) out_keys_.emplace_back(kSampleLogProbKey);
+  // The keys as tensordict's __init__ sets them (probabilistic.py).
+  const bool aggregate = aggregate_at_init_;
+  const bool one_key = sample_keys_.size() == 1;
+  std::optional<Keys> lp_keys = options_.log_prob_keys;
+  std::optional<NestedKey> lp_key = options_.log_prob_key;
+  if (!lp_keys) {
+    if (one_key && lp_key) {
+      lp_keys = Keys{*lp_key};
+    } else if (aggregate) {
+      if (one_key) lp_keys = Keys{kSampleLogProbKey};
+    } else {
+      lp_keys.emplace();
+      for (const auto& key : sample_keys_) lp_keys->push_back(add_suffix(key, kLogProbSuffix));
+    }
+  } else if (aggregate) {
+    throw RuntimeError(
+        "composite_lp_aggregate is set to True but log_prob_keys were passed. "
+        "When composite_lp_aggregate() returns ``True``, log_prob_key must be used instead.");
+  }
+  if (!lp_key) {
+    if (aggregate) {
+      lp_key = kSampleLogProbKey;
+    } else if (one_key) {
+      lp_key = add_suffix(sample_keys_[0], kLogProbSuffix);
+    }
+  } else if (!one_key && !aggregate) {
+    throw RuntimeError(
+        "composite_lp_aggregate is set to `False` but a `log_prob_key` was passed. "
+        "When composite_lp_aggregate() returns ``False``, log_prob_keys must be used instead.");
+  }
+  log_prob_key_ = std::move(lp_key);
+  log_prob_keys_ = std::move(lp_keys);
+  if (options_.return_log_prob) {
+    check_log_prob_keys();
+    // tensordict's out_keys property, with the value fixed here.
+    if (!aggregate) {
+      const Keys& lps = *log_prob_keys_;
+      const std::size_t tail = std::min(lps.size(), out_keys_.size());
+      if (!std::equal(out_keys_.end() - static_cast<std::ptrdiff_t>(tail), out_keys_.end(), lps.begin(), lps.end())) {
+        out_keys_.insert(out_keys_.end(), lps.begin(), lps.end());
+      }
+    } else if (!text::contains_key(out_keys_, *log_prob_key_)) {
+      out_keys_.push_back(*log_prob_key_);
+    }
+  }
+}
+
+void ProbabilisticTensorDictModuleImpl::check_log_prob_keys() const {
+  // The default keys behave as they always did.
+  Keys default_keys{kSampleLogProbKey};
+  for (const auto& key : sample_keys_) default_keys.push_back(add_suffix(key, kLogProbSuffix));
+  const Keys lp_keys = log_prob_keys_ ? *log_prob_keys_ : Keys{*log_prob_key_};
+  std::string clashes;
+  for (const auto& lp_key : lp_keys) {
+    if (text::contains_key(default_keys, lp_key)) continue;
+    for (const auto& sample_key : sample_keys_) {
+      if (lp_key == sample_key || is_inside(lp_key, sample_key) || is_inside(sample_key, lp_key)) {
+        clashes += fmt::format("{}log-probability key {} for sample key {}", clashes.empty() ? "" : ", ", lp_key.repr(),
+                               sample_key.repr());
+      }
+    }
+  }
+  if (!clashes.empty()) {
+    throw ValueError(
+        "A custom log-probability key cannot be a sample key, lie inside one or hold one, since writing the "
+        "log-probability would overwrite the sample. Got " +
+        clashes + ".");
+  }
+}
+
+bool ProbabilisticTensorDictModuleImpl::check_aggregate(std::string_view property) const {
+  const bool aggregate = composite_lp_aggregate();
+  if (aggregate != aggregate_at_init_) {
+    throw RuntimeError(fmt::format(
+        "composite_lp_aggregate is set to `{}`, but the class was instantiated with `{}` which may affect the {} "
+        "property.",
+        aggregate ? "True" : "False", aggregate_at_init_ ? "True" : "False", property));
+  }
+  return aggregate;
+}
+
+NestedKey ProbabilisticTensorDictModuleImpl::log_prob_key() const {
+  if (!check_aggregate("log_prob_key")) {
+    const Keys keys = log_prob_keys();
+    if (keys.size() == 1) return keys[0];
+    throw RuntimeError(fmt::format(
+        "composite_lp_aggregate is set to ``False``, hence {0}.log_prob_key cannot be accessed unless there is one "
+        "and only one element in log_prob_keys (got log_prob_keys={1}). When composite_lp_aggregate() returns "
+        "``False``, try to use {0}.log_prob_keys instead.",
+        type_name(), text::keys_repr(keys)));
+  }
+  return *log_prob_key_;
+}
+
+Keys ProbabilisticTensorDictModuleImpl::log_prob_keys() const {
+  if (check_aggregate("log_prob_keys")) return {log_prob_key()};
+  return *log_prob_keys_;
 }
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const TensorDict& td) const {
@@ -424,21 +577,44 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const 
 
 at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& dist,
                                                           std::optional<InteractionType> type) const {
-  switch (type.value_or(options_.default_interaction_type)) {
-    case InteractionType::MODE: return dist.mode();
-    case InteractionType::MEDIAN: return dist.median();
+  const auto& num_samples = options_.num_samples;
+  const InteractionType chosen = type.value_or(options_.default_interaction_type);
+  if (chosen == InteractionType::RANDOM) {
+    return dist.has_rsample() ? dist.rsample(num_samples) : dist.sample(num_samples);
+  }
+  at::Tensor value;
+  switch (chosen) {
+    case InteractionType::MODE:
+      value = dist.mode();
+      break;
+    case InteractionType::MEDIAN:
+      value = dist.median();
+      break;
     case InteractionType::MEAN:
       try {
-        return dist.mean();
+        value = dist.mean();
       } catch (const NotImplementedError&) {
         const int64_t n = options_.n_empirical_estimate;
         at::Tensor samples = dist.has_rsample() ? dist.rsample({n}) : dist.sample({n});
         if (!samples.is_floating_point()) samples = samples.to(at::kFloat);
-        return samples.mean(0);
+        value = samples.mean(0);
       }
-    case InteractionType::RANDOM: return dist.has_rsample() ? dist.rsample() : dist.sample();
+      break;
+    default:
+      throw ValueError("dist_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
   }
-  throw ValueError("dist_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
+  // Only RANDOM draws num_samples values: the one value is repeated.
+  if (!num_samples.empty()) value = value.expand(concat(num_samples, value.sizes()));
+  return value;
+}
+
+at::Tensor ProbabilisticTensorDictModuleImpl::log_prob(const TensorDict& td) const {
+  return log_prob(td, *get_dist(td));
+}
+
+at::Tensor ProbabilisticTensorDictModuleImpl::log_prob(const TensorDict& td, const Distribution& dist) const {
+  check_inputs(td, {sample_keys_[0]});
+  return dist.log_prob(td.get(sample_keys_[0]));
 }
 
 TensorDict ProbabilisticTensorDictModuleImpl::run_impl(const TensorDict& td,
@@ -458,13 +634,19 @@ TensorDict ProbabilisticTensorDictModuleImpl::sample_into(const TensorDict& td,
                                                               bool requires_sample) {
   TensorDict dest = out ? *out : td;
   const auto dist = get_dist(td);
+  // Before anything is written: a RuntimeError when composite_lp_aggregate()
+  // changed since the module was built.
+  const std::optional<NestedKey> lp_key =
+      options_.return_log_prob ? std::optional<NestedKey>(log_prob_key()) : std::nullopt;
   if (requires_sample) {
     at::Tensor value = dist_sample(*dist, interaction_type());
-    dest.set(out_keys_[0], value);
-    if (options_.return_log_prob) dest.set(kSampleLogProbKey, dist->log_prob(value));
-  } else if (options_.return_log_prob) {
-    check_inputs(td, {out_keys_[0]});
-    dest.set(kSampleLogProbKey, dist->log_prob(td.get(out_keys_[0])));
+    // A new tensordict with the num_samples leading dims (tensordict expands
+    // the output): the input does not get the outputs.
+    if (!options_.num_samples.empty()) dest = dest.expand(concat(options_.num_samples, dest.batch_size()));
+    dest.set(sample_keys_[0], value);
+    if (lp_key) dest.set(*lp_key, dist->log_prob(value));
+  } else if (lp_key) {
+    dest.set(*lp_key, log_prob(td, *dist));
   }
   return dest;
 }
@@ -514,7 +696,7 @@ void ProbabilisticTensorDictSequentialImpl::check_modules(const std::vector<Modu
 void ProbabilisticTensorDictSequentialImpl::modules_changed() {
   last_ = std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(modules_.back());
   det_out_keys_ = compute_in_and_out_keys(std::vector<ModulePtr>(modules_.begin(), modules_.end() - 1)).second;
-  requires_sample_ = std::find(det_out_keys_.begin(), det_out_keys_.end(), last_->out_keys()[0]) == det_out_keys_.end();
+  requires_sample_ = !text::contains_key(det_out_keys_, last_->dist_sample_keys()[0]);
 }
 
 TensorDict ProbabilisticTensorDictSequentialImpl::run_det(const TensorDict& td) {
@@ -537,6 +719,64 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::get_dist(co
 std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::build_dist_from_params(
     const TensorDict& td) const {
   return last_->get_dist(td);
+}
+
+at::Tensor ProbabilisticTensorDictSequentialImpl::log_prob(const TensorDict& td) {
+  return last_->log_prob(td, *get_dist(td));
+}
+
+namespace {
+// Calls f on each probabilistic module of `modules` (a nested sequence's
+// through its own method), the last module first.
+template <class F>
+void each_probabilistic(const std::vector<ModulePtr>& modules, F&& f) {
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it) {
+    if (const auto* module = dynamic_cast<const ProbabilisticTensorDictModuleImpl*>(it->get())) {
+      f(*module);
+    } else if (const auto* seq = dynamic_cast<const ProbabilisticTensorDictSequentialImpl*>(it->get())) {
+      f(*seq);
+    }
+  }
+}
+
+void extend(Keys& keys, const Keys& more) { keys.insert(keys.end(), more.begin(), more.end()); }
+}  // namespace
+
+Keys ProbabilisticTensorDictSequentialImpl::log_prob_keys() const {
+  Keys keys;
+  each_probabilistic(modules_, [&](const auto& m) { extend(keys, m.log_prob_keys()); });
+  return keys;
+}
+
+NestedKey ProbabilisticTensorDictSequentialImpl::log_prob_key() const {
+  const Keys keys = log_prob_keys();
+  if (keys.size() == 1) return keys[0];
+  throw RuntimeError(
+      fmt::format("log_prob_key needs exactly one log-probability key, got {}. "
+                  "Use log_prob_keys instead.",
+                  text::keys_repr(keys)));
+}
+
+Keys ProbabilisticTensorDictSequentialImpl::dist_sample_keys() const {
+  Keys keys;
+  each_probabilistic(modules_, [&](const auto& m) { extend(keys, m.dist_sample_keys()); });
+  return keys;
+}
+
+Keys ProbabilisticTensorDictSequentialImpl::dist_params_keys() const {
+  Keys keys;
+  each_probabilistic(modules_, [&](const auto& m) { extend(keys, m.dist_params_keys()); });
+  return keys;
+}
+
+std::vector<int64_t> ProbabilisticTensorDictSequentialImpl::num_samples() const {
+  // Each module's dims go in front of those of the modules before it.
+  std::vector<int64_t> dims;
+  each_probabilistic(modules_, [&](const auto& m) {
+    const std::vector<int64_t> own = m.num_samples();
+    dims.insert(dims.end(), own.begin(), own.end());
+  });
+  return dims;
 }
 
 TensorDict ProbabilisticTensorDictSequentialImpl::execute(const TensorDict& td) {

@@ -42,6 +42,34 @@ class InteractionTypeGuard {
 };
 using set_interaction_type = InteractionTypeGuard;
 
+// tensordict's composite_lp_aggregate(): whether log-probabilities are
+// summed under one key. It decides where a probabilistic module writes the
+// log-probability of its sample: false (the default) gives "<key>_log_prob"
+// for a sampled key (("agent", "action") -> ("agent", "action_log_prob")),
+// true gives "sample_log_prob". The COMPOSITE_LP_AGGREGATE environment
+// variable, read the first time the value is needed, sets the default
+// (y, yes, t, true, on, 1 / n, no, f, false, off, 0, any case; another value
+// is a ValueError "invalid truth value ...").
+bool composite_lp_aggregate();
+
+// tensordict's `with set_composite_lp_aggregate(mode)`: sets the value for
+// the guard's lifetime, then restores the previous one. Unlike the
+// interaction type, the value is process-wide, as in tensordict: a module
+// fixes its log-probability keys when it is built, and the threads that
+// write the log-probabilities and those that read them must agree on the
+// keys. Set it once, before the modules are built.
+class CompositeLpAggregateGuard {
+ public:
+  explicit CompositeLpAggregateGuard(bool mode = true);
+  ~CompositeLpAggregateGuard();
+  CompositeLpAggregateGuard(const CompositeLpAggregateGuard&) = delete;
+  CompositeLpAggregateGuard& operator=(const CompositeLpAggregateGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+using set_composite_lp_aggregate = CompositeLpAggregateGuard;
+
 // Distribution parameter names -> tensordict keys. From a list of keys, each
 // key's last part names the parameter: {"loc", "scale"} or
 // {{"loc", {"params", "loc"}}, {"scale", "scale"}}.
@@ -62,19 +90,45 @@ struct ProbabilisticOptions {
   DistributionClass distribution = Delta::cls();
   // Used when interaction_type() is nullopt.
   InteractionType default_interaction_type = InteractionType::MODE;
-  // Also write the sample's log-probability at "sample_log_prob".
+  // Also write the sample's log-probability, at log_prob_key() (see
+  // composite_lp_aggregate()).
   bool return_log_prob = false;
+  // The log-probability keys, one per sampled key, in place of the
+  // "<key>_log_prob" defaults. A RuntimeError while composite_lp_aggregate()
+  // is true.
+  std::optional<Keys> log_prob_keys = std::nullopt;
+  // The log-probability key: of the one sampled key, or, while
+  // composite_lp_aggregate() is true, of their sum. A RuntimeError with
+  // several sampled keys while composite_lp_aggregate() is false.
+  // With return_log_prob, a custom key (log_prob_key or one of
+  // log_prob_keys) equal to a sampled key, inside one or holding one is a
+  // ValueError: the log-probability would overwrite the sample.
+  std::optional<NestedKey> log_prob_key = std::nullopt;
   // Samples used to estimate a mean with no closed form.
   int64_t n_empirical_estimate = 1000;
+  // Values per call ({2} or {2, 5}; empty: one value, no extra dim). The
+  // output is the input (or `out`) expanded to num_samples + batch_size,
+  // a new tensordict: the input does not get the outputs. RANDOM draws
+  // num_samples values; another interaction type repeats its one value.
+  std::vector<int64_t> num_samples = {};
 };
 
 // Reads the distribution's parameters from in_keys, builds the distribution
 // and writes a value at out_keys[0] chosen by the interaction type: MODE
 // (mode), MEDIAN (median), MEAN (mean, else the mean of n_empirical_estimate
 // samples), RANDOM (rsample when defined, else sample). With return_log_prob,
-// out_keys ends with "sample_log_prob".
+// out_keys ends with the log-probability keys.
+//
+// The log-probability keys are fixed when the module is built, from
+// composite_lp_aggregate() then:
+//   sampled key        false (the default)            true
+//   "action"           "action_log_prob"              "sample_log_prob"
+//   ("agent", "a")     ("agent", "a_log_prob")        "sample_log_prob"
+// log_prob_key() and log_prob_keys(), and a call with return_log_prob, are a
+// RuntimeError once composite_lp_aggregate() differs from that value.
 class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
  public:
+  // The key of the log-probability while composite_lp_aggregate() is true.
   static constexpr const char* kSampleLogProbKey = "sample_log_prob";
 
   ProbabilisticTensorDictModuleImpl(DistributionKeys in_keys, Keys out_keys, ProbabilisticOptions options = {});
@@ -88,8 +142,28 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   const DistributionKeys& dist_keys() const { return dist_keys_; }
   InteractionType default_interaction_type() const { return options_.default_interaction_type; }
   bool return_log_prob() const { return options_.return_log_prob; }
+  const std::vector<int64_t>& num_samples() const { return options_.num_samples; }
 
-  // The value for `type` (nullopt: the default type).
+  // The key of the log-probability. RuntimeError when composite_lp_aggregate()
+  // changed since the module was built, or when it is false and the module
+  // has several log-probability keys (use log_prob_keys()).
+  NestedKey log_prob_key() const;
+  // One key per sampled key while composite_lp_aggregate() is false,
+  // {log_prob_key()} while it is true. RuntimeError when
+  // composite_lp_aggregate() changed since the module was built.
+  Keys log_prob_keys() const;
+  // The sampled keys: out_keys without the log-probability keys.
+  const Keys& dist_sample_keys() const { return sample_keys_; }
+  // The keys of the distribution's parameters: in_keys.
+  const Keys& dist_params_keys() const { return in_keys_; }
+
+  // The log-probability of the value at dist_sample_keys()[0] in `td`, under
+  // the distribution built from `td` (or under `dist`).
+  at::Tensor log_prob(const TensorDict& td) const;
+  at::Tensor log_prob(const TensorDict& td, const Distribution& dist) const;
+
+  // The value for `type` (nullopt: the default type), with the num_samples
+  // leading dims.
   at::Tensor dist_sample(const Distribution& dist, std::optional<InteractionType> type) const;
 
  protected:
@@ -103,9 +177,21 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   TensorDict run(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
   // Writes the value (and log-probability) into `out`, else into `td`.
   TensorDict sample_into(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
+  // The ValueError for a custom log-probability key at, inside or holding a
+  // sampled key.
+  void check_log_prob_keys() const;
+  // The RuntimeError when composite_lp_aggregate() differs from
+  // aggregate_at_init_; returns the current value.
+  bool check_aggregate(std::string_view property) const;
 
   DistributionKeys dist_keys_;
   ProbabilisticOptions options_;
+  // out_keys as given: the sampled keys.
+  Keys sample_keys_;
+  // tensordict's _log_prob_key and _log_prob_keys after the defaults.
+  std::optional<NestedKey> log_prob_key_;
+  std::optional<Keys> log_prob_keys_;
+  bool aggregate_at_init_;
 };
 
 class ProbabilisticTensorDictModule : public TensorDictModuleHolder<ProbabilisticTensorDictModuleImpl> {
@@ -141,6 +227,23 @@ class ProbabilisticTensorDictSequentialImpl : public TensorDictSequentialImpl {
   std::shared_ptr<Distribution> get_dist(const TensorDict& td);
   std::shared_ptr<Distribution> build_dist_from_params(const TensorDict& td) const;
   ProbabilisticTensorDictModuleImpl& last() const { return *last_; }
+
+  // The log-probability of the last module's value in `td`: get_dist(td)
+  // (which writes the parameters into `td`), then the last module's log_prob.
+  at::Tensor log_prob(const TensorDict& td);
+
+  // These gather the probabilistic modules of the sequence (nested sequences
+  // included), the last module first, as tensordict does.
+  // The log-probability keys of the probabilistic modules.
+  Keys log_prob_keys() const;
+  // The one key of log_prob_keys(); RuntimeError when there are several (or
+  // none), or when a module's keys are a RuntimeError.
+  NestedKey log_prob_key() const;
+  Keys dist_sample_keys() const;
+  Keys dist_params_keys() const;
+  // The num_samples of the probabilistic modules, the last module's first:
+  // the leading dims they add to the output.
+  std::vector<int64_t> num_samples() const;
 
  protected:
   ProbabilisticTensorDictSequentialImpl(std::vector<ModulePtr> modules, std::vector<std::string> names,
