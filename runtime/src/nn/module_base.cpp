@@ -26,6 +26,8 @@ void TensorDictModuleBase::check_inputs(const TensorDict& td, const Keys& keys) 
   }
 }
 
+void TensorDictModuleBase::check_schema(std::string_view) const {}
+
 // ---- selection -----------------------------------------------------------------------
 
 void TensorDictModuleBase::check_selection(const Keys& keys) const {

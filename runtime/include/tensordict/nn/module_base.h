@@ -28,6 +28,16 @@ namespace tensordict::nn {
 
 using Keys = std::vector<NestedKey>;
 
+// A generated tensorclass (tensorclass-gen's structs): what the modules'
+// typed calls need of it.
+template <class T>
+concept TensorClassObject = !std::derived_from<T, TensorDict> && requires(T& tc, const TensorDict& td) {
+  { tc.to_tensordict() } -> std::same_as<TensorDict>;
+  { T::from_tensordict(td, tc, FromTensorDictOptions{}) } -> std::same_as<T>;
+  tc.update(tc);
+  { T::schema().python_type } -> std::convertible_to<std::string_view>;
+};
+
 // tensordict's `inplace` argument of TensorDictModule and
 // TensorDictSequential (and ProbabilisticTensorDictSequential): where
 // forward() writes the outputs when it is given no output tensordict.
@@ -72,16 +82,30 @@ class TensorDictModuleBase : public torch::nn::Module {
   TensorDict forward(const TensorDict& td, const TensorDict& out) { return run(td, out); }
   // A generated tensorclass (tensordict's tensorclass support): in_keys and
   // out_keys name fields (nested ones by path). The module runs on the
-  // object's tensordict form and its outputs are set with the object's
-  // update(): validated against the schema, an out_key that is no field is a
-  // KeyError, a locked object refuses. Returns the object.
-  template <class T>
-  requires(!std::derived_from<T, TensorDict> && requires(T& tc, const TensorDict& td) {
-    { tc.to_tensordict() } -> std::same_as<TensorDict>;
-    tc.update(td);
-  }) T& forward(T& tc) {
-    tc.update(forward(tc.to_tensordict()));
+  // object's tensordict form and the outputs that are fields are set with
+  // the object's update(): validated against the schema, a locked object
+  // refuses. Outputs that are no field of the class (a sequence's
+  // intermediate keys, such as NormalParamExtractor's) are dropped: run the
+  // module on tc.to_tensordict() to keep them. Returns the object.
+  template <TensorClassObject T>
+  T& forward(T& tc) {
+    check_schema(T::schema().python_type);
+    tc.update(T::from_tensordict(forward(tc.to_tensordict()), tc, FromTensorDictOptions{.strict = false}));
     return tc;
+  }
+  // Runs the module on `in` (a generated tensorclass, or a TensorDict, which
+  // is written into as forward(td) does) and returns the fields of `Out`, a
+  // generated class, from the result: `module.forward<PolicyOut>(obs)`.
+  // Outputs that are no field of Out are dropped; a missing required field
+  // or a value that breaks Out's schema throws as Out::from_tensordict does.
+  template <TensorClassObject Out, class In>
+  requires(TensorClassObject<In> || std::same_as<In, TensorDict>) Out forward(const In& in) {
+    if constexpr (std::same_as<In, TensorDict>) {
+      return Out::from_tensordict(forward(in), FromTensorDictOptions{.strict = false});
+    } else {
+      check_schema(In::schema().python_type);
+      return Out::from_tensordict(forward(in.to_tensordict()), FromTensorDictOptions{.strict = false});
+    }
   }
   // The tensor-call form: module(x, y) with one tensor per in_key returns the
   // tensors written at out_keys ("_" excluded), in order.
@@ -139,6 +163,10 @@ class TensorDictModuleBase : public torch::nn::Module {
   // The tensordict the outputs go to by the `inplace` rule, for input `td`
   // (None as False).
   static TensorDict output_for(const TensorDict& td, Inplace inplace);
+  // Throws when the module may not run on an object of the generated class
+  // whose Python type is `python_type` ("<class 'robot.PolicyStep'>"); this
+  // default accepts every class.
+  virtual void check_schema(std::string_view python_type) const;
   // Throws a KeyError naming this module and the in_keys `td` lacks.
   void check_inputs(const TensorDict& td, const Keys& keys) const;
 
@@ -185,6 +213,12 @@ class TensorDictModuleHolder : public torch::nn::ModuleHolder<Impl> {
   template <class... T>
   requires(std::same_as<std::decay_t<T>, at::Tensor>&&...) std::vector<at::Tensor>
   operator()(const T&... tensors) { return this->get()->forward_tensors({tensors...}); }
+  // A generated tensorclass: module(step) is module->forward(step).
+  template <TensorClassObject T>
+  T& operator()(T& tc) { return this->get()->forward(tc); }
+  // module.forward<PolicyOut>(obs): see TensorDictModuleBase::forward<Out>.
+  template <TensorClassObject Out, class In>
+  Out forward(const In& in) { return this->get()->template forward<Out>(in); }
 };
 
 }  // namespace tensordict::nn

@@ -1,0 +1,136 @@
+"""Exports a tensordict module for C++: one call, one ``.pt2`` package.
+
+``export(module, example, path)`` follows tensordict's export route: the
+module is called with its inputs as keyword arguments (a nested key's parts
+joined with ``_``, tensordict's ``dispatch`` rule) and returns its out_keys as
+a tuple; ``torch.export.export`` traces that call and
+``torch._inductor.aoti_compile_and_package`` compiles it. The package's
+metadata, under the key ``"tensorclass"``, records what C++ needs to call it
+by key (a JSON object)::
+
+    {"format": 1,
+     "in_keys":  [{"key": ["agent", "obs"], "arg": "agent_obs", "dtype": "float32", "event_shape": [4]}],
+     "out_keys": [{"key": ["action"], "dtype": "float32", "event_shape": [2]}],
+     "batch_size": [5], "dynamic_batch": true,
+     "schema": "<class 'robot.PolicyStep'>"}
+
+``tensordict::nn::AOTIModule`` (C++, the optional ``tensorclass::aoti``
+library) reads it, gathers the inputs by key and writes the outputs at the
+out_keys.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+import torch
+from tensordict import TensorDictBase, is_tensorclass
+from tensordict.utils import unravel_key
+
+__all__ = ["export", "FORMAT", "METADATA_KEY"]
+
+# The metadata layout's version: AOTIModule refuses a package with a newer one.
+FORMAT = 1
+# The package metadata entry holding the JSON object above.
+METADATA_KEY = "tensorclass"
+# tensordict's dispatch joins a nested key's parts with this separator.
+_SEPARATOR = "_"
+
+
+def _key_list(key) -> List[str]:
+    key = unravel_key(key)
+    return [key] if isinstance(key, str) else list(key)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def export(
+    module: torch.nn.Module,
+    example: Any,
+    path: str,
+    *,
+    dynamic_batch: bool = True,
+    inductor_configs: Optional[Dict[str, Any]] = None,
+) -> str:
+    """Exports ``module`` called on ``example`` to the AOTInductor package ``path``.
+
+    Args:
+        module: a ``TensorDictModuleBase`` (``TensorDictModule``,
+            ``TensorDictSequential``, a probabilistic module...): its
+            ``in_keys`` are read from ``example``, its ``out_keys`` are the
+            package's outputs, in order.
+        example: a ``TensorDict`` or a ``@tensorclass`` instance holding the
+            in_keys. Its batch size is the package's; with a tensorclass, its
+            class is recorded as the package's schema (C++ then checks that a
+            generated struct it runs on is of the same schema).
+        path: the package file to write (``.pt2``).
+        dynamic_batch: every batch dim of the package may take any size (each
+            must be at least 2 in ``example``: torch.export specialises a dim
+            of size 0 or 1). ``False``: the package takes ``example``'s batch
+            size only.
+        inductor_configs: more options for ``aoti_compile_and_package``.
+
+    Returns:
+        ``path``.
+    """
+    if not isinstance(example, TensorDictBase) and not is_tensorclass(example):
+        raise TypeError(f"export: example must be a TensorDict or a tensorclass instance, got {type(example).__name__}")
+    in_keys = [_key_list(k) for k in module.in_keys]
+    out_keys = [_key_list(k) for k in module.out_keys]
+    batch_size = list(example.batch_size)
+    names: Dict[str, List[str]] = {}
+    kwargs: Dict[str, torch.Tensor] = {}
+    inputs = []
+    for key in in_keys:
+        arg = _SEPARATOR.join(key)
+        if arg in names:
+            raise ValueError(
+                f"export: in_keys {names[arg]} and {key} both become the keyword argument {arg!r}"
+            )
+        names[arg] = key
+        value = example.get(tuple(key))
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"export: example's entry {key} is not a tensor ({type(value).__name__})")
+        kwargs[arg] = value
+        inputs.append(
+            {"key": key, "arg": arg, "dtype": _dtype_name(value.dtype),
+             "event_shape": list(value.shape[len(batch_size):])}
+        )
+    if dynamic_batch and any(size < 2 for size in batch_size):
+        raise ValueError(
+            f"export: dynamic_batch needs every batch dim of the example to be at least 2, got {batch_size}"
+        )
+
+    module = module.eval()
+    with torch.no_grad():
+        outputs = module(**kwargs)
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+    if len(outputs) != len(out_keys):
+        raise ValueError(f"export: the module returned {len(outputs)} tensors for {len(out_keys)} out_keys")
+    returned = [
+        {"key": key, "dtype": _dtype_name(value.dtype), "event_shape": list(value.shape[len(batch_size):])}
+        for key, value in zip(out_keys, outputs)
+    ]
+
+    dynamic_shapes = None
+    if dynamic_batch and batch_size:
+        dims = [torch.export.Dim(f"batch_{i}") for i in range(len(batch_size))]
+        dynamic_shapes = {"kwargs": {arg: dict(enumerate(dims)) for arg in kwargs}}
+    with torch.no_grad():
+        program = torch.export.export(module, args=(), kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+
+    metadata = {
+        "format": FORMAT,
+        "in_keys": inputs,
+        "out_keys": returned,
+        "batch_size": batch_size,
+        "dynamic_batch": bool(dynamic_batch and batch_size),
+        "schema": str(type(example)) if is_tensorclass(example) else None,
+    }
+    configs = dict(inductor_configs or {})
+    configs["aot_inductor.metadata"] = {**configs.get("aot_inductor.metadata", {}), METADATA_KEY: json.dumps(metadata)}
+    return torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
