@@ -1,0 +1,137 @@
+"""Exports the deploy suite's packages once per test run (CTest fixture).
+
+For each case: <out>/<case>.pt2 (tensorclass.export), <case>_inputs (a memmap
+tree of inputs at a batch size other than the export's, for the dynamic
+cases) and <case>_expected (the module's outputs on those inputs, computed by
+Python tensordict). Also packages edited into the broken forms the error
+tests need (another device, a newer format, no metadata).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import zipfile
+
+import torch
+from tensordict import TensorDict
+from tensordict.nn import (
+    NormalParamExtractor,
+    ProbabilisticTensorDictModule,
+    ProbabilisticTensorDictSequential,
+    TensorDictModule,
+    TensorDictSequential,
+)
+from torch import nn
+
+from tensorclass.export import export
+
+
+def mlp(n_in, n_out):
+    return nn.Sequential(nn.Linear(n_in, 16), nn.Tanh(), nn.Linear(16, n_out))
+
+
+def save(td, path):
+    shutil.rmtree(path, ignore_errors=True)
+    td.memmap(path)
+
+
+def case(out, name, module, example, inputs, **kwargs):
+    export(module, example, os.path.join(out, f"{name}.pt2"), **kwargs)
+    save(inputs, os.path.join(out, f"{name}_inputs"))
+    with torch.no_grad():
+        result = module(inputs.clone())
+    save(result.select(*module.out_keys), os.path.join(out, f"{name}_expected"))
+
+
+def gaussian_policy():
+    return ProbabilisticTensorDictSequential(
+        TensorDictModule(mlp(3, 4), in_keys=["obs"], out_keys=["params"]),
+        TensorDictModule(NormalParamExtractor(), in_keys=["params"], out_keys=["loc", "scale"]),
+        ProbabilisticTensorDictModule(
+            in_keys=["loc", "scale"], out_keys=["action"], distribution_class=torch.distributions.Normal,
+            return_log_prob=True,
+        ),
+    )
+
+
+def edited(src, dst, edit_wrapper_metadata):
+    """Copies package `src` to `dst` with its model's metadata JSON edited."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename.endswith("wrapper_metadata.json"):
+                meta = json.loads(data)
+                edit_wrapper_metadata(meta)
+                data = json.dumps(meta).encode()
+            zout.writestr(item, data)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--modules", required=True, help="the generated Python modules (deploy.py)")
+    args = parser.parse_args()
+    sys.path.insert(0, args.modules)
+    from deploy import PolicyStep
+
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(0)
+
+    # An MLP, exported at batch 5, run at batch 7.
+    module = TensorDictModule(mlp(3, 2), in_keys=["obs"], out_keys=["action"])
+    case(args.out, "mlp", module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]),
+         TensorDict(obs=torch.randn(7, 3), batch_size=[7]))
+
+    # The same at a fixed batch size.
+    export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "mlp_static.pt2"),
+           dynamic_batch=False)
+
+    # Two modules, a nested in_key, an intermediate key, a second input;
+    # exported at batch [4, 2], run at [3, 2].
+    seq = TensorDictSequential(
+        TensorDictModule(nn.Linear(3, 4), in_keys=[("agent", "obs")], out_keys=["hidden"]),
+        TensorDictModule(lambda h, b: torch.relu(h) + b, in_keys=["hidden", "bias"], out_keys=[("agent", "action")]),
+    )
+    case(args.out, "seq", seq,
+         TensorDict({("agent", "obs"): torch.randn(4, 2, 3), "bias": torch.randn(4, 2, 4)}, batch_size=[4, 2]),
+         TensorDict({("agent", "obs"): torch.randn(3, 2, 3), "bias": torch.randn(3, 2, 4)}, batch_size=[3, 2]))
+
+    # A Gaussian policy (deterministic: the action is the mean), on a
+    # TensorDict and on the generated @tensorclass.
+    policy = gaussian_policy()
+    case(args.out, "gaussian", policy, TensorDict(obs=torch.randn(5, 3), batch_size=[5]),
+         TensorDict(obs=torch.randn(6, 3), batch_size=[6]))
+    typed = gaussian_policy()
+    export(typed, PolicyStep(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "typed.pt2"))
+    typed_inputs = TensorDict(obs=torch.randn(6, 3), batch_size=[6])
+    save(typed_inputs, os.path.join(args.out, "typed_inputs"))
+    # (Python tensordict cannot run it on a PolicyStep: the intermediate
+    # outputs are no fields. C++ drops them.)
+    with torch.no_grad():
+        result = typed(typed_inputs.clone())
+    save(result.select(*typed.out_keys), os.path.join(args.out, "typed_expected"))
+
+    # Broken forms of the MLP's package.
+    mlp_path = os.path.join(args.out, "mlp.pt2")
+    edited(mlp_path, os.path.join(args.out, "cuda.pt2"), lambda m: m.update(AOTI_DEVICE_KEY="cuda"))
+
+    def newer(meta):
+        spec = json.loads(meta["tensorclass"])
+        spec["format"] = 2
+        meta["tensorclass"] = json.dumps(spec)
+
+    edited(mlp_path, os.path.join(args.out, "newer.pt2"), newer)
+    edited(mlp_path, os.path.join(args.out, "plain.pt2"), lambda m: m.pop("tensorclass"))
+    with open(mlp_path, "rb") as f:
+        data = f.read()
+    with open(os.path.join(args.out, "truncated.pt2"), "wb") as f:
+        f.write(data[: len(data) // 2])
+    with open(os.path.join(args.out, "garbage.pt2"), "wb") as f:
+        f.write(b"PK\x03\x04" + bytes(range(256)) * 64)
+    print("exported to", args.out)
+
+
+if __name__ == "__main__":
+    main()

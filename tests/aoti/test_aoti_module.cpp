@@ -1,0 +1,206 @@
+// AOTIModule runs packages that tensorclass.export wrote from Python modules
+// (export_cases.py, once per test run): outputs equal Python tensordict's on
+// the same inputs, on TensorDicts and on generated structs; every error path
+// names the package and the key.
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+
+#include <tensordict/memmap.h>
+#include <tensordict/nn.h>
+#include <tensordict/nn/aoti.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "../message_of.h"
+#include "deploy.tc.h"
+
+using tensordict::KeyError;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+namespace tnn = tensordict::nn;
+using td_test::message_of;
+
+namespace {
+
+// The directory export_cases.py wrote (the CTest fixture sets it).
+std::string packages() {
+  const char* dir = std::getenv("TENSORCLASS_AOTI_PACKAGES");
+  if (!dir) FAIL("TENSORCLASS_AOTI_PACKAGES is not set: run this suite through CTest (the export fixture)");
+  return dir;
+}
+std::string package(const std::string& name) { return packages() + "/" + name + ".pt2"; }
+TensorDict load(const std::string& name) { return tensordict::load_memmap(packages() + "/" + name); }
+
+// Every leaf of `expected` equals `got`'s to 1e-5.
+void check_equal(const TensorDict& got, const TensorDict& expected) {
+  for (const auto& key : expected.keys({.include_nested = true, .leaves_only = true})) {
+    INFO("key " << key.repr());
+    REQUIRE(got.contains(key));
+    CHECK(got.get(key).sizes() == expected.get(key).sizes());
+    CHECK(torch::allclose(got.get(key), expected.get(key), 1e-5, 1e-5));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an exported MLP runs on a TensorDict at another batch size, as in Python", "[aoti]") {
+  tnn::AOTIModule module(package("mlp"));
+  CHECK(module->in_keys() == tnn::Keys{"obs"});
+  CHECK(module->out_keys() == tnn::Keys{"action"});
+  CHECK(module->spec().dynamic_batch);
+  CHECK(module->spec().inputs[0].dtype == at::kFloat);
+  CHECK(module->spec().inputs[0].event_shape == std::vector<int64_t>{3});
+  TensorDict td = load("mlp_inputs");
+  REQUIRE(td.batch_size() == at::IntArrayRef{7});
+  TensorDict result = module(td);
+  CHECK(result.impl() == td.impl());  // written into the input, as TensorDictModule does
+  check_equal(td, load("mlp_expected"));
+
+  // Into a given output; a batch of one; no batch dims on the tensordict.
+  TensorDict out;
+  module(load("mlp_inputs"), out);
+  check_equal(out, load("mlp_expected"));
+  TensorDict one = load("mlp_inputs").narrow(0, 0, 1).clone();
+  module(one);
+  CHECK(torch::allclose(one.get("action"), load("mlp_expected").get("action").narrow(0, 0, 1), 1e-5, 1e-5));
+  TensorDict flat({{"obs", load("mlp_inputs").get("obs")}});
+  module(flat);
+  check_equal(flat, load("mlp_expected"));
+  // The loader's own call gives the same.
+  CHECK(torch::allclose(module->run_tensors({load("mlp_inputs").get("obs")})[0], load("mlp_expected").get("action")));
+}
+
+TEST_CASE("an exported two-module sequence: nested in_keys, several inputs, intermediate keys", "[aoti]") {
+  tnn::AOTIModule module(package("seq"));
+  CHECK(module->in_keys() == tnn::Keys{{"agent", "obs"}, "bias"});
+  CHECK(module->out_keys() == tnn::Keys{"hidden", {"agent", "action"}});
+  CHECK(module->spec().dynamic_batch);
+  CHECK(module->spec().batch_size == std::vector<int64_t>{4, 2});
+  TensorDict td = load("seq_inputs");
+  module(td);
+  check_equal(td, load("seq_expected"));
+
+  // In a TensorDictSequential with a C++ module, and with select_out_keys.
+  tnn::TensorDictSequential chain({module, tnn::TensorDictModule([](const at::Tensor& a) { return a * 2; },
+                                                                 {{"agent", "action"}}, {"doubled"})});
+  TensorDict chained = chain(load("seq_inputs"));
+  CHECK(torch::allclose(chained.get("doubled"), load("seq_expected").get({"agent", "action"}) * 2, 1e-5, 1e-5));
+  module->select_out_keys({{"agent", "action"}});
+  TensorDict selected = module(load("seq_inputs"));
+  CHECK(!selected.contains("hidden"));
+  check_equal(selected, load("seq_expected").exclude({"hidden"}));
+  module->reset_out_keys();
+}
+
+TEST_CASE("an exported Gaussian policy writes loc, scale, action and its log-probability", "[aoti]") {
+  tnn::AOTIModule module(package("gaussian"));
+  CHECK(module->out_keys() == tnn::Keys{"params", "loc", "scale", "action", "action_log_prob"});
+  TensorDict td = load("gaussian_inputs");
+  module(td);
+  check_equal(td, load("gaussian_expected"));
+  // The deterministic action is the mean, and the log-probability Normal's.
+  const at::Tensor loc = td.get("loc"), scale = td.get("scale");
+  CHECK(torch::allclose(td.get("action"), loc));
+  CHECK(torch::allclose(td.get("action_log_prob"), -scale.log() - 0.5 * std::log(2 * M_PI), 1e-5, 1e-5));
+}
+
+TEST_CASE("an exported policy runs on a generated struct: module(step), forward<Out>", "[aoti][tensorclass]") {
+  tnn::AOTIModule module(package("typed"));
+  CHECK(module->spec().schema == std::string("<class 'deploy.PolicyStep'>"));
+  const TensorDict expected = load("typed_expected");
+  deploy::PolicyStep step({.obs = load("typed_inputs").get("obs"), .task = "push"}, {6});
+  deploy::PolicyStep& same = module(step);  // params, loc and scale are no fields: dropped
+  CHECK(&same == &step);
+  CHECK(torch::allclose(step.action, expected.get("action"), 1e-5, 1e-5));
+  CHECK(torch::allclose(step.action_log_prob, expected.get("action_log_prob"), 1e-5, 1e-5));
+  CHECK(step.task == "push");
+
+  deploy::PolicyStep fresh({.obs = load("typed_inputs").get("obs")}, {6});
+  const deploy::PolicyOut out = module.forward<deploy::PolicyOut>(fresh);
+  CHECK(torch::allclose(out.loc, expected.get("loc"), 1e-5, 1e-5));
+  CHECK(torch::allclose(out.scale, expected.get("scale"), 1e-5, 1e-5));
+  CHECK(torch::allclose(out.action, expected.get("action"), 1e-5, 1e-5));
+  CHECK(!fresh.action.defined());  // the input object is left as it was
+
+  // A struct of another schema is refused, naming both.
+  deploy::Other other({.obs = load("typed_inputs").get("obs")}, {6});
+  CHECK(message_of([&] { module(other); }) ==
+        "AOTIModule('" + package("typed") +
+            "'): the package was exported for <class 'deploy.PolicyStep'>, not for <class 'deploy.Other'>");
+  CHECK_THROWS_AS(module(other), tensordict::TypeError);
+}
+
+TEST_CASE("AOTIModule: wrong inputs are refused by key before the model runs", "[aoti][errors]") {
+  tnn::AOTIModule mlp(package("mlp"));
+  const std::string name = "AOTIModule('" + package("mlp") + "'): ";
+  TensorDict missing({{"x", torch::randn({7, 3})}}, {7});
+  CHECK_THROWS_AS(mlp(missing), KeyError);
+  CHECK(message_of([&] { mlp(missing); }) ==
+        "AOTIModule: input key(s) ['obs'] not found in the tensordict (in_keys=['obs'], tensordict keys=['x'])");
+  TensorDict doubles({{"obs", torch::randn({7, 3}, torch::kDouble)}}, {7});
+  CHECK_THROWS_AS(mlp(doubles), tensordict::TypeError);
+  CHECK(message_of([&] { mlp(doubles); }) == name + "input 'obs' has dtype float64, the package takes float32");
+  TensorDict wide({{"obs", torch::randn({7, 4})}}, {7});
+  CHECK_THROWS_AS(mlp(wide), tensordict::ValueError);
+  CHECK(message_of([&] { mlp(wide); }) ==
+        name + "input 'obs' has shape [7, 4], the package takes [*, 3] (1 batch dim(s), any size, event shape [3])");
+  TensorDict extra_dim({{"obs", torch::randn({2, 7, 3})}}, {2});
+  CHECK(message_of([&] { mlp(extra_dim); }) ==
+        name + "input 'obs' has shape [2, 7, 3], the package takes [*, 3] (1 batch dim(s), any size, event shape [3])");
+  CHECK(!wide.contains("action"));
+
+  // A package of a fixed batch size takes that size only.
+  tnn::AOTIModule fixed(package("mlp_static"));
+  CHECK(!fixed->spec().dynamic_batch);
+  CHECK(message_of([&] { fixed(load("mlp_inputs")); }) ==
+        "AOTIModule('" + package("mlp_static") +
+            "'): input 'obs' has shape [7, 3], the package takes [5, 3] (1 batch dim(s), event shape [3])");
+  TensorDict five({{"obs", load("mlp_inputs").get("obs").narrow(0, 0, 5)}}, {5});
+  fixed(five);
+  CHECK(torch::allclose(five.get("action"), load("mlp_expected").get("action").narrow(0, 0, 5), 1e-5, 1e-5));
+
+  // The inputs of a package must agree on the batch dims (one size per dim).
+  tnn::AOTIModule seq(package("seq"));
+  TensorDict mismatched({{{"agent", "obs"}, torch::randn({3, 2, 3})}, {"bias", torch::randn({2, 3, 4})}});
+  CHECK_THROWS_AS(seq(mismatched), tensordict::ValueError);
+  CHECK(message_of([&] { seq(mismatched); }) ==
+        "AOTIModule('" + package("seq") +
+            "'): inputs ('agent', 'obs') and 'bias' differ in their batch dims ([3, 2] and [2, 3])");
+}
+
+TEST_CASE("AOTIModule: a package that cannot run here is refused when loaded, naming it", "[aoti][errors]") {
+  if (!at::hasCUDA()) {
+    CHECK_THROWS_AS(tnn::AOTIModule(package("cuda")), tensordict::RuntimeError);
+    CHECK(message_of([&] { tnn::AOTIModule m(package("cuda")); }) ==
+          "AOTIModule: package '" + package("cuda") +
+              "' was compiled for cuda, and this process has no CUDA device (export it on the CPU to run it here)");
+  }
+  CHECK(message_of([&] { tnn::AOTIModule m(package("newer")); }) ==
+        "AOTIModule: package '" + package("newer") +
+            "': its metadata format is 2; this library reads format 1 (export it with this version's tensorclass.export, "
+            "or update the library)");
+  CHECK(message_of([&] { tnn::AOTIModule m(package("plain")); }) ==
+        "AOTIModule: package '" + package("plain") +
+            "': no \"tensorclass\" metadata: export it with tensorclass.export.export()");
+  CHECK(message_of([&] { tnn::AOTIModule m(package("absent")); }) ==
+        "AOTIModule: package '" + package("absent") + "' is not a file");
+  CHECK(message_of([&] { tnn::AOTIModule m(packages()); }) == "AOTIModule: package '" + packages() + "' is not a file");
+  for (const char* broken : {"truncated", "garbage"}) {
+    INFO(broken);
+    CHECK_THROWS_AS(tnn::AOTIModule(package(broken)), tensordict::RuntimeError);
+    CHECK(message_of([&] { tnn::AOTIModule m(package(broken)); })
+              .rfind("AOTIModule: package '" + package(broken) + "' cannot be read as an AOTInductor package (model "
+                     "'model'): ", 0) == 0);
+  }
+  CHECK(message_of([&] { tnn::AOTIModule m(package("mlp"), {.model_name = "other"}); })
+            .rfind("AOTIModule: package '" + package("mlp") + "' cannot be read as an AOTInductor package (model 'other'): ",
+                   0) == 0);
+}
+
+TEST_CASE("AOTIModule prints its package and keys", "[aoti]") {
+  tnn::AOTIModule module(package("mlp"));
+  CHECK(module->repr() == "AOTIModule(\n    package=" + package("mlp") +
+                              ",\n    device=cpu,\n    in_keys=['obs'],\n    out_keys=['action'])");
+}
