@@ -561,13 +561,17 @@ TEST_CASE("A custom log-probability key at, inside or holding a sampled key is a
         Keys{"x_log_prob", "x_log_prob_log_prob"});
 }
 
+// The log_prob_key values tensordict's nested-key tests are parametrized over.
+static std::vector<std::optional<NestedKey>> nested_test_log_prob_keys() {
+  return {std::nullopt, NestedKey("sample_log_prob"), NestedKey{"nested", "sample_log_prob"},
+          NestedKey{"data", "sample_log_prob"}};
+}
+
 TEST_CASE(
     "Nested keys with a Delta and a log_prob_key "
     "(test_nn.py::TestProbabilisticTensorDictModule::test_nested_keys_probabilistic_delta)",
     "[probabilistic][lp_aggregate][test_nn.py]") {
-  const std::vector<std::optional<NestedKey>> lp_keys{std::nullopt, NestedKey("sample_log_prob"),
-                                                      NestedKey{"nested", "sample_log_prob"},
-                                                      NestedKey{"data", "sample_log_prob"}};
+  const auto lp_keys = nested_test_log_prob_keys();
   for (const auto& lp_key : lp_keys) {
     INFO("log_prob_key " << (lp_key ? lp_key->repr() : "None"));
     const ProbabilisticOptions options{.return_log_prob = true, .log_prob_key = lp_key};
@@ -592,9 +596,7 @@ TEST_CASE(
     "Nested keys with a Normal and a log_prob_key "
     "(test_nn.py::TestProbabilisticTensorDictModule::test_nested_keys_probabilistic_normal)",
     "[probabilistic][lp_aggregate][test_nn.py]") {
-  const std::vector<std::optional<NestedKey>> lp_keys{std::nullopt, NestedKey("sample_log_prob"),
-                                                      NestedKey{"nested", "sample_log_prob"},
-                                                      NestedKey{"data", "sample_log_prob"}};
+  const auto lp_keys = nested_test_log_prob_keys();
   for (const auto& lp_key : lp_keys) {
     INFO("log_prob_key " << (lp_key ? lp_key->repr() : "None"));
     const ProbabilisticOptions options{
