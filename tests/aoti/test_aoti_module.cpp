@@ -150,6 +150,9 @@ TEST_CASE("AOTIModule: wrong inputs are refused by key before the model runs", "
   CHECK(message_of([&] { mlp(extra_dim); }) ==
         name + "input 'obs' has shape [2, 7, 3], the package takes [*, 3] (1 batch dim(s), any size, event shape [3])");
   CHECK(!wide.contains("action"));
+  TensorDict elsewhere({{"obs", torch::empty({7, 3}, torch::TensorOptions().device(torch::kMeta))}});
+  CHECK_THROWS_AS(mlp(elsewhere), tensordict::RuntimeError);
+  CHECK(message_of([&] { mlp(elsewhere); }) == name + "input 'obs' is on meta, the package runs on cpu");
 
   // A package of a fixed batch size takes that size only.
   tnn::AOTIModule fixed(package("mlp_static"));
