@@ -94,6 +94,8 @@ class AOTIModuleImpl : public TensorDictModuleBase {
   std::string path_;
   std::unordered_map<std::string, std::string> metadata_;
   AOTISpec spec_;
+  // The device type the inputs must be on (check_device refused the others).
+  c10::DeviceType device_type_ = c10::DeviceType::CPU;
   // The loader (torch::inductor::AOTIModelPackageLoader), behind a pointer so
   // that this header does not include it.
   struct Loader;

@@ -75,6 +75,7 @@ AOTIModuleImpl::AOTIModuleImpl(std::string package_path, AOTIModuleOptions optio
     });
   }
   spec_ = aoti::read_spec(path_, metadata_, loader_->loader.get_call_spec());
+  device_type_ = spec_.device_type == "cuda" ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
   for (const AOTIEntry& entry : spec_.inputs) in_keys_.push_back(entry.key);
   for (const AOTIEntry& entry : spec_.outputs) out_keys_.push_back(entry.key);
 }
@@ -87,7 +88,12 @@ std::vector<at::Tensor> AOTIModuleImpl::run_tensors(const std::vector<at::Tensor
 
 at::Tensor AOTIModuleImpl::input(const TensorDict& td, std::size_t i) const {
   const AOTIEntry& entry = spec_.inputs[i];
-  at::Tensor t = td.get(entry.key);
+  // One lookup: a missing key (undefined here) gets the module's KeyError.
+  at::Tensor t = td.get(entry.key, at::Tensor());
+  if (!t.defined()) {
+    check_inputs(td, in_keys_);
+    throw KeyError(fmt::format("AOTIModule('{}'): input {} holds no tensor", path_, entry.key.repr()));
+  }
   if (t.scalar_type() != entry.dtype) {
     throw TypeError(fmt::format("AOTIModule('{}'): input {} has dtype {}, the package takes {}", path_,
                                 entry.key.repr(), dtype_name(t.scalar_type()), dtype_name(entry.dtype)));
@@ -104,7 +110,7 @@ at::Tensor AOTIModuleImpl::input(const TensorDict& td, std::size_t i) const {
                                  batch_dims, spec_.dynamic_batch ? ", any size" : "",
                                  fmt::join(entry.event_shape, ", ")));
   }
-  if (t.device().type() != c10::Device(spec_.device_type.empty() ? "cpu" : spec_.device_type).type()) {
+  if (t.device().type() != device_type_) {
     throw RuntimeError(fmt::format("AOTIModule('{}'): input {} is on {}, the package runs on {}", path_,
                                    entry.key.repr(), t.device().str(), spec_.device_type));
   }
@@ -113,7 +119,6 @@ at::Tensor AOTIModuleImpl::input(const TensorDict& td, std::size_t i) const {
 }
 
 TensorDict AOTIModuleImpl::run_impl(const TensorDict& td, const std::optional<TensorDict>& out) {
-  check_inputs(td, in_keys_);
   std::vector<at::Tensor> inputs;
   inputs.reserve(spec_.inputs.size());
   for (std::size_t i = 0; i < spec_.inputs.size(); ++i) {
