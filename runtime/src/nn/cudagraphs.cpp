@@ -30,9 +30,6 @@ constexpr const char* kRequiresGradError =
     "please pass them as constant inputs to the module instead (e.g. `def func(a, b, c=c): ...` where c is the "
     "tensor requiring gradients).";
 
-// torch.Size([3, 4]), as tensordict's messages print a shape.
-std::string size_text(at::IntArrayRef sizes) { return fmt::format("torch.Size([{}])", fmt::join(sizes, ", ")); }
-
 // tensordict's `tensordict.apply(self._clone, out=tensordict)`: every leaf
 // replaced by a clone, so that the module cannot write into the caller's
 // tensors; a leaf requiring gradients is refused.
@@ -46,6 +43,11 @@ void clone_leaves(const TensorDict& td) {
 }  // namespace
 
 #if TENSORCLASS_WITH_CUDA
+namespace {
+// torch.Size([3, 4]), as tensordict's messages print a shape.
+std::string size_text(at::IntArrayRef sizes) { return fmt::format("torch.Size([{}])", fmt::join(sizes, ", ")); }
+}  // namespace
+
 struct CudaGraphModule::Graph {
   explicit Graph(c10::DeviceIndex device)
       : warmup_stream(c10::cuda::getStreamFromPool(false, device)),
