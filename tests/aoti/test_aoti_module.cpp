@@ -68,6 +68,11 @@ TEST_CASE("an exported MLP runs on a TensorDict at another batch size, as in Pyt
   TensorDict flat({{"obs", load("mlp_inputs").get("obs")}});
   module(flat);
   check_equal(flat, load("mlp_expected"));
+  // On a generated struct (the package has no schema: any struct with the
+  // keys will do).
+  deploy::PolicyStep step({.obs = load("mlp_inputs").get("obs")}, {7});
+  module(step);
+  CHECK(torch::allclose(step.action, load("mlp_expected").get("action"), 1e-5, 1e-5));
   // The loader's own call gives the same.
   CHECK(torch::allclose(module->run_tensors({load("mlp_inputs").get("obs")})[0], load("mlp_expected").get("action")));
 }
@@ -81,6 +86,13 @@ TEST_CASE("an exported two-module sequence: nested in_keys, several inputs, inte
   TensorDict td = load("seq_inputs");
   module(td);
   check_equal(td, load("seq_expected"));
+
+  // On a generated struct with a nested class: "hidden" is no field, dropped.
+  const TensorDict inputs = load("seq_inputs");
+  deploy::SeqStep step({.agent = deploy::Agent({.obs = inputs.get({"agent", "obs"})}, {3, 2}), .bias = inputs.get("bias")},
+                       {3, 2});
+  module(step);
+  CHECK(torch::allclose(step.agent.action, load("seq_expected").get({"agent", "action"}), 1e-5, 1e-5));
 
   // In a TensorDictSequential with a C++ module, and with select_out_keys.
   tnn::TensorDictSequential chain({module, tnn::TensorDictModule([](const at::Tensor& a) { return a * 2; },
