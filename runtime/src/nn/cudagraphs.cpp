@@ -169,6 +169,8 @@ TensorDict CudaGraphModule::capture(const TensorDict& td) {
     g.out = fn_(inputs);
     g.graph.capture_end();
   }
+  // The caller's stream reads what the warm-up stream computed (`result`).
+  Graph::wait(c10::cuda::getCurrentCUDAStream(), g.warmup_stream);
   g.out.lock_();
   if (*out_matches_in_) {
     // The outputs: out_keys, else the leaves the module replaced.
