@@ -289,6 +289,11 @@ class TensorDict {
   // The bytes the tensor leaves hold (their gradients included); without
   // count_duplicates a tensor reached twice counts once.
   int64_t bytes(const BytesOptions& options = {}) const;
+  // The number of elements of the tensor leaves, nested ones included
+  // (tensordict's param_count); non-tensor data is not counted. With
+  // count_duplicates false a tensor stored under several keys counts once
+  // (two views of one tensor still count twice).
+  int64_t param_count(const BytesOptions& options = {}) const;
   // Each tensor leaf's data pointer (of its storage, with `storage`) as a
   // 0-dim int64 tensor, keyed like the leaves; batch size [].
   TensorDict data_ptr(const DataPtrOptions& options = {}) const;
@@ -451,6 +456,16 @@ class TensorDict {
   TensorDict& addcmul_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
   TensorDict addcdiv(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const;
   TensorDict& addcdiv_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1);
+
+  // other - alpha * self (tensordict's rsub; `2 - td`).
+  TensorDict rsub(const Operand& other, const at::Scalar& alpha = 1) const;
+  // The remainder of each leaf divided by `other`, with the divisor's sign
+  // (tensordict's mod; `td % other`).
+  TensorDict mod(const Operand& other, MissingKeys missing = MissingKeys::error()) const;
+  // Bitwise AND (logical for bool leaves; `td & other`) and logical AND
+  // (nonzero is true, bool leaves).
+  TensorDict bitwise_and(const Operand& other, MissingKeys missing = MissingKeys::error()) const;
+  TensorDict logical_and(const Operand& other, MissingKeys missing = MissingKeys::error()) const;
 
   TensorDict& zero_();
   TensorDict& fill_(const at::Scalar& value);
@@ -673,6 +688,26 @@ TensorDict operator<(const TensorDict& a, const Operand& b);
 TensorDict operator<=(const TensorDict& a, const Operand& b);
 TensorDict operator>(const TensorDict& a, const Operand& b);
 TensorDict operator>=(const TensorDict& a, const Operand& b);
+// Bitwise per leaf (logical for bool leaves), as tensors' &, |, ^, ~; % is mod.
+TensorDict operator%(const TensorDict& a, const Operand& b);
+TensorDict operator&(const TensorDict& a, const Operand& b);
+TensorDict operator|(const TensorDict& a, const Operand& b);
+TensorDict operator^(const TensorDict& a, const Operand& b);
+TensorDict operator~(const TensorDict& a);
+// A scalar or a tensor on the left (tensordict's __radd__, __rsub__,
+// __rmul__, __rtruediv__, __rand__, __ror__, __rxor__): `1 - td`, `2 * td`,
+// `1 / td` (td.reciprocal() * 1, as tensordict computes it).
+#define TENSORDICT_DECLARE_REFLECTED(op)                  \
+  TensorDict operator op(const at::Scalar& a, const TensorDict& b); \
+  TensorDict operator op(const at::Tensor& a, const TensorDict& b);
+TENSORDICT_DECLARE_REFLECTED(+)
+TENSORDICT_DECLARE_REFLECTED(-)
+TENSORDICT_DECLARE_REFLECTED(*)
+TENSORDICT_DECLARE_REFLECTED(/)
+TENSORDICT_DECLARE_REFLECTED(&)
+TENSORDICT_DECLARE_REFLECTED(|)
+TENSORDICT_DECLARE_REFLECTED(^)
+#undef TENSORDICT_DECLARE_REFLECTED
 
 // Scoped locking, for tensordict's `with td.lock_():` / `with td.unlock_():`:
 // sets the state for the guard's lifetime and restores the previous one.

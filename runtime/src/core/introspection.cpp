@@ -41,6 +41,18 @@ int64_t TensorDict::bytes(const BytesOptions& options) const {
   return total;
 }
 
+int64_t TensorDict::param_count(const BytesOptions& options) const {
+  std::unordered_set<const void*> seen;  // tensors counted, by identity
+  int64_t total = 0;
+  for (const auto& [key, value] : items({.include_nested = true, .leaves_only = true})) {
+    if (!value.is_tensor()) continue;
+    const at::Tensor& t = value.tensor();
+    if (!options.count_duplicates && !seen.insert(t.unsafeGetTensorImpl()).second) continue;
+    total += t.numel();
+  }
+  return total;
+}
+
 TensorDict TensorDict::data_ptr(const DataPtrOptions& options) const {
   const bool storage = options.storage;
   TensorDict out;

@@ -343,6 +343,50 @@ TensorDict operator-(const TensorDict& a, const Operand& b) { return a.sub(b); }
 TensorDict operator*(const TensorDict& a, const Operand& b) { return a.mul(b); }
 TensorDict operator/(const TensorDict& a, const Operand& b) { return a.div(b); }
 TensorDict operator-(const TensorDict& a) { return a.neg(); }
+
+TensorDict TensorDict::rsub(const Operand& other, const at::Scalar& alpha) const {
+  return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::rsub(a, b, alpha); },
+                MissingKeys::error(), "rsub");
+}
+TensorDict TensorDict::mod(const Operand& other, MissingKeys missing) const {
+  return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, missing,
+                "mod");
+}
+TensorDict TensorDict::bitwise_and(const Operand& other, MissingKeys missing) const {
+  return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::bitwise_and(a, b); }, missing,
+                "bitwise_and");
+}
+TensorDict TensorDict::logical_and(const Operand& other, MissingKeys missing) const {
+  return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::logical_and(a, b); }, missing,
+                "logical_and");
+}
+
+TensorDict operator%(const TensorDict& a, const Operand& b) { return a.mod(b); }
+TensorDict operator&(const TensorDict& a, const Operand& b) { return a.bitwise_and(b); }
+TensorDict operator|(const TensorDict& a, const Operand& b) {
+  return binary(a, b, [](const at::Tensor& x, const at::Tensor& y) { return at::bitwise_or(x, y); },
+                MissingKeys::error(), "bitwise_or");
+}
+TensorDict operator^(const TensorDict& a, const Operand& b) {
+  return binary(a, b, [](const at::Tensor& x, const at::Tensor& y) { return at::bitwise_xor(x, y); },
+                MissingKeys::error(), "bitwise_xor");
+}
+TensorDict operator~(const TensorDict& a) {
+  return unary(a, [](const at::Tensor& t) { return at::bitwise_not(t); }, "bitwise_not");
+}
+
+// The reflected operators: the commutative ones swap their operands.
+#define TENSORDICT_DEFINE_REFLECTED(op, body)                                                        \
+  TensorDict operator op(const at::Scalar& a, const TensorDict& b) { return body; }               \
+  TensorDict operator op(const at::Tensor& a, const TensorDict& b) { return body; }
+TENSORDICT_DEFINE_REFLECTED(+, b.add(a))
+TENSORDICT_DEFINE_REFLECTED(-, b.rsub(a))
+TENSORDICT_DEFINE_REFLECTED(*, b.mul(a))
+TENSORDICT_DEFINE_REFLECTED(/, b.reciprocal().mul(a))
+TENSORDICT_DEFINE_REFLECTED(&, b & a)
+TENSORDICT_DEFINE_REFLECTED(|, b | a)
+TENSORDICT_DEFINE_REFLECTED(^, b ^ a)
+#undef TENSORDICT_DEFINE_REFLECTED
 TensorDict operator==(const TensorDict& a, const Operand& b) { return a.eq(b); }
 TensorDict operator!=(const TensorDict& a, const Operand& b) { return a.ne(b); }
 TensorDict operator<(const TensorDict& a, const Operand& b) { return a.lt(b); }
