@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/Stream.h>
 #include <c10/util/FunctionRef.h>
 
 #include <functional>
@@ -254,6 +255,34 @@ class TensorDict {
   // nothing.
   TensorDict& update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                              const std::optional<std::vector<NestedKey>>& keys_to_update = std::nullopt);
+  // tensordict's copy_ and copy_at_: update_() and update_at_() under
+  // torch.Tensor.copy_'s name (every key of `other` must exist here; the
+  // existing tensors keep their storage).
+  TensorDict& copy_(const TensorDict& other);
+  TensorDict& copy_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index);
+  // A shallow copy with the entries of `entries` written into it (update():
+  // nested tensordicts are merged); this tensordict does not change. With no
+  // entry to write, this tensordict itself (tensordict's replace).
+  TensorDict replace(const TensorDict& entries) const;
+  // Removes the entries at `keys` and returns them in a new tensordict of
+  // this batch size, their nested levels kept (tensordict's separates). A
+  // missing key is a KeyError unless options.strict is false; nested levels
+  // left empty here are removed unless keep_empty.
+  TensorDict separates(const std::vector<NestedKey>& keys, const SeparatesOptions& options = {});
+  // The non-tensor entries (tensordict's non_tensor_items): of this level,
+  // or of every level under nested keys.
+  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const;
+  // A tensordict without the non-tensor entries, nested ones included; the
+  // leaves are not copied (tensordict's filter_non_tensor_data).
+  TensorDict filter_non_tensor_data() const;
+  // Sets this tensordict's device (and its nested levels') to the device of
+  // its tensor leaves when they all share one, else clears it; the leaves do
+  // not move (tensordict's auto_device_).
+  TensorDict& auto_device_();
+  // Marks every tensor leaf as used by `stream` (Tensor::record_stream): a
+  // freed leaf's memory is not reused before the work queued on `stream`
+  // completes. For CUDA leaves (libtorch refuses others, naming the key).
+  TensorDict& record_stream(c10::Stream stream);
   // tensordict's cat_tensors / stack_tensors: the tensors at `keys`
   // concatenated (stacked) along tensor dim `dim` into a new entry `out_key`;
   // the entries taken are deleted unless keep_entries. The new entry is set

@@ -30,6 +30,15 @@ struct SelectOptions {
   bool strict = true;
 };
 
+// separates().
+struct SeparatesOptions {
+  // A missing key is a KeyError (else it is skipped).
+  bool strict = true;
+  // Keep the nested levels the removal leaves empty (tensordict's
+  // filter_empty=False).
+  bool keep_empty = false;
+};
+
 // cat_tensors(), stack_tensors().
 struct CombineTensorsOptions {
   // Keep the entries taken (else they are deleted).

@@ -65,4 +65,19 @@ bool TensorDict::is_shared() const {
   return d && d->is_cuda();
 }
 
+// ---- writing into existing entries ---------------------------------------------------
+
+TensorDict& TensorDict::copy_(const TensorDict& other) { return update_(other); }
+
+TensorDict& TensorDict::copy_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index) {
+  return update_at_(other, index);
+}
+
+TensorDict TensorDict::replace(const TensorDict& entries) const {
+  if (entries.keys().empty()) return *this;
+  TensorDict out = clone({.recurse = false});
+  out.update(entries);
+  return out;
+}
+
 }  // namespace tensordict

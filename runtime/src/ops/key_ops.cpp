@@ -408,4 +408,43 @@ std::pair<std::string, Value> TensorDict::popitem() {
   return {*last, pop(NestedKey(*last))};
 }
 
+// ---- separating and filtering entries --------------------------------------------------
+
+TensorDict TensorDict::separates(const std::vector<NestedKey>& keys, const SeparatesOptions& options) {
+  // strict: select's KeyError names the missing key before anything moves.
+  std::vector<NestedKey> present;
+  for (const auto& key : keys) {
+    if (options.strict || contains(key)) present.push_back(key);
+  }
+  TensorDict out = split_keys_({present})[0];
+  if (!options.keep_empty) {
+    // tensordict's filter_empty_(): every nested level without a leaf goes,
+    // deepest first (so a level holding only empty ones goes too).
+    std::vector<NestedKey> levels;
+    for (auto& [key, value] : items({.include_nested = true})) {
+      if (value.is_tensordict()) levels.push_back(key);
+    }
+    std::stable_sort(levels.begin(), levels.end(),
+                     [](const NestedKey& a, const NestedKey& b) { return a.size() > b.size(); });
+    for (const auto& level : levels) {
+      if (get_td(level).keys().empty()) del_(level);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<NestedKey, NonTensorData>> TensorDict::non_tensor_items(bool include_nested) const {
+  std::vector<std::pair<NestedKey, NonTensorData>> out;
+  for (auto& [key, value] : items({.include_nested = include_nested, .leaves_only = true})) {
+    if (value.is_non_tensor()) out.emplace_back(key, value.non_tensor());
+  }
+  return out;
+}
+
+TensorDict TensorDict::filter_non_tensor_data() const {
+  std::vector<NestedKey> non_tensor;
+  for (auto& [key, value] : non_tensor_items(/*include_nested=*/true)) non_tensor.push_back(key);
+  return exclude(non_tensor);
+}
+
 }  // namespace tensordict

@@ -366,4 +366,30 @@ TensorDict TensorDict::pin_memory() const {
   return detail::with_leaves(*this, pinned, device(), "pin_memory");
 }
 
+// ---- the device of the leaves -------------------------------------------------------------
+
+TensorDict& TensorDict::auto_device_() {
+  std::optional<at::Device> common;
+  bool several = false;
+  for (const Value& value : values({.include_nested = true, .leaves_only = true})) {
+    if (!value.is_tensor()) continue;
+    const at::Device d = value.tensor().device();
+    if (common && *common != d) several = true;
+    common = d;
+  }
+  const std::optional<at::Device> device = several ? std::nullopt : common;
+  // This level and every nested one (the leaves stay where they are).
+  std::vector<TensorDict> levels{*this};
+  for (const Value& value : values({.include_nested = true})) {
+    if (value.is_tensordict()) levels.push_back(value.tensordict());
+  }
+  for (TensorDict& level : levels) level.impl()->set_meta(level.batch_size().vec(), device, level.names());
+  return *this;
+}
+
+TensorDict& TensorDict::record_stream(c10::Stream stream) {
+  detail::for_each_tensor(*impl_, [&](const at::Tensor& leaf) { leaf.record_stream(stream); }, "record_stream");
+  return *this;
+}
+
 }  // namespace tensordict
