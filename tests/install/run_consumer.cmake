@@ -72,6 +72,15 @@ endforeach()
 if(links_checked LESS 3)
   message(FATAL_ERROR "found only ${links_checked} relative links in the installed documentation: the check is broken")
 endif()
+# The README's consumer CMakeLists.txt is the one built below (less its first
+# two lines, a comment naming the README).
+file(READ ${CONSUMER_SOURCE}/CMakeLists.txt consumer_cmake)
+string(REGEX REPLACE "^#[^\n]*\n#[^\n]*\n" "" consumer_cmake "${consumer_cmake}")
+file(READ ${doc_dir}/README.md readme)
+string(FIND "${readme}" "```cmake\n${consumer_cmake}```" found)
+if(found EQUAL -1)
+  message(FATAL_ERROR "the installed README.md does not show ${CONSUMER_SOURCE}/CMakeLists.txt as it is")
+endif()
 
 run(${prefix}/bin/tensorclass-gen --version)
 require_in("${last_output}" "tensorclass-gen " "tensorclass-gen --version printed something unexpected")
