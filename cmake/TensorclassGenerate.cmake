@@ -9,6 +9,14 @@
 # directories of header schemas) to its include path, and tensorclass::runtime
 # to its link libraries.
 #
+# <target> may be an executable or a library of any kind. To share one set of
+# generated types between several targets, generate them into a library and
+# link it: an INTERFACE library (add_library(robot_types INTERFACE)) passes on
+# the include path and tensorclass::runtime, the generation runs once, as
+# part of building the library, and whatever links the library waits for it,
+# so the headers exist before any of its users compiles. A STATIC or OBJECT
+# library of generated types works the same way (PUBLIC instead of INTERFACE).
+#
 # With PYTHON_OUT, building <target> also writes each schema's Python module
 # (tensorclass-gen --lang python) under <dir>: the package of its python_module,
 # e.g. <dir>/tc/rl/__init__.py; put <dir> on sys.path. Since those paths come
@@ -98,14 +106,25 @@ function(tensorclass_generate)
     endif()
   endforeach()
 
+  # The outputs are private sources of the target, so their rules run once,
+  # as part of building it, whatever links it. An INTERFACE library with
+  # sources is a build target too (CMake >= 3.19): what links it waits for it,
+  # so the headers exist before any of its users compiles. Its usage
+  # requirements can only be INTERFACE ones.
   target_sources(${TCG_TARGET} PRIVATE ${_outputs})
+  get_target_property(_type ${TCG_TARGET} TYPE)
+  if(_type STREQUAL "INTERFACE_LIBRARY")
+    set(_scope INTERFACE)
+  else()
+    set(_scope PUBLIC)
+  endif()
   list(REMOVE_DUPLICATES _header_dirs)
-  target_include_directories(${TCG_TARGET} PUBLIC "$<BUILD_INTERFACE:${TCG_OUT_DIR}>")
+  target_include_directories(${TCG_TARGET} ${_scope} "$<BUILD_INTERFACE:${TCG_OUT_DIR}>")
   foreach(_dir IN LISTS _header_dirs)
-    target_include_directories(${TCG_TARGET} PUBLIC "$<BUILD_INTERFACE:${_dir}>")
+    target_include_directories(${TCG_TARGET} ${_scope} "$<BUILD_INTERFACE:${_dir}>")
   endforeach()
   if(TARGET tensorclass::runtime)
-    target_link_libraries(${TCG_TARGET} PUBLIC tensorclass::runtime)
+    target_link_libraries(${TCG_TARGET} ${_scope} tensorclass::runtime)
   endif()
 endfunction()
 

@@ -24,7 +24,13 @@ install(FILES
   DESTINATION ${TENSORCLASS_CMAKE_DIR})
 
 # The documentation a user of the installed package needs: the tour, the
-# schema language and the on-disk formats.
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/generator/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME schema-language.md)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/formats.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# schema language, the on-disk formats and the measured performance, with
+# their links to one another rewritten to the installed names (and links to
+# files that are not installed reduced to their text), so that every link
+# resolves in the installed tree.
+include(${PROJECT_SOURCE_DIR}/cmake/TensorclassInstallDocs.cmake)
+tensorclass_install_docs(DESTINATION ${CMAKE_INSTALL_DOCDIR} DOCS
+  README.md=README.md
+  generator/README.md=schema-language.md
+  docs/formats.md=formats.md
+  tests/benchmarks/README.md=benchmarks.md)

@@ -3,10 +3,13 @@
 #
 # Configures a small project that calls tensorclass_generate() the way CASE
 # says and checks the outcome: configuring succeeds, or fails with the
-# function's own message. Only configures: nothing is built.
+# function's own message. Only the shared_types case also builds: its sources
+# check that the generated headers exist when they compile, without compiling
+# them (that needs libtorch; tests/install/ does it).
 
 # name -> the project's body, and the message configuring must fail with ("" if it must succeed)
 set(languages NONE)
+set(build OFF)
 if(CASE STREQUAL "missing_target")
   set(body "tensorclass_generate(TARGET app SCHEMAS a.yaml)\nadd_custom_target(app)\n")
   set(expected "tensorclass_generate: there is no target 'app' (yet): create it with add_executable(app ...) or add_library(app ...) before calling tensorclass_generate(TARGET app ...)")
@@ -26,19 +29,55 @@ elseif(CASE STREQUAL "valid")
                 "tensorclass_generate(TARGET app SCHEMAS a.yaml b.yaml)\n"
                 "tensorclass_generate(TARGET other SCHEMAS a.yaml)\n")
   set(expected "")
+elseif(CASE STREQUAL "shared_types")
+  # One set of generated types shared through an INTERFACE library by two
+  # executables, and libraries of generated types (STATIC, OBJECT) linked by
+  # others: every user sees the headers when it compiles, and each schema is
+  # generated once (the generator is a wrapper that logs its calls).
+  set(languages CXX)
+  set(build ON)
+  string(CONCAT body
+    "add_library(types INTERFACE)\n"
+    "tensorclass_generate(TARGET types SCHEMAS a.yaml PYTHON_OUT python)\n"
+    "add_executable(first uses_a.cpp)\nadd_executable(second uses_a.cpp)\n"
+    "target_link_libraries(first PRIVATE types)\ntarget_link_libraries(second PRIVATE types)\n"
+    "add_library(static_types STATIC uses_b_lib.cpp)\n"
+    "tensorclass_generate(TARGET static_types SCHEMAS b.yaml)\n"
+    "add_executable(third uses_b.cpp)\ntarget_link_libraries(third PRIVATE static_types)\n"
+    "add_library(object_types OBJECT uses_a_lib.cpp)\n"
+    "tensorclass_generate(TARGET object_types SCHEMAS sub/a.yaml OUT_DIR sub_out)\n"
+    "add_executable(fourth uses_a.cpp)\ntarget_link_libraries(fourth PRIVATE object_types)\n")
+  set(expected "")
 else()
   message(FATAL_ERROR "unknown CASE '${CASE}'")
 endif()
 
 set(dir "${WORK_DIR}/${CASE}")
 file(REMOVE_RECURSE "${dir}")
+set(gen "${GEN}")
+if(build)
+  set(gen "${dir}/logging-gen")
+  file(WRITE "${gen}" "#!/bin/sh\necho \"$*\" >> '${dir}/generator-calls.log'\nexec '${GEN}' \"$@\"\n")
+  file(CHMOD "${gen}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+endif()
 file(WRITE "${dir}/CMakeLists.txt"
      "cmake_minimum_required(VERSION 3.25)\nproject(tcg_${CASE} LANGUAGES ${languages})\n"
-     "include(\"${REPO}/cmake/TensorclassGenerate.cmake\")\nset(TENSORCLASS_GEN_EXECUTABLE \"${GEN}\")\n${body}")
+     "include(\"${REPO}/cmake/TensorclassGenerate.cmake\")\nset(TENSORCLASS_GEN_EXECUTABLE \"${gen}\")\n${body}")
 file(WRITE "${dir}/main.cpp" "int main() { return 0; }\n")
-foreach(schema a.yaml b.yaml sub/a.yaml sub/a.h)
-  file(WRITE "${dir}/${schema}" "")
+foreach(stem a b)
+  set(check "#if !__has_include(\"${stem}.tc.h\")\n#error ${stem}.tc.h is not on the include path or not generated yet\n#endif\n")
+  file(WRITE "${dir}/uses_${stem}.cpp" "${check}int main() { return 0; }\n")
+  file(WRITE "${dir}/uses_${stem}_lib.cpp" "${check}int ${stem}_lib() { return 0; }\n")
 endforeach()
+foreach(schema a.yaml b.yaml sub/a.yaml)
+  if(build)
+    string(REGEX REPLACE "[/.]" "_" ns "${schema}")
+    file(WRITE "${dir}/${schema}" "namespace: ${ns}\ntensorclasses:\n  Step:\n    fields:\n      obs: {dtype: float32, shape: [...]}\n")
+  else()
+    file(WRITE "${dir}/${schema}" "")
+  endif()
+endforeach()
+file(WRITE "${dir}/sub/a.h" "")
 
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${dir}" -B "${dir}/build" -G "${GENERATOR}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -52,5 +91,28 @@ else()
   string(FIND "${err_flat}" "${expected}" found)
   if(rc EQUAL 0 OR found EQUAL -1)
     message(FATAL_ERROR "${CASE}: expected configuring to fail with\n  ${expected}\ngot (${rc}):\n${err}")
+  endif()
+endif()
+
+if(build)
+  execute_process(COMMAND ${CMAKE_COMMAND} --build "${dir}/build" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${CASE}: building failed (${rc}):\n${out}\n${err}")
+  endif()
+  file(STRINGS "${dir}/generator-calls.log" calls)
+  list(LENGTH calls count)
+  # a.yaml (C++ and Python), b.yaml, sub/a.yaml: once each.
+  if(NOT count EQUAL 4)
+    message(FATAL_ERROR "${CASE}: expected 4 generator runs, got ${count}:\n${calls}")
+  endif()
+  if(NOT EXISTS "${dir}/build/python/a_yaml/__init__.py")
+    message(FATAL_ERROR "${CASE}: the INTERFACE library's PYTHON_OUT module was not generated")
+  endif()
+  # Nothing left to do: a second build runs no generator.
+  execute_process(COMMAND ${CMAKE_COMMAND} --build "${dir}/build" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(STRINGS "${dir}/generator-calls.log" calls)
+  list(LENGTH calls count)
+  if(NOT rc EQUAL 0 OR NOT count EQUAL 4)
+    message(FATAL_ERROR "${CASE}: a second build failed or ran the generator again (${rc}, ${count} runs):\n${out}\n${err}")
   endif()
 endif()
