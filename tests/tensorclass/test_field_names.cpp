@@ -71,9 +71,9 @@ TEST_CASE("fields named like TensorClass members are the fields; the members sta
   CHECK(at::equal(first.mean, iota({3})));
   CHECK(methods(p).batch_size() == at::IntArrayRef({4}));
   CHECK_FALSE(methods(p).has_names());
-  CHECK(methods(p).names() == tensordict::Names{std::nullopt});
+  CHECK((methods(p).names() == tensordict::Names{std::nullopt} ? true : false));
   CHECK_FALSE(methods(p).device().has_value());
-  CHECK(methods(p).sum().get("mean").equal(iota({3}) * 4 + 18));  // a reduction, over the batch dim
+  CHECK(methods(p).sum({0}).get("mean").allclose(p.mean.sum(0)));  // a reduction over the batch dim
   CHECK(std::get<0>(methods(p).max(0)).get("max").equal(iota({3}) + 109));
   CHECK(methods(p).abs().keys.equal(p.keys));  // the field `log` hides the op log() as well
   methods(p).validate();
