@@ -174,7 +174,7 @@ TEST_CASE("memmap keys are the schema's names", "[tensorclass][names]") {
   CHECK(td.contains("class"));
 }
 
-TEST_CASE("fields named shape and device work in memory; memmap refuses them (meta.json keeps the level's own there)",
+TEST_CASE("fields named shape and device work in memory, and memmap refuses them (meta.json keeps the level's own there)",
           "[tensorclass][names]") {
   Shaped s({.shape = iota({3, 2}), .device = iota({3}) + 1, .index = iota({3}, at::kLong)}, {3});
   CHECK(s.shape.sizes() == at::IntArrayRef({3, 2}));
