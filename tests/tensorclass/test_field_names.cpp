@@ -57,7 +57,7 @@ PolicyOutput policy(int64_t n = 4) {
 
 }  // namespace
 
-TEST_CASE("fields named like TensorClass members are the fields; the members stay callable through methods()",
+TEST_CASE("fields named like TensorClass members are the fields, and the members stay callable through methods()",
           "[tensorclass][names]") {
   PolicyOutput p = policy();
   // The fields, by their schema names.
