@@ -100,7 +100,7 @@ TEST_CASE("method names, keywords and a leading underscore name fields", "[diagn
       {"NULL", "NULL_"},    {"errno", "errno_"}, {"Fields", "Fields_"}, {"Obs", "Obs_"},
       {"lambda", "lambda"}, {"from", "from"},   {"None", "None"},     {"str", "str"}};
   std::string yaml = "namespace: rl\ntensorclasses:\n  Obs:\n    fields:\n";
-  for (const auto& [name, cpp] : names) yaml += "      " + name + ": {}\n";
+  for (const auto& [name, cpp] : names) yaml += "      \"" + name + "\": {}\n";  // quoted: NULL, None
   const auto dir = tcgen_test::scratch_dir("method_names");
   tcgen_test::write_file(dir / "all.yaml", yaml);
   const auto loaded = tcgen::load_schema((dir / "all.yaml").string(), {});
