@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <mstch/mstch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -58,16 +59,21 @@ std::string scalar_cpp_value(ValueType v, const std::string& text) {
   return text;
 }
 
-std::string member_type(const Schema& s, const Field& f) {
+// `c`'s members: the type of field `f`. A class of the schema's namespace is
+// named unqualified unless a member of `c` takes its name (in the struct, the
+// name would then be the member's).
+std::string member_type(const Schema& s, const Class& c, const Field& f) {
   switch (f.kind) {
     case FieldKind::Tensor: return "::at::Tensor";
     case FieldKind::TensorClass: {
       // An optional class is absent as nullopt (tensordict stores None).
       const std::string prefix = s.ns + "::";
-      const std::string type = !s.ns.empty() && f.type_cpp.rfind(prefix, 0) == 0 &&
-                                       f.type_cpp.find("::", prefix.size()) == std::string::npos
-                                   ? f.type_cpp.substr(prefix.size())
-                                   : "::" + f.type_cpp;
+      const bool same_ns = !s.ns.empty() && f.type_cpp.rfind(prefix, 0) == 0 &&
+                           f.type_cpp.find("::", prefix.size()) == std::string::npos;
+      const std::string short_name = same_ns ? f.type_cpp.substr(prefix.size()) : std::string();
+      const bool taken = std::any_of(c.fields.begin(), c.fields.end(),
+                                     [&](const Field& other) { return other.cpp_name == short_name; });
+      const std::string type = same_ns && !taken ? short_name : "::" + f.type_cpp;
       return f.optional ? "std::optional<" + type + ">" : type;
     }
     case FieldKind::NonTensor:
@@ -90,9 +96,9 @@ std::string member_init(const Field& f) {
 mstch::map struct_context(const Schema& s, const Class& c) {
   mstch::array members;
   for (const Field& f : c.fields) {
-    members.push_back(mstch::map{{"name", f.name},
+    members.push_back(mstch::map{{"name", f.cpp_name},
                                  {"doc_lines", doc_comment_lines(f.doc)},
-                                 {"cpp_type", member_type(s, f)},
+                                 {"cpp_type", member_type(s, c, f)},
                                  {"init", member_init(f)}});
   }
   return mstch::map{{"name", c.name}, {"doc_lines", doc_comment_lines(c.doc)}, {"members", members}};
@@ -110,7 +116,7 @@ mstch::map table_context(const Class& c) {
                                   {"size", std::to_string(d.size)},
                                   {"symbol", lit_or_empty(d.symbol)}});
       }
-      shape_ref = "shape_" + f.name;
+      shape_ref = "shape_" + f.cpp_name;
       shapes.push_back(mstch::map{{"array", shape_ref}, {"dims", dims}});
     }
     const bool has_default = f.default_value.has_value();
@@ -128,7 +134,7 @@ mstch::map table_context(const Class& c) {
         {"has_default", boolean(has_default)},
         {"doc", lit_or_empty(f.doc)},
     });
-    ptrs.push_back(fmt::format("&::{}::{}", c.cpp_name, f.name));
+    ptrs.push_back(fmt::format("&::{}::{}", c.cpp_name, f.cpp_name));
   }
   for (std::size_t i = 0; i < ptrs.size(); ++i)
     member_ptrs.push_back(mstch::map{{"ptr", ptrs[i]}, {"sep", std::string(i + 1 == ptrs.size() ? ");" : ",")}});

@@ -10,6 +10,7 @@ json loc_json(const SourceLoc& l) { return json{{"file", l.file}, {"line", l.lin
 json field_json(const Field& f, bool with_locations) {
   json j;
   j["name"] = f.name;
+  if (f.cpp_name != f.name) j["cpp_name"] = f.cpp_name;
   j["kind"] = to_string(f.kind);
   if (f.kind == FieldKind::Tensor) {
     j["dtype"] = f.dtype ? json(*f.dtype) : json(nullptr);

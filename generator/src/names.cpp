@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include <tensordict/tensorclass_members.h>
-
 namespace tcgen {
 
 const std::vector<std::string_view>& known_dtypes() {
@@ -52,20 +50,30 @@ bool is_cpp_keyword(std::string_view name) {
   return std::find(keywords.begin(), keywords.end(), name) != keywords.end();
 }
 
+bool is_python_keyword(std::string_view name) {
+  static constexpr std::array<std::string_view, 35> keywords = {
+      "False", "None",   "True",    "and",      "as",       "assert", "async", "await", "break",
+      "class", "continue", "def",   "del",      "elif",     "else",   "except", "finally", "for",
+      "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",   "raise",   "return",   "try",      "while",  "with",  "yield"};
+  return std::find(keywords.begin(), keywords.end(), name) != keywords.end();
+}
+
 std::optional<std::string> reserved_field_name_reason(std::string_view name) {
-  // The TensorClass rules come from the runtime's list (one list for both);
-  // the generator adds tensordict's names and the leading '_'.
-  if (tensordict::is_tensorclass_public_member(name))
-    return "it would hide the TensorClass member '" + std::string(name) + "'";
-  if (tensordict::hides_tensorclass_member(name))
-    return "names ending with '_' belong to TensorClass (in-place methods such as lock_ and zero_, and its "
-           "private members)";
-  if (name.front() == '_') return "names starting with '_' are private to tensordict";
-  const auto& future = tensordict::tensorclass_future_members;
-  if (std::find(std::begin(future), std::end(future), name) != std::end(future))
-    return "'" + std::string(name) + "' is a tensordict method that TensorClass may gain; a field so named would "
-           "then hide it";
+  if (name.find("__") != std::string_view::npos)
+    return "names containing '__' are reserved for the C++ implementation (and Python mangles or reserves them in "
+           "a class)";
+  if (name.size() > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z')
+    return "names starting with '_' and an upper-case letter are reserved for the C++ implementation";
   return std::nullopt;
+}
+
+bool cpp_member_takes_suffix(std::string_view name, std::string_view class_name) {
+  // Object-like macros of the C and C++ standard libraries: a member so named
+  // would be replaced by the preprocessor.
+  static constexpr std::array<std::string_view, 2> macros = {"EOF", "errno"};  // NULL: a keyword above
+  return is_cpp_keyword(name) || std::find(macros.begin(), macros.end(), name) != macros.end() ||
+         name == "Fields" || name == class_name;
 }
 
 static std::optional<ValueType> scalar_value_type(std::string_view t) {

@@ -16,15 +16,6 @@
 namespace tcgen {
 namespace {
 
-bool is_python_keyword(std::string_view name) {
-  static constexpr std::array<std::string_view, 35> keywords = {
-      "False", "None",   "True",    "and",      "as",       "assert", "async", "await", "break",
-      "class", "continue", "def",   "del",      "elif",     "else",   "except", "finally", "for",
-      "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
-      "or",    "pass",   "raise",   "return",   "try",      "while",  "with",  "yield"};
-  return std::find(keywords.begin(), keywords.end(), name) != keywords.end();
-}
-
 std::vector<std::string> split_module(const std::string& module) {
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -102,15 +93,15 @@ std::string annotation_of(const Field& f) {
   return f.optional ? "_Optional[" + type + "]" : type;
 }
 
-// " = ..." for fields the constructor may omit; "" for required ones.
+// The default of a field the constructor may omit (a literal); "" for required ones.
 std::string default_of(const Field& f) {
-  if (f.kind != FieldKind::NonTensor) return f.optional ? " = None" : "";
+  if (f.kind != FieldKind::NonTensor) return f.optional ? "None" : "";
   if (f.value_type == ValueType::List) {
     std::vector<std::string> items;
     for (const auto& i : f.default_items) items.push_back(scalar_python_value(f.element_type, i));
-    return " = " + python_tuple(items);
+    return python_tuple(items);
   }
-  return " = " + (f.default_value ? scalar_python_value(f.value_type, *f.default_value) : zero_value(f.value_type));
+  return f.default_value ? scalar_python_value(f.value_type, *f.default_value) : zero_value(f.value_type);
 }
 
 std::string field_spec(const Field& f) {
@@ -183,31 +174,48 @@ std::string docstring(const Schema& s, const Class& c) {
   return out + "\"\"\"";
 }
 
+// Field names need no check: a Python keyword names a field too (see
+// class_context), and the validator refused the rest.
 void check_python_names(const Schema& s) {
   std::vector<Diagnostic> errors;
   for (const Class& c : s.classes) {
     if (is_python_keyword(c.name))
       errors.push_back({c.loc, Severity::Error, fmt::format("class name '{}' is a Python keyword", c.name)});
-    for (const Field& f : c.fields) {
-      if (is_python_keyword(f.name))
-        errors.push_back({f.loc, Severity::Error,
-                          fmt::format("field name '{}' in class '{}' is a Python keyword", f.name, c.name)});
-    }
   }
   if (!errors.empty()) throw Error(std::move(errors));
 }
 
+bool has_keyword_field(const Class& c) {
+  return std::any_of(c.fields.begin(), c.fields.end(), [](const Field& f) { return is_python_keyword(f.name); });
+}
+
+// The class body declares every field's annotation first, then the defaults:
+// a default binds its field's name in the class body, where a later
+// annotation could name it (a field `int`, a field named like a class).
+// A field named like a Python keyword cannot be declared in a class body: the
+// decorator declares it (_tensorclass_with_keyword_fields in the template).
 mstch::map class_context(const Schema& s, const Class& c) {
-  mstch::array fields, specs;
+  mstch::array fields, defaults, specs;
+  std::vector<std::string> keyword_fields;
   // Python wants fields with defaults after those without; the order of
   // fields means nothing on disk or to the contract.
   for (const bool with_default : {false, true}) {
     for (const Field& f : c.fields) {
       const std::string def = default_of(f);
-      if (def.empty() == with_default) continue;
-      fields.push_back(mstch::map{{"name", f.name}, {"annotation", annotation_of(f)}, {"default", def}});
+      if (def.empty() == with_default || is_python_keyword(f.name)) continue;
+      fields.push_back(mstch::map{{"name", f.name}, {"annotation", annotation_of(f)}});
+      if (with_default) defaults.push_back(mstch::map{{"name", f.name}, {"value", def}});
     }
   }
+  for (const Field& f : c.fields) {
+    if (!is_python_keyword(f.name)) continue;
+    const std::string def = default_of(f);
+    keyword_fields.push_back(fmt::format("({}, {}, {})", python_string_literal(f.name), annotation_of(f),
+                                         def.empty() ? std::string("None") : def));
+  }
+  const std::string decorator =
+      keyword_fields.empty() ? std::string("@_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)")
+                             : "@_tensorclass_with_keyword_fields(" + python_tuple(keyword_fields) + ")";
   for (const Field& f : c.fields) specs.push_back(mstch::map{{"spec", field_spec(f)}});
   std::string batch = "None";
   if (c.batch_names) {
@@ -221,6 +229,8 @@ mstch::map class_context(const Schema& s, const Class& c) {
       {"docstring", docstring(s, c)},
       {"has_fields", !c.fields.empty()},
       {"fields", fields},
+      {"defaults", defaults},
+      {"decorator", decorator},
       {"contract", "_CONTRACT_" + c.name},
       {"batch_names", batch},
       {"specs", specs},
@@ -257,6 +267,7 @@ std::string emit_python(const Schema& s, const EmitOptions& options) {
       {"source_name", printable(std::filesystem::path(s.file).filename().string())},
       {"cpp_scope", s.ns.empty() ? std::string("the global namespace") : "namespace " + s.ns},
       {"has_imports", !imports.empty()},
+      {"has_keyword_fields", std::any_of(s.classes.begin(), s.classes.end(), has_keyword_field)},
       {"imports", imports},
       {"all", fmt::format("{}", fmt::join(names, ", "))},
       {"classes", classes},

@@ -25,6 +25,14 @@ void check_name(const std::string& name, const SourceLoc& loc, std::string_view 
     diags.error(loc, fmt::format("invalid {} name '{}': it is a C++ keyword", what, name));
 }
 
+// Why a field's C++ member takes a '_' (cpp_member_takes_suffix), for messages.
+std::string cpp_suffix_reason(const std::string& name, const std::string& class_name) {
+  if (name == class_name) return "a member cannot have its class's name";
+  if (name == "Fields") return "the generated struct Fields takes that name";
+  if (is_cpp_keyword(name)) return "a C++ keyword";
+  return "a standard C++ macro";
+}
+
 // Why a namespace component cannot hold the generated classes; nullopt when
 // it can. `outermost`: it is the first component (at global scope).
 std::optional<std::string> reserved_namespace_reason(std::string_view part, bool outermost) {
@@ -257,25 +265,17 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
     std::map<std::string, const Field*> seen;
     for (Field& f : c.fields) {
       bool name_ok = true;
+      f.cpp_name = f.name;
       if (!is_identifier(f.name)) {
-        diags.error(f.loc, fmt::format("invalid field name '{}' in class '{}': not a C++ identifier", f.name, c.name));
-        name_ok = false;
-      } else if (is_cpp_keyword(f.name)) {
-        diags.error(f.loc, fmt::format("invalid field name '{}' in class '{}': it is a C++ keyword", f.name, c.name));
+        diags.error(f.loc, fmt::format("invalid field name '{}' in class '{}': not an identifier (ASCII letters, "
+                                       "digits and '_', not starting with a digit)",
+                                       f.name, c.name));
         name_ok = false;
       } else if (auto why = reserved_field_name_reason(f.name)) {
         diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: {}", f.name, c.name, *why));
         name_ok = false;
-      } else if (f.name == c.name) {
-        diags.error(f.loc, fmt::format("field name '{}' in class '{}' is reserved: a C++ member cannot have its class's "
-                                       "name",
-                                       f.name, c.name));
-        name_ok = false;
-      } else if (s.frontend == Frontend::Yaml && f.name == "Fields") {
-        diags.error(f.loc, fmt::format("field name 'Fields' in class '{}' is reserved: it would hide the generated "
-                                       "struct {}::Fields that the constructor takes",
-                                       c.name, c.name));
-        name_ok = false;
+      } else if (s.frontend == Frontend::Yaml && cpp_member_takes_suffix(f.name, c.name)) {
+        f.cpp_name = f.name + "_";
       }
       if (name_ok) {
         auto [it, inserted] = seen.emplace(f.name, &f);
@@ -310,6 +310,20 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
           break;
       }
       check_default(f, diags);
+    }
+  }
+
+  // A C++ spelling with the suffix must not be another field's name.
+  for (Class& c : s.classes) {
+    std::map<std::string, const Field*> by_name;
+    for (const Field& f : c.fields) by_name.emplace(f.name, &f);
+    for (const Field& f : c.fields) {
+      if (f.cpp_name == f.name) continue;
+      if (auto it = by_name.find(f.cpp_name); it != by_name.end())
+        diags.error(f.loc, fmt::format("field '{}' in class '{}' is spelled '{}' in C++ ({}), which is the name of "
+                                       "field '{}' (declared at {}); rename one of them",
+                                       f.name, c.name, f.cpp_name, cpp_suffix_reason(f.name, c.name), f.cpp_name,
+                                       where(it->second->loc)));
     }
   }
 

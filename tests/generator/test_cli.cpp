@@ -200,14 +200,22 @@ TEST_CASE("python output: --lang python writes each schema's package module, --s
 TEST_CASE("python output: names Python cannot take are errors at their location, nothing is written",
           "[cli][python]") {
   const auto out = tcgen_test::scratch_dir("cli_python_err");
+  // A Python keyword names a field (declared by the decorator); a class may not take one.
   const auto keyword = out / "keyword.yaml";
   tcgen_test::write_file(keyword, "namespace: k\ntensorclasses:\n  A:\n    fields:\n      from: {dtype: float32}\n");
-  Result r = run("--lang python \"" + keyword.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  Result ok = run("--lang python \"" + keyword.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(ok.rc == 0);
+  CHECK(tcgen_test::read_file(out / "gen" / "k" / "__init__.py")
+            .find("@_tensorclass_with_keyword_fields(((\"from\", _torch.Tensor, None),))\nclass A:") !=
+        std::string::npos);
+  const auto keyword_class = out / "keyword_class.yaml";
+  tcgen_test::write_file(keyword_class, "namespace: k\ntensorclasses:\n  from:\n    fields:\n      x: {dtype: float32}\n");
+  Result r = run("--lang python \"" + keyword_class.string() + "\" -o \"" + (out / "gen2").string() + "\"");
   CHECK(r.rc != 0);
-  CHECK(r.err == keyword.string() + ":5:7: error: field name 'from' in class 'A' is a Python keyword\n");
-  CHECK(!fs::exists(out / "gen"));
+  CHECK(r.err == keyword_class.string() + ":3:3: error: class name 'from' is a Python keyword\n");
+  CHECK(!fs::exists(out / "gen2"));
   // The same schema is fine for C++.
-  CHECK(run("\"" + keyword.string() + "\" -o \"" + (out / "cpp").string() + "\"").rc == 0);
+  CHECK(run("\"" + keyword_class.string() + "\" -o \"" + (out / "cpp").string() + "\"").rc == 0);
 
   // YAML requires a namespace; a header may use the global one.
   const auto nameless = out / "nameless.h";

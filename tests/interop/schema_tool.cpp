@@ -54,12 +54,12 @@ void add(std::map<std::string, TypedClass>& classes) {
   classes[python_name(info.python_type)] = TypedClass{
       [batch](const fs::path& dir, bool with_optional) {
         const T obj = interop::make_instance<T>(batch, with_optional);
-        obj.memmap(dir.string());
+        tensordict::methods(obj).memmap(dir.string());
         return interop::typed_canonical(obj);
       },
       [](const fs::path& path) {
-        return interop::typed_canonical(path.extension() == ".h5" ? T::from_h5(path.string())
-                                                                  : T::load_memmap(path.string()));
+        return interop::typed_canonical(path.extension() == ".h5" ? tensordict::TensorClass<T>::from_h5(path.string())
+                                                                  : tensordict::TensorClass<T>::load_memmap(path.string()));
       }};
 }
 

@@ -93,7 +93,7 @@ T make_instance(const std::vector<int64_t>& batch, bool with_optional) {
             ...);
       },
       Table::members);
-  obj.init_(batch);
+  tensordict::methods(obj).init_(batch);
   return obj;
 }
 
@@ -123,12 +123,12 @@ tensordict::Json typed_canonical(const T& obj) {
       },
       Table::members);
   tensordict::Json names = nullptr;
-  if (obj.has_names()) {
+  if (tensordict::methods(obj).has_names()) {
     names = tensordict::Json::array();
-    for (const auto& n : obj.names()) names.push_back(n ? tensordict::Json(*n) : tensordict::Json(nullptr));
+    for (const auto& n : tensordict::methods(obj).names()) names.push_back(n ? tensordict::Json(*n) : tensordict::Json(nullptr));
   }
   return {{"kind", "TensorDict"},
-          {"batch_size", obj.batch_size().vec()},
+          {"batch_size", tensordict::methods(obj).batch_size().vec()},
           {"names", names},
           {"class", std::string(Table::info.python_type)},
           {"entries", entries}};

@@ -35,8 +35,10 @@ struct Dim {
 };
 
 struct Field {
-  std::string name;
+  std::string name;  // the schema's: the key on disk, the Python name
   SourceLoc loc;
+  // Resolved: the C++ member's name (name, or name + "_": cpp_member_takes_suffix).
+  std::string cpp_name;
   FieldKind kind = FieldKind::Tensor;
 
   // Tensor fields.

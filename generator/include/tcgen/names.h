@@ -16,10 +16,18 @@ bool is_known_dtype(std::string_view name);
 
 bool is_identifier(std::string_view name);
 bool is_cpp_keyword(std::string_view name);
-// Why a field may not be named `name` (a TensorClass member it would hide, or
-// a name reserved for tensordict), or nullopt when it may. `name` is a
-// non-empty identifier.
+bool is_python_keyword(std::string_view name);
+
+// Field names (generator/README.md, "Field names"). A field's name is its key
+// on disk and its Python name, whatever TensorClass or tensordict's classes
+// call their methods. Why an identifier cannot name a field (it contains
+// "__" or starts with '_' and an upper-case letter: reserved for the C++
+// implementation, and mangled or special in Python classes), or nullopt.
 std::optional<std::string> reserved_field_name_reason(std::string_view name);
+// Whether a field's C++ member takes the name plus '_': a C++ keyword (or a
+// standard macro such as NULL or errno), the generated struct `Fields`, or
+// the class's own name (`class_name`), none of which a member can be named.
+bool cpp_member_takes_suffix(std::string_view name, std::string_view class_name);
 
 // Non-tensor type spellings: string, int, float, bool, list<T>.
 struct ValueTypeSpec {

@@ -42,7 +42,6 @@
 #include "tensordict/schema.h"
 #include "tensordict/shape_plan.h"
 #include "tensordict/tensorclass_fields.h"
-#include "tensordict/tensorclass_members.h"
 #include "tensordict/tensorclass_persistence.h"
 #include "tensordict/tensorclass_support.h"
 #include "tensordict/tensorclass_surface.h"
@@ -72,11 +71,6 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
 
   // ---- static description -------------------------------------------------------
   static constexpr const schema::ClassInfo& schema() {
-    // Checked in the function every op calls: one clear error among the
-    // confusing ones that a hidden member causes further down.
-    static_assert(no_field_hides_a_member_(),
-                  "a field of this tensorclass is named like a TensorClass member and hides it; rename the field "
-                  "(tensordict/tensorclass_members.h lists the names)");
     return schema::FieldTable<Derived>::info;
   }
   static constexpr std::span<const schema::FieldInfo> fields() { return schema().fields; }
@@ -144,11 +138,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                      [&](detail::NestedField, auto, auto& m) {
                                        auto* n = detail::present(m);
                                        if (!n) return;
-                                       if (n->tc_batch_size_.empty() && !tc_batch_size_.empty()) {
-                                         n->init_(tc_batch_size_, device);
+                                       if (detail::tc(*n).tc_batch_size_.empty() && !tc_batch_size_.empty()) {
+                                         detail::tc(*n).init_(tc_batch_size_, device);
                                        } else if (device) {
-                                         n->for_each_tensor_(*n, [&](at::Tensor& t) { t = t.to(*device); });
-                                         n->set_device_(device);
+                                         detail::tc(*n).for_each_tensor_(*n, [&](at::Tensor& t) { t = t.to(*device); });
+                                         detail::tc(*n).set_device_(device);
                                        }
                                      }},
                   derived());
@@ -179,9 +173,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   Derived index(at::ArrayRef<TensorIndex> index) const {
     const BatchIndex bi(index, tc_batch_size_);
     Derived out = shell_();
-    out.tc_batch_size_ = bi.result_batch_size().vec();
-    out.tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
-    out.set_locked_tree_(false);
+    detail::tc(out).tc_batch_size_ = bi.result_batch_size().vec();
+    detail::tc(out).tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
+    detail::tc(out).set_locked_tree_(false);
     map_into_(
         out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
     return out;
@@ -205,7 +199,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   static Derived stack(const std::vector<Derived>& list, int64_t dim = 0) {
     if (list.empty()) detail::throw_empty_list("stack", schema().name);
     std::vector<const Names*> names;
-    for (const auto& x : list) names.push_back(&x.tc_names_);
+    for (const auto& x : list) names.push_back(&detail::tc(x).tc_names_);
     shape::Combined plan = shape::stacked(batch_sizes_(list), names, dim);
     const int64_t d = plan.dim;
     return combine_(
@@ -213,7 +207,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
   static Derived cat(const std::vector<Derived>& list, int64_t dim = 0) {
     if (list.empty()) detail::throw_empty_list("cat", schema().name);
-    shape::Combined plan = shape::concatenated(batch_sizes_(list), list.front().tc_names_, dim);
+    shape::Combined plan = shape::concatenated(batch_sizes_(list), detail::tc(list.front()).tc_names_, dim);
     const int64_t d = plan.dim;
     return combine_(
         list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat");
@@ -269,7 +263,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     if (!there) return from_form_(td_form_().to(device, options));
     if (is_consolidated()) return derived();  // tensordict: where it is, it stays consolidated
     Derived out = same_batch_([](const at::Tensor& t) { return t; });
-    out.set_device_(device);
+    detail::tc(out).set_device_(device);
     return out;
   }
   // TensorDict::pin_memory: the host tensors in one pinned allocation.
@@ -325,7 +319,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   template <class Fn>
   Derived apply(Fn&& fn, const Derived& other) const {
     Derived out = shell_();
-    out.set_locked_tree_(false);
+    detail::tc(out).set_locked_tree_(false);
     map2_into_(out, other, fn);
     return out;
   }
@@ -362,11 +356,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   static Derived from_tensordict(const TensorDict& td, const Derived& non_tensor = Derived{},
                                  const FromTensorDictOptions& options = {}) {
     Derived out = non_tensor;
-    out.set_locked_tree_(false);
-    out.tc_consolidated_storage_ = at::Tensor();
-    out.saved_path_.reset();
-    out.from_td_(td, options.strict);
-    out.validate();
+    detail::tc(out).set_locked_tree_(false);
+    detail::tc(out).tc_consolidated_storage_ = at::Tensor();
+    detail::tc(out).saved_path_.reset();
+    detail::tc(out).from_td_(td, options.strict);
+    detail::tc(out).validate();
     return out;
   }
   static Derived from_tensordict(const TensorDict& td, const FromTensorDictOptions& options) {
@@ -386,7 +380,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                      },
                                      [&](detail::NestedField, auto field, const auto& m) {
                                        const auto* n = detail::present(m);
-                                       set_or_none(field.info().name, n != nullptr, [&] { return n->repr(); });
+                                       set_or_none(field.info().name, n != nullptr, [&] { return detail::tc(*n).repr(); });
                                      },
                                      [&](detail::DataField, auto field, const auto& m) {
                                        others.push_back(std::string(field.info().name) + "=" + detail::python_repr(m));
@@ -394,7 +388,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                   derived());
     return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared());
   }
-  friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << x.repr(); }
+  friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << detail::tc(x).repr(); }
 
  private:
   template <class>
@@ -403,14 +397,6 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   friend class TensorClassPersistence<Derived>;
   template <class>
   friend class TensorClassPersistence;
-
-  // tensorclass-gen refuses these field names; this catches a hand-written field table.
-  static consteval bool no_field_hides_a_member_() {
-    for (const auto& f : schema::FieldTable<Derived>::info.fields) {
-      if (hides_tensorclass_member(f.name)) return false;
-    }
-    return true;
-  }
 
   Derived& derived() { return static_cast<Derived&>(*this); }
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
@@ -432,7 +418,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        if (m.defined()) fn(m);
                                      },
                                      [&](detail::NestedField, auto, auto& m) {
-                                       if (auto* n = detail::present(m)) n->for_each_tensor_(*n, fn);
+                                       if (auto* n = detail::present(m)) detail::tc(*n).for_each_tensor_(*n, fn);
                                      }},
                   self);
   }
@@ -456,7 +442,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        auto* x = detail::present(a);
                                        const auto* y = detail::present(b);
                                        if (x && y) {
-                                         x->for_each_pair_(*x, *y, fn);
+                                         detail::tc(*x).for_each_pair_(*x, *y, fn);
                                        } else if (x || y) {
                                          detail::throw_optional_mismatch("write", field_path_(field), 1);
                                        }
@@ -473,7 +459,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
       if (!src) {
         dst.reset();
       } else if (!dst) {
-        dst.emplace(src->shell_());
+        dst.emplace(detail::tc(*src).shell_());
       }
     }
     return detail::present(dst);
@@ -519,23 +505,23 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     }
     if (tc_names_.empty()) return;
     for_each_nested_([&](auto& n) {
-      if (n.tc_names_.empty() && n.tc_batch_size_.size() >= tc_names_.size()) {
-        n.tc_names_ = tc_names_;
-        n.tc_names_.resize(n.tc_batch_size_.size());
-        n.name_from_schema_();
+      if (detail::tc(n).tc_names_.empty() && detail::tc(n).tc_batch_size_.size() >= tc_names_.size()) {
+        detail::tc(n).tc_names_ = tc_names_;
+        detail::tc(n).tc_names_.resize(detail::tc(n).tc_batch_size_.size());
+        detail::tc(n).name_from_schema_();
       }
     });
   }
 
   void set_device_(DeviceArg device) {
     tc_device_ = device;
-    for_each_nested_([&](auto& n) { n.set_device_(device); });
+    for_each_nested_([&](auto& n) { detail::tc(n).set_device_(device); });
   }
 
   // The lock of this level and of every nested tensorclass member.
   void set_locked_tree_(bool locked) {
     tc_locked_ = locked;
-    for_each_nested_([&](auto& n) { n.set_locked_tree_(locked); });
+    for_each_nested_([&](auto& n) { detail::tc(n).set_locked_tree_(locked); });
   }
 
   // ---- schema checks -----------------------------------------------------------------------
@@ -552,8 +538,8 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        const auto* n = detail::present(m);
                                        if (!n) return;  // an absent optional class
                                        const detail::FieldPath sub{&path, field.info().name};
-                                       detail::validate_nested_batch(sub, n->tc_batch_size_, tc_batch_size_);
-                                       if (!(trust_built && n->tc_validated_)) n->validate_(sub, trust_built);
+                                       detail::validate_nested_batch(sub, detail::tc(*n).tc_batch_size_, tc_batch_size_);
+                                       if (!(trust_built && detail::tc(*n).tc_validated_)) detail::tc(*n).validate_(sub, trust_built);
                                      }},
                   derived());
   }
@@ -562,7 +548,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // keeps the schema's shapes, as this class: declared dtypes must be kept.
   Derived typed_(const TensorDict& td, const char* op) const {
     Derived out = from_form_(td);
-    out.check_dtypes_(detail::FieldPath{nullptr, schema().name}, op,
+    detail::tc(out).check_dtypes_(detail::FieldPath{nullptr, schema().name}, op,
                       [](const at::Tensor& t) { return t.scalar_type(); });
     return out;
   }
@@ -578,7 +564,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                      [&](detail::NestedField, auto field, const auto& m) {
                                        const auto* n = detail::present(m);
                                        if (n)
-                                         n->check_dtypes_(detail::FieldPath{&path, field.info().name}, op, dtype_of);
+                                         detail::tc(*n).check_dtypes_(detail::FieldPath{&path, field.info().name}, op, dtype_of);
                                      }},
                   derived());
   }
@@ -592,7 +578,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                            },
                            [&](detail::NestedField, auto field, const auto& m) {
                              if (const auto* n = detail::present(m)) {
-                               entries.emplace_back(std::string(field.info().name), n->tensordict_form_(which));
+                               entries.emplace_back(std::string(field.info().name), detail::tc(*n).tensordict_form_(which));
                              }
                            },
                            [&](detail::DataField, auto field, const auto& m) {
@@ -625,9 +611,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // the core derived from td_form_(); consolidated and locked when `td` is.
   Derived from_form_(const TensorDict& td) const {
     Derived out = shell_();
-    out.from_td_(td);
-    out.tc_consolidated_storage_ = td.impl()->consolidated_storage();
-    out.set_locked_tree_(out.tc_consolidated_storage_.defined());
+    detail::tc(out).from_td_(td);
+    detail::tc(out).tc_consolidated_storage_ = td.impl()->consolidated_storage();
+    detail::tc(out).set_locked_tree_(detail::tc(out).tc_consolidated_storage_.defined());
     return out;
   }
 
@@ -653,7 +639,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                      [&](detail::NestedField, auto field, auto& m) {
                                        const std::string name(field.info().name);
                                        if (td.contains(name)) {
-                                         detail::emplaced(m).from_td_(td.get_td(name), strict);
+                                         detail::tc(detail::emplaced(m)).from_td_(td.get_td(name), strict);
                                        } else {
                                          detail::reset_if_optional(m);
                                        }
@@ -687,17 +673,17 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // whole struct would touch every tensor's refcount twice for nothing.
   Derived shell_() const {
     Derived out;
-    out.copy_shell_(derived());
+    detail::tc(out).copy_shell_(derived());
     return out;
   }
   void copy_shell_(const Derived& src) {
-    tc_batch_size_ = src.tc_batch_size_;
-    tc_device_ = src.tc_device_;
-    tc_names_ = src.tc_names_;
-    tc_locked_ = src.tc_locked_;
+    tc_batch_size_ = detail::tc(src).tc_batch_size_;
+    tc_device_ = detail::tc(src).tc_device_;
+    tc_names_ = detail::tc(src).tc_names_;
+    tc_locked_ = detail::tc(src).tc_locked_;
     visit_fields_(detail::Overloaded{[](detail::NestedField, auto, auto& dst, const auto& from) {
                                        if (const auto* s = detail::present(from)) {
-                                         detail::emplaced(dst).copy_shell_(*s);
+                                         detail::tc(detail::emplaced(dst)).copy_shell_(*s);
                                        } else {
                                          detail::reset_if_optional(dst);
                                        }
@@ -710,9 +696,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   template <class Fn>
   Derived mapped_(BatchSizeArg batch, Fn&& fn, Names names = {}) const {
     Derived out = shell_();
-    out.tc_batch_size_ = std::move(batch);
-    out.tc_names_ = unnamed_if_empty_(std::move(names));
-    out.set_locked_tree_(false);
+    detail::tc(out).tc_batch_size_ = std::move(batch);
+    detail::tc(out).tc_names_ = unnamed_if_empty_(std::move(names));
+    detail::tc(out).set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
     return out;
   }
@@ -720,7 +706,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   template <class Fn>
   Derived same_batch_(Fn&& fn) const {
     Derived out = shell_();
-    out.set_locked_tree_(false);
+    detail::tc(out).set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
     return out;
   }
@@ -730,7 +716,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   template <class Plan>
   Derived planned_(const Plan& plan) const {
     Derived out = mapped_(BatchSizeArg(at::IntArrayRef(plan.batch)), plan, plan.names);
-    if (tc_locked_) out.set_locked_tree_(true);
+    if (tc_locked_) detail::tc(out).set_locked_tree_(true);
     return out;
   }
   template <class Plan>
@@ -739,9 +725,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     std::vector<Derived*> ptrs;
     const Names piece_names = unnamed_if_empty_(plan.names);
     for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i].tc_batch_size_ = BatchSizeArg(at::IntArrayRef(plan.batches[i]));
-      out[i].tc_names_ = piece_names;
-      out[i].set_locked_tree_(false);
+      detail::tc(out[i]).tc_batch_size_ = BatchSizeArg(at::IntArrayRef(plan.batches[i]));
+      detail::tc(out[i]).tc_names_ = piece_names;
+      detail::tc(out[i]).set_locked_tree_(false);
       ptrs.push_back(&out[i]);
     }
     pieces_into_(ptrs, plan, batch_dims());
@@ -750,7 +736,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   static std::vector<at::IntArrayRef> batch_sizes_(const std::vector<Derived>& list) {
     std::vector<at::IntArrayRef> out;
     out.reserve(list.size());
-    for (const auto& x : list) out.push_back(x.batch_size());
+    for (const auto& x : list) out.push_back(detail::tc(x).batch_size());
     return out;
   }
 
@@ -760,7 +746,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   template <class N>
   static BatchSizeArg nested_batch_(at::IntArrayRef parent_batch, const N& src, int64_t nb) {
     BatchSizeArg b = parent_batch;
-    b.insert(b.end(), src.tc_batch_size_.begin() + std::min<int64_t>(nb, src.batch_dims()), src.tc_batch_size_.end());
+    b.insert(b.end(), detail::tc(src).tc_batch_size_.begin() + std::min<int64_t>(nb, detail::tc(src).batch_dims()), detail::tc(src).tc_batch_size_.end());
     return b;
   }
 
@@ -776,11 +762,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        auto* d = mirror_presence_(dst, s);
                                        if (!s) return;
                                        if (d != s) {
-                                         d->tc_batch_size_ = nested_batch_(out.tc_batch_size_, *s, nb);
-                                         if (d->tc_names_.size() != d->tc_batch_size_.size()) d->tc_names_.clear();
-                                         d->tc_locked_ = false;
+                                         detail::tc(*d).tc_batch_size_ = nested_batch_(detail::tc(out).tc_batch_size_, *s, nb);
+                                         if (detail::tc(*d).tc_names_.size() != detail::tc(*d).tc_batch_size_.size()) detail::tc(*d).tc_names_.clear();
+                                         detail::tc(*d).tc_locked_ = false;
                                        }
-                                       s->map_into_(*d, fn, nb);
+                                       detail::tc(*s).map_into_(*d, fn, nb);
                                      }},
                   derived(), out);
   }
@@ -799,7 +785,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        const auto* x = detail::present(a);
                                        const auto* y = detail::present(b);
                                        if (x && y) {
-                                         x->map2_into_(*mirror_presence_(o, x), *y, fn);
+                                         detail::tc(*x).map2_into_(*mirror_presence_(o, x), *y, fn);
                                        } else if (x || y) {
                                          detail::throw_optional_mismatch("apply", field_path_(field), 1);
                                        }
@@ -828,14 +814,14 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   static Derived combine_(const std::vector<Derived>& list, shape::Combined plan, Fn&& fn, const char* op) {
     std::vector<const Derived*> srcs;
     for (const auto& x : list) srcs.push_back(&x);
-    Derived out = list.front().shell_();
-    out.tc_batch_size_ = BatchSizeArg(at::IntArrayRef(plan.batch));
-    out.tc_names_ = unnamed_if_empty_(std::move(plan.names));
-    out.set_locked_tree_(false);
+    Derived out = detail::tc(list.front()).shell_();
+    detail::tc(out).tc_batch_size_ = BatchSizeArg(at::IntArrayRef(plan.batch));
+    detail::tc(out).tc_names_ = unnamed_if_empty_(std::move(plan.names));
+    detail::tc(out).set_locked_tree_(false);
     for (const auto* s : srcs) {
-      if (s->tc_device_ != out.tc_device_) out.tc_device_ = std::nullopt;
+      if (detail::tc(*s).tc_device_ != detail::tc(out).tc_device_) detail::tc(out).tc_device_ = std::nullopt;
     }
-    combine_into_(out, srcs, fn, list.front().batch_dims(), op, std::string(schema().name));
+    combine_into_(out, srcs, fn, detail::tc(list.front()).batch_dims(), op, std::string(schema().name));
     return out;
   }
   template <class Fn>
@@ -881,11 +867,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     std::vector<N*> sub;
     for (Derived* o : outs) {
       N& dst = *detail::present(field.of(*o));
-      dst.tc_batch_size_ = nested_batch_(o->tc_batch_size_, *src, nb);
-      dst.tc_names_.clear();
+      detail::tc(dst).tc_batch_size_ = nested_batch_(detail::tc(*o).tc_batch_size_, *src, nb);
+      detail::tc(dst).tc_names_.clear();
       sub.push_back(&dst);
     }
-    src->pieces_into_(sub, fn, nb);
+    detail::tc(*src).pieces_into_(sub, fn, nb);
   }
   // An optional class must be present in every input or in none.
   template <class N, class Field, class Fn>
@@ -898,10 +884,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
       sub_srcs.push_back(s);
     }
     if (!dst) return;  // absent in every input, as in `out` (a shell of the first)
-    dst->tc_batch_size_ = nested_batch_(out.tc_batch_size_, *sub_srcs.front(), nb);
-    dst->tc_names_.clear();
-    dst->tc_device_ = out.tc_device_;
-    N::combine_into_(*dst, sub_srcs, fn, nb, op, path);
+    detail::tc(*dst).tc_batch_size_ = nested_batch_(detail::tc(out).tc_batch_size_, *sub_srcs.front(), nb);
+    detail::tc(*dst).tc_names_.clear();
+    detail::tc(*dst).tc_device_ = detail::tc(out).tc_device_;
+    TensorClass<N>::combine_into_(*dst, sub_srcs, fn, nb, op, path);
   }
 
   // ---- fields by path -----------------------------------------------------------------------
@@ -927,7 +913,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                  detail::throw_not_tensor(schema().name, path[at],
                                                           "a nested tensorclass; use the member");
                              } else if (n) {
-                               found = n->find_tensor_(path, at + 1, required);
+                               found = detail::tc(*n).find_tensor_(path, at + 1, required);
                              } else if (required) {
                                throw KeyError(field_path_(field) + " is not set (optional field)");
                              }
@@ -965,7 +951,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                              auto* n = detail::present(m);
                              if (!n)
                                throw KeyError(field_path_(field) + " is not set (optional field); assign the member");
-                             n->set_path_(path, at + 1, value);
+                             detail::tc(*n).set_path_(path, at + 1, value);
                            },
                            [&](detail::DataField, auto, auto&) {
                              detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
@@ -1004,7 +990,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        if (!value || !value->is_tensordict()) {
                                          throw ValueError(sub(field) + ": nested tensorclass is not stored");
                                        }
-                                       detail::emplaced(m).read_loaded_(value->tensordict(), sub(field),
+                                       detail::tc(detail::emplaced(m)).read_loaded_(value->tensordict(), sub(field),
                                                                         at::IntArrayRef(tc_batch_size_), infer_batch);
                                      },
                                      [&](detail::DataField, auto field, auto& m) {

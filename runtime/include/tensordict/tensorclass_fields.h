@@ -30,6 +30,24 @@ class TensorClass;
 template <class T>
 inline constexpr bool is_tensorclass_v = std::is_base_of_v<TensorClass<T>, T>;
 
+// A tensorclass seen as its TensorClass<T> base: the way to call a
+// TensorClass method whose name a field of T took. A field named `index`
+// hides TensorClass::index in T (C++ hides a base member behind a derived
+// member of the same name), so `obj.index` is the field and
+// `tensordict::methods(obj).index(...)` the method; members no field hides
+// stay callable on obj itself. `obj.TensorClass::index(...)` says the same
+// where no field is named TensorClass. A free function, so no field can hide it.
+template <class T>
+  requires is_tensorclass_v<T>
+constexpr TensorClass<T>& methods(T& obj) noexcept {
+  return obj;
+}
+template <class T>
+  requires is_tensorclass_v<T>
+constexpr const TensorClass<T>& methods(const T& obj) noexcept {
+  return obj;
+}
+
 // The class of a nested tensorclass field: the member's type itself, or T for
 // a std::optional<T> member (a field the schema marks optional: absent is
 // nullopt, as tensordict stores None); void for other members.
@@ -53,6 +71,19 @@ template <class M>
 inline constexpr bool is_optional_nested_v = is_nested_v<M> && !is_tensorclass_v<M>;
 
 namespace detail {
+
+// methods() for TensorClass's own code, which reaches every member of an
+// instance (its own members, private ones included, and those of nested
+// tensorclasses) through it and never through the derived class, where a
+// field of any name may hide a member. Hence no field name is reserved.
+template <class T>
+constexpr TensorClass<T>& tc(T& obj) noexcept {
+  return obj;
+}
+template <class T>
+constexpr const TensorClass<T>& tc(const T& obj) noexcept {
+  return obj;
+}
 
 // The kinds of field the visitor tells apart.
 struct TensorField {};

@@ -97,12 +97,12 @@ class TensorClassPersistence {
     MemmapClassTags tags;
     collect_tags_(tags, {});
     const TensorDict mapped =
-        memmap_tensorclass(self_().tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
-    Derived out = self_().shell_();
-    out.set_locked_tree_(false);
-    out.from_td_(mapped);
-    out.set_locked_tree_(true);
-    out.saved_path_ = prefix;
+        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
+    Derived out = tc_().shell_();
+    detail::tc(out).set_locked_tree_(false);
+    detail::tc(out).from_td_(mapped);
+    detail::tc(out).set_locked_tree_(true);
+    detail::tc(out).saved_path_ = prefix;
     return out;
   }
   // memmap() in place: the tensor members become the mapped ones.
@@ -118,11 +118,11 @@ class TensorClassPersistence {
     Derived out;
     read_memmap_tree(prefix, [&] {
       const Json meta = read_memmap_meta(prefix);
-      detail::check_memmap_class(meta, Derived::schema(), prefix);
+      detail::check_memmap_class(meta, TensorClass<Derived>::schema(), prefix);
       const TensorDict td = load_tensorclass_level(prefix, meta, device);
       out = from_loaded_(td, prefix, false);
     });
-    out.saved_path_ = prefix;
+    detail::tc(out).saved_path_ = prefix;
     return out;
   }
   // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
@@ -133,9 +133,9 @@ class TensorClassPersistence {
       MemmapLoader loader = [](const std::string& dir, const Json& meta, std::optional<at::Device> device) {
         return Value(load_tensorclass_level(dir, meta, device));
       };
-      register_memmap_class(std::string(Derived::schema().python_type), loader);
-      register_memmap_class(std::string(Derived::schema().name), loader);
-      Derived::visit_fields_([](detail::NestedField, auto field) { register_nested_memmap_(field); });
+      register_memmap_class(std::string(TensorClass<Derived>::schema().python_type), loader);
+      register_memmap_class(std::string(TensorClass<Derived>::schema().name), loader);
+      TensorClass<Derived>::visit_fields_([](detail::NestedField, auto field) { register_nested_memmap_(field); });
       return true;
     }();
     (void)registered;
@@ -146,7 +146,7 @@ class TensorClassPersistence {
   // load it takes the default again); any other value is refused, naming the
   // field, rather than lost (memmap() stores every field).
   PersistentTensorDict to_h5(const std::string& path, const H5Options& options = {}) const {
-    return self_().tensordict_form_(detail::NonTensorFields::H5).to_h5(path, options);
+    return tc_().tensordict_form_(detail::NonTensorFields::H5).to_h5(path, options);
   }
   // tensordict's save / load: memmap() and load_memmap().
   Derived save(const std::string& prefix, const MemmapOptions& options = {}) const { return memmap(prefix, options); }
@@ -173,19 +173,23 @@ class TensorClassPersistence {
   template <class>
   friend class TensorClassPersistence;
 
+  // As in TensorClassSurface: members are reached through tc_(), never
+  // through Derived, where a field may hide them.
   Derived& self_() { return static_cast<Derived&>(*this); }
   const Derived& self_() const { return static_cast<const Derived&>(*this); }
+  TensorClass<Derived>& tc_() { return detail::tc(self_()); }
+  const TensorClass<Derived>& tc_() const { return detail::tc(self_()); }
 
   template <class F>
   static void register_nested_memmap_(F) {
-    nested_class_t<typename F::member_type>::register_memmap();
+    TensorClass<nested_class_t<typename F::member_type>>::register_memmap();
   }
 
   // The tags that make memmap_tensorclass write this level (at `path`) and
   // every nested tensorclass in tensorclass layout.
   void collect_tags_(MemmapClassTags& tags, std::vector<std::string> path) const {
-    MemmapClassTag tag{std::string(Derived::schema().python_type), Json::object()};
-    Derived::visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
+    MemmapClassTag tag{std::string(TensorClass<Derived>::schema().python_type), Json::object()};
+    TensorClass<Derived>::visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
                                                 if (!m.defined()) tag.fields[std::string(field.info().name)] = nullptr;
                                               },
                                               [&](detail::NestedField, auto field, const auto& m) {
@@ -197,7 +201,7 @@ class TensorClassPersistence {
                                                 }
                                                 auto sub = path;
                                                 sub.push_back(name);
-                                                n->collect_tags_(tags, std::move(sub));
+                                                detail::tc(*n).collect_tags_(tags, std::move(sub));
                                               },
                                               [&](detail::DataField, auto field, const auto& m) {
                                                 tag.fields[std::string(field.info().name)] = m;
@@ -211,8 +215,8 @@ class TensorClassPersistence {
   static Derived from_loaded_(const TensorDict& td, const std::string& where, bool infer_batch) {
     Derived out;
     try {
-      out.read_loaded_(td, std::string(Derived::schema().name), std::nullopt, infer_batch);
-      out.validate();
+      detail::tc(out).read_loaded_(td, std::string(TensorClass<Derived>::schema().name), std::nullopt, infer_batch);
+      detail::tc(out).validate();
     } catch (...) {
       rethrow_reworded([&](std::string_view what) { return where + ": " + std::string(what); });
     }

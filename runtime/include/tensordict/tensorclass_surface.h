@@ -19,6 +19,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/op_lists.h"
+#include "tensordict/tensorclass_fields.h"
 #include "tensordict/tensorclass_support.h"
 
 namespace tensordict {
@@ -37,9 +38,9 @@ class TensorClassSurface {
   // reductions (batch dims removed, dtypes promoted), select/exclude (other
   // keys). In-place forms write into the fields' tensors.
 #define TENSORCLASS_UNARY(name)                                                     \
-  Derived name() const { return self_().typed_(self_().td_form_().name(), #name); } \
+  Derived name() const { return tc_().typed_(tc_().td_form_().name(), #name); } \
   Derived& name##_() {                                                              \
-    self_().td_form_().name##_();                                                   \
+    tc_().td_form_().name##_();                                                   \
     return self_();                                                                 \
   }
   TENSORDICT_UNARY_OPS(TENSORCLASS_UNARY)
@@ -47,15 +48,15 @@ class TensorClassSurface {
 
 #define TENSORCLASS_BINARY(name)                                                                             \
   Derived name(const Derived& other) const {                                                                 \
-    return self_().typed_(self_().td_form_().name(other.td_form_()), #name);                                 \
+    return tc_().typed_(tc_().td_form_().name(detail::tc(other).td_form_()), #name);                                 \
   }                                                                                                          \
-  Derived name(const Operand& other) const { return self_().typed_(self_().td_form_().name(other), #name); } \
+  Derived name(const Operand& other) const { return tc_().typed_(tc_().td_form_().name(other), #name); } \
   Derived& name##_(const Derived& other) {                                                                   \
-    self_().td_form_().name##_(other.td_form_());                                                            \
+    tc_().td_form_().name##_(detail::tc(other).td_form_());                                                            \
     return self_();                                                                                          \
   }                                                                                                          \
   Derived& name##_(const Operand& other) {                                                                   \
-    self_().td_form_().name##_(other);                                                                       \
+    tc_().td_form_().name##_(other);                                                                       \
     return self_();                                                                                          \
   }
   TENSORDICT_BINARY_OPS(TENSORCLASS_BINARY)
@@ -67,58 +68,58 @@ class TensorClassSurface {
   // self + alpha * other, self - alpha * other.
 #define TENSORCLASS_ALPHA_BINARY(name)                                              \
   Derived name(const Derived& other, const at::Scalar& alpha = 1) const {           \
-    return self_().typed_(self_().td_form_().name(other.td_form_(), alpha), #name); \
+    return tc_().typed_(tc_().td_form_().name(detail::tc(other).td_form_(), alpha), #name); \
   }                                                                                 \
   Derived name(const Operand& other, const at::Scalar& alpha = 1) const {           \
-    return self_().typed_(self_().td_form_().name(other, alpha), #name);            \
+    return tc_().typed_(tc_().td_form_().name(other, alpha), #name);            \
   }                                                                                 \
   Derived& name##_(const Derived& other, const at::Scalar& alpha = 1) {             \
-    self_().td_form_().name##_(other.td_form_(), alpha);                            \
+    tc_().td_form_().name##_(detail::tc(other).td_form_(), alpha);                            \
     return self_();                                                                 \
   }                                                                                 \
   Derived& name##_(const Operand& other, const at::Scalar& alpha = 1) {             \
-    self_().td_form_().name##_(other, alpha);                                       \
+    tc_().td_form_().name##_(other, alpha);                                       \
     return self_();                                                                 \
   }
   TENSORCLASS_ALPHA_BINARY(add)
   TENSORCLASS_ALPHA_BINARY(sub)
 #undef TENSORCLASS_ALPHA_BINARY
   Derived clamp(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) const {
-    return self_().typed_(self_().td_form_().clamp(min, max), "clamp");
+    return tc_().typed_(tc_().td_form_().clamp(min, max), "clamp");
   }
   Derived& clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max = std::nullopt) {
-    self_().td_form_().clamp_(min, max);
+    tc_().td_form_().clamp_(min, max);
     return self_();
   }
   // self + weight * (end - self).
   Derived lerp(const Derived& end, const at::Scalar& weight) const {
-    return self_().typed_(self_().td_form_().lerp(end.td_form_(), weight), "lerp");
+    return tc_().typed_(tc_().td_form_().lerp(detail::tc(end).td_form_(), weight), "lerp");
   }
   Derived lerp(const Operand& end, const at::Scalar& weight) const {
-    return self_().typed_(self_().td_form_().lerp(end, weight), "lerp");
+    return tc_().typed_(tc_().td_form_().lerp(end, weight), "lerp");
   }
   Derived& lerp_(const Derived& end, const at::Scalar& weight) {
-    self_().td_form_().lerp_(end.td_form_(), weight);
+    tc_().td_form_().lerp_(detail::tc(end).td_form_(), weight);
     return self_();
   }
   Derived& lerp_(const Operand& end, const at::Scalar& weight) {
-    self_().td_form_().lerp_(end, weight);
+    tc_().td_form_().lerp_(end, weight);
     return self_();
   }
   // self + value * t1 * t2, self + value * t1 / t2.
 #define TENSORCLASS_TERNARY(name)                                                               \
   Derived name(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) const {       \
-    return self_().typed_(self_().td_form_().name(t1.td_form_(), t2.td_form_(), value), #name); \
+    return tc_().typed_(tc_().td_form_().name(detail::tc(t1).td_form_(), detail::tc(t2).td_form_(), value), #name); \
   }                                                                                             \
   Derived name(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) const {       \
-    return self_().typed_(self_().td_form_().name(t1, t2, value), #name);                       \
+    return tc_().typed_(tc_().td_form_().name(t1, t2, value), #name);                       \
   }                                                                                             \
   Derived& name##_(const Derived& t1, const Derived& t2, const at::Scalar& value = 1) {         \
-    self_().td_form_().name##_(t1.td_form_(), t2.td_form_(), value);                            \
+    tc_().td_form_().name##_(detail::tc(t1).td_form_(), detail::tc(t2).td_form_(), value);                            \
     return self_();                                                                             \
   }                                                                                             \
   Derived& name##_(const Operand& t1, const Operand& t2, const at::Scalar& value = 1) {         \
-    self_().td_form_().name##_(t1, t2, value);                                                  \
+    tc_().td_form_().name##_(t1, t2, value);                                                  \
     return self_();                                                                             \
   }
   TENSORCLASS_TERNARY(addcmul)
@@ -126,53 +127,53 @@ class TensorClassSurface {
 #undef TENSORCLASS_TERNARY
   // Every tensor field set to `value` / to fn(field), in place.
   Derived& fill_(const at::Scalar& value) {
-    self_().td_form_().fill_(value);
+    tc_().td_form_().fill_(value);
     return self_();
   }
   template <class Fn>
   Derived& apply_(Fn&& fn) {
-    self_().td_form_().apply_(fn);
+    tc_().td_form_().apply_(fn);
     return self_();
   }
 
   // Comparisons and predicates: a TensorDict of bools (the schema's dtypes
   // do not hold for them).
 #define TENSORCLASS_COMPARISON(name)                                                                          \
-  TensorDict name(const Derived& other) const { return self_().to_tensordict().name(other.to_tensordict()); } \
-  TensorDict name(const Operand& other) const { return self_().to_tensordict().name(other); }
+  TensorDict name(const Derived& other) const { return tc_().to_tensordict().name(detail::tc(other).to_tensordict()); } \
+  TensorDict name(const Operand& other) const { return tc_().to_tensordict().name(other); }
   TENSORDICT_COMPARISONS(TENSORCLASS_COMPARISON)
 #undef TENSORCLASS_COMPARISON
 #define TENSORCLASS_PREDICATE(name) \
-  TensorDict name() const { return self_().to_tensordict().name(); }
+  TensorDict name() const { return tc_().to_tensordict().name(); }
   TENSORDICT_PREDICATES(TENSORCLASS_PREDICATE)
 #undef TENSORCLASS_PREDICATE
 
   // Reductions over batch dims (TensorDict's): a TensorDict.
 #define TENSORCLASS_REDUCTION(name)                                                              \
   TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const { \
-    return self_().to_tensordict().name(std::move(dims), options);                             \
+    return tc_().to_tensordict().name(std::move(dims), options);                             \
   }
   TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
 #undef TENSORCLASS_REDUCTION
   // (values, indices) over one batch dim, as TensorDict::max(dim).
   std::tuple<TensorDict, TensorDict> max(int64_t dim, const ReduceOptions& options = {}) const {
-    return self_().to_tensordict().max(dim, options);
+    return tc_().to_tensordict().max(dim, options);
   }
   std::tuple<TensorDict, TensorDict> min(int64_t dim, const ReduceOptions& options = {}) const {
-    return self_().to_tensordict().min(dim, options);
+    return tc_().to_tensordict().min(dim, options);
   }
 
 #define TENSORCLASS_OPERATOR(op, method)                                                 \
-  friend Derived operator op(const Derived& a, const Derived& b) { return a.method(b); } \
-  friend Derived operator op(const Derived& a, const Operand& b) { return a.method(b); }
+  friend Derived operator op(const Derived& a, const Derived& b) { return detail::tc(a).method(b); } \
+  friend Derived operator op(const Derived& a, const Operand& b) { return detail::tc(a).method(b); }
   TENSORCLASS_OPERATOR(+, add)
   TENSORCLASS_OPERATOR(-, sub)
   TENSORCLASS_OPERATOR(*, mul)
   TENSORCLASS_OPERATOR(/, div)
 #undef TENSORCLASS_OPERATOR
 #define TENSORCLASS_COMPARISON_OPERATOR(op, method)                                         \
-  friend TensorDict operator op(const Derived& a, const Derived& b) { return a.method(b); } \
-  friend TensorDict operator op(const Derived& a, const Operand& b) { return a.method(b); }
+  friend TensorDict operator op(const Derived& a, const Derived& b) { return detail::tc(a).method(b); } \
+  friend TensorDict operator op(const Derived& a, const Operand& b) { return detail::tc(a).method(b); }
   TENSORCLASS_COMPARISON_OPERATOR(==, eq)
   TENSORCLASS_COMPARISON_OPERATOR(!=, ne)
   TENSORCLASS_COMPARISON_OPERATOR(<, lt)
@@ -180,23 +181,23 @@ class TensorClassSurface {
   TENSORCLASS_COMPARISON_OPERATOR(>, gt)
   TENSORCLASS_COMPARISON_OPERATOR(>=, ge)
 #undef TENSORCLASS_COMPARISON_OPERATOR
-  friend Derived operator-(const Derived& a) { return a.neg(); }
+  friend Derived operator-(const Derived& a) { return detail::tc(a).neg(); }
 
   // The elements where the batch mask is true, in one batch dim.
   Derived masked_select(const at::Tensor& mask) const {
-    return self_().typed_(self_().td_form_().masked_select(mask), "masked_select");
+    return tc_().typed_(tc_().td_form_().masked_select(mask), "masked_select");
   }
   // torch.gather along batch dim `dim`; the result's batch size is index's shape.
   Derived gather(int64_t dim, const at::Tensor& index) const {
-    return self_().typed_(self_().td_form_().gather(dim, index), "gather");
+    return tc_().typed_(tc_().td_form_().gather(dim, index), "gather");
   }
 
   // A TensorDict of the fields `keys` (shared), non-tensor fields included.
   TensorDict select(const std::vector<NestedKey>& keys, const SelectOptions& options = {}) const {
-    return TensorDict(self_().to_tensordict().select(keys, options));
+    return TensorDict(tc_().to_tensordict().select(keys, options));
   }
   TensorDict exclude(const std::vector<NestedKey>& keys) const {
-    return TensorDict(self_().to_tensordict().exclude(keys));
+    return TensorDict(tc_().to_tensordict().exclude(keys));
   }
 
   // Sets every entry of `other` (a tensordict holding fields of this class,
@@ -204,47 +205,47 @@ class TensorClassSurface {
   // validates: a key that is no field is a KeyError, a value that breaks the
   // schema leaves this object unchanged. Refused when locked.
   Derived& update(const TensorDict& other) {
-    if (self_().is_locked())
-      detail::throw_locked(Derived::schema().name, other.keys().empty() ? "" : other.keys().front().repr());
-    TensorDict next = self_().to_tensordict();
+    if (tc_().is_locked())
+      detail::throw_locked(TensorClass<Derived>::schema().name, other.keys().empty() ? "" : other.keys().front().repr());
+    TensorDict next = tc_().to_tensordict();
     next.update(other);
-    Derived updated = Derived::from_tensordict(next, self_());
-    updated.tc_consolidated_storage_ = at::Tensor();
+    Derived updated = TensorClass<Derived>::from_tensordict(next, self_());
+    detail::tc(updated).tc_consolidated_storage_ = at::Tensor();
     self_() = std::move(updated);
     return self_();
   }
-  Derived& update(const Derived& other) { return update(other.to_tensordict()); }
+  Derived& update(const Derived& other) { return update(detail::tc(other).to_tensordict()); }
   // In place: every tensor of `other` is written into the field's tensor.
   Derived& update_(const TensorDict& other) {
-    self_().td_form_().update_(other);
+    tc_().td_form_().update_(other);
     return self_();
   }
-  Derived& update_(const Derived& other) { return update_(other.td_form_()); }
+  Derived& update_(const Derived& other) { return update_(detail::tc(other).td_form_()); }
   // tensordict's update_at_: every tensor of `other` (a tensordict of tensor
   // fields, or an object of this class shaped like obj[index]) written into
   // the field's tensor at batch `index`.
   Derived& update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index) {
-    self_().td_form_().update_at_(other, index);
+    tc_().td_form_().update_at_(other, index);
     return self_();
   }
   Derived& update_at_(const Derived& other, at::ArrayRef<TensorIndex> index) {
-    return update_at_(other.td_form_(), index);
+    return update_at_(detail::tc(other).td_form_(), index);
   }
   // Writes into the existing tensor field at `key` in place.
   Derived& set_(const NestedKey& key, const at::Tensor& value) {
-    self_().td_form_().set_(key, value);
+    tc_().td_form_().set_(key, value);
     return self_();
   }
 
   // True when every element of every tensor member is true / nonzero.
   bool all() const {
     bool ok = true;
-    Derived::for_each_tensor_(self_(), [&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
+    TensorClass<Derived>::for_each_tensor_(self_(), [&](const at::Tensor& t) { ok = ok && t.all().template item<bool>(); });
     return ok;
   }
   bool any() const {
     bool found = false;
-    Derived::for_each_tensor_(self_(), [&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
+    TensorClass<Derived>::for_each_tensor_(self_(), [&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
     return found;
   }
 
@@ -252,8 +253,13 @@ class TensorClassSurface {
   TensorClassSurface() = default;
 
  private:
+  // The object, for results and assignment (a Derived&), and its
+  // TensorClass<Derived> part, through which members are reached: a field of
+  // Derived may hide any of them (detail::tc in tensorclass_fields.h).
   Derived& self_() { return static_cast<Derived&>(*this); }
   const Derived& self_() const { return static_cast<const Derived&>(*this); }
+  TensorClass<Derived>& tc_() { return detail::tc(self_()); }
+  const TensorClass<Derived>& tc_() const { return detail::tc(self_()); }
 };
 
 }  // namespace tensordict

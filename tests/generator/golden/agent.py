@@ -37,12 +37,12 @@ class Agent:
     pos: _torch.Tensor
     vel: _torch.Tensor
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Agent, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Agent")
+        self.__tc_check__("Agent")
         _name_batch_dims(self, _CONTRACT_Agent)
 
 
@@ -66,20 +66,27 @@ class Observation:
     pixels: _torch.Tensor
     reward: _torch.Tensor
     agent: Agent
-    depth: _Optional[_torch.Tensor] = None
-    task: str = "pick \"red\""
-    steps: int = -3
-    scale: float = 1.5
-    done: bool = False
-    tags: _Tuple[str, ...] = ("a", "b")
-    ids: _Tuple[int, ...] = ()
+    depth: _Optional[_torch.Tensor]
+    task: str
+    steps: int
+    scale: float
+    done: bool
+    tags: _Tuple[str, ...]
+    ids: _Tuple[int, ...]
+    depth = None
+    task = "pick \"red\""
+    steps = -3
+    scale = 1.5
+    done = False
+    tags = ("a", "b")
+    ids = ()
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Observation, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Observation")
+        self.__tc_check__("Observation")
         _name_batch_dims(self, _CONTRACT_Observation)
 
 
@@ -157,7 +164,7 @@ def _check(obj: _Any, contract: _Contract, path: str) -> None:
                 raise ValueError(
                     f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
                 )
-            value._tc_check(where)
+            value.__tc_check__(where)
         elif not isinstance(value, _torch.Tensor):
             raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
         else:

@@ -33,7 +33,7 @@ struct Agent : ::tensordict::TensorClass<Agent> {
       ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
     this->pos = std::move(fields.pos);
     this->vel = std::move(fields.vel);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 
@@ -80,7 +80,7 @@ struct Observation : ::tensordict::TensorClass<Observation> {
     this->done = std::move(fields.done);
     this->tags = std::move(fields.tags);
     this->ids = std::move(fields.ids);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 

@@ -37,12 +37,12 @@ class Agent:
     pos: _torch.Tensor
     vel: _torch.Tensor
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Agent, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Agent")
+        self.__tc_check__("Agent")
         _name_batch_dims(self, _CONTRACT_Agent)
 
 
@@ -104,7 +104,7 @@ def _check(obj: _Any, contract: _Contract, path: str) -> None:
                 raise ValueError(
                     f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
                 )
-            value._tc_check(where)
+            value.__tc_check__(where)
         elif not isinstance(value, _torch.Tensor):
             raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
         else:

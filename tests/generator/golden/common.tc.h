@@ -33,7 +33,7 @@ struct Agent : ::tensordict::TensorClass<Agent> {
       ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
     this->pos = std::move(fields.pos);
     this->vel = std::move(fields.vel);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 

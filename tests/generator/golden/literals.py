@@ -35,16 +35,19 @@ class Numbers:
         wholes: (list<float>)
     """
 
-    whole: float = 100000000000000000000.0
-    plus: float = 2.0
-    wholes: _Tuple[float, ...] = (1.0, -3.0, 1e3)
+    whole: float
+    plus: float
+    wholes: _Tuple[float, ...]
+    whole = 100000000000000000000.0
+    plus = 2.0
+    wholes = (1.0, -3.0, 1e3)
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Numbers, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Numbers")
+        self.__tc_check__("Numbers")
         _name_batch_dims(self, _CONTRACT_Numbers)
 
 
@@ -57,15 +60,17 @@ class Strings:
         nuls: (list<string>)
     """
 
-    nul: str = "a\x00b"
-    nuls: _Tuple[str, ...] = ("p\x00q", "\x00", "plain")
+    nul: str
+    nuls: _Tuple[str, ...]
+    nul = "a\x00b"
+    nuls = ("p\x00q", "\x00", "plain")
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Strings, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Strings")
+        self.__tc_check__("Strings")
         _name_batch_dims(self, _CONTRACT_Strings)
 
 
@@ -136,7 +141,7 @@ def _check(obj: _Any, contract: _Contract, path: str) -> None:
                 raise ValueError(
                     f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
                 )
-            value._tc_check(where)
+            value.__tc_check__(where)
         elif not isinstance(value, _torch.Tensor):
             raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
         else:

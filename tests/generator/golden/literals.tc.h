@@ -34,7 +34,7 @@ struct Numbers : ::tensordict::TensorClass<Numbers> {
     this->whole = std::move(fields.whole);
     this->plus = std::move(fields.plus);
     this->wholes = std::move(fields.wholes);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 
@@ -57,7 +57,7 @@ struct Strings : ::tensordict::TensorClass<Strings> {
       ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
     this->nul = std::move(fields.nul);
     this->nuls = std::move(fields.nuls);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 

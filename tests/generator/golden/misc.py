@@ -31,12 +31,12 @@ class Empty:
     Second line with \"quotes\" and \\ backslash.
     """
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Empty, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Empty")
+        self.__tc_check__("Empty")
         _name_batch_dims(self, _CONTRACT_Empty)
 
 
@@ -55,18 +55,23 @@ class Scalars:
     """
 
     image: _torch.Tensor
-    big: int = 9223372036854775807
-    ratio: float = -2.5e-3
-    flags: _Tuple[bool, ...] = ()
-    label: str = "tab\there"
-    empty: _Optional[Empty] = None
+    big: int
+    ratio: float
+    flags: _Tuple[bool, ...]
+    label: str
+    empty: _Optional[Empty]
+    big = 9223372036854775807
+    ratio = -2.5e-3
+    flags = ()
+    label = "tab\there"
+    empty = None
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Scalars, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Scalars")
+        self.__tc_check__("Scalars")
         _name_batch_dims(self, _CONTRACT_Scalars)
 
 
@@ -81,16 +86,19 @@ class Edges:
         labels: (list<string>)
     """
 
-    smallest: int = -9223372036854775808
-    ints: _Tuple[int, ...] = (1, -2, 3)
-    labels: _Tuple[str, ...] = ("a\"b", "")
+    smallest: int
+    ints: _Tuple[int, ...]
+    labels: _Tuple[str, ...]
+    smallest = -9223372036854775808
+    ints = (1, -2, 3)
+    labels = ("a\"b", "")
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Edges, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Edges")
+        self.__tc_check__("Edges")
         _name_batch_dims(self, _CONTRACT_Edges)
 
 
@@ -171,7 +179,7 @@ def _check(obj: _Any, contract: _Contract, path: str) -> None:
                 raise ValueError(
                     f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
                 )
-            value._tc_check(where)
+            value.__tc_check__(where)
         elif not isinstance(value, _torch.Tensor):
             raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
         else:

@@ -27,7 +27,7 @@ struct Empty : ::tensordict::TensorClass<Empty> {
   /// Validates every field against the schema (dtypes, dims, batch prefix).
   explicit Empty([[maybe_unused]] Fields fields, ::tensordict::BatchSizeArg batch_size = {},
       ::tensordict::DeviceArg device = {}, ::tensordict::Names names = {}) {
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 
@@ -62,7 +62,7 @@ struct Scalars : ::tensordict::TensorClass<Scalars> {
     this->label = std::move(fields.label);
     this->image = std::move(fields.image);
     this->empty = std::move(fields.empty);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 
@@ -89,7 +89,7 @@ struct Edges : ::tensordict::TensorClass<Edges> {
     this->smallest = std::move(fields.smallest);
     this->ints = std::move(fields.ints);
     this->labels = std::move(fields.labels);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 

@@ -42,17 +42,21 @@ class Goal:
 
     target: _torch.Tensor
     extra: _torch.Tensor
-    tolerance: float = 0.5
-    tags: _Tuple[str, ...] = ("a", "b c")
-    steps: int = 10
-    sparse: bool = True
+    tolerance: float
+    tags: _Tuple[str, ...]
+    steps: int
+    sparse: bool
+    tolerance = 0.5
+    tags = ("a", "b c")
+    steps = 10
+    sparse = True
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Goal, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Goal")
+        self.__tc_check__("Goal")
         _name_batch_dims(self, _CONTRACT_Goal)
 
 
@@ -73,15 +77,17 @@ class Observation:
     reward: _torch.Tensor
     agent: Agent
     goal: Goal
-    depth: _Optional[_torch.Tensor] = None
-    task: str = ""
+    depth: _Optional[_torch.Tensor]
+    task: str
+    depth = None
+    task = ""
 
-    def _tc_check(self, path: str) -> None:
+    def __tc_check__(self, path: str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Observation, path)
 
     def __post_init__(self) -> None:
-        self._tc_check("Observation")
+        self.__tc_check__("Observation")
         _name_batch_dims(self, _CONTRACT_Observation)
 
 
@@ -159,7 +165,7 @@ def _check(obj: _Any, contract: _Contract, path: str) -> None:
                 raise ValueError(
                     f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
                 )
-            value._tc_check(where)
+            value.__tc_check__(where)
         elif not isinstance(value, _torch.Tensor):
             raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
         else:

@@ -44,7 +44,7 @@ struct Goal : ::tensordict::TensorClass<Goal> {
     this->steps = std::move(fields.steps);
     this->sparse = std::move(fields.sparse);
     this->extra = std::move(fields.extra);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 
@@ -79,7 +79,7 @@ struct Observation : ::tensordict::TensorClass<Observation> {
     this->agent = std::move(fields.agent);
     this->goal = std::move(fields.goal);
     this->task = std::move(fields.task);
-    this->init_(std::move(batch_size), device, std::move(names));
+    ::tensordict::methods(*this).init_(std::move(batch_size), device, std::move(names));
   }
 };
 

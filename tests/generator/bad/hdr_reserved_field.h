@@ -5,8 +5,8 @@
 
 namespace rl {
 struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {
-  at::Tensor obs;
-  bool validate = false;
+  at::Tensor validate;
+  at::Tensor _Hidden;
 };
 }  // namespace rl
-// expect: 9:8: error: field name 'validate' in class 'Obs' is reserved: it would hide the TensorClass member 'validate'
+// expect: 9:14: error: field name '_Hidden' in class 'Obs' is reserved: names starting with '_' and an upper-case letter are reserved for the C++ implementation
