@@ -19,4 +19,9 @@ struct TensorClass {
   TensorClass() = default;
   Derived& init_(BatchSizeArg, DeviceArg = {}, Names = {}) { return static_cast<Derived&>(*this); }
 };
+// The runtime's way to TensorClass's members whatever the fields are named.
+template <class T>
+TensorClass<T>& methods(T& obj) noexcept {
+  return obj;
+}
 }  // namespace tensordict
