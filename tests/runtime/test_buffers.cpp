@@ -84,7 +84,7 @@ TEST_CASE("non_tensor_items and filter_non_tensor_data", "[buffers]") {
   CHECK(tensors.get("a").is_same(td.get("a")));
 }
 
-TEST_CASE("auto_device_ takes the leaves' common device; record_stream needs CUDA leaves", "[buffers]") {
+TEST_CASE("auto_device_ takes the leaves' common device, record_stream needs CUDA leaves", "[buffers]") {
   TensorDict td = tree();
   CHECK(!td.device());
   td.auto_device_();
