@@ -79,16 +79,23 @@ std::string python_tuple(const std::vector<std::string>& items) {
   return fmt::format("({})", fmt::join(items, ", "));
 }
 
+// Annotations name types through the module's `_tc__` aliases (the
+// template defines one per builtin and per class): a field may be named
+// `int`, `str` or after a class, and a bare name in the class body would
+// then mean that field (to type checkers, and to code after the defaults).
+// No field can take an alias's name: field names never contain "__".
+std::string type_alias(const std::string& type) { return "_tc__" + type; }
+
 std::string annotation_of(const Field& f) {
   std::string type;
   switch (f.kind) {
     case FieldKind::Tensor: type = "_torch.Tensor"; break;
-    case FieldKind::TensorClass: type = f.type_name; break;
+    case FieldKind::TensorClass: type = type_alias(f.type_name); break;
     case FieldKind::NonTensor:
       // A tuple: tensordict would take a list as a batch of values, one per
       // element along the first batch dim, where a tuple stays one value.
-      return f.value_type == ValueType::List ? "_Tuple[" + scalar_python_type(f.element_type) + ", ...]"
-                                             : scalar_python_type(f.value_type);
+      return f.value_type == ValueType::List ? "_Tuple[" + type_alias(scalar_python_type(f.element_type)) + ", ...]"
+                                             : type_alias(scalar_python_type(f.value_type));
   }
   return f.optional ? "_Optional[" + type + "]" : type;
 }

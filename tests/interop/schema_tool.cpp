@@ -28,6 +28,7 @@
 #include "rollout.tc.h"
 #include "sequence.tc.h"
 #include "tc_common.tc.h"
+#include "tc_names.tc.h"
 #include "tc_obs.tc.h"
 #include "vision.tc.h"
 #endif
@@ -83,6 +84,10 @@ const std::map<std::string, TypedClass>& typed_classes() {
     add<tc::test::misc::Empty>(c);
     add<tc::test::misc::Scalars>(c);
     add<tc::test::misc::Edges>(c);
+    // Field names that are TensorClass methods, keywords, '_'-prefixed (not
+    // Shaped: memmap refuses its `shape` and `device`).
+    add<tct::names::Inner>(c);
+    add<tct::names::PolicyOutput>(c);
 #endif
     return c;
   }();

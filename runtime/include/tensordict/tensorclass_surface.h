@@ -183,6 +183,53 @@ class TensorClassSurface {
 #undef TENSORCLASS_COMPARISON_OPERATOR
   friend Derived operator-(const Derived& a) { return detail::tc(a).neg(); }
 
+  // tensordict's rsub (other - alpha * self) and mod (the remainder with the
+  // divisor's sign), typed; bitwise_and keeps the fields' dtypes (integer
+  // and bool fields); logical_and gives bools, so a TensorDict, as the
+  // comparisons do.
+  Derived rsub(const Operand& other, const at::Scalar& alpha = 1) const {
+    return tc_().typed_(tc_().td_form_().rsub(other, alpha), "rsub");
+  }
+  Derived mod(const Derived& other) const {
+    return tc_().typed_(tc_().td_form_().mod(detail::tc(other).td_form_()), "mod");
+  }
+  Derived mod(const Operand& other) const { return tc_().typed_(tc_().td_form_().mod(other), "mod"); }
+  Derived bitwise_and(const Derived& other) const {
+    return tc_().typed_(tc_().td_form_().bitwise_and(detail::tc(other).td_form_()), "bitwise_and");
+  }
+  Derived bitwise_and(const Operand& other) const {
+    return tc_().typed_(tc_().td_form_().bitwise_and(other), "bitwise_and");
+  }
+  TensorDict logical_and(const Derived& other) const {
+    return tc_().td_form_().logical_and(detail::tc(other).td_form_());
+  }
+  TensorDict logical_and(const Operand& other) const { return tc_().td_form_().logical_and(other); }
+  // The elements of the tensor fields (tensordict's param_count).
+  int64_t param_count(const BytesOptions& options = {}) const { return tc_().td_form_().param_count(options); }
+
+  // %, &, |, ^, ~ per tensor field; a scalar or tensor on the left of +, -,
+  // *, /, &, |, ^ (tensordict's reflected operators).
+  friend Derived operator%(const Derived& a, const Derived& b) { return detail::tc(a).mod(b); }
+  friend Derived operator%(const Derived& a, const Operand& b) { return detail::tc(a).mod(b); }
+#define TENSORCLASS_BITWISE_OPERATOR(op)                                                          \
+  friend Derived operator op(const Derived& a, const Derived& b) { return combined_(a, b, #op); } \
+  friend Derived operator op(const Derived& a, const Operand& b) { return combined_(a, b, #op); } \
+  friend Derived operator op(const at::Scalar& a, const Derived& b) { return combined_(b, a, #op); } \
+  friend Derived operator op(const at::Tensor& a, const Derived& b) { return combined_(b, a, #op); }
+  TENSORCLASS_BITWISE_OPERATOR(&)
+  TENSORCLASS_BITWISE_OPERATOR(|)
+  TENSORCLASS_BITWISE_OPERATOR(^)
+#undef TENSORCLASS_BITWISE_OPERATOR
+  friend Derived operator~(const Derived& a) { return detail::tc(a).bitwise_not_(); }
+#define TENSORCLASS_REFLECTED_OPERATOR(op, body)                                  \
+  friend Derived operator op(const at::Scalar& a, const Derived& b) { return body; } \
+  friend Derived operator op(const at::Tensor& a, const Derived& b) { return body; }
+  TENSORCLASS_REFLECTED_OPERATOR(+, detail::tc(b).add(a))
+  TENSORCLASS_REFLECTED_OPERATOR(-, detail::tc(b).rsub(a))
+  TENSORCLASS_REFLECTED_OPERATOR(*, detail::tc(b).mul(a))
+  TENSORCLASS_REFLECTED_OPERATOR(/, detail::tc(detail::tc(b).reciprocal()).mul(a))
+#undef TENSORCLASS_REFLECTED_OPERATOR
+
   // The elements where the batch mask is true, in one batch dim.
   Derived masked_select(const at::Tensor& mask) const {
     return tc_().typed_(tc_().td_form_().masked_select(mask), "masked_select");
@@ -253,6 +300,19 @@ class TensorClassSurface {
   TensorClassSurface() = default;
 
  private:
+  // a & b, a | b, a ^ b on the tensor fields, typed (`op` names the operator).
+  static Derived combined_(const Derived& a, const Operand& b, const char* op) {
+    const TensorDict td = detail::tc(a).td_form_();
+    const std::string_view which(op);
+    const TensorDict result = which == "&" ? (td & b) : which == "|" ? (td | b) : (td ^ b);
+    return detail::tc(a).typed_(result, op);
+  }
+  static Derived combined_(const Derived& a, const Derived& b, const char* op) {
+    return combined_(a, Operand(detail::tc(b).td_form_()), op);
+  }
+  // ~a, typed.
+  Derived bitwise_not_() const { return tc_().typed_(~tc_().td_form_(), "~"); }
+
   // The object, for results and assignment (a Derived&), and its
   // TensorClass<Derived> part, through which members are reached: a field of
   // Derived may hide any of them (detail::tc in tensorclass_fields.h).

@@ -22,6 +22,13 @@ from typing import Union as _Union
 import torch as _torch
 from tensordict import tensorclass as _tensorclass
 
+# The types annotations name (see the generator's python_emitter.cpp): a
+# field may be named like a builtin or a class.
+_tc__bool = bool
+_tc__float = float
+_tc__int = int
+_tc__str = str
+
 __all__ = ["Agent", "Observation"]
 
 
@@ -37,13 +44,16 @@ class Agent:
     pos: _torch.Tensor
     vel: _torch.Tensor
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Agent, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Agent")
         _name_batch_dims(self, _CONTRACT_Agent)
+
+
+_tc__Agent = Agent
 
 
 @_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
@@ -65,14 +75,14 @@ class Observation:
 
     pixels: _torch.Tensor
     reward: _torch.Tensor
-    agent: Agent
+    agent: _tc__Agent
     depth: _Optional[_torch.Tensor]
-    task: str
-    steps: int
-    scale: float
-    done: bool
-    tags: _Tuple[str, ...]
-    ids: _Tuple[int, ...]
+    task: _tc__str
+    steps: _tc__int
+    scale: _tc__float
+    done: _tc__bool
+    tags: _Tuple[_tc__str, ...]
+    ids: _Tuple[_tc__int, ...]
     depth = None
     task = "pick \"red\""
     steps = -3
@@ -81,13 +91,16 @@ class Observation:
     tags = ("a", "b")
     ids = ()
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Observation, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Observation")
         _name_batch_dims(self, _CONTRACT_Observation)
+
+
+_tc__Observation = Observation
 
 
 # ---- the schema's contracts ------------------------------------------------------

@@ -22,6 +22,13 @@ from typing import Union as _Union
 import torch as _torch
 from tensordict import tensorclass as _tensorclass
 
+# The types annotations name (see the generator's python_emitter.cpp): a
+# field may be named like a builtin or a class.
+_tc__bool = bool
+_tc__float = float
+_tc__int = int
+_tc__str = str
+
 __all__ = ["Agent"]
 
 
@@ -37,13 +44,16 @@ class Agent:
     pos: _torch.Tensor
     vel: _torch.Tensor
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Agent, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Agent")
         _name_batch_dims(self, _CONTRACT_Agent)
+
+
+_tc__Agent = Agent
 
 
 # ---- the schema's contracts ------------------------------------------------------

@@ -22,6 +22,13 @@ from typing import Union as _Union
 import torch as _torch
 from tensordict import tensorclass as _tensorclass
 
+# The types annotations name (see the generator's python_emitter.cpp): a
+# field may be named like a builtin or a class.
+_tc__bool = bool
+_tc__float = float
+_tc__int = int
+_tc__str = str
+
 __all__ = ["Numbers", "Strings"]
 
 
@@ -35,20 +42,23 @@ class Numbers:
         wholes: (list<float>)
     """
 
-    whole: float
-    plus: float
-    wholes: _Tuple[float, ...]
+    whole: _tc__float
+    plus: _tc__float
+    wholes: _Tuple[_tc__float, ...]
     whole = 100000000000000000000.0
     plus = 2.0
     wholes = (1.0, -3.0, 1e3)
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Numbers, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Numbers")
         _name_batch_dims(self, _CONTRACT_Numbers)
+
+
+_tc__Numbers = Numbers
 
 
 @_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
@@ -60,18 +70,21 @@ class Strings:
         nuls: (list<string>)
     """
 
-    nul: str
-    nuls: _Tuple[str, ...]
+    nul: _tc__str
+    nuls: _Tuple[_tc__str, ...]
     nul = "a\x00b"
     nuls = ("p\x00q", "\x00", "plain")
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Strings, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Strings")
         _name_batch_dims(self, _CONTRACT_Strings)
+
+
+_tc__Strings = Strings
 
 
 # ---- the schema's contracts ------------------------------------------------------

@@ -22,6 +22,13 @@ from typing import Union as _Union
 import torch as _torch
 from tensordict import tensorclass as _tensorclass
 
+# The types annotations name (see the generator's python_emitter.cpp): a
+# field may be named like a builtin or a class.
+_tc__bool = bool
+_tc__float = float
+_tc__int = int
+_tc__str = str
+
 __all__ = ["Empty", "Scalars", "Edges"]
 
 
@@ -31,13 +38,16 @@ class Empty:
     Second line with \"quotes\" and \\ backslash.
     """
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Empty, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Empty")
         _name_batch_dims(self, _CONTRACT_Empty)
+
+
+_tc__Empty = Empty
 
 
 @_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
@@ -55,24 +65,27 @@ class Scalars:
     """
 
     image: _torch.Tensor
-    big: int
-    ratio: float
-    flags: _Tuple[bool, ...]
-    label: str
-    empty: _Optional[Empty]
+    big: _tc__int
+    ratio: _tc__float
+    flags: _Tuple[_tc__bool, ...]
+    label: _tc__str
+    empty: _Optional[_tc__Empty]
     big = 9223372036854775807
     ratio = -2.5e-3
     flags = ()
     label = "tab\there"
     empty = None
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Scalars, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Scalars")
         _name_batch_dims(self, _CONTRACT_Scalars)
+
+
+_tc__Scalars = Scalars
 
 
 @_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
@@ -86,20 +99,23 @@ class Edges:
         labels: (list<string>)
     """
 
-    smallest: int
-    ints: _Tuple[int, ...]
-    labels: _Tuple[str, ...]
+    smallest: _tc__int
+    ints: _Tuple[_tc__int, ...]
+    labels: _Tuple[_tc__str, ...]
     smallest = -9223372036854775808
     ints = (1, -2, 3)
     labels = ("a\"b", "")
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Edges, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Edges")
         _name_batch_dims(self, _CONTRACT_Edges)
+
+
+_tc__Edges = Edges
 
 
 # ---- the schema's contracts ------------------------------------------------------

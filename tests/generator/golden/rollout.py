@@ -24,6 +24,14 @@ from tensordict import tensorclass as _tensorclass
 
 from rl.common import Agent
 
+# The types annotations name (see the generator's python_emitter.cpp): a
+# field may be named like a builtin or a class.
+_tc__bool = bool
+_tc__float = float
+_tc__int = int
+_tc__str = str
+_tc__Agent = Agent
+
 __all__ = ["Goal", "Observation"]
 
 
@@ -42,22 +50,25 @@ class Goal:
 
     target: _torch.Tensor
     extra: _torch.Tensor
-    tolerance: float
-    tags: _Tuple[str, ...]
-    steps: int
-    sparse: bool
+    tolerance: _tc__float
+    tags: _Tuple[_tc__str, ...]
+    steps: _tc__int
+    sparse: _tc__bool
     tolerance = 0.5
     tags = ("a", "b c")
     steps = 10
     sparse = True
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Goal, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Goal")
         _name_batch_dims(self, _CONTRACT_Goal)
+
+
+_tc__Goal = Goal
 
 
 @_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
@@ -75,20 +86,23 @@ class Observation:
 
     pixels: _torch.Tensor
     reward: _torch.Tensor
-    agent: Agent
-    goal: Goal
+    agent: _tc__Agent
+    goal: _tc__Goal
     depth: _Optional[_torch.Tensor]
-    task: str
+    task: _tc__str
     depth = None
     task = ""
 
-    def __tc_check__(self, path: str) -> None:
+    def __tc_check__(self, path: _tc__str) -> None:
         """Raises ValueError where this object breaks the schema; `path` names it."""
         _check(self, _CONTRACT_Observation, path)
 
     def __post_init__(self) -> None:
         self.__tc_check__("Observation")
         _name_batch_dims(self, _CONTRACT_Observation)
+
+
+_tc__Observation = Observation
 
 
 # ---- the schema's contracts ------------------------------------------------------
