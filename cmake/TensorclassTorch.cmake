@@ -11,6 +11,9 @@
 #    directory then comes first for the linker and the loader; an older
 #    toolkit there (or its NCCL) lacks symbols the wheel needs. Those
 #    directories go first on every link and run path that links torch.
+# 3. libtorch's own lib directory (unless it is the system's) goes on the run
+#    path too, so that an installed shared library of ours finds the libtorch
+#    libraries it needs itself (see _tensorclass_torch_wheel_libraries).
 macro(tensorclass_find_torch)
   if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
     set(TORCH_CUDA_ARCH_LIST "8.0 9.0")
@@ -22,8 +25,19 @@ macro(tensorclass_find_torch)
 endmacro()
 
 function(_tensorclass_torch_wheel_libraries)
+  if(NOT TARGET torch)
+    return()
+  endif()
+  # libtorch's own directory, outside the system's: a shared library of ours
+  # that needs one of its libraries the executable does not load itself
+  # (libc10_cuda for CudaGraphModule) finds it there wherever it is
+  # installed; an executable finds libtorch the same way.
+  get_filename_component(torch_lib_dir "${TORCH_INSTALL_PREFIX}/lib" ABSOLUTE)
+  if(NOT TORCH_INSTALL_PREFIX STREQUAL "/usr" AND EXISTS "${torch_lib_dir}")
+    set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS "LINKER:-rpath,${torch_lib_dir}")
+  endif()
   file(GLOB wheel_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
-  if(NOT wheel_lib_dirs OR NOT TARGET torch)
+  if(NOT wheel_lib_dirs)
     return()
   endif()
   foreach(dir IN LISTS wheel_lib_dirs)
