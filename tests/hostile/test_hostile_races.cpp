@@ -47,11 +47,17 @@ TEST_CASE("hostile races: a nested directory swapped for a link during loads nev
         fs::create_directory_symlink(tmp / "evil", dir / "n");
         fs::remove(dir / "n");
         fs::rename(dir / "n.saved", dir / "n");
+        // The tree whole for a moment: on a busy machine a swapper that never
+        // pauses can leave no load a chance to see it.
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
     });
     int inside_loads = 0, outside_loads = 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (std::chrono::steady_clock::now() < until) {
+    // 2 s of loads, and on until one has read the tree whole (at most 10 s,
+    // within the child's 20 s limit).
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < start + std::chrono::seconds(2) ||
+           (inside_loads == 0 && std::chrono::steady_clock::now() < start + std::chrono::seconds(10))) {
       try {
         const int64_t x = load_memmap(dir.string()).get({"n", "x"})[0].item<int64_t>();
         (x == 666 ? outside_loads : inside_loads) += 1;
