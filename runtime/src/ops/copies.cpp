@@ -74,7 +74,7 @@ TensorDict& TensorDict::copy_at_(const TensorDict& other, at::ArrayRef<TensorInd
 }
 
 TensorDict TensorDict::replace(const TensorDict& entries) const {
-  if (entries.keys().empty()) return *this;
+  if (entries.num_keys() == 0) return *this;
   TensorDict out = clone({.recurse = false});
   out.update(entries);
   return out;

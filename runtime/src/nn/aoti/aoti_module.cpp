@@ -121,10 +121,10 @@ at::Tensor AOTIModuleImpl::input(const TensorDict& td, std::size_t i) const {
 TensorDict AOTIModuleImpl::run_impl(const TensorDict& td, const std::optional<TensorDict>& out) {
   std::vector<at::Tensor> inputs;
   inputs.reserve(spec_.inputs.size());
+  const auto batch_dims = static_cast<int64_t>(spec_.batch_size.size());
   for (std::size_t i = 0; i < spec_.inputs.size(); ++i) {
     inputs.push_back(input(td, i));
     // Every input shares the batch dims (one symbol per dim in the package).
-    const auto batch_dims = static_cast<int64_t>(spec_.batch_size.size());
     if (i > 0 && inputs[i].sizes().slice(0, batch_dims) != inputs[0].sizes().slice(0, batch_dims)) {
       throw ValueError(fmt::format("AOTIModule('{}'): inputs {} and {} differ in their batch dims ([{}] and [{}])",
                                    path_, spec_.inputs[0].key.repr(), spec_.inputs[i].key.repr(),
