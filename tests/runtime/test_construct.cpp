@@ -70,6 +70,11 @@ TEST_CASE("make_tensordict and auto_batch_size_ infer the batch size") {
   TensorDict none({{"a", at::zeros({3})}, {"b", at::zeros({2})}}, {});
   none.auto_batch_size_();
   REQUIRE(none.batch_size().empty());
+  // batch_dims bounds the nested levels too (tensordict 0.15.3: [3, 4] and [3, 4]).
+  TensorDict deep({{"X", at::zeros({3, 4, 5})}, {"y", TensorDict({{"X", at::zeros({3, 4, 5})}})}}, {});
+  deep.auto_batch_size_(2);
+  REQUIRE(deep.batch_size() == at::IntArrayRef({3, 4}));
+  REQUIRE(deep.get_td("y").batch_size() == at::IntArrayRef({3, 4}));
 }
 
 TEST_CASE("merge_tensordicts") {

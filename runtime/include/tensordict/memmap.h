@@ -57,8 +57,9 @@ using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
 // memmap() of `td` where the levels in `tags` are written as tensorclasses:
 // `<dir>/meta.json` holds the tag, the level's entries go to `<dir>/_tensordict/`.
 // Returns the memory-mapped copy (tensorclass levels as plain TensorDicts).
+// `like`: memmap_like's files, of the leaves' shapes and dtypes, zero-filled.
 TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
-                              const MemmapOptions& options = {});
+                              const MemmapOptions& options = {}, bool like = false);
 
 // Reads and parses `dir`/meta.json; errors name the file.
 Json read_memmap_meta(const std::string& dir);

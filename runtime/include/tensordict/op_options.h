@@ -127,12 +127,12 @@ struct SetOptions {
 
 // TensorDict::from_dict().
 struct FromDictOptions {
-  std::optional<std::vector<int64_t>> batch_size;
-  std::optional<at::Device> device;
+  std::optional<std::vector<int64_t>> batch_size = std::nullopt;
+  std::optional<at::Device> device = std::nullopt;
   // Without a batch size: the longest leading shape every entry shares.
   bool auto_batch_size = false;
   // ... of at most this many dims.
-  std::optional<int64_t> batch_dims;
+  std::optional<int64_t> batch_dims = std::nullopt;
 };
 
 // A generated tensorclass's from_tensordict().

@@ -194,6 +194,38 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
     return index_put_(index, at::scalar_tensor(value, at::TensorOptions().dtype(value.type())));
   }
+  // obj[index] = td: each tensor of `td` (nested classes as nested
+  // tensordicts) written into its field's tensor. Every key is checked
+  // before anything is written: one that is no set tensor field is a KeyError.
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value) {
+    const BatchIndex bi(index, tc_batch_size_);
+    std::vector<std::pair<const at::Tensor*, at::Tensor>> writes;
+    for (const auto& key : value.keys({.include_nested = true, .leaves_only = true})) {
+      const auto leaf = value.get_value(key);
+      if (!leaf->is_tensor()) continue;
+      const at::Tensor* field = find_tensor_(key.path(), 0, false);
+      if (!field) {
+        throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a set tensor field of " +
+                       std::string(schema().name));
+      }
+      writes.emplace_back(field, leaf->tensor());
+    }
+    for (const auto& [field, tensor] : writes) bi.put(*field, tensor);
+    return derived();
+  }
+
+  // tensordict's batch_size setter: every tensor field must start with
+  // `batch_size`; a nested class whose batch size does not takes it; dim
+  // names are kept for the dims that remain. The schema is checked again: when
+  // anything fails, nothing changes.
+  Derived& set_batch_size(at::IntArrayRef batch_size) {
+    TensorDict form = td_form_();
+    form.set_batch_size(batch_size);
+    Derived next = from_form_(form);
+    detail::tc(next).validate();
+    detail::tc(next).set_locked_tree_(tc_locked_);
+    return derived() = std::move(next);
+  }
 
   // ---- stack, cat, unbind, split (shape_plan.h: the dynamic core's plans) -------------------
   static Derived stack(const std::vector<Derived>& list, int64_t dim = 0) {
@@ -518,6 +550,16 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     for_each_nested_([&](auto& n) { detail::tc(n).set_device_(device); });
   }
 
+  // Each level's device from the same level of `form`, a tensordict form of
+  // this object (TensorDict::auto_device_ decided them).
+  void set_device_tree_(const TensorDict& form) {
+    tc_device_ = form.device();
+    visit_fields_(detail::Overloaded{[&](detail::NestedField, auto field, auto& m) {
+                    if (auto* n = detail::present(m)) detail::tc(*n).set_device_tree_(form.get_td(std::string(field.info().name)));
+                  }},
+                  derived());
+  }
+
   // The lock of this level and of every nested tensorclass member.
   void set_locked_tree_(bool locked) {
     tc_locked_ = locked;
@@ -836,7 +878,13 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        for (std::size_t i = 0; i < srcs.size(); ++i) {
                                          const at::Tensor& t = field.of(*srcs[i]);
                                          if (t.defined() != set) detail::throw_optional_mismatch(op, sub(field), i);
-                                         if (set) tensors.push_back(t);
+                                         if (!set) continue;
+                                         const at::IntArrayRef features = t.sizes().slice(nb);
+                                         if (i > 0 && features != tensors.front().sizes().slice(nb)) {
+                                           detail::throw_feature_shape_mismatch(
+                                               op, sub(field), tensors.front().sizes().slice(nb), features, i);
+                                         }
+                                         tensors.push_back(t);
                                        }
                                        o = set ? fn(tensors) : at::Tensor();
                                      },

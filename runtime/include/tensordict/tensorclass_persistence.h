@@ -94,16 +94,12 @@ class TensorClassPersistence {
   // copy, holding the mapped tensors, locked. One writer with TensorDict's:
   // the tensordict form plus tags saying which levels are tensorclasses.
   Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
-    MemmapClassTags tags;
-    collect_tags_(tags, {});
-    const TensorDict mapped =
-        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::None), prefix, tags, options);
-    Derived out = tc_().shell_();
-    detail::tc(out).set_locked_tree_(false);
-    detail::tc(out).from_td_(mapped);
-    detail::tc(out).set_locked_tree_(true);
-    detail::tc(out).saved_path_ = prefix;
-    return out;
+    return written_(prefix, options, /*like=*/false);
+  }
+  // tensordict's memmap_like: the same layout with zero-filled tensors of the
+  // fields' shapes and dtypes (nothing is copied), non-tensor fields kept.
+  Derived memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const {
+    return written_(prefix, options, /*like=*/true);
   }
   // memmap() in place: the tensor members become the mapped ones.
   Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
@@ -183,6 +179,21 @@ class TensorClassPersistence {
   template <class F>
   static void register_nested_memmap_(F) {
     TensorClass<nested_class_t<typename F::member_type>>::register_memmap();
+  }
+
+  // memmap() or memmap_like(): the tensordict form plus tags saying which
+  // levels are tensorclasses.
+  Derived written_(const std::string& prefix, const MemmapOptions& options, bool like) const {
+    MemmapClassTags tags;
+    collect_tags_(tags, {});
+    const TensorDict mapped =
+        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::None), prefix, tags, options, like);
+    Derived out = tc_().shell_();
+    detail::tc(out).set_locked_tree_(false);
+    detail::tc(out).from_td_(mapped);
+    detail::tc(out).set_locked_tree_(true);
+    detail::tc(out).saved_path_ = prefix;
+    return out;
   }
 
   // The tags that make memmap_tensorclass write this level (at `path`) and

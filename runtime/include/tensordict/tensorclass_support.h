@@ -58,6 +58,10 @@ void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::In
 // std::runtime_error: a non-tensor field differs between the inputs of stack/cat.
 [[noreturn]] void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
                                             const std::string& other, std::size_t index);
+// RuntimeError: stack/cat of objects whose tensor field at `path` differs
+// in its feature shape (`first`, `other`: the shapes past the batch dims).
+[[noreturn]] void throw_feature_shape_mismatch(std::string_view op, std::string_view path, at::IntArrayRef first,
+                                               at::IntArrayRef other, std::size_t index);
 // std::runtime_error: an optional tensor field is set in some inputs only.
 [[noreturn]] void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index);
 // std::invalid_argument: `op` would give the tensor field at `path` the dtype

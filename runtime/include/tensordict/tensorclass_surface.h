@@ -284,6 +284,84 @@ class TensorClassSurface {
     return self_();
   }
 
+  // tensordict's copy_ / copy_at_: update_() and update_at_() under torch's name.
+  Derived& copy_(const Derived& other) { return update_(other); }
+  Derived& copy_(const TensorDict& other) { return update_(other); }
+  Derived& copy_at_(const Derived& other, at::ArrayRef<TensorIndex> index) { return update_at_(other, index); }
+  Derived& copy_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index) { return update_at_(other, index); }
+  // A copy with the fields of `entries` set (tensordict's replace): this
+  // object is unchanged, the copy validated like update().
+  Derived replace(const TensorDict& entries) const {
+    if (entries.keys().empty()) return self_();
+    return TensorClass<Derived>::from_tensordict(tc_().to_tensordict().replace(entries), self_());
+  }
+  // tensordict's separates: removes the fields `keys` and returns them as a
+  // TensorDict. Only optional fields can go (a required one is a ValueError
+  // naming it, and nothing is removed); tensordict's result is an object of
+  // the class with the other fields None.
+  TensorDict separates(const std::vector<NestedKey>& keys, const SeparatesOptions& options = {}) {
+    TensorDict rest = tc_().to_tensordict();
+    TensorDict removed = rest.separates(keys, options);
+    self_() = TensorClass<Derived>::from_tensordict(rest, self_());
+    return removed;
+  }
+  // The non-tensor fields (tensordict's non_tensor_items), of this level or
+  // of every nested one too.
+  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const {
+    return tc_().to_tensordict().non_tensor_items(include_nested);
+  }
+  // The tensor fields, shared (tensordict's filter_non_tensor_data; its
+  // result is an object of the class with the non-tensor fields None).
+  TensorDict filter_non_tensor_data() const { return tc_().td_form_(); }
+  // The device every tensor field is on becomes the object's (tensordict's
+  // auto_device_); none when they differ.
+  Derived& auto_device_() {
+    TensorDict form = tc_().td_form_();
+    form.auto_device_();
+    tc_().set_device_tree_(form);
+    return self_();
+  }
+  // Tensor::record_stream for every tensor field.
+  Derived& record_stream(c10::Stream stream) {
+    tc_().td_form_().record_stream(stream);
+    return self_();
+  }
+
+  // ---- one entry at a batch index (tensordict's get_at / set_at_) ------------------------
+  at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const {
+    return BatchIndex(index, tc_().batch_size()).apply(tc_().get(key));
+  }
+  // Writes `value` into the tensor field at `key`, at batch `index`, in place.
+  Derived& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
+    BatchIndex(index, tc_().batch_size()).put(tc_().get(key), value);
+    return self_();
+  }
+
+  // ---- ops that repeat or split batch elements (TensorDict's, retyped) --------------------
+  Derived repeat(at::IntArrayRef repeats) const { return tc_().typed_(tc_().td_form_().repeat(repeats), "repeat"); }
+  Derived repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const {
+    return tc_().typed_(tc_().td_form_().repeat_interleave(repeats, dim), "repeat_interleave");
+  }
+  Derived repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> dim = std::nullopt) const {
+    return tc_().typed_(tc_().td_form_().repeat_interleave(repeats, dim), "repeat_interleave");
+  }
+  std::vector<Derived> tensor_split(int64_t sections, int64_t dim = 0) const {
+    return typed_pieces_(tc_().td_form_().tensor_split(sections, dim), "tensor_split");
+  }
+  std::vector<Derived> tensor_split(at::IntArrayRef indices, int64_t dim = 0) const {
+    return typed_pieces_(tc_().td_form_().tensor_split(indices, dim), "tensor_split");
+  }
+
+  // ---- dicts (tensordict's to_dict / from_dict) --------------------------------------
+  // One entry per field: tensors (shared), nested classes as dicts, non-tensor
+  // fields as their values.
+  c10::Dict<std::string, c10::IValue> to_dict() const { return tc_().to_tensordict().to_dict(); }
+  // The inverse: TensorDict::from_dict, then from_tensordict (validated; a key
+  // that is no field is a KeyError).
+  static Derived from_dict(const c10::Dict<std::string, c10::IValue>& dict, const FromDictOptions& options = {}) {
+    return TensorClass<Derived>::from_tensordict(TensorDict::from_dict(dict, options));
+  }
+
   // True when every element of every tensor member is true / nonzero.
   bool all() const {
     bool ok = true;
@@ -295,6 +373,10 @@ class TensorClassSurface {
     TensorClass<Derived>::for_each_tensor_(self_(), [&](const at::Tensor& t) { found = found || t.any().template item<bool>(); });
     return found;
   }
+  // all / any along batch dim `dim`: a TensorDict of bools, as the
+  // comparisons give (tensordict: an object of the class holding bools).
+  TensorDict all(int64_t dim) const { return tc_().td_form_().all(dim); }
+  TensorDict any(int64_t dim) const { return tc_().td_form_().any(dim); }
 
  protected:
   TensorClassSurface() = default;
@@ -309,6 +391,12 @@ class TensorClassSurface {
   }
   static Derived combined_(const Derived& a, const Derived& b, const char* op) {
     return combined_(a, Operand(detail::tc(b).td_form_()), op);
+  }
+  std::vector<Derived> typed_pieces_(const std::vector<TensorDict>& pieces, const char* op) const {
+    std::vector<Derived> out;
+    out.reserve(pieces.size());
+    for (const auto& piece : pieces) out.push_back(tc_().typed_(piece, op));
+    return out;
   }
   // ~a, typed.
   Derived bitwise_not_() const { return tc_().typed_(~tc_().td_form_(), "~"); }

@@ -33,7 +33,7 @@ TensorDict& TensorDict::auto_batch_size_(std::optional<int64_t> batch_dims) {
       shape = detail::leaf_shape(value.tensor());
     } else if (value.is_tensordict()) {
       TensorDict nested = value.tensordict();
-      nested.auto_batch_size_();
+      nested.auto_batch_size_(batch_dims);  // tensordict bounds every level
       shape = nested.batch_size().vec();
     } else {
       return;  // non-tensor data spans whatever batch it is given

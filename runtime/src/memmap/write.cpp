@@ -617,8 +617,8 @@ TensorDict TensorDict::memmap_like(const std::string& prefix, const MemmapOption
 }
 
 TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
-                              const MemmapOptions& options) {
-  return TensorDict(TensorDict(write_tree(td.impl(), prefix, Mode::Copy, options, &tags)));
+                              const MemmapOptions& options, bool like) {
+  return TensorDict(write_tree(td.impl(), prefix, like ? Mode::Like : Mode::Copy, options, &tags));
 }
 
 TensorDict TensorDict::save(const std::string& prefix, const MemmapOptions& options) const {

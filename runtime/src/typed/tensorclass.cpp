@@ -102,6 +102,13 @@ void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const
                                        first, other, index));
 }
 
+void throw_feature_shape_mismatch(std::string_view op, std::string_view path, at::IntArrayRef first,
+                                  at::IntArrayRef other, std::size_t index) {
+  throw RuntimeError(fmt::format("{}: tensor field {} has feature shape {} in element 0 but {} in element {} "
+                                 "(lazy_stack keeps objects whose shapes differ)",
+                                 op, path, shape_string(first), shape_string(other), index));
+}
+
 void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index) {
   throw RuntimeError(
       fmt::format("{}: optional field {} is set in element 0 but not in element {} (or the reverse)", op, path, index));
