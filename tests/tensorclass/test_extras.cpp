@@ -49,7 +49,7 @@ TEST_CASE("set_at_ writes in place at a batch index (test_tensorclass.py::TestTe
   const at::Tensor x = d.X;  // the same tensor: set_at_ writes into it
   const at::Tensor before = x.clone();
   d.set_at_("X", at::full({1, 4, 5}, 5.f), {Slice(2, 3)});
-  d.set_at_({"y", "X"}, at::full({5}, 7.f), {0, 1});
+  d.set_at_({"y", "X"}, 7, {0, 1});  // a scalar fills the slice
   CHECK((d.get_at("X", {Slice(2, 3)}) == 5).all().item<bool>());
   CHECK(same(x.index({Slice(0, 2)}), before.index({Slice(0, 2)})));
   CHECK((d.y->X.index({0, 1}) == 7).all().item<bool>());

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/scalar_tensor.h>
 
 #include <optional>
 #include <tuple>
@@ -335,6 +336,9 @@ class TensorClassSurface {
   Derived& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index) {
     BatchIndex(index, tc_().batch_size()).put(tc_().get(key), value);
     return self_();
+  }
+  Derived& set_at_(const NestedKey& key, const at::Scalar& value, at::ArrayRef<TensorIndex> index) {
+    return set_at_(key, at::scalar_tensor(value, tc_().get(key).options()), index);
   }
 
   // ---- ops that repeat or split batch elements (TensorDict's, retyped) --------------------
