@@ -56,7 +56,7 @@ TEST_CASE("lazy_stack of tensorclass objects keeps the members (test_tensorclass
   CHECK_THROWS_WITH(stack[2], "LazyStackedTensorClass<Data>[]: index 2 is out of range for 2 members");
 }
 
-TEST_CASE("set splits a field into the members; each slice is validated first",
+TEST_CASE("set splits a field into the members, each slice validated first",
           "[tensorclass][lazy]") {
   Data a = member(0), b = member(100);
   auto stack = tensordict::lazy_stack(std::vector<Data>{a, b});

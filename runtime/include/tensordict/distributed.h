@@ -96,7 +96,7 @@ TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional
 // ---- generated tensorclasses: through their fields' tensordict (the fields themselves) ----
 template <class T>
 concept DistributedTensorClass = !std::derived_from<T, TensorDict> && requires(const T& tc) {
-  { tc.to_tensordict() } -> std::same_as<TensorDict>;
+  { tc.tensordict() } -> std::same_as<TensorDict>;
 };
 
 namespace detail {
@@ -105,7 +105,7 @@ namespace detail {
 // move; each side keeps its own non-tensor fields.
 template <DistributedTensorClass T>
 TensorDict tensor_fields(const T& tc) {
-  TensorDict td = tc.to_tensordict();
+  TensorDict td = tc.tensordict();
   std::vector<NestedKey> non_tensor;
   for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
     if (value.is_non_tensor()) non_tensor.push_back(key);
@@ -148,7 +148,7 @@ void gather_and_stack(const T& tc, const ProcessGroupPtr& group, int dst) {
 }
 template <DistributedTensorClass T>
 void init_remote(const T& tc, const ProcessGroupPtr& group, int dst) {
-  init_remote(tc.to_tensordict(), group, dst);
+  init_remote(tc.tensordict(), group, dst);
 }
 // The typed receiving side: T::from_tensordict of what arrived (validated
 // against T's schema; init_remote sends the non-tensor fields too).

@@ -379,9 +379,13 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // ---- conversion ----------------------------------------------------------------------
-  // A TensorDict with one entry per tensor field (nested tensorclasses become
-  // nested tensordicts; unset optional fields and non-tensor fields are left out).
-  TensorDict to_tensordict() const { return tensordict_form_(detail::NonTensorFields::All); }
+  // The object as a TensorDict sharing its tensors (Python's tc._tensordict):
+  // one entry per set tensor field, nested tensorclasses as nested
+  // tensordicts, non-tensor fields as non-tensor data; unset optional fields
+  // are left out. Writes into its tensors are writes into the fields.
+  TensorDict tensordict() const { return tensordict_form_(detail::NonTensorFields::All); }
+  // The same, with the tensors copied (tensordict's to_tensordict()).
+  TensorDict to_tensordict() const { return tensordict().clone(); }
   // The inverse, validated. Non-tensor fields come from the tensordict's
   // non-tensor entries, else from `non_tensor` (defaults when omitted). A key
   // of `td` that is no field is a KeyError unless `options.strict` is false.

@@ -104,7 +104,7 @@ class LazyStackedTensorClass {
   static LazyStackedTensorDict forms_stack_(const std::vector<T>& members, int64_t dim) {
     std::vector<TensorDict> forms;
     forms.reserve(members.size());
-    for (const auto& m : members) forms.push_back(detail::tc(m).to_tensordict());
+    for (const auto& m : members) forms.push_back(detail::tc(m).tensordict());
     return lazy_stack(forms, dim);
   }
   template <class Fn>

@@ -140,28 +140,28 @@ class TensorClassSurface {
   // Comparisons and predicates: a TensorDict of bools (the schema's dtypes
   // do not hold for them).
 #define TENSORCLASS_COMPARISON(name)                                                                          \
-  TensorDict name(const Derived& other) const { return tc_().to_tensordict().name(detail::tc(other).to_tensordict()); } \
-  TensorDict name(const Operand& other) const { return tc_().to_tensordict().name(other); }
+  TensorDict name(const Derived& other) const { return tc_().tensordict().name(detail::tc(other).tensordict()); } \
+  TensorDict name(const Operand& other) const { return tc_().tensordict().name(other); }
   TENSORDICT_COMPARISONS(TENSORCLASS_COMPARISON)
 #undef TENSORCLASS_COMPARISON
 #define TENSORCLASS_PREDICATE(name) \
-  TensorDict name() const { return tc_().to_tensordict().name(); }
+  TensorDict name() const { return tc_().tensordict().name(); }
   TENSORDICT_PREDICATES(TENSORCLASS_PREDICATE)
 #undef TENSORCLASS_PREDICATE
 
   // Reductions over batch dims (TensorDict's): a TensorDict.
 #define TENSORCLASS_REDUCTION(name)                                                              \
   TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const { \
-    return tc_().to_tensordict().name(std::move(dims), options);                             \
+    return tc_().tensordict().name(std::move(dims), options);                             \
   }
   TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
 #undef TENSORCLASS_REDUCTION
   // (values, indices) over one batch dim, as TensorDict::max(dim).
   std::tuple<TensorDict, TensorDict> max(int64_t dim, const ReduceOptions& options = {}) const {
-    return tc_().to_tensordict().max(dim, options);
+    return tc_().tensordict().max(dim, options);
   }
   std::tuple<TensorDict, TensorDict> min(int64_t dim, const ReduceOptions& options = {}) const {
-    return tc_().to_tensordict().min(dim, options);
+    return tc_().tensordict().min(dim, options);
   }
 
 #define TENSORCLASS_OPERATOR(op, method)                                                 \
@@ -242,10 +242,10 @@ class TensorClassSurface {
 
   // A TensorDict of the fields `keys` (shared), non-tensor fields included.
   TensorDict select(const std::vector<NestedKey>& keys, const SelectOptions& options = {}) const {
-    return TensorDict(tc_().to_tensordict().select(keys, options));
+    return TensorDict(tc_().tensordict().select(keys, options));
   }
   TensorDict exclude(const std::vector<NestedKey>& keys) const {
-    return TensorDict(tc_().to_tensordict().exclude(keys));
+    return TensorDict(tc_().tensordict().exclude(keys));
   }
 
   // Sets every entry of `other` (a tensordict holding fields of this class,
@@ -255,14 +255,14 @@ class TensorClassSurface {
   Derived& update(const TensorDict& other) {
     if (tc_().is_locked())
       detail::throw_locked(TensorClass<Derived>::schema().name, other.keys().empty() ? "" : other.keys().front().repr());
-    TensorDict next = tc_().to_tensordict();
+    TensorDict next = tc_().tensordict();
     next.update(other);
     Derived updated = TensorClass<Derived>::from_tensordict(next, self_());
     detail::tc(updated).tc_consolidated_storage_ = at::Tensor();
     self_() = std::move(updated);
     return self_();
   }
-  Derived& update(const Derived& other) { return update(detail::tc(other).to_tensordict()); }
+  Derived& update(const Derived& other) { return update(detail::tc(other).tensordict()); }
   // In place: every tensor of `other` is written into the field's tensor.
   Derived& update_(const TensorDict& other) {
     tc_().td_form_().update_(other);
@@ -294,14 +294,14 @@ class TensorClassSurface {
   // object is unchanged, the copy validated like update().
   Derived replace(const TensorDict& entries) const {
     if (entries.keys().empty()) return self_();
-    return TensorClass<Derived>::from_tensordict(tc_().to_tensordict().replace(entries), self_());
+    return TensorClass<Derived>::from_tensordict(tc_().tensordict().replace(entries), self_());
   }
   // tensordict's separates: removes the fields `keys` and returns them as a
   // TensorDict. Only optional fields can go (a required one is a ValueError
   // naming it, and nothing is removed); tensordict's result is an object of
   // the class with the other fields None.
   TensorDict separates(const std::vector<NestedKey>& keys, const SeparatesOptions& options = {}) {
-    TensorDict rest = tc_().to_tensordict();
+    TensorDict rest = tc_().tensordict();
     TensorDict removed = rest.separates(keys, options);
     self_() = TensorClass<Derived>::from_tensordict(rest, self_());
     return removed;
@@ -309,7 +309,7 @@ class TensorClassSurface {
   // The non-tensor fields (tensordict's non_tensor_items), of this level or
   // of every nested one too.
   std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const {
-    return tc_().to_tensordict().non_tensor_items(include_nested);
+    return tc_().tensordict().non_tensor_items(include_nested);
   }
   // The tensor fields, shared (tensordict's filter_non_tensor_data; its
   // result is an object of the class with the non-tensor fields None).
@@ -359,7 +359,7 @@ class TensorClassSurface {
   // ---- dicts (tensordict's to_dict / from_dict) --------------------------------------
   // One entry per field: tensors (shared), nested classes as dicts, non-tensor
   // fields as their values.
-  c10::Dict<std::string, c10::IValue> to_dict() const { return tc_().to_tensordict().to_dict(); }
+  c10::Dict<std::string, c10::IValue> to_dict() const { return tc_().tensordict().to_dict(); }
   // The inverse: TensorDict::from_dict, then from_tensordict (validated; a key
   // that is no field is a KeyError).
   static Derived from_dict(const c10::Dict<std::string, c10::IValue>& dict, const FromDictOptions& options = {}) {

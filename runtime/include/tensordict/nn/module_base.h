@@ -32,7 +32,7 @@ using Keys = std::vector<NestedKey>;
 // typed calls need of it.
 template <class T>
 concept TensorClassObject = !std::derived_from<T, TensorDict> && requires(T& tc, const TensorDict& td) {
-  { tc.to_tensordict() } -> std::same_as<TensorDict>;
+  { tc.tensordict() } -> std::same_as<TensorDict>;
   { T::from_tensordict(td, tc, FromTensorDictOptions{}) } -> std::same_as<T>;
   tc.update(tc);
   { T::schema().python_type } -> std::convertible_to<std::string_view>;
@@ -86,11 +86,11 @@ class TensorDictModuleBase : public torch::nn::Module {
   // the object's update(): validated against the schema, a locked object
   // refuses. Outputs that are no field of the class (a sequence's
   // intermediate keys, such as NormalParamExtractor's) are dropped: run the
-  // module on tc.to_tensordict() to keep them. Returns the object.
+  // module on tc.tensordict() to keep them. Returns the object.
   template <TensorClassObject T>
   T& forward(T& tc) {
     check_schema(T::schema().python_type);
-    tc.update(T::from_tensordict(forward(tc.to_tensordict()), tc, FromTensorDictOptions{.strict = false}));
+    tc.update(T::from_tensordict(forward(tc.tensordict()), tc, FromTensorDictOptions{.strict = false}));
     return tc;
   }
   // Runs the module on `in` (a generated tensorclass, or a TensorDict, which
@@ -104,7 +104,7 @@ class TensorDictModuleBase : public torch::nn::Module {
       return Out::from_tensordict(forward(in), FromTensorDictOptions{.strict = false});
     } else {
       check_schema(In::schema().python_type);
-      return Out::from_tensordict(forward(in.to_tensordict()), FromTensorDictOptions{.strict = false});
+      return Out::from_tensordict(forward(in.tensordict()), FromTensorDictOptions{.strict = false});
     }
   }
   // The tensor-call form: module(x, y) with one tensor per in_key returns the
