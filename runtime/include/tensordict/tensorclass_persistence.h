@@ -223,6 +223,14 @@ class TensorClassPersistence {
     tags.emplace(std::move(path), std::move(tag));
   }
 
+  // append_memmap with this instance as the rows: its tensordict form plus
+  // the tags of its tensorclass levels, as memmap() writes them.
+  void append_to_(const std::string& prefix, const MemmapOptions& options) const {
+    MemmapClassTags tags;
+    collect_tags_(tags, {});
+    append_memmap_tensorclass(prefix, tc_().tensordict_form_(detail::NonTensorFields::None), tags, options);
+  }
+
   // An instance from a loaded tensordict form (memmap: batch sizes as stored;
   // h5: inferred from the schema), validated; errors are prefixed with `where`.
   static Derived from_loaded_(const TensorDict& td, const std::string& where, bool infer_batch) {
@@ -244,9 +252,7 @@ class TensorClassPersistence {
 template <class Derived>
 void append_memmap(const std::string& prefix, const TensorClassPersistence<Derived>& rows,
                    const MemmapOptions& options) {
-  MemmapClassTags tags;
-  rows.collect_tags_(tags, {});
-  append_memmap_tensorclass(prefix, rows.tc_().tensordict_form_(detail::NonTensorFields::None), tags, options);
+  rows.append_to_(prefix, options);
 }
 
 }  // namespace tensordict
