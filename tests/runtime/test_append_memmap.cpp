@@ -262,26 +262,26 @@ TEST_CASE("append_memmap: a NonTensorStack, a lazy stack and a nested tensor can
 TEST_CASE("append_memmap: a tensorclass level grows only by rows of its class", "[memmap][append]") {
   TempDir tmp;
   const std::string dir = (tmp / "obs").string();
-  const MemmapClassTags tags{{{}, MemmapClassTag{"<class 'tcmod.Obs'>", Json{{"label", "l"}}}}};
+  const MemmapClassTags tags{{{}, MemmapClassTag{"<class 'tcmod.Sample'>", Json{{"label", "l"}}}}};
   memmap_tensorclass(TensorDict({{"x", iota({3, 2})}}, {3}), dir, tags);
   // Loaded without a registered class: x, label and the class name.
   const TensorDict saved = TensorDict::load_memmap(dir);
-  REQUIRE(saved.get_non_tensor(std::string(kLoadedClassKey)) == "<class 'tcmod.Obs'>");
+  REQUIRE(saved.get_non_tensor(std::string(kLoadedClassKey)) == "<class 'tcmod.Sample'>");
 
   REQUIRE_THAT(TD_MESSAGE(append_memmap(dir, TensorDict({{"x", iota({2, 2})}}, {2}))),
-               Equals("Cannot append a TensorDict to the saved tensordict, a Obs."));
+               Equals("Cannot append a TensorDict to the saved tensordict, a Sample."));
   REQUIRE_THAT(TD_MESSAGE(append_memmap_tensorclass(dir, TensorDict({{"x", iota({2, 2})}}, {2}),
-                                                    {{{}, MemmapClassTag{"<class 'tcmod.Other'>", Json::object()}}})),
-               Equals("Cannot append a Other to the saved tensordict, a Obs."));
+                                                    {{{}, MemmapClassTag{"<class 'tcmod.OtherSample'>", Json::object()}}})),
+               Equals("Cannot append a OtherSample to the saved tensordict, a Sample."));
   REQUIRE_THAT(TD_MESSAGE(append_memmap_tensorclass(dir, TensorDict({{"x", iota({2, 2})}}, {2}),
-                                                    {{{}, MemmapClassTag{"<class 'tcmod.Obs'>", {{"label", "m"}}}}})),
+                                                    {{{}, MemmapClassTag{"<class 'tcmod.Sample'>", {{"label", "m"}}}}})),
                Equals("Cannot append to the entry 'label': the saved non-tensor value 'l' stays as it is, so the "
                       "rows must hold the same value, not 'm'."));
   // The loaded form appends (its own rows again), and so do the class's rows.
   append_memmap(dir, saved.index({at::indexing::Slice(0, 1)}));
   append_memmap_tensorclass(dir, TensorDict({{"x", iota({2, 2}) + 6}}, {2}), tags);
   const Json class_meta = meta_of(fs::path(dir));
-  REQUIRE(class_meta == Json{{"_type", "<class 'tcmod.Obs'>"}, {"label", "l"}});
+  REQUIRE(class_meta == Json{{"_type", "<class 'tcmod.Sample'>"}, {"label", "l"}});
   REQUIRE(meta_of(fs::path(dir) / "_tensordict")["shape"] == Json::array({6}));
   const TensorDict loaded = TensorDict::load_memmap(dir);
   REQUIRE(at::equal(loaded.get("x"), at::cat({iota({3, 2}), iota({1, 2}), iota({2, 2}) + 6})));
