@@ -24,6 +24,29 @@ namespace tensordict {
 
 namespace detail::memmap {
 
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_map<std::string, MemmapLoader>& registry() {
+  static std::unordered_map<std::string, MemmapLoader> r;
+  return r;
+}
+
+// The registered loader for `type` ("<class 'module.Name'>"), else for "Name".
+MemmapLoader registered_loader(const std::string& type) {
+  std::lock_guard lock(registry_mutex());
+  auto& r = registry();
+  if (auto it = r.find(type); it != r.end()) return it->second;
+  if (auto it = r.find(bare_class_name(type)); it != r.end()) return it->second;
+  return nullptr;
+}
+
+}  // namespace
+
 bool type_is(const std::string& type, std::string_view cls) {
   // "<class 'module.Class'>": match the class name, whatever module wrote it.
   const std::string tail = fmt::format(".{}'>", cls);
@@ -38,6 +61,27 @@ std::string bare_class_name(const std::string& type) {
 }
 
 namespace {
+
+std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
+  if (!value.is_array()) {
+    throw RuntimeError(
+        fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
+  }
+  std::vector<int64_t> shape;
+  for (const auto& s : value) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
+      throw RuntimeError(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
+                                           file.string(), what, value.dump()));
+    }
+    shape.push_back(s.get<int64_t>());
+  }
+  return shape;
+}
+
+bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
+  return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
+}
+
 // Two names for one key (tensordict's encoding and an older writer's raw
 // name, `a%20b` and `a b`) would make which data loads depend on the order
 // of the lookups: refused.
@@ -47,6 +91,7 @@ namespace {
                                  (dir / "meta.json").string(), key, encoded.filename().string(),
                                  raw.filename().string()));
 }
+
 }  // namespace
 
 // The sub-directory of a collection entry: the encoded name, else the raw one.
@@ -76,45 +121,6 @@ fs::path leaf_file(const fs::path& dir, const std::string& key) {
 }
 
 namespace {
-
-std::mutex& registry_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::unordered_map<std::string, MemmapLoader>& registry() {
-  static std::unordered_map<std::string, MemmapLoader> r;
-  return r;
-}
-
-// The registered loader for `type` ("<class 'module.Name'>"), else for "Name".
-MemmapLoader registered_loader(const std::string& type) {
-  std::lock_guard lock(registry_mutex());
-  auto& r = registry();
-  if (auto it = r.find(type); it != r.end()) return it->second;
-  if (auto it = r.find(bare_class_name(type)); it != r.end()) return it->second;
-  return nullptr;
-}
-
-std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
-  if (!value.is_array()) {
-    throw RuntimeError(
-        fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
-  }
-  std::vector<int64_t> shape;
-  for (const auto& s : value) {
-    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
-      throw RuntimeError(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
-                                           file.string(), what, value.dump()));
-    }
-    shape.push_back(s.get<int64_t>());
-  }
-  return shape;
-}
-
-bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
-  return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
-}
 
 // Level metadata a meta.json may hold besides its entries (objects): what
 // tensordict writes, and anything private to it ("_"-prefixed). Another
