@@ -81,6 +81,26 @@ struct Outcome {
   std::vector<std::string> error_messages;
 };
 
+// Forks a child that runs `writes` (which loops for ever) and SIGKILLs it
+// after `delay`; the child must die from the kill, not from a failed write.
+void kill_writer_after(const std::function<void()>& writes, std::chrono::microseconds delay) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    try {
+      writes();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(4);
+  }
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+}
+
 // Runs `kills` rounds: fork a child that calls write(i) for i = 1, 2, 1, 2, ...
 // forever; kill it after a random delay in [0, window); then load().
 Outcome torture(int kills, const std::function<void(int)>& write, const std::function<TensorDict()>& load,
@@ -89,21 +109,11 @@ Outcome torture(int kills, const std::function<void(int)>& write, const std::fun
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int64_t> delay(0, window.count());
   for (int k = 0; k < kills; ++k) {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      try {
-        for (int i = 0;; ++i) write(1 + (i + k) % 2);
-      } catch (...) {
-        ::_exit(3);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay(rng)));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    // The child must have died from the kill, not from a failed write.
-    REQUIRE(WIFSIGNALED(status));
+    kill_writer_after(
+        [&] {
+          for (int i = 0;; ++i) write(1 + (i + k) % 2);
+        },
+        std::chrono::microseconds(delay(rng)));
     try {
       TensorDict td = load();
       int which = -1;
@@ -184,21 +194,12 @@ TEST_CASE("append_memmap killed midway leaves a complete tree of whole appends [
   int whole = 0, wrong = 0, errors = 0;
   int64_t rows = kBase;
   for (int k = 0; k < kills; ++k) {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      try {
-        // Appends forever, each right after what the tree holds.
-        for (int64_t at = rows;; at += kRows) tensordict::append_memmap(prefix, buffer_rows(at, kRows));
-      } catch (...) {
-        ::_exit(3);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay(rng)));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    REQUIRE(WIFSIGNALED(status));
+    // Appends for ever, each right after what the tree holds.
+    kill_writer_after(
+        [&] {
+          for (int64_t at = rows;; at += kRows) tensordict::append_memmap(prefix, buffer_rows(at, kRows));
+        },
+        std::chrono::microseconds(delay(rng)));
     try {
       const TensorDict td = TensorDict::load_memmap(prefix);
       const int64_t size = td.batch_size()[0];
