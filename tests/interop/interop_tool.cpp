@@ -2,6 +2,9 @@
 //   interop_tool dump <memmap-dir | file.h5>   loads with the runtime, prints canonical JSON
 //   interop_tool write <dir>                    writes the C++ cases, and <dir>/manifest.json
 //                                               listing them with their canonical JSON
+//   interop_tool append <dir> <step>            step 0 writes the append_memmap case at <dir>,
+//                                               a later step appends to it; prints the canonical
+//                                               JSON of the rows it then holds
 //   interop_tool version                        the libtorch version it was built with
 #include <torch/version.h>
 
@@ -13,6 +16,7 @@
 #include <tensordict/memmap.h>
 #include <tensordict/persistent.h>
 
+#include "append_cases.h"
 #include "canonical.h"
 #include "cpp_cases.h"
 
@@ -40,7 +44,7 @@ int write(const std::string& dir) {
 }
 
 int usage() {
-  std::cerr << "usage: interop_tool dump <memmap-dir|file.h5> | write <dir> | version\n";
+  std::cerr << "usage: interop_tool dump <memmap-dir|file.h5> | write <dir> | append <dir> <step> | version\n";
   return 2;
 }
 
@@ -52,6 +56,10 @@ int main(int argc, char** argv) {
   try {
     if (command == "dump" && argc == 3) return dump(argv[2]);
     if (command == "write" && argc == 3) return write(argv[2]);
+    if (command == "append" && argc == 4) {
+      std::cout << interop::append_step(argv[2], std::stoi(argv[3])).dump() << "\n";
+      return 0;
+    }
     if (command == "version" && argc == 2) {
       std::cout << TORCH_VERSION << "\n";
       return 0;

@@ -354,6 +354,63 @@ CPP_CASES = [
 EXPECTED_FAILURES: dict[str, str] = {}
 
 
+# ---- append_memmap cases -----------------------------------------------------------
+#
+# A tree grown step by step must read, after each step, as the rows written so
+# far: C++ writes and appends (interop_tool append), Python's
+# TensorDict.load_memmap reads; Python writes and appends
+# (tensordict.append_memmap), the C++ runtime reads (interop_tool dump).
+
+# Rows written by each step (0: the first write), as interop_tool's append case.
+APPEND_STEP_ROWS = [2, 1, 3, 0, 4]
+
+
+def py_append_rows() -> TensorDict:
+    """Every row the Python steps write: a leaf, a nested level of two batch
+    dims, dim names, a non-tensor value and an Obs."""
+    n = sum(APPEND_STEP_ROWS)
+    obs = Obs(pixels=values((n, 2, 2), torch.uint8), reward=values((n,), torch.float32), label="walk", step=7,
+              batch_size=[n])
+    nxt = TensorDict({"reward": values((n, 2), torch.int64), "done": values((n, 2, 1), torch.bool)}, [n, 2])
+    td = TensorDict({"x": values((n, 3), torch.float64), "next": nxt, "obs": obs}, [n])
+    td["task"] = "walk"
+    td.names = ["time"]
+    return td
+
+
+def check_cpp_append(tool: Path, path: Path) -> None:
+    for step in range(len(APPEND_STEP_ROWS)):
+        expected = json.loads(run_tool(tool, "append", str(path), str(step)))
+        try:
+            compare(expected, canonical(TensorDict.load_memmap(path)))
+        except Failure as e:
+            raise Failure(f"after step {step}:\n{e}") from None
+
+
+def check_py_append(tool: Path, path: Path) -> None:
+    rows = py_append_rows()
+    end = 0
+    for step, n in enumerate(APPEND_STEP_ROWS):
+        chunk = rows[end:end + n]
+        if step == 0:
+            chunk.memmap(path)
+        else:
+            tensordict.append_memmap(path, chunk)
+        end += n
+        try:
+            compare(canonical(rows[:end]), json.loads(run_tool(tool, "dump", str(path))))
+        except Failure as e:
+            raise Failure(f"after step {step}:\n{e}") from None
+
+
+def append_checks(tool: Path, work: Path) -> list:
+    """The append_memmap cases, as (label, check) pairs."""
+    return [
+        ("cpp->py/append_memmap", lambda: check_cpp_append(tool, work / "append" / "cpp")),
+        ("py->cpp/append_memmap", lambda: check_py_append(tool, work / "append" / "py")),
+    ]
+
+
 # ---- running ---------------------------------------------------------------------
 
 
@@ -451,6 +508,9 @@ def main() -> int:
         if name not in CPP_CASES:
             checks.append((f"cpp->py/{name}", lambda n=name: (_ for _ in ()).throw(
                 Failure(f"interop_tool wrote {n!r}, which run_interop.py does not list in CPP_CASES"))))
+
+    (args.work / "append").mkdir()
+    checks += append_checks(args.tool, args.work)
 
     passed = failed = xfailed = 0
     for label, check in checks:

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../suite_paths.h"
+#include "tensordict/memmap.h"
 #include "tensordict/persistent.h"
 #include "tensordict/tensordict.h"
 
@@ -80,6 +81,26 @@ struct Outcome {
   std::vector<std::string> error_messages;
 };
 
+// Forks a child that runs `writes` (which loops for ever) and SIGKILLs it
+// after `delay`; the child must die from the kill, not from a failed write.
+void kill_writer_after(const std::function<void()>& writes, std::chrono::microseconds delay) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    try {
+      writes();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(4);
+  }
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+}
+
 // Runs `kills` rounds: fork a child that calls write(i) for i = 1, 2, 1, 2, ...
 // forever; kill it after a random delay in [0, window); then load().
 Outcome torture(int kills, const std::function<void(int)>& write, const std::function<TensorDict()>& load,
@@ -88,21 +109,11 @@ Outcome torture(int kills, const std::function<void(int)>& write, const std::fun
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int64_t> delay(0, window.count());
   for (int k = 0; k < kills; ++k) {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      try {
-        for (int i = 0;; ++i) write(1 + (i + k) % 2);
-      } catch (...) {
-        ::_exit(3);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay(rng)));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    // The child must have died from the kill, not from a failed write.
-    REQUIRE(WIFSIGNALED(status));
+    kill_writer_after(
+        [&] {
+          for (int i = 0;; ++i) write(1 + (i + k) % 2);
+        },
+        std::chrono::microseconds(delay(rng)));
     try {
       TensorDict td = load();
       int which = -1;
@@ -155,6 +166,64 @@ TEST_CASE("memmap writes killed midway leave a complete tree [crash]", "[crash]"
     if (e.path().filename().string().find(".tc-staging.") != std::string::npos) ++leftovers;
   CHECK(leftovers == 0);
   CHECK(same(TensorDict::load_memmap(prefix), vs[1]));
+  tensordict::remove_tree(dir);
+}
+
+// Rows [begin, begin + n) of an endless buffer: values follow the global row,
+// so a tree holds exactly rows [0, size) or it is wrong.
+TensorDict buffer_rows(int64_t begin, int64_t n) {
+  auto ramp = [&](int64_t width, at::ScalarType dtype) {
+    return (at::arange(begin * width, (begin + n) * width, at::kLong).remainder(100003)).reshape({n, width}).to(dtype);
+  };
+  TensorDict nested({{"b", ramp(300, at::kLong)}, {"flag", ramp(3, at::kLong).remainder(2).to(at::kBool)}}, {n});
+  return TensorDict({{"a", ramp(2048, at::kFloat)}, {"nested", nested}}, {n});
+}
+
+TEST_CASE("append_memmap killed midway leaves a complete tree of whole appends [crash]", "[crash]") {
+  constexpr int64_t kBase = 8, kRows = 4;
+  const fs::path dir = scratch("crash_append");
+  const std::string prefix = (dir / "tree").string();
+  buffer_rows(0, kBase).memmap(prefix);
+  const auto one = time_one([&] {
+    buffer_rows(0, kBase).memmap((dir / "timing").string());
+    tensordict::append_memmap((dir / "timing").string(), buffer_rows(kBase, kRows));
+  });
+  const int kills = kills_per_format();
+  std::mt19937 rng(54321);
+  std::uniform_int_distribution<int64_t> delay(0, 5 * one.count());
+  int whole = 0, wrong = 0, errors = 0;
+  int64_t rows = kBase;
+  for (int k = 0; k < kills; ++k) {
+    // Appends for ever, each right after what the tree holds.
+    kill_writer_after(
+        [&] {
+          for (int64_t at = rows;; at += kRows) tensordict::append_memmap(prefix, buffer_rows(at, kRows));
+        },
+        std::chrono::microseconds(delay(rng)));
+    try {
+      const TensorDict td = TensorDict::load_memmap(prefix);
+      const int64_t size = td.batch_size()[0];
+      const bool ok = size >= rows && (size - kBase) % kRows == 0 &&
+                      td.get_td("nested").batch_size() == at::IntArrayRef{size} && same(td, buffer_rows(0, size));
+      ok ? ++whole : ++wrong;
+      rows = size;
+    } catch (const std::exception& e) {
+      ++errors;
+      WARN("error: " << e.what());
+    }
+  }
+  WARN("append_memmap: " << kills << " kills: whole trees " << whole << " (" << (rows - kBase) / kRows
+                         << " appends kept); clear errors " << errors << "; wrong data " << wrong);
+  CHECK(wrong == 0);
+  CHECK(errors == 0);
+  // The next append removes killed writers' staging directories and writes
+  // over the bytes they added past the tree's rows.
+  tensordict::append_memmap(prefix, buffer_rows(rows, kRows));
+  CHECK(same(TensorDict::load_memmap(prefix), buffer_rows(0, rows + kRows)));
+  int leftovers = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".tc-staging.") != std::string::npos) ++leftovers;
+  CHECK(leftovers == 0);
   tensordict::remove_tree(dir);
 }
 

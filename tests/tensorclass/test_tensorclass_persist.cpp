@@ -104,6 +104,37 @@ TEST_CASE("memmap writes tensordict's tensorclass layout and load_memmap reads i
   require_same(Observation::load_memmap((tmp / "full").string()), full);
 }
 
+TEST_CASE("append_memmap grows a tensorclass tree by rows of its class, nested classes included", "[append]") {
+  TempDir tmp;
+  const std::string dir = (tmp / "obs").string();
+  small_obs(false).memmap(dir);
+  Observation more = small_obs(false);
+  more.pixels = more.pixels + 100;
+  more.agent.vel = more.agent.vel * 2;
+  tensordict::append_memmap(dir, more);
+  const Observation back = Observation::load_memmap(dir);
+  REQUIRE(back.batch_size() == at::IntArrayRef{4});
+  REQUIRE(same(back.pixels, at::cat({iota({2, 3, 1, 2}, at::kByte), iota({2, 3, 1, 2}, at::kByte) + 100})));
+  REQUIRE(same(back.agent.vel, at::cat({-iota({2, 2}), -iota({2, 2}) * 2})));
+  REQUIRE(back.agent.batch_size() == at::IntArrayRef{4});
+  REQUIRE(back.task == "run");
+  REQUIRE(read_text(tmp / "obs" / "meta.json") ==
+          R"({"_type":"<class 'tct.Observation'>","depth":null,"task":"run","tags":["x","y","z"],"scale":2.5})");
+
+  // tensordict's messages: a non-tensor field stays as saved; an optional
+  // field set in the rows only is a key the saved tree lacks.
+  more.task = "walk";
+  REQUIRE(message_of([&] { tensordict::append_memmap(dir, more); }) ==
+          "Cannot append to the entry 'task': the saved non-tensor value 'run' stays as it is, so the rows must "
+          "hold the same value, not 'walk'.");
+  REQUIRE(message_of([&] { tensordict::append_memmap(dir, small_obs(true)); }) ==
+          "Cannot append rows with the keys ['agent', 'depth', 'pixels', 'reward', 'scale', 'tags', 'task'] to the "
+          "saved tensordict, which has the keys ['agent', 'pixels', 'reward', 'scale', 'tags', 'task'].");
+  REQUIRE(message_of([&] { tensordict::append_memmap(dir, more.agent); }) ==
+          "Cannot append a Agent to the saved tensordict, a Observation.");
+  REQUIRE(Observation::load_memmap(dir).batch_size() == at::IntArrayRef{4});
+}
+
 TEST_CASE("memmap_ maps the members in place, loaded tensors are views of the files") {
   TempDir tmp;
   const fs::path dir = tmp / "obs";

@@ -61,6 +61,27 @@ using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
 TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
                               const MemmapOptions& options = {}, bool like = false);
 
+// tensordict.append_memmap(prefix, rows): the tree that memmap() or save()
+// wrote at `prefix` grows along its first batch dim by the rows of `rows`
+// (any kind: a TensorDict, a lazy stack, a view...), which must have the
+// saved tree's keys, classes, dtypes and shapes except in the first dim. A
+// non-tensor entry stays as saved, and the rows must hold its value; a
+// saved NonTensorStack, lazy stack or nested tensor cannot grow. Everything
+// is checked before the first byte is written (ValueError naming the entry,
+// tensordict's messages). Data files grow in place past the saved rows; the
+// new meta.json files are published with the tree in one atomic step, so a
+// reader (load_memmap, memmap_refresh_) sees the old rows or the new ones,
+// never a mix, and a failed or killed append leaves the old tree. Writers of
+// the prefix (memmap, append_memmap) take turns on its lock; `options` gives
+// `sync` and `lock_timeout` (the others do not apply).
+void append_memmap(const std::string& prefix, const TensorDict& rows, const MemmapOptions& options = {});
+
+// append_memmap where the levels `tags` names are tensorclasses (a generated
+// tensorclass's rows: tensordict_form + tags, as memmap_tensorclass takes
+// them); their class must be the saved one.
+void append_memmap_tensorclass(const std::string& prefix, const TensorDict& rows, const MemmapClassTags& tags,
+                               const MemmapOptions& options = {});
+
 // Reads and parses `dir`/meta.json; errors name the file.
 Json read_memmap_meta(const std::string& dir);
 

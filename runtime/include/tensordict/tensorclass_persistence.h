@@ -83,6 +83,16 @@ bool json_fits(const Json& json) {
 
 template <class Derived>
 class TensorClass;
+template <class Derived>
+class TensorClassPersistence;
+
+// tensordict.append_memmap(prefix, rows) with a tensorclass's rows: the tree
+// its memmap() (or Python's, of the same class) wrote at `prefix` grows by
+// them; every level's class must be the saved one, and its non-tensor fields
+// equal the saved values. See append_memmap in memmap.h.
+template <class Derived>
+void append_memmap(const std::string& prefix, const TensorClassPersistence<Derived>& rows,
+                   const MemmapOptions& options = {});
 
 template <class Derived>
 class TensorClassPersistence {
@@ -168,6 +178,9 @@ class TensorClassPersistence {
   friend class TensorClass<Derived>;
   template <class>
   friend class TensorClassPersistence;
+  template <class D>
+  friend void append_memmap(const std::string& prefix, const TensorClassPersistence<D>& rows,
+                            const MemmapOptions& options);
 
   // As in TensorClassSurface: members are reached through tc_(), never
   // through Derived, where a field may hide them.
@@ -221,6 +234,14 @@ class TensorClassPersistence {
     tags.emplace(std::move(path), std::move(tag));
   }
 
+  // append_memmap with this instance as the rows: its tensordict form plus
+  // the tags of its tensorclass levels, as memmap() writes them.
+  void append_to_(const std::string& prefix, const MemmapOptions& options) const {
+    MemmapClassTags tags;
+    collect_tags_(tags, {});
+    append_memmap_tensorclass(prefix, tc_().tensordict_form_(detail::NonTensorFields::None), tags, options);
+  }
+
   // An instance from a loaded tensordict form (memmap: batch sizes as stored;
   // h5: inferred from the schema), validated; errors are prefixed with `where`.
   static Derived from_loaded_(const TensorDict& td, const std::string& where, bool infer_batch) {
@@ -238,5 +259,11 @@ class TensorClassPersistence {
   // by ops (what they derive is not memory-mapped there).
   std::optional<std::string> saved_path_;
 };
+
+template <class Derived>
+void append_memmap(const std::string& prefix, const TensorClassPersistence<Derived>& rows,
+                   const MemmapOptions& options) {
+  rows.append_to_(prefix, options);
+}
 
 }  // namespace tensordict

@@ -76,6 +76,25 @@ void write_file_atomic(const fs::path& path, std::string_view content, bool sync
   }
 }
 
+namespace {
+// Writes the first `bytes` bytes of `data` (contiguous, CPU) at `offset` of
+// `fd`; false with errno set on failure.
+bool write_at(int fd, const at::Tensor& data, std::size_t bytes, std::size_t offset) {
+  const char* p = static_cast<const char*>(data.data_ptr());
+  std::size_t done = 0;
+  while (done < bytes) {
+    const std::size_t chunk = std::min<std::size_t>(bytes - done, std::size_t{1} << 30);
+    const ssize_t n = ::pwrite(fd, p + done, chunk, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
 void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) throw RuntimeError(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
@@ -87,17 +106,7 @@ void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t b
                                          std::strerror(err)));
   };
   if (data.defined()) {
-    const char* p = static_cast<const char*>(data.data_ptr());
-    std::size_t done = 0;
-    while (done < bytes) {
-      const std::size_t chunk = std::min<std::size_t>(bytes - done, std::size_t{1} << 30);
-      const ssize_t n = ::write(fd, p + done, chunk);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("write");
-      }
-      done += static_cast<std::size_t>(n);
-    }
+    if (!write_at(fd, data, bytes, 0)) fail("write");
   } else if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     fail("ftruncate");
   }
@@ -107,6 +116,23 @@ void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t b
     ::unlink(path.c_str());
     throw RuntimeError(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
   }
+}
+
+std::size_t grow_data_file(const fs::path& path, std::size_t offset, const at::Tensor& data, std::size_t bytes,
+                           bool sync) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
+    throw RuntimeError(fmt::format("cannot open {} to append to it: {}", path.string(), std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) throw RuntimeError(fmt::format("cannot append to {}: not a regular file", path.string()));
+  const auto fail = [&](const char* what) {
+    throw RuntimeError(fmt::format("cannot append {} bytes to {}: {} failed: {}", bytes, path.string(), what,
+                                   std::strerror(errno)));
+  };
+  if (!write_at(fd.get(), data, bytes, offset)) fail("write");
+  if (sync && ::fsync(fd.get()) != 0 && errno != EINVAL) fail("fsync");
+  return static_cast<std::size_t>(st.st_size);
 }
 
 bool link_file(const fs::path& from, const fs::path& to) { return ::link(from.c_str(), to.c_str()) == 0; }

@@ -41,18 +41,26 @@ MemmapLoader registered_loader(const std::string& type) {
   std::lock_guard lock(registry_mutex());
   auto& r = registry();
   if (auto it = r.find(type); it != r.end()) return it->second;
-  std::string bare = type;
-  if (bare.starts_with("<class '") && bare.ends_with("'>")) bare = bare.substr(8, bare.size() - 10);
-  if (auto dot = bare.rfind('.'); dot != std::string::npos) bare = bare.substr(dot + 1);
-  if (auto it = r.find(bare); it != r.end()) return it->second;
+  if (auto it = r.find(bare_class_name(type)); it != r.end()) return it->second;
   return nullptr;
 }
+
+}  // namespace
 
 bool type_is(const std::string& type, std::string_view cls) {
   // "<class 'module.Class'>": match the class name, whatever module wrote it.
   const std::string tail = fmt::format(".{}'>", cls);
   return type.size() > tail.size() && type.starts_with("<class '") && type.ends_with(tail);
 }
+
+std::string bare_class_name(const std::string& type) {
+  std::string bare = type;
+  if (bare.starts_with("<class '") && bare.ends_with("'>")) bare = bare.substr(8, bare.size() - 10);
+  if (auto dot = bare.rfind('.'); dot != std::string::npos) bare = bare.substr(dot + 1);
+  return bare;
+}
+
+namespace {
 
 std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
   if (!value.is_array()) {
@@ -84,6 +92,8 @@ bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
                                  raw.filename().string()));
 }
 
+}  // namespace
+
 // The sub-directory of a collection entry: the encoded name, else the raw one.
 fs::path entry_dir(const fs::path& dir, const std::string& key) {
   fs::path encoded = dir / encode_key(key);
@@ -109,6 +119,8 @@ fs::path leaf_file(const fs::path& dir, const std::string& key) {
   }
   return legacy ? raw : encoded;
 }
+
+namespace {
 
 // Level metadata a meta.json may hold besides its entries (objects): what
 // tensordict writes, and anything private to it ("_"-prefixed). Another
@@ -422,7 +434,13 @@ TensorDict& TensorDict::memmap_refresh_() {
   if (was_locked) unlock_();
   clear();
   fresh.impl()->for_each([&](const std::string& key, const Value& value) { impl_->insert(key, value); });
-  impl_->set_meta(fresh.batch_size().vec(), fresh.device(), fresh.batch_size() == batch_size() ? names() : Names{});
+  // The tree's dim names (tensordict writes them); a tree without any keeps
+  // the names in memory while the batch dims stay (an append changes only
+  // the first size).
+  const Names& stored = fresh.names();
+  const bool named = std::any_of(stored.begin(), stored.end(), [](const auto& n) { return n.has_value(); });
+  impl_->set_meta(fresh.batch_size().vec(), fresh.device(),
+                  named || fresh.batch_dims() != batch_dims() ? stored : names());
   detail::memmap::mark_memmapped(impl_, *path);
   if (was_locked) lock_();
   return *this;

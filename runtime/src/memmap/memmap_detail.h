@@ -61,6 +61,12 @@ void write_file_atomic(const fs::path& path, std::string_view content, bool sync
 // `data` (contiguous, CPU, exactly `bytes` bytes) or zeros when `data` is
 // undefined; then, with `sync`, fsyncs it.
 void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync);
+// Writes the `bytes` bytes of `data` (contiguous, CPU) into the existing
+// regular file `path` from byte `offset` on (growing it as needed), then, with
+// `sync`, fsyncs it. Returns the file's size before the write. Refuses a
+// symbolic link.
+std::size_t grow_data_file(const fs::path& path, std::size_t offset, const at::Tensor& data, std::size_t bytes,
+                           bool sync);
 // Hard-links `from` to `to` (same inode: live mappings of `from` stay valid).
 // Returns false when the file system refuses hard links.
 bool link_file(const fs::path& from, const fs::path& to);
@@ -73,6 +79,15 @@ void sync_dir(const fs::path& dir);
 // get two renames (a moment where `target` is missing: loads fail clearly).
 // `sync`: fsync the directories involved.
 void publish_dir(const fs::path& staging, const fs::path& target, bool sync);
+// The directory a prefix names, absolute, without a trailing separator.
+fs::path target_dir(const std::string& prefix);
+// Publishing replaces `target` with a new directory: refused (ValueError) when
+// it is, or contains, the current working directory, which would be deleted.
+void refuse_working_directory(const fs::path& target);
+// Carries the entries of the tree `old_dir` that the staged tree `new_dir`
+// does not write (other programs' files) into it as hard links, keeping the
+// directories' modes (write.cpp, "What a writer does with existing content").
+void carry_over(const fs::path& old_dir, const fs::path& new_dir);
 // A fresh, unique sibling name for staging a write of `target`.
 fs::path staging_path(const fs::path& target);
 // The staging directories beside `target`: live writers' (a new tree being
@@ -202,7 +217,21 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
                                            Mode mode, const MemmapOptions& options,
                                            const MemmapClassTags* tags = nullptr);
 
+// ---- growing a saved tree (append.cpp) ----------------------------------------
+// append_memmap: the tree at `prefix` grows by the rows of `rows`.
+void append_tree(const std::string& prefix, const TensorDict& rows, const MemmapOptions& options);
+
 // ---- loading (load.cpp) --------------------------------------------------------
 TensorDict load_level(const fs::path& dir, std::optional<at::Device> device);
+// Whether the `_type` string "<class 'module.Class'>" names the class `cls`.
+bool type_is(const std::string& type, std::string_view cls);
+// The class name of a `_type` string: "<class 'module.Name'>" -> "Name".
+std::string bare_class_name(const std::string& type);
+// The sub-directory of the collection entry `key` of the level `dir`: the
+// encoded name, else an older writer's raw one; errors name the meta.json.
+fs::path entry_dir(const fs::path& dir, const std::string& key);
+// The data file of the leaf `key` of the level `dir`: the encoded name, else
+// an older writer's raw one.
+fs::path leaf_file(const fs::path& dir, const std::string& key);
 
 }  // namespace tensordict::detail::memmap

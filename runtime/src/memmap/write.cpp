@@ -90,10 +90,7 @@ struct Level {
 // What the parent's meta.json says of a nested level: the bare class name.
 std::string entry_type(const Level& level) {
   if (!level.tag) return std::string(level.source->type_name());
-  std::string name = level.tag->type;
-  if (name.starts_with("<class '") && name.ends_with("'>")) name = name.substr(8, name.size() - 10);
-  if (auto dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
-  return name;
+  return bare_class_name(level.tag->type);
 }
 
 // A tensor leaf's entry; for a jagged leaf `t` is its values and `sizes` the
@@ -519,7 +516,8 @@ class Writer {
 
 }  // namespace
 
-namespace {
+void carry_over(const fs::path& old_dir, const fs::path& new_dir) { Writer::carry_over(old_dir, new_dir); }
+
 // Publishing replaces the target directory with a new one: the old one,
 // removed, would leave a process working inside it in a deleted directory.
 void refuse_working_directory(const fs::path& target) {
@@ -534,7 +532,6 @@ void refuse_working_directory(const fs::path& target) {
         target.string()));
   }
 }
-}  // namespace
 
 // The directory a prefix names, absolute, without a trailing separator.
 fs::path target_dir(const std::string& prefix) {
@@ -582,7 +579,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     auto root = writer.plan(impl, staging, target, path);
     writer.run_jobs();
     writer.write_meta(*root);
-    Writer::carry_over(target, staging);
+    carry_over(target, staging);
     publish_dir(staging, target, options.sync);
     auto out = writer.finish(*root);
     // tensordict locks a memory-mapped tensordict (every level).
