@@ -34,21 +34,6 @@ struct Mapping {
 void release_mapping(void* ctx) { delete static_cast<Mapping*>(ctx); }
 
 
-// numel * itemsize, refusing negative dims and overflow.
-std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
-  std::size_t n = c10::elementSize(dtype);
-  for (int64_t s : shape) {
-    if (s < 0)
-      throw RuntimeError(fmt::format("{}: negative dimension in shape {}", path.string(), shape_string(shape)));
-    const auto u = static_cast<std::size_t>(s);
-    if (u != 0 && n > std::numeric_limits<std::size_t>::max() / u) {
-      throw RuntimeError(fmt::format("{}: shape {} is too large", path.string(), shape_string(shape)));
-    }
-    n *= u;
-  }
-  return n;
-}
-
 at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs::path& path, at::ScalarType dtype,
                 at::IntArrayRef shape) {
   const int prot = PROT_READ | PROT_WRITE;  // copy-on-write mappings are writable in memory only
@@ -67,8 +52,27 @@ at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs
 
 }  // namespace
 
+std::size_t checked_byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
+  std::size_t n = c10::elementSize(dtype);
+  for (int64_t s : shape) {
+    if (s < 0)
+      throw RuntimeError(fmt::format("{}: negative dimension in shape {}", path.string(), shape_string(shape)));
+    const auto u = static_cast<std::size_t>(s);
+    if (u != 0 && n > std::numeric_limits<std::size_t>::max() / u) {
+      throw RuntimeError(fmt::format("{}: shape {} is too large", path.string(), shape_string(shape)));
+    }
+    n *= u;
+  }
+  return n;
+}
+
+at::Tensor map_fd(int fd, std::size_t length, const fs::path& path, bool shared) {
+  const int64_t shape[] = {static_cast<int64_t>(length)};
+  return wrap(fd, true, shared, length, path, at::kByte, shape);
+}
+
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
-  const std::size_t need = byte_size(shape, dtype, path);
+  const std::size_t need = checked_byte_size(shape, dtype, path);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   bool writable = true;
   struct stat st {};
@@ -103,7 +107,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
 }
 
 at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok) {
-  const std::size_t need = byte_size(shape, dtype, path);
+  const std::size_t need = checked_byte_size(shape, dtype, path);
   refuse_symlink(path);
   if (need == 0) {
     // tensordict writes no file for a tensor without elements.
@@ -150,7 +154,7 @@ std::optional<fs::path> mapped_path(const at::Tensor& tensor) {
 
 at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape) {
   const fs::path label("anonymous shared memory");
-  const std::size_t need = byte_size(shape, dtype, label);
+  const std::size_t need = checked_byte_size(shape, dtype, label);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   // tensordict's _FileHandler: /dev/shm when it takes the size, else the
   // temp directory; the name is gone at once, the mapping keeps the memory.

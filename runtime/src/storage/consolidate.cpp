@@ -1,6 +1,7 @@
 // consolidate(), is_consolidated(), consolidated_storage(): every tensor leaf
 // copied into one flat uint8 storage and viewed there (tensordict's
 // consolidate; the device moves in device_moves.cpp then move one block).
+// The storage is memory, a file or shared memory (consolidated_file.h).
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "storage/consolidated_file.h"
 #include "storage/flat_storage.h"
 #include "core/format.h"
 #include "ops/map_leaves.h"
@@ -65,12 +67,29 @@ at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
 }  // namespace
 
 TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
-  const at::Device device = options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
+  const bool to_file = !options.filename.empty();
+  if (to_file && options.device && !options.device->is_cpu()) {
+    throw RuntimeError(fmt::format(
+        "consolidate: device and filename are mutually exclusive arguments (a file's storage is on the CPU, got "
+        "device {})",
+        options.device->str()));
+  }
+  if (to_file && options.pin_memory) {
+    throw ValueError("consolidate: pin_memory=true and a filename are exclusive: the storage is a mapping of the file");
+  }
+  const at::Device device =
+      to_file ? at::Device(at::kCPU) : options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
   if (options.pin_memory && !device.is_cpu()) {
     throw ValueError(fmt::format("consolidate: pin_memory=true pins a storage on the CPU, but the storage goes to {}",
                                  device.str()));
   }
-  if (const auto storage = consolidated_storage()) {
+  // Accelerator storages are shared already (tensordict), and a file is.
+  const bool share = options.share_memory && device.is_cpu() && !to_file;
+  if (share && options.pin_memory) {
+    throw ValueError("consolidate: pin_memory=true and share_memory=true are exclusive: a storage is either pinned or "
+                     "in shared memory");
+  }
+  if (const auto storage = consolidated_storage(); storage && !to_file && (!share || detail::in_shared_memory(*storage))) {
     // Already one storage: tensordict returns it as it is; a storage elsewhere
     // (or to be pinned) moves in one copy and stays consolidated.
     const bool pinned_enough = !options.pin_memory || storage->is_pinned();
@@ -92,7 +111,13 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     offsets.push_back(end);
     end += detail::byte_size(t);
   }
-  const at::Tensor storage = allocate_storage(end, device, options.pin_memory);
+  // A file holds whole padded leaves: tensordict's reader slices each one
+  // up to its padded end.
+  std::optional<detail::ConsolidatedFileWriter> file;
+  if (to_file) file.emplace(options.filename, detail::align_up(end, kLeafAlignment));
+  const at::Tensor storage = file    ? file->storage()
+                             : share ? detail::shared_memory_storage(end)
+                                     : allocate_storage(end, device, options.pin_memory);
 
   // Each leaf lands contiguous at its offset (tensordict's layout). Copies
   // across devices do not wait one by one: at most one synchronisation per
@@ -107,7 +132,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     views.back().copy_(leaves[i], /*non_blocking=*/across);
     if (across && std::find(crossed.begin(), crossed.end(), from) == crossed.end()) crossed.push_back(from);
   }
-  if (!crossed.empty() && !options.non_blocking) {
+  if (!crossed.empty() && (!options.non_blocking || file)) {
     synchronize(device);
     for (const auto& d : crossed) synchronize(d);
   }
@@ -115,6 +140,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   TensorDict out = detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
                                        "consolidate");
   out.impl()->set_consolidated_storage(storage);
+  if (file) file->commit(out, is_locked());
   out.lock_();
   return out;
 }
