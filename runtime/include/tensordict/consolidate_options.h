@@ -14,7 +14,7 @@ namespace tensordict {
 struct ConsolidateOptions {
   // Where the storage lives. Default: the tensordict's device, else the CPU
   // (tensordict's rule); leaves elsewhere are copied there.
-  std::optional<at::Device> device;
+  std::optional<at::Device> device = std::nullopt;
   // A page-locked (pinned) storage, which an accelerator reads asynchronously
   // and at full bus speed. Needs a CPU storage and an accelerator in libtorch.
   bool pin_memory = false;
@@ -27,7 +27,7 @@ struct ConsolidateOptions {
   // are views of a shared mapping of the file: in-place writes reach it. The
   // file appears whole or not at all (written beside it, then renamed).
   // Needs a CPU storage. Empty: the storage lives in memory.
-  std::string filename;
+  std::string filename = {};
   // A storage in shared memory (a POSIX shared-memory object, as torch's
   // share_memory_()), which another process maps through its descriptor:
   // at::MapAllocator::fromDataPtr(storage.storage().data_ptr())->fd(),

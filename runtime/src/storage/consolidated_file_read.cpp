@@ -362,8 +362,15 @@ TensorDict read_consolidated_file(const std::string& filename) {
   at::Tensor storage = data_bytes > 0 ? memmap::map_fd(fd.get(), static_cast<std::size_t>(data_bytes), filename, false)
                                       : at::empty({0}, at::TensorOptions().dtype(at::kByte));
   std::vector<std::string> path;
-  Value root = LevelReader(filename, storage).level(meta, path);
-  TensorDict td = root.tensordict();
+  TensorDict td;
+  try {
+    td = LevelReader(filename, storage).level(meta, path).tensordict();
+  } catch (const std::exception& e) {
+    // Errors from below (a tree nested too deep, a stack libtorch refuses)
+    // say which file too.
+    if (std::string_view(e.what()).find(filename) != std::string_view::npos) throw;
+    rethrow_reworded([&](std::string_view why) { return fmt::format("consolidated file {}: {}", filename, why); });
+  }
   td.impl()->set_consolidated_storage(std::move(storage));
   // A tree recorded on an accelerator: read on the CPU, moved in one block.
   if (meta.contains("cls_metadata") && meta["cls_metadata"].contains("device")) {

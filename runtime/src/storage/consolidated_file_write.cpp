@@ -30,7 +30,7 @@ Json device_json(std::optional<at::Device> device) { return device ? Json(device
 Json names_json(const TensorDict& td) {
   Json names = Json::array();
   const Names& given = td.names();
-  for (std::size_t d = 0; d < td.batch_dims(); ++d) {
+  for (std::size_t d = 0; d < static_cast<std::size_t>(td.batch_dims()); ++d) {
     const bool named = d < given.size() && given[d].has_value();
     names.push_back(named ? Json(*given[d]) : Json(nullptr));
   }
@@ -41,15 +41,18 @@ Json empty_level(std::string_view cls, Json cls_metadata) {
   return Json{{"cls", cls}, {"non_tensors", Json::object()}, {"leaves", Json::object()}, {"cls_metadata", std::move(cls_metadata)}};
 }
 
-// A NonTensorStack as tensordict records it: one level per stack dim, the
-// values as its members "0", "1", ... of batch size [].
-Json stack_json(const Json& values, int64_t dims, std::optional<at::Device> device, bool locked) {
-  Json level = empty_level("NonTensorStack", {{"stack_dim", 0}, {"stack_dim_name", nullptr}, {"is_locked", locked}});
+// A NonTensorStack as tensordict records it: one level per stack dim (named
+// as the tensordict's dim `dim`), the values as its members "0", "1", ... of
+// batch size [].
+Json stack_json(const Json& values, std::size_t dim, std::size_t dims, const Json& names,
+                std::optional<at::Device> device, bool locked) {
+  const Json name = dim < names.size() ? names[dim] : Json(nullptr);
+  Json level = empty_level("NonTensorStack", {{"stack_dim", 0}, {"stack_dim_name", name}, {"is_locked", locked}});
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (dims == 1) {
+    if (dim + 1 == dims) {
       level["non_tensors"][std::to_string(i)] = Json::array({values[i], Json::array(), device_json(device)});
     } else {
-      level[std::to_string(i)] = stack_json(values[i], dims - 1, device, locked);
+      level[std::to_string(i)] = stack_json(values[i], dim + 1, dims, names, device, locked);
     }
   }
   return level;
@@ -72,8 +75,9 @@ class MetadataWriter {
         const NonTensorData& data = value.non_tensor();
         if (key == kLoadedClassKey && !data.is_stack() && data.data().is_string()) {
           meta["cls"] = data.data();  // a tensorclass read without its C++ type: its class again
-        } else if (data.is_stack()) {
-          meta[checked_key(key, path)] = stack_json(data.data(), data.ids().dim(), td.device(), locked_);
+        } else if (data.is_stack() && data.ids().dim() > 0) {
+          meta[checked_key(key, path)] = stack_json(data.data(), 0, static_cast<std::size_t>(data.ids().dim()),
+                                                    meta["cls_metadata"]["names"], td.device(), locked_);
         } else {
           meta["non_tensors"][key] = Json::array({data.data(), td.batch_size().vec(), device_json(td.device())});
         }
