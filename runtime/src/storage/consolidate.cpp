@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kinds/lazy/lazy_impl.h"
 #include "storage/consolidated_file.h"
 #include "storage/flat_storage.h"
 #include "core/format.h"
@@ -55,6 +56,32 @@ void check_consolidatable(const at::Tensor& t) {
   }
 }
 
+// The tensor leaves of `td` part by part: a lazy stack's are its members'
+// (never stacked, so members of different shapes consolidate as they are).
+void for_each_part_tensor(const TensorDictImpl& td, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+  if (const auto* lazy = detail::as_lazy(td)) {
+    for (const TensorDict& member : lazy->members()) for_each_part_tensor(*member.impl(), fn, op);
+    return;
+  }
+  detail::for_each_tensor(td, fn, op);
+}
+
+// `td`'s structure over `views` (from `next` on, in for_each_part_tensor's
+// order): a lazy stack stays one, of its members rebuilt (tensordict).
+TensorDict with_part_views(const TensorDict& td, const std::vector<at::Tensor>& views, std::size_t& next,
+                           at::Device device) {
+  if (auto parts = td.impl()->map_parts(
+          [&](const TensorDict& member) { return with_part_views(member, views, next, device); })) {
+    return TensorDict(parts);
+  }
+  std::size_t n = 0;
+  detail::for_each_tensor(*td.impl(), [&](const at::Tensor&) { ++n; }, "consolidate");
+  const auto first = views.begin() + static_cast<std::ptrdiff_t>(next);
+  next += n;
+  return detail::with_leaves(td, std::vector<at::Tensor>(first, first + static_cast<std::ptrdiff_t>(n)),
+                             td.device() ? std::optional<at::Device>(device) : std::nullopt, "consolidate");
+}
+
 at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
   auto options = at::TensorOptions().dtype(at::kByte).device(device);
   if (!pin_memory) return at::empty({bytes}, options);
@@ -98,7 +125,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   }
 
   std::vector<at::Tensor> leaves;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) {
+  for_each_part_tensor(*impl_, [&](const at::Tensor& t) {
     check_consolidatable(t);
     leaves.push_back(t);
   }, "consolidate");
@@ -137,8 +164,11 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     for (const auto& d : crossed) synchronize(d);
   }
 
-  TensorDict out = detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
-                                       "consolidate");
+  std::size_t next = 0;
+  TensorDict out = detail::as_lazy(*impl_)
+                       ? with_part_views(*this, views, next, device)
+                       : detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
+                                             "consolidate");
   out.impl()->set_consolidated_storage(storage);
   if (file) file->commit(out, is_locked());
   out.lock_();
@@ -151,7 +181,7 @@ bool TensorDict::is_consolidated() const {
   // A claim checked against the leaves: anything that replaced one (a raw
   // write into a nested level, memmap_) ends it.
   bool all = true;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { all = all && detail::is_view_of(t, storage); },
+  for_each_part_tensor(*impl_, [&](const at::Tensor& t) { all = all && detail::is_view_of(t, storage); },
                           "is_consolidated");
   return all;
 }
