@@ -39,10 +39,7 @@ void write_file(const fs::path& path, std::string_view metadata) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const fs::path& root = fuzz::scratch_root("tc_fuzz_consolidated");
-  std::error_code ec;
-  tensordict::remove_tree(root, ec);
-  fs::create_directories(root);
+  const fs::path& root = fuzz::fresh_scratch_root("tc_fuzz_consolidated");
   const fs::path file = root / "td.bin";
   write_file(file, std::string_view(reinterpret_cast<const char*>(data), size));
 

@@ -219,6 +219,25 @@ TEST_CASE("consolidate to a file replaces the file whole, and the old mapping ke
   REQUIRE(at::equal(TensorDict::from_consolidated((tmp / "copy.bin").string()).get("x"), at::full({2}, 3.0)));
 }
 
+TEST_CASE("memmap of a tensordict over a consolidated file writes an ordinary tree", "[consolidate]") {
+  TempDir tmp;
+  const TensorDict td = sample({3});
+  const TensorDict written = td.consolidate({.filename = (tmp / "td.bin").string()});
+  const TensorDict read = TensorDict::from_consolidated((tmp / "td.bin").string());
+  for (const auto& [name, source] : {std::pair{"written", written}, std::pair{"read", read}}) {
+    INFO(name);
+    const fs::path dir = tmp / name;
+    source.memmap(dir.string());
+    require_same_entries(TensorDict::load_memmap(dir.string()), td);
+    REQUIRE(fs::file_size(dir / "a.memmap") == 3 * 4 * 4);
+  }
+  // memmap_() without a place moves the leaves into shared memory of their own.
+  TensorDict moved = TensorDict::from_consolidated((tmp / "td.bin").string());
+  moved.memmap_();
+  REQUIRE_FALSE(moved.is_consolidated());
+  require_same_entries(moved, td);
+}
+
 TEST_CASE("an empty tensordict consolidates to a file of metadata only", "[consolidate]") {
   TempDir tmp;
   const fs::path file = tmp / "empty.bin";
@@ -357,52 +376,43 @@ TEST_CASE("from_consolidated: leaves outside the data, of a wrong size or misali
   Json meta = one_leaf_meta();
   REQUIRE(at::equal(TensorDict::from_consolidated((write_consolidated(file, kData, meta.dump()), file).string()).get("x"),
                     at::zeros({4})));
-  SECTION("beyond the data") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [4], 8, 24, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("malformed consolidated file " + file.string()) &&
-                                            Contains("leaf 'x' spans bytes 8..24, outside the file's 16 bytes of data"));
-  }
-  SECTION("a negative start") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [4], -16, 0, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("leaf 'x' spans bytes -16..0"));
-  }
-  SECTION("an offset past int64") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [4], 18446744073709551615, 16, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("the start of leaf 'x' must be an integer, got 18446744073709551615"));
-  }
-  SECTION("a range that does not fit the shape") {
-    meta["cls_metadata"]["batch_size"] = Json::array();
-    meta["cls_metadata"]["names"] = Json::array();
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [3], 0, 16, 0])");
-    REQUIRE_THAT(error_with(tmp, meta),
-                 Contains("leaf 'x' spans bytes 0..16 with padding 0, but shape [3] of Float needs 12 bytes"));
-  }
-  SECTION("a shape too large for any file") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [4, 9223372036854775807], 0, 16, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains(file.string()) && Contains("too large"));
-  }
-  SECTION("a start that is not a multiple of the element size") {
-    meta["cls_metadata"]["batch_size"] = Json::array();
-    meta["cls_metadata"]["names"] = Json::array();
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [2], 2, 10, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("leaf 'x' starts at byte 2, not a multiple of the 4 bytes of Float"));
-  }
-  SECTION("a negative dim") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [4, -1], 0, 16, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains(file.string()) &&
-                                            Contains("the shape of leaf 'x' must be a list of non-negative sizes"));
-  }
-  SECTION("an unknown dtype") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float33", [4], 0, 16, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("leaf 'x' has unknown dtype \"torch.float33\" (expected one of"));
-  }
-  SECTION("a leaf that is not a list of five") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [4], 0, 16])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("leaf 'x' must be [dtype, shape, start, stop, pad]"));
-  }
-  SECTION("a shape that does not start with the batch size") {
-    meta["leaves"]["x"] = Json::parse(R"(["torch.float32", [2, 2], 0, 16, 0])");
-    REQUIRE_THAT(error_with(tmp, meta), Contains("leaf 'x' has shape [2, 2], which does not start with the batch size [4]"));
+  // (leaf, a batch size of [] instead of [4], what the message says)
+  struct Case {
+    const char* what;
+    const char* leaf;
+    bool unbatched;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"beyond the data", R"(["torch.float32", [4], 8, 24, 0])", false,
+       "leaf 'x' spans bytes 8..24, outside the file's 16 bytes of data"},
+      {"a negative start", R"(["torch.float32", [4], -16, 0, 0])", false, "leaf 'x' spans bytes -16..0"},
+      {"an offset past int64", R"(["torch.float32", [4], 18446744073709551615, 16, 0])", false,
+       "the start of leaf 'x' must be an integer, got 18446744073709551615"},
+      {"a range that does not fit the shape", R"(["torch.float32", [3], 0, 16, 0])", true,
+       "leaf 'x' spans bytes 0..16 with padding 0, but shape [3] of Float needs 12 bytes"},
+      {"a shape too large for any file", R"(["torch.float32", [4, 9223372036854775807], 0, 16, 0])", false,
+       "shape [4, 9223372036854775807] is too large"},
+      {"a start that is not a multiple of the element size", R"(["torch.float32", [2], 2, 10, 0])", true,
+       "leaf 'x' starts at byte 2, not a multiple of the 4 bytes of Float"},
+      {"a negative dim", R"(["torch.float32", [4, -1], 0, 16, 0])", false,
+       "the shape of leaf 'x' must be a list of non-negative sizes"},
+      {"an unknown dtype", R"(["torch.float33", [4], 0, 16, 0])", false,
+       "leaf 'x' has unknown dtype \"torch.float33\" (expected one of"},
+      {"a leaf that is not a list of five", R"(["torch.float32", [4], 0, 16])", false,
+       "leaf 'x' must be [dtype, shape, start, stop, pad]"},
+      {"a shape that does not start with the batch size", R"(["torch.float32", [2, 2], 0, 16, 0])", false,
+       "leaf 'x' has shape [2, 2], which does not start with the batch size [4]"},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      if (c.unbatched) {
+        meta["cls_metadata"]["batch_size"] = Json::array();
+        meta["cls_metadata"]["names"] = Json::array();
+      }
+      meta["leaves"]["x"] = Json::parse(c.leaf);
+      REQUIRE_THAT(error_with(tmp, meta), Contains(file.string()) && Contains(c.message));
+    }
   }
   SECTION("part of a jagged nested tensor") {
     meta["leaves"] = Json::parse(R"({"<NJT_VALUES>x": ["torch.float32", [4], 0, 16, 0]})");
@@ -435,6 +445,20 @@ TEST_CASE("from_consolidated: levels without their fields, or with wrong ones", 
   SECTION("an unknown device") {
     meta["cls_metadata"]["device"] = "abacus";
     REQUIRE_THAT(error_with(tmp, meta), Contains("\"device\" must be null or a device such as \"cpu\", got \"abacus\""));
+  }
+  SECTION("a level on an accelerator: read on the CPU, then moved there in one block") {
+    meta["cls_metadata"]["device"] = "cuda:0";
+    const fs::path file = tmp / "bad.bin";
+    write_consolidated(file, kData, meta.dump());
+    if (!at::hasCUDA()) {
+      REQUIRE_THAT(read_error(file), Contains("consolidated file " + file.string()) &&
+                                         Contains("to failed for the storage its leaves share"));
+      return;
+    }
+    const TensorDict loaded = TensorDict::from_consolidated(file.string());
+    REQUIRE(loaded.device() == at::Device(at::kCUDA, 0));
+    REQUIRE(loaded.is_consolidated());
+    REQUIRE(at::equal(loaded.get("x").cpu(), at::zeros({4})));
   }
   SECTION("a nested level that is not an object") {
     meta["child"] = 3;

@@ -26,6 +26,11 @@ struct Mapping {
   // writer may have replaced the tree since).
   dev_t device = 0;
   ino_t inode = 0;
+  // Whether the mapping is one leaf's file of a memmap tree (or anonymous
+  // memory that memmap_() made); false for a file that holds other things too
+  // (a consolidated file), which mapped_path() and is_anonymous_mapping()
+  // then do not report.
+  bool leaf_file = true;
   ~Mapping() {
     if (addr) ::munmap(addr, length);
   }
@@ -35,7 +40,7 @@ void release_mapping(void* ctx) { delete static_cast<Mapping*>(ctx); }
 
 
 at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs::path& path, at::ScalarType dtype,
-                at::IntArrayRef shape) {
+                at::IntArrayRef shape, bool leaf_file = true) {
   const int prot = PROT_READ | PROT_WRITE;  // copy-on-write mappings are writable in memory only
   void* addr = ::mmap(nullptr, length, prot, shared && writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED) {
@@ -43,7 +48,7 @@ at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs
   }
   struct stat st {};
   ::fstat(fd, &st);
-  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path), st.st_dev, st.st_ino};
+  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path), st.st_dev, st.st_ino, leaf_file};
   return at::for_blob(addr, shape)
       .context(mapping, &release_mapping)
       .options(at::TensorOptions().dtype(dtype).device(at::kCPU))
@@ -68,7 +73,7 @@ std::size_t checked_byte_size(at::IntArrayRef shape, at::ScalarType dtype, const
 
 at::Tensor map_fd(int fd, std::size_t length, const fs::path& path, bool shared) {
   const int64_t shape[] = {static_cast<int64_t>(length)};
-  return wrap(fd, true, shared, length, path, at::kByte, shape);
+  return wrap(fd, true, shared, length, path, at::kByte, shape, /*leaf_file=*/false);
 }
 
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
@@ -138,7 +143,8 @@ const Mapping* mapping_of(const at::Tensor& tensor) {
   if (!tensor.defined() || !tensor.has_storage()) return nullptr;
   const auto& data_ptr = tensor.storage().data_ptr();
   if (data_ptr.get_deleter() != &release_mapping) return nullptr;
-  return static_cast<const Mapping*>(data_ptr.get_context());
+  const auto* mapping = static_cast<const Mapping*>(data_ptr.get_context());
+  return mapping->leaf_file ? mapping : nullptr;
 }
 }  // namespace
 

@@ -188,9 +188,10 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
 // numel * itemsize of `shape` and `dtype`, refusing negative dims and overflow
 // (errors name `path`).
 std::size_t checked_byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path);
-// The first `length` (> 0) bytes of the open file `fd` as a uint8 tensor,
-// mapped shared (writes reach the file) or copy-on-write; `path` is the name
-// mapped_path() reports.
+// The first `length` (> 0) bytes of the open file `fd` (`path`, for
+// messages) as a uint8 tensor, mapped shared (writes reach the file) or
+// copy-on-write. Not a leaf's file: mapped_path() and is_anonymous_mapping()
+// do not report it, and memmap() copies tensors viewing it.
 at::Tensor map_fd(int fd, std::size_t length, const fs::path& path, bool shared);
 // Creates (or with existsok reuses) `path` sized for the tensor and maps it
 // shared; the contents are zero for a new file.

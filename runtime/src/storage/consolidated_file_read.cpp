@@ -362,24 +362,22 @@ TensorDict read_consolidated_file(const std::string& filename) {
   at::Tensor storage = data_bytes > 0 ? memmap::map_fd(fd.get(), static_cast<std::size_t>(data_bytes), filename, false)
                                       : at::empty({0}, at::TensorOptions().dtype(at::kByte));
   std::vector<std::string> path;
-  TensorDict td;
   try {
-    td = LevelReader(filename, storage).level(meta, path).tensordict();
+    TensorDict td = LevelReader(filename, storage).level(meta, path).tensordict();
+    td.impl()->set_consolidated_storage(storage);
+    // A tree recorded on an accelerator: read on the CPU, moved in one block.
+    const Json* cls_metadata = meta.contains("cls_metadata") ? &meta["cls_metadata"] : nullptr;
+    if (cls_metadata && cls_metadata->contains("device") && (*cls_metadata)["device"].is_string()) {
+      const at::Device target((*cls_metadata)["device"].get<std::string>());
+      if (!target.is_cpu()) return TensorDict(td.to(target));
+    }
+    return td;
   } catch (const std::exception& e) {
-    // Errors from below (a tree nested too deep, a stack libtorch refuses)
-    // say which file too.
+    // Errors from below (a tree nested too deep, a move to a device this
+    // libtorch lacks) say which file too.
     if (std::string_view(e.what()).find(filename) != std::string_view::npos) throw;
     rethrow_reworded([&](std::string_view why) { return fmt::format("consolidated file {}: {}", filename, why); });
   }
-  td.impl()->set_consolidated_storage(std::move(storage));
-  // A tree recorded on an accelerator: read on the CPU, moved in one block.
-  if (meta.contains("cls_metadata") && meta["cls_metadata"].contains("device")) {
-    const Json& device = meta["cls_metadata"]["device"];
-    if (device.is_string() && !at::Device(device.get<std::string>()).is_cpu()) {
-      return TensorDict(td.to(at::Device(device.get<std::string>())));
-    }
-  }
-  return td;
 }
 
 }  // namespace detail
