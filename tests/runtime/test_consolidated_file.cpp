@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -459,6 +460,17 @@ TEST_CASE("from_consolidated: levels without their fields, or with wrong ones", 
     REQUIRE(loaded.device() == at::Device(at::kCUDA, 0));
     REQUIRE(loaded.is_consolidated());
     REQUIRE(at::equal(loaded.get("x").cpu(), at::zeros({4})));
+  }
+  SECTION("a locked tensorclass: read as a locked TensorDict naming its class") {
+    meta["cls"] = "<class '__main__.Obs'>";
+    meta["cls_metadata"]["is_locked"] = true;
+    const fs::path file = tmp / "tc.bin";
+    write_consolidated(file, kData, meta.dump());
+    const TensorDict loaded = TensorDict::from_consolidated(file.string());
+    REQUIRE(loaded.is_locked());
+    REQUIRE(loaded.get_non_tensor(std::string(tensordict::kLoadedClassKey)) == "<class '__main__.Obs'>");
+    meta["non_tensors"]["__class__"] = Json::array({"x", Json::array({4}), nullptr});
+    REQUIRE_THAT(error_with(tmp, meta), Contains("the tensorclass <class '__main__.Obs'> has a field named '__class__'"));
   }
   SECTION("a nested level that is not an object") {
     meta["child"] = 3;

@@ -69,16 +69,7 @@ class LevelReader {
     if (cls == "TensorDict") return Value(dense(meta, path));
     // A tensorclass (str(cls)): its fields as a TensorDict, its class under
     // kLoadedClassKey, as load_memmap reads one without a registered loader.
-    if (cls.starts_with("<class '") && cls.ends_with("'>")) {
-      TensorDict td = dense(meta, path);
-      if (td.contains(std::string(kLoadedClassKey))) {
-        fail(path, fmt::format("the tensorclass {} has a field named '{}', which holds the class name of a class "
-                               "read without its C++ type",
-                               cls, kLoadedClassKey));
-      }
-      td.set_non_tensor(std::string(kLoadedClassKey), cls);
-      return Value(td);
-    }
+    if (cls.starts_with("<class '") && cls.ends_with("'>")) return Value(dense(meta, path, &cls));
     fail(path, fmt::format("unknown \"cls\" {} (expected TensorDict, LazyStackedTensorDict, NonTensorStack or a "
                            "tensorclass as \"<class 'module.Name'>\")",
                            Json(cls).dump()));
@@ -139,7 +130,9 @@ class LevelReader {
     fail(path, fmt::format("\"device\" must be null or a device such as \"cpu\", got {}", it->dump()));
   }
 
-  TensorDict dense(const Json& meta, std::vector<std::string>& path) const {
+  // A TensorDict level; `tensorclass`: the class of a tensorclass level,
+  // kept under kLoadedClassKey.
+  TensorDict dense(const Json& meta, std::vector<std::string>& path, const std::string* tensorclass = nullptr) const {
     const Json& cls_metadata = object_field(meta, "cls_metadata", path);
     const std::string where = path.empty() ? "the top level's" : fmt::format("{}'s", NestedKey(path).repr());
     const auto batch = memmap::read_shape(field(cls_metadata, "batch_size", path), file_,
@@ -185,6 +178,14 @@ class LevelReader {
                                key, shape_string(value.non_tensor().ids().sizes()), shape_string(batch)));
       }
       add(key, std::move(value));
+    }
+    if (tensorclass) {
+      if (impl->has_key(std::string(kLoadedClassKey))) {
+        fail(path, fmt::format("the tensorclass {} has a field named '{}', which holds the class name of a class "
+                               "read without its C++ type",
+                               *tensorclass, kLoadedClassKey));
+      }
+      impl->insert(std::string(kLoadedClassKey), Value(NonTensorData(*tensorclass)));
     }
     TensorDict td(impl);
     if (locked(cls_metadata, path)) td.lock_();
