@@ -204,10 +204,7 @@ void exercise(const tensordict::TensorDict& td, const fs::path& root) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const fs::path& root = fuzz::scratch_root("tc_fuzz_tree");
-  std::error_code ec;
-  tensordict::remove_tree(root, ec);
-  fs::create_directories(root);
+  const fs::path& root = fuzz::fresh_scratch_root("tc_fuzz_tree");
   write(root / "outside.bin", std::string(kOutside) + std::string(kOutside) + std::string(kOutside));
   fuzz::Bytes in{data, size};
   Builder{in, root}.level(root / "t", 0);

@@ -29,4 +29,13 @@ inline const std::filesystem::path& scratch_root(const char* tag) {
   return root;
 }
 
+// scratch_root(tag), emptied: each input starts from nothing.
+inline const std::filesystem::path& fresh_scratch_root(const char* tag) {
+  const std::filesystem::path& root = scratch_root(tag);
+  std::error_code ec;
+  tensordict::remove_tree(root, ec);
+  std::filesystem::create_directories(root);
+  return root;
+}
+
 }  // namespace fuzz

@@ -210,4 +210,31 @@ std::vector<WrittenCase> write_cases(const fs::path& dir) {
   return out;
 }
 
+// ---- consolidated files ----------------------------------------------------------
+
+std::vector<WrittenCase> write_consolidated_cases(const fs::path& dir) {
+  std::vector<WrittenCase> out;
+  auto consolidated_case = [&](const std::string& name, const TensorDict& td) {
+    const fs::path path = dir / (name + ".consolidated");
+    const TensorDict written = td.consolidate({.filename = path.string()});
+    out.push_back({name, "consolidated", path, canonical(written)});
+  };
+  consolidated_case("dtypes", dtypes_td(true));
+  consolidated_case("nested_names", nested_names());
+  consolidated_case("longer_nested_batch", longer_nested_batch());
+  consolidated_case("zero_element", zero_element());
+  consolidated_case("encoded_keys", encoded_keys(true));
+  consolidated_case("non_tensor", non_tensor());
+  consolidated_case("lazy_hetero", lazy_hetero());
+  consolidated_case("dense_stack", dense_stack());
+  // A tensorclass read without its C++ type (its class in kLoadedClassKey)
+  // is written back as that class.
+  TensorDict obs = obs_fields();
+  const Json non_tensor_fields = obs_non_tensor_fields();
+  for (const auto& [key, value] : non_tensor_fields.items()) obs.set_non_tensor(key, value);
+  obs.set_non_tensor(std::string(kLoadedClassKey), kObsType);
+  consolidated_case("tensorclass", TensorDict({{"x", values({3, 2}, at::kDouble)}, {"obs", obs}}, {3}));
+  return out;
+}
+
 }  // namespace interop

@@ -26,4 +26,10 @@ at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype);
 // Writes every case under `dir` (which must exist).
 std::vector<WrittenCase> write_cases(const std::filesystem::path& dir);
 
+// ---- consolidated files ----------------------------------------------------------
+// Writes the consolidated-file cases under `dir` (which must exist), each a
+// file written by consolidate({.filename}) (format "consolidated"), expected
+// as the consolidated tensordict reads it.
+std::vector<WrittenCase> write_consolidated_cases(const std::filesystem::path& dir);
+
 }  // namespace interop

@@ -409,6 +409,72 @@ def append_checks(tool: Path, work: Path) -> list:
         ("cpp->py/append_memmap", lambda: check_cpp_append(tool, work / "append" / "cpp")),
         ("py->cpp/append_memmap", lambda: check_py_append(tool, work / "append" / "py")),
     ]
+# ---- consolidated files ----------------------------------------------------------
+# td.consolidate(filename=...) in one language, TensorDict.from_consolidated in
+# the other. py->cpp: C++ reads the file Python wrote (its canonical JSON must
+# equal Python's own from_consolidated's), then consolidates what it read into
+# a new file, which Python reads back equal ("and back"). cpp->py: Python reads
+# the files interop_tool write_consolidated wrote.
+
+CONSOLIDATED_PY_CASES = [
+    ("dtypes", py_dtypes),
+    ("nested_names", py_nested_names),
+    ("longer_nested_batch", py_longer_nested_batch),
+    ("zero_element", py_zero_element),
+    ("encoded_keys", py_encoded_keys),
+    ("non_tensor", py_non_tensor),
+    ("lazy_hetero", py_lazy_hetero),
+    ("dense_stack", py_dense_stack),
+    ("nested_tensorclass", py_nested_tensorclass),
+]
+
+CONSOLIDATED_CPP_CASES = [
+    "dtypes", "nested_names", "longer_nested_batch", "zero_element", "encoded_keys", "non_tensor", "lazy_hetero",
+    "dense_stack", "tensorclass",
+]
+
+
+def check_consolidated_py_to_cpp(tool: Path, work: Path, name: str, build) -> None:
+    path = work / f"{name}.consolidated"
+    copy = work / f"{name}.cpp.consolidated"
+    build().consolidate(filename=path)
+    expected = canonical(TensorDict.from_consolidated(path))
+    compare(expected, json.loads(run_tool(tool, "dump_consolidated", str(path), str(copy))))
+    compare(expected, canonical(TensorDict.from_consolidated(copy)))
+
+
+def consolidated_checks(tool: Path, work: Path) -> list:
+    """The (label, check) pairs of the consolidated-file cases, both ways."""
+    (work / "py-consolidated").mkdir(parents=True)
+    checks = [
+        (f"py->cpp/consolidated/{name}",
+         lambda n=name, b=build: check_consolidated_py_to_cpp(tool, work / "py-consolidated", n, b))
+        for name, build in CONSOLIDATED_PY_CASES
+    ]
+    written: dict[str, dict] = {}
+    write_error = None
+    try:
+        run_tool(tool, "write_consolidated", str(work / "cpp-consolidated"))
+        written = {c["name"]: c for c in json.loads((work / "cpp-consolidated" / "manifest.json").read_text())}
+    except Exception as e:  # every cpp->py case then fails with this
+        write_error = e
+
+    def check(n):
+        if write_error is not None:
+            raise Failure(f"interop_tool write_consolidated failed: {write_error}")
+        if n not in written:
+            raise Failure(f"interop_tool write_consolidated did not write the case {n!r}")
+        compare(written[n]["expected"], canonical(TensorDict.from_consolidated(written[n]["path"])))
+
+    checks += [(f"cpp->py/consolidated/{name}", lambda n=name: check(n)) for name in CONSOLIDATED_CPP_CASES]
+    def unlisted(n):
+        raise Failure(f"interop_tool wrote {n!r}, which run_interop.py does not list in CONSOLIDATED_CPP_CASES")
+
+    checks += [
+        (f"cpp->py/consolidated/{name}", lambda n=name: unlisted(n))
+        for name in written if name not in CONSOLIDATED_CPP_CASES
+    ]
+    return checks
 
 
 # ---- running ---------------------------------------------------------------------
@@ -511,6 +577,7 @@ def main() -> int:
 
     (args.work / "append").mkdir()
     checks += append_checks(args.tool, args.work)
+    checks += consolidated_checks(args.tool, args.work)
 
     passed = failed = xfailed = 0
     for label, check in checks:

@@ -133,12 +133,28 @@ TEST_CASE("consolidate round trips: clone, contiguous and to(cpu) give back the 
   REQUIRE(at::equal(first.get("f64"), td.get("f64")[0]));
 }
 
-TEST_CASE("consolidate of a lazy stack gives a dense consolidated tensordict", "[consolidate]") {
+TEST_CASE("consolidate of a lazy stack gives a lazy stack whose members view one storage",
+          "[consolidate][test_lazy.py::TestLazyStackedTensorDict::test_consolidate]") {
   const auto lazy = tensordict::lazy_stack({sample({2}), sample({2}) + 1}, 0);
   const TensorDict c = lazy.consolidate();
   REQUIRE(c.is_consolidated());
-  REQUIRE(c.kind() == Kind::Dense);
+  REQUIRE(c.kind() == Kind::LazyStack);
   require_same_entries(c, tensordict::stack({sample({2}), sample({2}) + 1}, 0));
+  // Members of different shapes and keys, which no dense stack holds.
+  const auto hetero = tensordict::lazy_stack({TensorDict({{"x", iota({2, 3})}}, {2}),
+                                              TensorDict({{"x", iota({2, 5})}, {"y", iota({2}, at::kLong)}}, {2})},
+                                             0);
+  const TensorDict h = hetero.consolidate();
+  REQUIRE(h.is_consolidated());
+  REQUIRE(h.is_locked());
+  const auto& members = tensordict::LazyStackedTensorDict(h).tensordicts();
+  REQUIRE(at::equal(members[0].get("x"), iota({2, 3})));
+  REQUIRE(at::equal(members[1].get("x"), iota({2, 5})));
+  REQUIRE(at::equal(members[1].get("y"), iota({2}, at::kLong)));
+  const at::Tensor storage = *h.consolidated_storage();
+  for (const auto& t : {members[0].get("x"), members[1].get("x"), members[1].get("y")}) {
+    REQUIRE(t.storage().unsafeGetStorageImpl() == storage.storage().unsafeGetStorageImpl());
+  }
 }
 
 TEST_CASE("memmap of a consolidated tensordict writes a normal tree that loads back equal", "[consolidate]") {

@@ -120,6 +120,14 @@ class TensorDict {
   // copied there. The result has the kind the tree was written from.
   static TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
   static TensorDict load(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+  // Reads a file written by consolidate({.filename = ...}) here or by Python
+  // tensordict's consolidate(filename=...): a consolidated tensordict whose
+  // leaves are views of one copy-on-write mapping of the file (in-place
+  // writes stay in memory), with the batch sizes, names, nested levels, lazy
+  // stacks and non-tensor data the file records; not locked unless the file
+  // says so. A bad file throws RuntimeError naming it and what was expected
+  // (src/storage/consolidated_file_read.cpp).
+  static TensorDict from_consolidated(const std::string& filename);
 
   // ---- kind (kind.h; the conversion: src/core/dict.cpp) ------------------------
   Kind kind() const { return impl_->kind(); }
@@ -617,9 +625,12 @@ class TensorDict {
   // is locked: in-place writes into its leaves keep it consolidated; unlock_()
   // (and memmap_(), which moves the leaves into files) ends it, as in
   // tensordict. Already consolidated, with a storage that matches `options`:
-  // returns this tensordict. Refuses (std::invalid_argument naming the key)
-  // nested (jagged) tensors, sparse and other non-strided or quantized
-  // leaves, and leaves that require grad.
+  // returns this tensordict. With `filename`, the storage is that file
+  // (tensordict's layout, metadata after the data: from_consolidated reads
+  // it); with `share_memory`, a shared-memory object another process can map.
+  // Refuses (std::invalid_argument naming the key) nested (jagged) tensors,
+  // sparse and other non-strided or quantized leaves, and leaves that
+  // require grad.
   TensorDict consolidate(const ConsolidateOptions& options = {}) const;
   // Whether every tensor leaf is still a view of the storage consolidate() made.
   bool is_consolidated() const;
@@ -761,5 +772,8 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
 // along another dim, of the members concatenated pairwise (dense inputs are
 // cut along the stack dim first).
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
+
+// tensordict.from_consolidated: TensorDict::from_consolidated.
+TensorDict from_consolidated(const std::string& filename);
 
 }  // namespace tensordict

@@ -38,42 +38,54 @@ void make_dir(const fs::path& dir) {
   }
 }
 
-void write_file_atomic(const fs::path& path, std::string_view content, bool sync) {
+AtomicFile::AtomicFile(const fs::path& path) : path_(path) {
   refuse_symlink(path);
   static std::atomic<unsigned> counter{0};
-  const fs::path tmp =
-      path.parent_path() / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  if (fd < 0) {
+  tmp_ = path.parent_path() / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
+  fd_ = UniqueFd(::open(tmp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
+  if (fd_.get() < 0) {
     throw RuntimeError(
-        fmt::format("cannot write {}: cannot create {}: {}", path.string(), tmp.string(), std::strerror(errno)));
+        fmt::format("cannot write {}: cannot create {}: {}", path.string(), tmp_.string(), std::strerror(errno)));
   }
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw RuntimeError(fmt::format("cannot write {}: {} failed: {}", path.string(), what, std::strerror(err)));
-  };
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_.get() >= 0) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::fail(const char* what, int err) {
+  fd_ = UniqueFd();
+  ::unlink(tmp_.c_str());
+  throw RuntimeError(fmt::format("cannot write {}: {} failed: {}", path_.string(), what, std::strerror(err)));
+}
+
+void AtomicFile::write_at(std::string_view content, std::size_t offset) {
   std::size_t done = 0;
   while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    const std::size_t chunk = std::min<std::size_t>(content.size() - done, std::size_t{1} << 30);
+    const ssize_t n = ::pwrite(fd_.get(), content.data() + done, chunk, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("write");
+      fail("write", errno);
     }
     done += static_cast<std::size_t>(n);
   }
-  if (sync && ::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw RuntimeError(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw RuntimeError(fmt::format("cannot write {}: rename failed: {}", path.string(), std::strerror(err)));
-  }
+}
+
+void AtomicFile::resize(std::size_t bytes) {
+  if (::ftruncate(fd_.get(), static_cast<off_t>(bytes)) != 0) fail("ftruncate", errno);
+}
+
+void AtomicFile::commit(bool sync) {
+  if (sync && ::fsync(fd_.get()) != 0) fail("fsync", errno);
+  if (::close(fd_.release()) != 0) fail("close", errno);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+}
+
+void write_file_atomic(const fs::path& path, std::string_view content, bool sync) {
+  AtomicFile file(path);
+  file.write_at(content, 0);
+  file.commit(sync);
 }
 
 namespace {

@@ -24,6 +24,49 @@ namespace tensordict {
 
 namespace detail::memmap {
 
+std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
+  if (!value.is_array()) {
+    throw RuntimeError(
+        fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
+  }
+  std::vector<int64_t> shape;
+  for (const auto& s : value) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
+      throw RuntimeError(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
+                                           file.string(), what, value.dump()));
+    }
+    shape.push_back(s.get<int64_t>());
+  }
+  return shape;
+}
+
+bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
+  return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
+}
+
+std::string known_dtypes() {
+  return "torch.float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool, complex64, complex128";
+}
+
+Names read_dim_names(const Json& value, const fs::path& file, std::string_view what, std::size_t batch_dims) {
+  const auto malformed = [&] {
+    return RuntimeError(
+        fmt::format("malformed {}: {} must list one name (a string or null) per batch dim ({}), got {}",
+                    file.string(), what, batch_dims, value.dump()));
+  };
+  if (!value.is_array() || value.size() != batch_dims) throw malformed();
+  Names names;
+  for (const auto& name : value) {
+    if (!name.is_string() && !name.is_null()) throw malformed();
+    names.push_back(name.is_string() ? std::optional<std::string>(name.get<std::string>()) : std::nullopt);
+  }
+  try {
+    return checked_names(std::move(names), batch_dims);
+  } catch (const std::invalid_argument& e) {
+    throw RuntimeError(fmt::format("malformed {}: {}", file.string(), e.what()));
+  }
+}
+
 namespace {
 
 std::mutex& registry_mutex() {
@@ -61,26 +104,6 @@ std::string bare_class_name(const std::string& type) {
 }
 
 namespace {
-
-std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what) {
-  if (!value.is_array()) {
-    throw RuntimeError(
-        fmt::format("malformed {}: {} must be a list of sizes, got {}", file.string(), what, value.dump()));
-  }
-  std::vector<int64_t> shape;
-  for (const auto& s : value) {
-    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
-      throw RuntimeError(fmt::format("malformed {}: {} must be a list of non-negative sizes, got {}",
-                                           file.string(), what, value.dump()));
-    }
-    shape.push_back(s.get<int64_t>());
-  }
-  return shape;
-}
-
-bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix) {
-  return sizes.size() >= prefix.size() && sizes.slice(0, prefix.size()) == prefix;
-}
 
 // Two names for one key (tensordict's encoding and an older writer's raw
 // name, `a%20b` and `a b`) would make which data loads depend on the order
@@ -130,10 +153,6 @@ bool level_metadata(const std::string& key) {
          (!key.empty() && key.front() == '_');
 }
 
-std::string known_dtypes() {
-  return "torch.float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool, complex64, complex128";
-}
-
 Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optional<std::size_t> max_dims);
 
 // The dim names tensordict (since its format version 1) writes as "_names":
@@ -141,23 +160,7 @@ Value load_any(const fs::path& dir, std::optional<at::Device> device, std::optio
 // (an entry), and then the level has no names, as tensordict reads it.
 Names read_names(const Json& meta, const fs::path& file, std::size_t batch_dims) {
   if (!meta.contains("_names") || meta["_names"].is_object() || meta["_names"].is_null()) return {};
-  const Json& value = meta["_names"];
-  const auto malformed = [&] {
-    return RuntimeError(
-        fmt::format("malformed {}: \"_names\" must list one name (a string or null) per batch dim ({}), got {}",
-                    file.string(), batch_dims, value.dump()));
-  };
-  if (!value.is_array() || value.size() != batch_dims) throw malformed();
-  Names names;
-  for (const auto& name : value) {
-    if (!name.is_string() && !name.is_null()) throw malformed();
-    names.push_back(name.is_string() ? std::optional<std::string>(name.get<std::string>()) : std::nullopt);
-  }
-  try {
-    return checked_names(std::move(names), batch_dims);
-  } catch (const std::invalid_argument& e) {
-    throw RuntimeError(fmt::format("malformed {}: {}", file.string(), e.what()));
-  }
+  return read_dim_names(meta["_names"], file, "\"_names\"", batch_dims);
 }
 
 // Nested levels share the dims names of their parent (the first ones of their own).

@@ -26,6 +26,11 @@ struct Mapping {
   // writer may have replaced the tree since).
   dev_t device = 0;
   ino_t inode = 0;
+  // Whether the mapping is one leaf's file of a memmap tree (or anonymous
+  // memory that memmap_() made); false for a file that holds other things too
+  // (a consolidated file), which mapped_path() and is_anonymous_mapping()
+  // then do not report.
+  bool leaf_file = true;
   ~Mapping() {
     if (addr) ::munmap(addr, length);
   }
@@ -34,8 +39,25 @@ struct Mapping {
 void release_mapping(void* ctx) { delete static_cast<Mapping*>(ctx); }
 
 
-// numel * itemsize, refusing negative dims and overflow.
-std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
+at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs::path& path, at::ScalarType dtype,
+                at::IntArrayRef shape, bool leaf_file = true) {
+  const int prot = PROT_READ | PROT_WRITE;  // copy-on-write mappings are writable in memory only
+  void* addr = ::mmap(nullptr, length, prot, shared && writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) {
+    throw RuntimeError(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path), st.st_dev, st.st_ino, leaf_file};
+  return at::for_blob(addr, shape)
+      .context(mapping, &release_mapping)
+      .options(at::TensorOptions().dtype(dtype).device(at::kCPU))
+      .make_tensor();
+}
+
+}  // namespace
+
+std::size_t checked_byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path) {
   std::size_t n = c10::elementSize(dtype);
   for (int64_t s : shape) {
     if (s < 0)
@@ -49,26 +71,13 @@ std::size_t byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::pat
   return n;
 }
 
-at::Tensor wrap(int fd, bool writable, bool shared, std::size_t length, const fs::path& path, at::ScalarType dtype,
-                at::IntArrayRef shape) {
-  const int prot = PROT_READ | PROT_WRITE;  // copy-on-write mappings are writable in memory only
-  void* addr = ::mmap(nullptr, length, prot, shared && writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
-  if (addr == MAP_FAILED) {
-    throw RuntimeError(fmt::format("cannot map {} ({} bytes): {}", path.string(), length, std::strerror(errno)));
-  }
-  struct stat st {};
-  ::fstat(fd, &st);
-  auto* mapping = new Mapping{addr, length, path.empty() ? path : fs::absolute(path), st.st_dev, st.st_ino};
-  return at::for_blob(addr, shape)
-      .context(mapping, &release_mapping)
-      .options(at::TensorOptions().dtype(dtype).device(at::kCPU))
-      .make_tensor();
+at::Tensor map_fd(int fd, std::size_t length, const fs::path& path, bool shared) {
+  const int64_t shape[] = {static_cast<int64_t>(length)};
+  return wrap(fd, true, shared, length, path, at::kByte, shape, /*leaf_file=*/false);
 }
 
-}  // namespace
-
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
-  const std::size_t need = byte_size(shape, dtype, path);
+  const std::size_t need = checked_byte_size(shape, dtype, path);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   bool writable = true;
   struct stat st {};
@@ -103,7 +112,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
 }
 
 at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok) {
-  const std::size_t need = byte_size(shape, dtype, path);
+  const std::size_t need = checked_byte_size(shape, dtype, path);
   refuse_symlink(path);
   if (need == 0) {
     // tensordict writes no file for a tensor without elements.
@@ -134,7 +143,8 @@ const Mapping* mapping_of(const at::Tensor& tensor) {
   if (!tensor.defined() || !tensor.has_storage()) return nullptr;
   const auto& data_ptr = tensor.storage().data_ptr();
   if (data_ptr.get_deleter() != &release_mapping) return nullptr;
-  return static_cast<const Mapping*>(data_ptr.get_context());
+  const auto* mapping = static_cast<const Mapping*>(data_ptr.get_context());
+  return mapping->leaf_file ? mapping : nullptr;
 }
 }  // namespace
 
@@ -150,7 +160,7 @@ std::optional<fs::path> mapped_path(const at::Tensor& tensor) {
 
 at::Tensor map_anonymous(at::ScalarType dtype, at::IntArrayRef shape) {
   const fs::path label("anonymous shared memory");
-  const std::size_t need = byte_size(shape, dtype, label);
+  const std::size_t need = checked_byte_size(shape, dtype, label);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   // tensordict's _FileHandler: /dev/shm when it takes the size, else the
   // temp directory; the name is gone at once, the mapping keeps the memory.

@@ -53,9 +53,32 @@ bool safe_legacy_key(std::string_view key, bool is_collection);
 void refuse_symlink(const fs::path& path);
 // Creates `dir` (and parents) if missing; refuses a symlink or a non-directory.
 void make_dir(const fs::path& dir);
-// Writes `content` to `path` atomically: a temporary file in the same
-// directory, then rename. On failure no partial file is left behind.
-// `sync`: fsync the file before the rename.
+// A file written under a temporary name beside `path` (refused when `path` is
+// a symbolic link) and renamed onto `path` by commit(): readers see the old
+// file or the whole new one, never a part. Destroyed without commit() (an
+// error on the way), the temporary is removed. Errors name `path`.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const fs::path& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  // The temporary, open for reading and writing.
+  int fd() const { return fd_.get(); }
+  // Writes all of `content` at byte `offset`.
+  void write_at(std::string_view content, std::size_t offset);
+  // Sizes the temporary to `bytes` (zeros past the end).
+  void resize(std::size_t bytes);
+  // `sync`: fsync the file before the rename.
+  void commit(bool sync);
+
+ private:
+  [[noreturn]] void fail(const char* what, int err);
+  fs::path path_;
+  fs::path tmp_;
+  UniqueFd fd_;
+};
+// Writes `content` to `path` atomically (an AtomicFile).
 void write_file_atomic(const fs::path& path, std::string_view content, bool sync);
 // Creates `path` (which must not exist) holding `bytes` bytes: the data of
 // `data` (contiguous, CPU, exactly `bytes` bytes) or zeros when `data` is
@@ -177,6 +200,14 @@ at::Tensor load_jagged(const fs::path& values_file, at::ScalarType dtype, at::In
 // reach the file) when the file is writable, else copy-on-write. Checks the
 // file size first; messages name the path and `key`.
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key);
+// numel * itemsize of `shape` and `dtype`, refusing negative dims and overflow
+// (errors name `path`).
+std::size_t checked_byte_size(at::IntArrayRef shape, at::ScalarType dtype, const fs::path& path);
+// The first `length` (> 0) bytes of the open file `fd` (`path`, for
+// messages) as a uint8 tensor, mapped shared (writes reach the file) or
+// copy-on-write. Not a leaf's file: mapped_path() and is_anonymous_mapping()
+// do not report it, and memmap() copies tensors viewing it.
+at::Tensor map_fd(int fd, std::size_t length, const fs::path& path, bool shared);
 // Creates (or with existsok reuses) `path` sized for the tensor and maps it
 // shared; the contents are zero for a new file.
 at::Tensor map_new(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, bool existsok);
@@ -197,12 +228,26 @@ inline constexpr std::string_view kNonTensorStackType = "<class 'tensordict.tens
 // a meta.json without one is version 0).
 inline constexpr int64_t kFormatVersion = 1;
 
+// Parses JSON metadata read from `file` (a meta.json, a consolidated file's
+// metadata), bounded as kMaxJsonDepth says; errors name `file`.
+Json parse_json(std::string_view text, const fs::path& file);
 // Reads and parses dir/meta.json; errors name the file.
 Json read_meta(const fs::path& dir);
 // The JSON text written to meta.json (compact, as tensordict with orjson).
 std::string dump_meta(const Json& meta);
 // The device string of a level ("cpu", or "None" without a device).
 std::string device_string(std::optional<at::Device> device);
+
+// ---- reading metadata (load.cpp) ------------------------------------------------------
+// A list of non-negative sizes; errors name `file` and `what` ("the shape of key 'a'").
+std::vector<int64_t> read_shape(const Json& value, const fs::path& file, std::string_view what);
+// Whether `sizes` begins with `prefix` (a leaf's shape with the batch size).
+bool starts_with(at::IntArrayRef sizes, at::IntArrayRef prefix);
+// The dtype names a reader accepts, for messages.
+std::string known_dtypes();
+// One dim name (a string or null) per batch dim, checked as tensordict checks
+// names; errors name `file` and `what`.
+Names read_dim_names(const Json& value, const fs::path& file, std::string_view what, std::size_t batch_dims);
 
 // ---- memmap state and writing (write.cpp) -------------------------------------------
 // Records that `impl` is memory-mapped at `dir` (is_memmap, saved_path; an

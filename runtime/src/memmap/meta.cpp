@@ -1,4 +1,5 @@
-// meta.json: reading with errors that name the file, writing, leaf entries.
+// meta.json (and any JSON metadata read from a file): parsing with errors that
+// name the file, writing, leaf entries.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -131,12 +132,16 @@ std::string read_text(const fs::path& file, const fs::path& dir) {
 
 }  // namespace
 
+Json parse_json(std::string_view text, const fs::path& file) {
+  MetaBuilder builder(file);
+  Json::sax_parse(text, &builder);
+  return std::move(builder).result();
+}
+
 Json read_meta(const fs::path& dir) {
   const fs::path file = dir / "meta.json";
   const std::string text = read_text(file, dir);
-  MetaBuilder builder(file);
-  Json::sax_parse(text, &builder);
-  Json meta = std::move(builder).result();
+  Json meta = parse_json(text, file);
   if (!meta.is_object()) {
     throw RuntimeError(
         fmt::format("malformed {}: expected a JSON object, got {}", file.string(), meta.type_name()));

@@ -1,6 +1,7 @@
 // consolidate(), is_consolidated(), consolidated_storage(): every tensor leaf
 // copied into one flat uint8 storage and viewed there (tensordict's
 // consolidate; the device moves in device_moves.cpp then move one block).
+// The storage is memory, a file or shared memory (consolidated_file.h).
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
@@ -9,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kinds/lazy/lazy_impl.h"
+#include "storage/consolidated_file.h"
 #include "storage/flat_storage.h"
 #include "core/format.h"
 #include "ops/map_leaves.h"
@@ -53,6 +56,32 @@ void check_consolidatable(const at::Tensor& t) {
   }
 }
 
+// The tensor leaves of `td` part by part: a lazy stack's are its members'
+// (never stacked, so members of different shapes consolidate as they are).
+void for_each_part_tensor(const TensorDictImpl& td, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+  if (const auto* lazy = detail::as_lazy(td)) {
+    for (const TensorDict& member : lazy->members()) for_each_part_tensor(*member.impl(), fn, op);
+    return;
+  }
+  detail::for_each_tensor(td, fn, op);
+}
+
+// `td`'s structure over `views` (from `next` on, in for_each_part_tensor's
+// order): a lazy stack stays one, of its members rebuilt (tensordict).
+TensorDict with_part_views(const TensorDict& td, const std::vector<at::Tensor>& views, std::size_t& next,
+                           at::Device device) {
+  if (auto parts = td.impl()->map_parts(
+          [&](const TensorDict& member) { return with_part_views(member, views, next, device); })) {
+    return TensorDict(parts);
+  }
+  std::size_t n = 0;
+  detail::for_each_tensor(*td.impl(), [&](const at::Tensor&) { ++n; }, "consolidate");
+  const auto first = views.begin() + static_cast<std::ptrdiff_t>(next);
+  next += n;
+  return detail::with_leaves(td, std::vector<at::Tensor>(first, first + static_cast<std::ptrdiff_t>(n)),
+                             td.device() ? std::optional<at::Device>(device) : std::nullopt, "consolidate");
+}
+
 at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
   auto options = at::TensorOptions().dtype(at::kByte).device(device);
   if (!pin_memory) return at::empty({bytes}, options);
@@ -65,12 +94,29 @@ at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
 }  // namespace
 
 TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
-  const at::Device device = options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
+  const bool to_file = !options.filename.empty();
+  if (to_file && options.device && !options.device->is_cpu()) {
+    throw RuntimeError(fmt::format(
+        "consolidate: device and filename are mutually exclusive arguments (a file's storage is on the CPU, got "
+        "device {})",
+        options.device->str()));
+  }
+  if (to_file && options.pin_memory) {
+    throw ValueError("consolidate: pin_memory=true and a filename are exclusive: the storage is a mapping of the file");
+  }
+  const at::Device device =
+      to_file ? at::Device(at::kCPU) : options.device.value_or(this->device().value_or(at::Device(at::kCPU)));
   if (options.pin_memory && !device.is_cpu()) {
     throw ValueError(fmt::format("consolidate: pin_memory=true pins a storage on the CPU, but the storage goes to {}",
                                  device.str()));
   }
-  if (const auto storage = consolidated_storage()) {
+  // Accelerator storages are shared already (tensordict), and a file is.
+  const bool share = options.share_memory && device.is_cpu() && !to_file;
+  if (share && options.pin_memory) {
+    throw ValueError("consolidate: pin_memory=true and share_memory=true are exclusive: a storage is either pinned or "
+                     "in shared memory");
+  }
+  if (const auto storage = consolidated_storage(); storage && !to_file && (!share || detail::in_shared_memory(*storage))) {
     // Already one storage: tensordict returns it as it is; a storage elsewhere
     // (or to be pinned) moves in one copy and stays consolidated.
     const bool pinned_enough = !options.pin_memory || storage->is_pinned();
@@ -79,7 +125,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   }
 
   std::vector<at::Tensor> leaves;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) {
+  for_each_part_tensor(*impl_, [&](const at::Tensor& t) {
     check_consolidatable(t);
     leaves.push_back(t);
   }, "consolidate");
@@ -92,7 +138,13 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     offsets.push_back(end);
     end += detail::byte_size(t);
   }
-  const at::Tensor storage = allocate_storage(end, device, options.pin_memory);
+  // A file holds whole padded leaves: tensordict's reader slices each one
+  // up to its padded end.
+  std::optional<detail::ConsolidatedFileWriter> file;
+  if (to_file) file.emplace(options.filename, detail::align_up(end, kLeafAlignment));
+  const at::Tensor storage = file    ? file->storage()
+                             : share ? detail::shared_memory_storage(end)
+                                     : allocate_storage(end, device, options.pin_memory);
 
   // Each leaf lands contiguous at its offset (tensordict's layout). Copies
   // across devices do not wait one by one: at most one synchronisation per
@@ -107,14 +159,18 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     views.back().copy_(leaves[i], /*non_blocking=*/across);
     if (across && std::find(crossed.begin(), crossed.end(), from) == crossed.end()) crossed.push_back(from);
   }
-  if (!crossed.empty() && !options.non_blocking) {
+  if (!crossed.empty() && (!options.non_blocking || file)) {
     synchronize(device);
     for (const auto& d : crossed) synchronize(d);
   }
 
-  TensorDict out = detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
-                                       "consolidate");
+  std::size_t next = 0;
+  TensorDict out = detail::as_lazy(*impl_)
+                       ? with_part_views(*this, views, next, device)
+                       : detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
+                                             "consolidate");
   out.impl()->set_consolidated_storage(storage);
+  if (file) file->commit(out, is_locked());
   out.lock_();
   return out;
 }
@@ -125,7 +181,7 @@ bool TensorDict::is_consolidated() const {
   // A claim checked against the leaves: anything that replaced one (a raw
   // write into a nested level, memmap_) ends it.
   bool all = true;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { all = all && detail::is_view_of(t, storage); },
+  for_each_part_tensor(*impl_, [&](const at::Tensor& t) { all = all && detail::is_view_of(t, storage); },
                           "is_consolidated");
   return all;
 }

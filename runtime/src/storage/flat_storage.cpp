@@ -22,17 +22,25 @@ at::Tensor view_storage(const at::Tensor& holder, caffe2::TypeMeta dtype, at::In
   return at::empty({0}, holder.options().dtype(dtype)).set_(holder.storage(), offset, sizes, strides);
 }
 
-at::Tensor view_at(const at::Tensor& buffer, const at::Tensor& like, int64_t byte_offset, bool keep_strides) {
+at::Tensor view_contiguous(const at::Tensor& buffer, caffe2::TypeMeta dtype, at::IntArrayRef sizes, int64_t byte_offset) {
   const int64_t offset = (buffer.storage_offset() * static_cast<int64_t>(buffer.element_size()) + byte_offset) /
-                         static_cast<int64_t>(like.element_size());
-  if (keep_strides && like.is_non_overlapping_and_dense()) return view_storage(buffer, like.dtype(), like.sizes(), like.strides(), offset);
-  c10::SmallVector<int64_t, 6> strides(like.dim());
+                         static_cast<int64_t>(dtype.itemsize());
+  c10::SmallVector<int64_t, 6> strides(sizes.size());
   int64_t stride = 1;
-  for (int64_t d = like.dim() - 1; d >= 0; --d) {
+  for (auto d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[static_cast<std::size_t>(d)] = stride;
-    stride *= std::max<int64_t>(like.size(d), 1);
+    stride *= std::max<int64_t>(sizes[static_cast<std::size_t>(d)], 1);
   }
-  return view_storage(buffer, like.dtype(), like.sizes(), strides, offset);
+  return view_storage(buffer, dtype, sizes, strides, offset);
+}
+
+at::Tensor view_at(const at::Tensor& buffer, const at::Tensor& like, int64_t byte_offset, bool keep_strides) {
+  if (keep_strides && like.is_non_overlapping_and_dense()) {
+    const int64_t offset = (buffer.storage_offset() * static_cast<int64_t>(buffer.element_size()) + byte_offset) /
+                           static_cast<int64_t>(like.element_size());
+    return view_storage(buffer, like.dtype(), like.sizes(), like.strides(), offset);
+  }
+  return view_contiguous(buffer, like.dtype(), like.sizes(), byte_offset);
 }
 
 at::Tensor bytes_at(const at::Tensor& buffer, int64_t byte_offset, int64_t n) {

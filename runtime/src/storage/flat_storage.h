@@ -27,6 +27,10 @@ bool flat_movable(const at::Tensor& t);
 at::Tensor view_storage(const at::Tensor& holder, caffe2::TypeMeta dtype, at::IntArrayRef sizes, at::IntArrayRef strides,
                         int64_t offset);
 
+// A C-contiguous tensor of `dtype` and `sizes` over `buffer` (a uint8
+// tensor) from `byte_offset` on, a multiple of the dtype's size.
+at::Tensor view_contiguous(const at::Tensor& buffer, caffe2::TypeMeta dtype, at::IntArrayRef sizes, int64_t byte_offset);
+
 // `like`'s dtype and shape over `buffer` (a fresh uint8 tensor) from
 // `byte_offset` on: with `like`'s strides when `keep_strides` and `like` is
 // dense (its bytes then copy as one block), else contiguous. `byte_offset`
