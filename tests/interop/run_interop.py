@@ -409,6 +409,8 @@ def append_checks(tool: Path, work: Path) -> list:
         ("cpp->py/append_memmap", lambda: check_cpp_append(tool, work / "append" / "cpp")),
         ("py->cpp/append_memmap", lambda: check_py_append(tool, work / "append" / "py")),
     ]
+
+
 # ---- consolidated files ----------------------------------------------------------
 # td.consolidate(filename=...) in one language, TensorDict.from_consolidated in
 # the other. py->cpp: C++ reads the file Python wrote (its canonical JSON must
