@@ -1,15 +1,12 @@
 // select_out_keys / reset_out_keys on TensorDictModule and
 // TensorDictSequential, and the output-tensordict form of a sequence.
-#include "nn_test.h"
+#include "three_outputs.h"
+
+using td_test::a0_b1;
+using td_test::sorted_keys;
+using td_test::three_outputs;
 
 namespace {
-
-// tensordict's `lambda x, y: (x + 2, y + 2, x)` on a, b -> c, d, e.
-tnn::TensorDictModule three_outputs() {
-  return tnn::TensorDictModule(
-      [](const at::Tensor& x, const at::Tensor& y) { return std::make_tuple(x + 2, y + 2, x); }, {"a", "b"},
-      {"c", "d", "e"});
-}
 
 // a, b -> c (a + 2), then b -> d (b + 2), e (b).
 tnn::TensorDictSequential two_step_sequence() {
@@ -17,14 +14,6 @@ tnn::TensorDictSequential two_step_sequence() {
       tnn::TensorDictModule([](const at::Tensor& x) { return x + 2; }, {"a"}, {"c"}),
       tnn::TensorDictModule([](const at::Tensor& x) { return std::make_pair(x + 2, x); }, {"b"}, {"d", "e"}),
   });
-}
-
-TensorDict a0_b1() { return TensorDict({{"a", torch::zeros({})}, {"b", torch::ones({})}}, {}); }
-
-std::vector<NestedKey> sorted_keys(const TensorDict& td) {
-  auto keys = td.keys({.include_nested = true, .leaves_only = true});
-  std::sort(keys.begin(), keys.end());
-  return keys;
 }
 
 float value(const TensorDict& td, const NestedKey& key) { return td.get(key).item<float>(); }
