@@ -8,13 +8,14 @@
 // (as activation checkpointing does) and differentiates that.
 #include "nn/ensemble_copy.h"
 
-#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -77,6 +78,48 @@ TensorDict snapshot(const torch::nn::Module& module, const TensorDict& params) {
   return taken;
 }
 
+// The states of the generators the copy may draw from: the CPU's and those
+// of the CUDA devices its parameters and input are on.
+std::vector<std::pair<at::Generator, at::Tensor>> random_states(const TensorDict& params, const TensorDict& input) {
+  std::vector<at::Device> devices{at::Device(at::kCPU)};
+  for (const TensorDict* td : {&params, &input}) {
+    for (const auto& value : td->values({.include_nested = true, .leaves_only = true})) {
+      if (!value.is_tensor()) continue;
+      const at::Device device = value.tensor().device();
+      if (device.is_cuda() && std::find(devices.begin(), devices.end(), device) == devices.end()) {
+        devices.push_back(device);
+      }
+    }
+  }
+  std::vector<std::pair<at::Generator, at::Tensor>> states;
+  for (const auto& device : devices) {
+    const at::Generator& generator = at::globalContext().defaultGenerator(device);
+    states.emplace_back(generator, generator.get_state());
+  }
+  return states;
+}
+
+// Sets the generators to `states` for its lifetime, then puts back the
+// states they had.
+class RandomStateGuard {
+ public:
+  explicit RandomStateGuard(const std::vector<std::pair<at::Generator, at::Tensor>>& states) {
+    for (const auto& [generator, state] : states) {
+      at::Generator g = generator;
+      saved_.emplace_back(g, g.get_state());
+      g.set_state(state);
+    }
+  }
+  ~RandomStateGuard() {
+    for (auto& [generator, state] : saved_) generator.set_state(state);
+  }
+  RandomStateGuard(const RandomStateGuard&) = delete;
+  RandomStateGuard& operator=(const RandomStateGuard&) = delete;
+
+ private:
+  std::vector<std::pair<at::Generator, at::Tensor>> saved_;
+};
+
 struct CopyBackward : torch::autograd::Node {
   ModulePtr module;
   TensorDict params;  // snapshot()
@@ -84,21 +127,13 @@ struct CopyBackward : torch::autograd::Node {
   TensorDict input;  // leaves detached
   Keys grad_inputs;
   Keys outputs;  // one per input of this node
-  at::Tensor cpu_rng_state;
+  std::vector<std::pair<at::Generator, at::Tensor>> rng;  // the forward's random states
 
   std::string name() const override { return "EnsembleModuleBackward"; }
 
   variable_list apply(variable_list&& grads) override {
     at::AutoGradMode grad_mode(true);
-    auto generator = at::detail::getDefaultCPUGenerator();
-    const at::Tensor rng_now = generator.get_state();
-    generator.set_state(cpu_rng_state);
-    struct RestoreRng {
-      at::Generator generator;
-      at::Tensor state;
-      ~RestoreRng() { generator.set_state(state); }
-    } restore{generator, rng_now};
-
+    RandomStateGuard replay(rng);
     ToModuleGuard guard(*module, params);
     // The differentiated tensors: the module's parameters (which now hold
     // this copy's data) and fresh leaves for the inputs.
@@ -156,7 +191,7 @@ TensorDict run_copy(const ModulePtr& module, const TensorDict& params, const Ten
   node->grad_inputs = std::move(input_keys);
   node->params = snapshot(*module, params);
   node->input = input.apply([](const at::Tensor& t) { return t.detach(); });
-  node->cpu_rng_state = at::detail::getDefaultCPUGenerator().get_state();
+  node->rng = random_states(params, input);
 
   TensorDict result;
   {

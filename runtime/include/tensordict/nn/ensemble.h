@@ -30,7 +30,9 @@ namespace tensordict::nn {
 // (into `out` when given); the input is left as it was. Gradients reach
 // params_td() and the input: with gradients on, each copy's backward runs
 // the copy again (as activation checkpointing does), under the random
-// state of its forward on the CPU generator.
+// states of its forward (the CPU's, and those of the CUDA devices of its
+// parameters and input), on copies of the module's buffers as the forward
+// found them.
 class EnsembleModuleImpl : public TensorDictModuleBase {
  public:
   // ValueError for a null module or num_copies < 1.
