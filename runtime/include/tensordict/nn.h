@@ -2,6 +2,7 @@
 // tensorclass::nn. The only public headers that include torch/nn headers.
 #pragma once
 
+#include "tensordict/nn/composite.h"
 #include "tensordict/nn/cudagraphs.h"
 #include "tensordict/nn/distributions.h"
 #include "tensordict/nn/ensemble.h"

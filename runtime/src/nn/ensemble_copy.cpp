@@ -180,7 +180,7 @@ TensorDict run_copy(const ModulePtr& module, const TensorDict& params, const Ten
     ToModuleGuard guard(*module, params);
     return module->run(input, std::nullopt);
   }
-  auto node = std::shared_ptr<CopyBackward>(new CopyBackward(), torch::autograd::deleteNode);
+  auto node = std::make_shared<CopyBackward>();
   node->module = module;
   auto [param_keys, param_tensors] = grad_leaves(params);
   auto [input_keys, input_tensors] = grad_leaves(input);

@@ -441,13 +441,6 @@ Keys values_of(const DistributionKeys& keys) {
 }  // namespace
 
 namespace {
-// tensordict's _add_suffix: on the key's last part.
-NestedKey add_suffix(const NestedKey& key, std::string_view suffix) {
-  std::vector<std::string> path(key.path().begin(), key.path().end());
-  path.back() += suffix;
-  return NestedKey(std::move(path));
-}
-
 // Whether `key` lies strictly inside `other` (tensordict's _is_inside).
 bool is_inside(const NestedKey& key, const NestedKey& other) {
   return key.size() > other.size() && std::equal(other.path().begin(), other.path().end(), key.path().begin());
@@ -477,7 +470,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
       if (one_key) lp_keys = Keys{kSampleLogProbKey};
     } else {
       lp_keys.emplace();
-      for (const auto& key : sample_keys_) lp_keys->push_back(add_suffix(key, kLogProbSuffix));
+      for (const auto& key : sample_keys_) lp_keys->push_back(text::add_suffix(key, kLogProbSuffix));
     }
   } else if (aggregate) {
     throw RuntimeError(
@@ -488,7 +481,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
     if (aggregate) {
       lp_key = kSampleLogProbKey;
     } else if (one_key) {
-      lp_key = add_suffix(sample_keys_[0], kLogProbSuffix);
+      lp_key = text::add_suffix(sample_keys_[0], kLogProbSuffix);
     }
   } else if (!one_key && !aggregate) {
     throw RuntimeError(
@@ -515,7 +508,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
 void ProbabilisticTensorDictModuleImpl::check_log_prob_keys() const {
   // The default keys behave as they always did.
   Keys default_keys{kSampleLogProbKey};
-  for (const auto& key : sample_keys_) default_keys.push_back(add_suffix(key, kLogProbSuffix));
+  for (const auto& key : sample_keys_) default_keys.push_back(text::add_suffix(key, kLogProbSuffix));
   const Keys lp_keys = log_prob_keys_ ? *log_prob_keys_ : Keys{*log_prob_key_};
   std::string clashes;
   for (const auto& lp_key : lp_keys) {
