@@ -1,7 +1,8 @@
-// One copy of an ensemble call: a recomputing backward node makes the copy
-// differentiable although every copy runs on the same module parameters.
+// One copy of an ensemble call: a custom autograd function, whose backward
+// runs the copy again, makes the copy differentiable although every copy
+// runs on the same module parameters.
 //
-// Why a node: the copies share the module's parameter tensors (ToModuleGuard
+// Why: the copies share the module's parameter tensors (ToModuleGuard
 // swaps their data), and autograd saves those tensors themselves for the
 // backward; by then they hold another copy's data. So the forward runs
 // without a graph, and the backward runs the copy again with its own data
@@ -11,8 +12,7 @@
 #include <ATen/Context.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -120,42 +120,69 @@ class RandomStateGuard {
   std::vector<std::pair<at::Generator, at::Tensor>> saved_;
 };
 
-struct CopyBackward : torch::autograd::Node {
+// What a copy's forward leaves to its backward.
+struct CopyState : torch::CustomClassHolder {
   ModulePtr module;
-  TensorDict params;  // snapshot()
-  Keys grad_params;
-  TensorDict input;  // leaves detached
-  Keys grad_inputs;
-  Keys outputs;  // one per input of this node
-  std::vector<std::pair<at::Generator, at::Tensor>> rng;  // the forward's random states
+  TensorDict params;    // as given: the forward runs on them
+  TensorDict snapshot;  // snapshot(): the backward runs on them
+  Keys grad_params;     // the keys of `params` requiring gradients
+  TensorDict input;
+  Keys grad_inputs;  // the keys of `input` requiring gradients
+  TensorDict result;
+  Keys outputs;  // the keys of the outputs the function returns, in order
+  std::vector<std::pair<at::Generator, at::Tensor>> rng;
+};
 
-  std::string name() const override { return "EnsembleModuleBackward"; }
+// A custom autograd function over the tensors of grad_params and
+// grad_inputs; its outputs are the module's differentiable outputs.
+struct CopyFunction : torch::autograd::Function<CopyFunction> {
+  static variable_list forward(torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<CopyState>& state,
+                               at::TensorList /*differentiated: params then inputs*/) {
+    ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+    {
+      ToModuleGuard guard(*state->module, state->params);
+      // On a copy: `input` keeps its own tensors, to tell the outputs by.
+      state->result = state->module->run(TensorDict(state->input.clone({.recurse = false})), std::nullopt);
+    }
+    variable_list outs;
+    for (const auto& [key, value] : state->result.items({.include_nested = true, .leaves_only = true})) {
+      if (!value.is_tensor()) continue;
+      const at::Tensor& t = value.tensor();
+      // The input's own tensors keep their history.
+      if (const auto own = state->input.get_value(key); own && own->is_tensor() && own->tensor().is_same(t)) continue;
+      if (!t.defined() || !torch::autograd::isDifferentiableType(t.scalar_type())) continue;
+      state->outputs.push_back(key);
+      outs.push_back(t);
+    }
+    return outs;
+  }
 
-  variable_list apply(variable_list&& grads) override {
+  static variable_list backward(torch::autograd::AutogradContext* ctx, variable_list grads) {
+    const auto state = c10::static_intrusive_pointer_cast<CopyState>(ctx->saved_data["state"].toCapsule());
     at::AutoGradMode grad_mode(true);
-    RandomStateGuard replay(rng);
-    ToModuleGuard guard(*module, params);
+    RandomStateGuard replay(state->rng);
+    ToModuleGuard guard(*state->module, state->snapshot);
     // The differentiated tensors: the module's parameters (which now hold
     // this copy's data) and fresh leaves for the inputs.
-    const TensorDict own = from_module(*module);
+    const TensorDict own = from_module(*state->module);
     std::vector<at::Tensor> leaves;
-    std::vector<std::optional<std::size_t>> slot;  // this node's output i -> leaves[j]
-    for (const auto& key : grad_params) {
+    std::vector<std::optional<std::size_t>> slot;  // differentiated tensor i -> leaves[j]
+    for (const auto& key : state->grad_params) {
       const at::Tensor p = own.get(key);
       slot.push_back(p.requires_grad() ? std::optional(leaves.size()) : std::nullopt);
       if (p.requires_grad()) leaves.push_back(p);
     }
-    TensorDict in(input.clone({.recurse = false}));
-    for (const auto& key : grad_inputs) {
-      at::Tensor x = input.get(key).detach().requires_grad_(true);
+    TensorDict in(state->input.clone({.recurse = false}));
+    for (const auto& key : state->grad_inputs) {
+      at::Tensor x = state->input.get(key).detach().requires_grad_(true);
       in.set(key, x);
       slot.push_back(leaves.size());
       leaves.push_back(x);
     }
-    const TensorDict result = module->run(in, std::nullopt);
+    const TensorDict result = state->module->run(in, std::nullopt);
     std::vector<at::Tensor> outs, out_grads;
-    for (std::size_t j = 0; j < outputs.size(); ++j) {
-      const at::Tensor o = result.get(outputs[j]);
+    for (std::size_t j = 0; j < state->outputs.size(); ++j) {
+      const at::Tensor o = result.get(state->outputs[j]);
       if (!o.requires_grad() || !grads[j].defined()) continue;
       outs.push_back(o);
       out_grads.push_back(grads[j]);
@@ -165,10 +192,8 @@ struct CopyBackward : torch::autograd::Node {
       computed = torch::autograd::grad(outs, leaves, out_grads, /*retain_graph=*/false, /*create_graph=*/false,
                                        /*allow_unused=*/true);
     }
-    variable_list grads_in(slot.size());
-    for (std::size_t j = 0; j < slot.size(); ++j) {
-      if (slot[j]) grads_in[j] = computed[*slot[j]];
-    }
+    variable_list grads_in{at::Tensor()};  // for the state
+    for (const auto& j : slot) grads_in.push_back(j ? computed[*j] : at::Tensor());
     return grads_in;
   }
 };
@@ -180,37 +205,26 @@ TensorDict run_copy(const ModulePtr& module, const TensorDict& params, const Ten
     ToModuleGuard guard(*module, params);
     return module->run(input, std::nullopt);
   }
-  auto node = std::make_shared<CopyBackward>();
-  node->module = module;
+  auto state = c10::make_intrusive<CopyState>();
+  state->module = module;
+  state->params = params;
+  state->input = input;
   auto [param_keys, param_tensors] = grad_leaves(params);
   auto [input_keys, input_tensors] = grad_leaves(input);
-  std::vector<at::Tensor> edges = param_tensors;
-  edges.insert(edges.end(), input_tensors.begin(), input_tensors.end());
-  node->set_next_edges(torch::autograd::collect_next_edges(edges));
-  node->grad_params = std::move(param_keys);
-  node->grad_inputs = std::move(input_keys);
-  node->params = snapshot(*module, params);
-  node->input = input.apply([](const at::Tensor& t) { return t.detach(); });
-  node->rng = random_states(params, input);
+  std::vector<at::Tensor> differentiated = std::move(param_tensors);
+  differentiated.insert(differentiated.end(), input_tensors.begin(), input_tensors.end());
+  state->grad_params = std::move(param_keys);
+  state->grad_inputs = std::move(input_keys);
+  state->snapshot = snapshot(*module, params);
+  state->rng = random_states(params, input);
 
-  TensorDict result;
-  {
-    at::NoGradGuard no_grad;
-    ToModuleGuard guard(*module, params);
-    // On a copy: `input` keeps its own tensors, to tell the outputs by.
-    result = module->run(TensorDict(input.clone({.recurse = false})), std::nullopt);
-  }
-  for (const auto& [key, value] : result.items({.include_nested = true, .leaves_only = true})) {
-    if (!value.is_tensor()) continue;
-    const at::Tensor& t = value.tensor();
-    // The input's own tensors keep their history.
-    if (const auto own = input.get_value(key); own && own->is_tensor() && own->tensor().is_same(t)) continue;
-    if (!t.defined() || !torch::autograd::isDifferentiableType(t.scalar_type())) continue;
-    at::Tensor out = t.detach();
-    torch::autograd::set_history(out, node);
-    result.set(key, out);
-    node->outputs.push_back(key);
-  }
+  const variable_list outs = CopyFunction::apply(state, at::TensorList(differentiated));
+  // The backward reads the input detached; the state keeps no graph alive.
+  state->input = input.apply([](const at::Tensor& t) { return t.detach(); });
+  state->params = TensorDict();
+  TensorDict result = state->result;
+  state->result = TensorDict();
+  for (std::size_t j = 0; j < outs.size(); ++j) result.set(state->outputs[j], outs[j]);
   return result;
 }
 

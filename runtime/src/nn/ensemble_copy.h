@@ -17,10 +17,10 @@ TensorDict ensemble_input(const TensorDict& input, int64_t i, bool expand_input)
 // Runs `module` on `input` with `params` (laid out as from_module(module))
 // swapped in. With gradient mode on and a tensor of `params` or `input`
 // requiring gradients, the outputs (the result's tensors that are not the
-// input's own) get a backward node that runs the copy again under the
-// forward's random states (CPU, and the CUDA devices of `params` and
-// `input`) and its buffers' values, and passes the
-// gradients to `params` and `input`; otherwise the call runs as is.
+// input's own) come from a custom autograd function whose backward runs the
+// copy again under the forward's random states (CPU, and the CUDA devices of
+// `params` and `input`) and its buffers' values, and passes the gradients to
+// `params` and `input`; otherwise the call runs as is.
 TensorDict run_copy(const ModulePtr& module, const TensorDict& params, const TensorDict& input);
 
 }  // namespace tensordict::nn::detail
