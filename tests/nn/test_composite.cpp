@@ -3,6 +3,8 @@
 
 #include "nn_test.h"
 
+using tnn::InteractionType;
+
 namespace {
 
 // tensordict's TestCompositeDist params: a Normal at "cont", a Categorical
@@ -243,5 +245,161 @@ TEST_CASE("CompositeDistribution errors", "[composite][errors]") {
     tnn::CompositeLpAggregateGuard aggregate(true);
     CHECK_THROWS_AS(dist.log_prob_composite(sample), KeyError);
     CHECK_FALSE(sample.contains({"nested", "disc_log_prob"}));  // nothing written
+  }
+}
+
+namespace {
+
+// tensordict's test_prob_module params: two Normals under "params".
+TensorDict module_params() {
+  auto normal = [] {
+    return TensorDict({{"loc", torch::randn({3, 4})}, {"scale", torch::rand({3, 4}).add(0.1)}}, {3});
+  };
+  return TensorDict(
+      {{"params", TensorDict({{"cont", normal()}, {"nested", TensorDict({{"cont", normal()}}, {3})}}, {3})}}, {3});
+}
+
+tnn::ProbabilisticTensorDictModule composite_module(bool map_names, InteractionType interaction,
+                                                    bool return_log_prob) {
+  tnn::CompositeDistribution::Options options;
+  if (map_names) options.name_map = {{"cont", {"sample", "cont"}}, {{"nested", "cont"}, {"sample", "nested", "cont"}}};
+  return tnn::ProbabilisticTensorDictModule(
+      tnn::Keys{"params"}, {},
+      tnn::ProbabilisticOptions{
+          .distribution = tnn::CompositeDistribution::cls(
+              {{"cont", tnn::Normal::cls()}, {{"nested", "cont"}, tnn::Normal::cls()}}, options),
+          .default_interaction_type = interaction,
+          .return_log_prob = return_log_prob});
+}
+
+}  // namespace
+
+// ports test_nn.py::TestCompositeDist::test_prob_module
+TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution", "[composite][probabilistic]") {
+  tnn::CompositeLpAggregateGuard per_component(false);
+  for (const auto interaction : {InteractionType::MODE, InteractionType::MEAN}) {
+    for (const bool return_log_prob : {true, false}) {
+      for (const bool map_names : {true, false}) {
+        const TensorDict params = module_params();
+        auto module = composite_module(map_names, interaction, return_log_prob);
+        const tnn::Keys out_keys = map_names ? tnn::Keys{{"sample", "cont"}, {"sample", "nested", "cont"}}
+                                             : tnn::Keys{"cont", {"nested", "cont"}};
+        const tnn::Keys lp_keys = map_names
+                                      ? tnn::Keys{{"sample", "cont_log_prob"}, {"sample", "nested", "cont_log_prob"}}
+                                      : tnn::Keys{"cont_log_prob", {"nested", "cont_log_prob"}};
+        CHECK(module->dist_sample_keys() == out_keys);
+        CHECK(module->dist_params_keys() == tnn::Keys{"params"});
+        tnn::Keys expected_out = out_keys;
+        if (return_log_prob) expected_out.insert(expected_out.end(), lp_keys.begin(), lp_keys.end());
+        CHECK(module->out_keys() == expected_out);
+        CHECK(module->log_prob_keys() == lp_keys);
+        CHECK_THROWS_AS(module->log_prob_key(), tensordict::RuntimeError);
+
+        TensorDict sample = module(params);
+        for (const auto& key : module->out_keys()) CHECK(sample.contains(key));
+        CHECK_FALSE(sample.contains("sample_log_prob"));
+        // MODE and MEAN of a Normal: loc
+        CHECK(torch::equal(sample.get(out_keys[0]), params.get({"params", "cont", "loc"})));
+        CHECK(torch::equal(sample.get(out_keys[1]), params.get({"params", "nested", "cont", "loc"})));
+        if (return_log_prob) {
+          CHECK(torch::allclose(sample.get(lp_keys[0]), normal_lp(sample.get(out_keys[0]),
+                                                                   params.get({"params", "cont", "loc"}),
+                                                                   params.get({"params", "cont", "scale"}))));
+        }
+        // the components' log-probabilities, as a tensordict
+        const TensorDict lp = module->get_composite_dist(sample)->log_prob(sample);
+        CHECK(lp.contains(lp_keys[0]));
+        CHECK(lp.contains(lp_keys[1]));
+        CHECK(message_of([&] { module->log_prob(sample); }) ==
+              "ProbabilisticTensorDictModule: while composite_lp_aggregate() is false, a CompositeDistribution's "
+              "log-probability is a tensordict: use get_composite_dist(td)->log_prob(td)");
+      }
+    }
+  }
+}
+
+// ports test_nn.py::TestCompositeDist::test_prob_module_legacy
+TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution, log-probabilities aggregated",
+          "[composite][probabilistic]") {
+  tnn::CompositeLpAggregateGuard aggregate(true);
+  for (const bool return_log_prob : {true, false}) {
+    const TensorDict params = module_params();
+    auto module = composite_module(/*map_names=*/false, InteractionType::RANDOM, return_log_prob);
+    CHECK(module->log_prob_key() == NestedKey("sample_log_prob"));
+    CHECK(module->log_prob_keys() == tnn::Keys{"sample_log_prob"});
+    TensorDict sample = module(params);
+    for (const auto& key : module->out_keys()) CHECK(sample.contains(key));
+    const at::Tensor lp = module->log_prob(sample);
+    CHECK(lp.sizes() == at::IntArrayRef({3}));
+    const at::Tensor expected =
+        normal_lp(sample.get("cont"), params.get({"params", "cont", "loc"}), params.get({"params", "cont", "scale"}))
+            .sum(-1) +
+        normal_lp(sample.get({"nested", "cont"}), params.get({"params", "nested", "cont", "loc"}),
+                  params.get({"params", "nested", "cont", "scale"}))
+            .sum(-1);
+    CHECK(torch::allclose(lp, expected));
+    if (return_log_prob) {
+      CHECK(sample.contains("cont_log_prob"));
+      CHECK(sample.contains({"nested", "cont_log_prob"}));
+      CHECK(torch::allclose(sample.get("sample_log_prob"), expected));
+    }
+  }
+}
+
+// ports test_nn.py::TestCompositeDist::test_prob_module_seq_nested
+TEST_CASE("ProbabilisticTensorDictSequential ending in a CompositeDistribution module, nested params",
+          "[composite][probabilistic]") {
+  tnn::CompositeLpAggregateGuard per_component(false);
+  const tnn::Keys lp_keys{"cont_log_prob", {"nested", "cont_log_prob"}};
+  TensorDict params({{"agents", module_params()}, {"done", torch::ones({1})}}, {});
+  tnn::ProbabilisticTensorDictSequential module({
+      tnn::TensorDictModule([](const at::Tensor& x) { return x; }, {"done"}, {"done_copy"}),
+      tnn::ProbabilisticTensorDictModule(
+          tnn::Keys{{"agents", "params"}}, {"cont", {"nested", "cont"}},
+          tnn::ProbabilisticOptions{.distribution = tnn::CompositeDistribution::cls(
+                                        {{"cont", tnn::Normal::cls()}, {{"nested", "cont"}, tnn::Normal::cls()}}),
+                                    .return_log_prob = true,
+                                    .log_prob_keys = lp_keys}),
+  });
+  CHECK(module->dist_sample_keys() == tnn::Keys{"cont", {"nested", "cont"}});
+  CHECK(module->dist_params_keys() == tnn::Keys{{"agents", "params"}});
+  // the composite's params are at ("agents", "params"), batch [3]; the samples go to the root (batch [])
+  TensorDict sample = module(params);
+  CHECK(sample.get("cont").sizes() == at::IntArrayRef({3, 4}));
+  CHECK(sample.contains("cont_log_prob"));
+  CHECK(sample.contains({"nested", "cont_log_prob"}));
+}
+
+TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution: custom log-probability keys, errors",
+          "[composite][probabilistic][errors]") {
+  tnn::CompositeLpAggregateGuard per_component(false);
+  const auto cls = tnn::CompositeDistribution::cls({{"cont", tnn::Normal::cls()}, {{"nested", "cont"}, tnn::Normal::cls()}});
+  tnn::ProbabilisticTensorDictModule renamed(
+      tnn::Keys{"params"}, {},
+      tnn::ProbabilisticOptions{.distribution = cls, .return_log_prob = true, .log_prob_keys = tnn::Keys{"lp0", "lp1"}});
+  const TensorDict params = module_params();
+  TensorDict sample = renamed(params);
+  CHECK(sample.contains("lp0"));
+  CHECK(sample.contains("lp1"));
+  CHECK_FALSE(sample.contains("cont_log_prob"));
+
+  CHECK(message_of([&] { tnn::ProbabilisticTensorDictModule(tnn::Keys{"a", "b"}, {}, {.distribution = cls}); }) ==
+        "ProbabilisticTensorDictModule: a CompositeDistribution reads its parameters from one in_key (a tensordict), "
+        "got in_keys=['a', 'b']");
+  tnn::ProbabilisticTensorDictModule module(tnn::Keys{"params"}, {}, {.distribution = cls});
+  CHECK(message_of([&] { module->get_dist(params); }) ==
+        "ProbabilisticTensorDictModule: the distribution is a CompositeDistribution, which samples tensordicts: use "
+        "get_composite_dist");
+  CHECK_THROWS_AS(module->get_dist(params), tensordict::TypeError);
+  const TensorDict tensor_params({{"params", torch::zeros({3})}}, {3});
+  CHECK(message_of([&] { module(tensor_params); }) ==
+        "ProbabilisticTensorDictModule: a CompositeDistribution reads a tensordict of parameters at params, got a "
+        "tensor");
+  tnn::ProbabilisticTensorDictModule normal(tnn::Keys{"loc", "scale"}, {"x"}, {.distribution = tnn::Normal::cls()});
+  CHECK(message_of([&] { normal->get_composite_dist(params); }) ==
+        "ProbabilisticTensorDictModule: the distribution class is Normal, not a CompositeDistribution: use get_dist");
+  {
+    tnn::InteractionTypeGuard median(InteractionType::MEDIAN);
+    CHECK(message_of([&] { module(params.clone()); }) == "CompositeDistribution.median is not implemented");
   }
 }

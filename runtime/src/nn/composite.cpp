@@ -202,6 +202,18 @@ std::string CompositeDistribution::repr() const {
   return "CompositeDistribution({" + body + "})";
 }
 
+DistributionClass CompositeDistribution::cls(DistributionMap distribution_map, Options options) {
+  Keys sample_keys;
+  for (const auto& [name, cls] : distribution_map) sample_keys.push_back(sample_key_of(name, options.name_map));
+  return {.name = "CompositeDistribution",
+          .make = nullptr,
+          .make_composite = [map = std::move(distribution_map), options = std::move(options)](
+                                const TensorDict& params) {
+            return std::make_shared<CompositeDistribution>(params, map, options);
+          },
+          .composite_sample_keys = std::move(sample_keys)};
+}
+
 std::ostream& operator<<(std::ostream& os, const CompositeDistribution& dist) { return os << dist.repr(); }
 
 }  // namespace tensordict::nn

@@ -98,6 +98,11 @@ class CompositeDistribution {
   // CompositeDistribution({'cont': Normal(loc: ..., scale: ...), ...}).
   std::string repr() const;
 
+  // For ProbabilisticTensorDictModule (tensordict's
+  // distribution_class=CompositeDistribution with distribution_kwargs): the
+  // module reads the params tensordict at its one in_key.
+  static DistributionClass cls(DistributionMap distribution_map, Options options = {});
+
  private:
   CompositeDistribution(std::vector<int64_t> batch_shape, Options options)
       : batch_shape_(std::move(batch_shape)), options_(std::move(options)) {}
