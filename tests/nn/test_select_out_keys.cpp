@@ -90,23 +90,8 @@ TEST_CASE("TensorDictModule::select_out_keys keeps the caller's other keys", "[m
 
 // ports test_nn.py::TestSelectOutKeys::test_tdmodule_dispatch
 TEST_CASE("TensorDictModule::select_out_keys with the tensor-call form", "[module][select]") {
-  const std::vector<tnn::Keys> selections{{"d", "e"}, {"d"}, {"e", "c"}};
-  const std::map<std::string, float> expected{{"c", 2.0f}, {"d", 3.0f}, {"e", 0.0f}};
-  for (const auto& selection : selections) {
-    auto mod = three_outputs();
-    auto res = mod(torch::zeros({}), torch::ones({}));
-    REQUIRE(res.size() == 3);
-    CHECK(res[0].item<float>() == expected.at("c"));
-    CHECK(res[1].item<float>() == expected.at("d"));
-    CHECK(res[2].item<float>() == expected.at("e"));
-    mod->select_out_keys(selection);
-    res = mod(torch::zeros({}), torch::ones({}));
-    REQUIRE(res.size() == selection.size());
-    for (std::size_t i = 0; i < selection.size(); ++i) {
-      CHECK(res[i].item<float>() == expected.at(selection[i].front()));
-    }
-    mod->reset_out_keys();
-    CHECK(mod(torch::zeros({}), torch::ones({})).size() == 3);
+  for (const tnn::Keys& selection : {tnn::Keys{"d", "e"}, tnn::Keys{"d"}, tnn::Keys{"e", "c"}}) {
+    td_test::check_dispatch_selection(three_outputs(), selection);
   }
 }
 

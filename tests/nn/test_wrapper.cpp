@@ -56,23 +56,8 @@ TEST_CASE("TensorDictModuleWrapper runs the wrapped module, select_out_keys on t
 
 // ports test_nn.py::TestSelectOutKeys::test_tdmodule_wrap_dispatch
 TEST_CASE("TensorDictModuleWrapper with the tensor-call form", "[wrapper][select]") {
-  const std::map<std::string, float> expected{{"c", 2.0f}, {"d", 3.0f}, {"e", 0.0f}};
-  const std::vector<tnn::Keys> selections{{"d", "e"}, {"d"}};
-  for (const auto& selection : selections) {
-    tnn::TensorDictModuleWrapper mod(three_outputs());
-    auto res = mod(torch::zeros({}), torch::ones({}));
-    REQUIRE(res.size() == 3);
-    CHECK(res[0].item<float>() == expected.at("c"));
-    CHECK(res[1].item<float>() == expected.at("d"));
-    CHECK(res[2].item<float>() == expected.at("e"));
-    mod->select_out_keys(selection);
-    res = mod(torch::zeros({}), torch::ones({}));
-    REQUIRE(res.size() == selection.size());
-    for (std::size_t i = 0; i < selection.size(); ++i) {
-      CHECK(res[i].item<float>() == expected.at(selection[i].front()));
-    }
-    mod->reset_out_keys();
-    CHECK(mod(torch::zeros({}), torch::ones({})).size() == 3);
+  for (const tnn::Keys& selection : {tnn::Keys{"d", "e"}, tnn::Keys{"d"}}) {
+    td_test::check_dispatch_selection(tnn::TensorDictModuleWrapper(three_outputs()), selection);
   }
 }
 
