@@ -1,15 +1,12 @@
 // select_out_keys / reset_out_keys on TensorDictModule and
 // TensorDictSequential, and the output-tensordict form of a sequence.
-#include "nn_test.h"
+#include "three_outputs.h"
+
+using td_test::a0_b1;
+using td_test::sorted_keys;
+using td_test::three_outputs;
 
 namespace {
-
-// tensordict's `lambda x, y: (x + 2, y + 2, x)` on a, b -> c, d, e.
-tnn::TensorDictModule three_outputs() {
-  return tnn::TensorDictModule(
-      [](const at::Tensor& x, const at::Tensor& y) { return std::make_tuple(x + 2, y + 2, x); }, {"a", "b"},
-      {"c", "d", "e"});
-}
 
 // a, b -> c (a + 2), then b -> d (b + 2), e (b).
 tnn::TensorDictSequential two_step_sequence() {
@@ -17,14 +14,6 @@ tnn::TensorDictSequential two_step_sequence() {
       tnn::TensorDictModule([](const at::Tensor& x) { return x + 2; }, {"a"}, {"c"}),
       tnn::TensorDictModule([](const at::Tensor& x) { return std::make_pair(x + 2, x); }, {"b"}, {"d", "e"}),
   });
-}
-
-TensorDict a0_b1() { return TensorDict({{"a", torch::zeros({})}, {"b", torch::ones({})}}, {}); }
-
-std::vector<NestedKey> sorted_keys(const TensorDict& td) {
-  auto keys = td.keys({.include_nested = true, .leaves_only = true});
-  std::sort(keys.begin(), keys.end());
-  return keys;
 }
 
 float value(const TensorDict& td, const NestedKey& key) { return td.get(key).item<float>(); }
@@ -101,23 +90,8 @@ TEST_CASE("TensorDictModule::select_out_keys keeps the caller's other keys", "[m
 
 // ports test_nn.py::TestSelectOutKeys::test_tdmodule_dispatch
 TEST_CASE("TensorDictModule::select_out_keys with the tensor-call form", "[module][select]") {
-  const std::vector<tnn::Keys> selections{{"d", "e"}, {"d"}, {"e", "c"}};
-  const std::map<std::string, float> expected{{"c", 2.0f}, {"d", 3.0f}, {"e", 0.0f}};
-  for (const auto& selection : selections) {
-    auto mod = three_outputs();
-    auto res = mod(torch::zeros({}), torch::ones({}));
-    REQUIRE(res.size() == 3);
-    CHECK(res[0].item<float>() == expected.at("c"));
-    CHECK(res[1].item<float>() == expected.at("d"));
-    CHECK(res[2].item<float>() == expected.at("e"));
-    mod->select_out_keys(selection);
-    res = mod(torch::zeros({}), torch::ones({}));
-    REQUIRE(res.size() == selection.size());
-    for (std::size_t i = 0; i < selection.size(); ++i) {
-      CHECK(res[i].item<float>() == expected.at(selection[i].front()));
-    }
-    mod->reset_out_keys();
-    CHECK(mod(torch::zeros({}), torch::ones({})).size() == 3);
+  for (const tnn::Keys& selection : {tnn::Keys{"d", "e"}, tnn::Keys{"d"}, tnn::Keys{"e", "c"}}) {
+    td_test::check_dispatch_selection(three_outputs(), selection);
   }
 }
 

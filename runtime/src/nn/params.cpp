@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "nn/ensemble_copy.h"
 #include "tensordict/errors.h"
 #include "tensordict/nn/params.h"
 
@@ -90,18 +91,59 @@ void ToModuleGuard::restore() noexcept {
 
 ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params) { return ToModuleGuard(module, params); }
 
-TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input) {
+TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input,
+                            bool expand_input) {
   if (params.batch_dims() < 1) {
     throw ValueError("ensemble_forward: params need a leading model dim (stack them with from_modules)");
   }
-  std::vector<TensorDict> outs;
   const int64_t n = params.batch_size()[0];
+  detail::check_ensemble_input(input, n, expand_input, "ensemble_forward");
+  std::vector<TensorDict> outs;
   outs.reserve(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     ToModuleGuard guard(module, params.index({i}));
-    outs.push_back(module.run(input.clone(/*recurse=*/{.recurse = false}), std::nullopt));
+    outs.push_back(module.run(detail::ensemble_input(input, i, expand_input), std::nullopt));
   }
   return stack(outs, 0);
+}
+
+namespace {
+
+// The libtorch layers whose Python twins have reset_parameters.
+template <class... Layers>
+bool reset_layer(torch::nn::Module& module) {
+  return ([&] {
+    auto* layer = dynamic_cast<Layers*>(&module);
+    if (layer) layer->reset_parameters();
+    return layer != nullptr;
+  }() || ...);
+}
+
+bool reset_one(torch::nn::Module& module) {
+  if (auto* own = dynamic_cast<ResetParameters*>(&module)) {
+    own->reset_parameters();
+    return true;
+  }
+  namespace tn = torch::nn;
+  return reset_layer<tn::LinearImpl, tn::BilinearImpl, tn::Conv1dImpl, tn::Conv2dImpl, tn::Conv3dImpl,
+                     tn::ConvTranspose1dImpl, tn::ConvTranspose2dImpl, tn::ConvTranspose3dImpl, tn::EmbeddingImpl,
+                     tn::EmbeddingBagImpl, tn::BatchNorm1dImpl, tn::BatchNorm2dImpl, tn::BatchNorm3dImpl,
+                     tn::InstanceNorm1dImpl, tn::InstanceNorm2dImpl, tn::InstanceNorm3dImpl, tn::LayerNormImpl,
+                     tn::GroupNormImpl, tn::RNNImpl, tn::LSTMImpl, tn::GRUImpl, tn::RNNCellImpl, tn::LSTMCellImpl,
+                     tn::GRUCellImpl>(module);
+}
+
+}  // namespace
+
+bool reset_parameters_recursive(torch::nn::Module& module) {
+  // tensordict's _reset_parameters: each child's descendants first, then
+  // the child.
+  bool any = false;
+  for (const auto& child : module.children()) {
+    any |= reset_parameters_recursive(*child);
+    any |= reset_one(*child);
+  }
+  return any;
 }
 
 }  // namespace tensordict::nn

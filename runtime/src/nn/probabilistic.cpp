@@ -441,13 +441,6 @@ Keys values_of(const DistributionKeys& keys) {
 }  // namespace
 
 namespace {
-// tensordict's _add_suffix: on the key's last part.
-NestedKey add_suffix(const NestedKey& key, std::string_view suffix) {
-  std::vector<std::string> path(key.path().begin(), key.path().end());
-  path.back() += suffix;
-  return NestedKey(std::move(path));
-}
-
 // Whether `key` lies strictly inside `other` (tensordict's _is_inside).
 bool is_inside(const NestedKey& key, const NestedKey& other) {
   return key.size() > other.size() && std::equal(other.path().begin(), other.path().end(), key.path().begin());
@@ -463,8 +456,20 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
       options_(std::move(options)),
       sample_keys_(out_keys_),
       aggregate_at_init_(composite_lp_aggregate()) {
+  if (is_composite()) {
+    if (in_keys_.size() != 1) {
+      throw ValueError(fmt::format(
+          "ProbabilisticTensorDictModule: a CompositeDistribution reads its parameters from one in_key (a "
+          "tensordict), got in_keys={}",
+          text::keys_repr(in_keys_)));
+    }
+    // tensordict's out_keys=None: the distribution's sample keys.
+    if (out_keys_.empty()) out_keys_ = sample_keys_ = options_.distribution.composite_sample_keys;
+  }
   if (out_keys_.empty()) throw ValueError("ProbabilisticTensorDictModule: out_keys must name the sample's key");
-  if (!options_.distribution.make) throw ValueError("ProbabilisticTensorDictModule: no distribution class");
+  if (!options_.distribution.make && !is_composite()) {
+    throw ValueError("ProbabilisticTensorDictModule: no distribution class");
+  }
   // The keys as tensordict's __init__ sets them (probabilistic.py).
   const bool aggregate = aggregate_at_init_;
   const bool one_key = sample_keys_.size() == 1;
@@ -477,7 +482,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
       if (one_key) lp_keys = Keys{kSampleLogProbKey};
     } else {
       lp_keys.emplace();
-      for (const auto& key : sample_keys_) lp_keys->push_back(add_suffix(key, kLogProbSuffix));
+      for (const auto& key : sample_keys_) lp_keys->push_back(text::add_suffix(key, kLogProbSuffix));
     }
   } else if (aggregate) {
     throw RuntimeError(
@@ -488,7 +493,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
     if (aggregate) {
       lp_key = kSampleLogProbKey;
     } else if (one_key) {
-      lp_key = add_suffix(sample_keys_[0], kLogProbSuffix);
+      lp_key = text::add_suffix(sample_keys_[0], kLogProbSuffix);
     }
   } else if (!one_key && !aggregate) {
     throw RuntimeError(
@@ -515,7 +520,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(Distributio
 void ProbabilisticTensorDictModuleImpl::check_log_prob_keys() const {
   // The default keys behave as they always did.
   Keys default_keys{kSampleLogProbKey};
-  for (const auto& key : sample_keys_) default_keys.push_back(add_suffix(key, kLogProbSuffix));
+  for (const auto& key : sample_keys_) default_keys.push_back(text::add_suffix(key, kLogProbSuffix));
   const Keys lp_keys = log_prob_keys_ ? *log_prob_keys_ : Keys{*log_prob_key_};
   std::string clashes;
   for (const auto& lp_key : lp_keys) {
@@ -564,7 +569,27 @@ Keys ProbabilisticTensorDictModuleImpl::log_prob_keys() const {
   return *log_prob_keys_;
 }
 
+std::shared_ptr<CompositeDistribution> ProbabilisticTensorDictModuleImpl::get_composite_dist(
+    const TensorDict& td) const {
+  if (!is_composite()) {
+    throw TypeError(fmt::format("{}: the distribution class is {}, not a CompositeDistribution: use get_dist",
+                                type_name(), options_.distribution.name));
+  }
+  check_inputs(td, in_keys_);
+  const std::optional<Value> params = td.get_value(in_keys_[0]);
+  if (!params->is_tensordict()) {
+    throw TypeError(fmt::format("{}: a CompositeDistribution reads a tensordict of parameters at {}, got a {}",
+                                type_name(), text::key_str(in_keys_[0]), params->is_tensor() ? "tensor" : "non-tensor"));
+  }
+  return options_.distribution.make_composite(params->tensordict());
+}
+
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(const TensorDict& td) const {
+  if (is_composite()) {
+    throw TypeError(fmt::format("{}: the distribution is a CompositeDistribution, which samples tensordicts: use "
+                                "get_composite_dist",
+                                type_name()));
+  }
   check_inputs(td, in_keys_);
   DistParams params;
   for (const auto& [name, key] : dist_keys_.map()) params[name] = td.get(key);
@@ -609,6 +634,14 @@ at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(const Distribution& di
 }
 
 at::Tensor ProbabilisticTensorDictModuleImpl::log_prob(const TensorDict& td) const {
+  if (is_composite()) {
+    // tensordict's: the summed tensor while composite_lp_aggregate() is
+    // true, else the tensordict of the components', which is not a tensor.
+    if (composite_lp_aggregate()) return get_composite_dist(td)->log_prob_sum(td);
+    throw TypeError(fmt::format("{}: while composite_lp_aggregate() is false, a CompositeDistribution's "
+                                "log-probability is a tensordict: use get_composite_dist(td)->log_prob(td)",
+                                type_name()));
+  }
   return log_prob(td, *get_dist(td));
 }
 
@@ -629,9 +662,76 @@ TensorDict ProbabilisticTensorDictModuleImpl::run(const TensorDict& td,
   });
 }
 
+TensorDict ProbabilisticTensorDictModuleImpl::composite_sample(const CompositeDistribution& dist,
+                                                               std::optional<InteractionType> type) const {
+  const auto& num_samples = options_.num_samples;
+  const InteractionType chosen = type.value_or(options_.default_interaction_type);
+  // A CompositeDistribution has no rsample flag: sample(), as in tensordict.
+  if (chosen == InteractionType::RANDOM) return dist.sample(num_samples);
+  TensorDict value;
+  switch (chosen) {
+    case InteractionType::MODE:
+      value = dist.mode();
+      break;
+    case InteractionType::MEDIAN:
+      throw NotImplementedError("CompositeDistribution.median is not implemented");
+    case InteractionType::MEAN:
+      try {
+        value = dist.mean();
+      } catch (const NotImplementedError&) {
+        value = dist.sample({options_.n_empirical_estimate}).apply(
+            [](const at::Tensor& t) { return (t.is_floating_point() ? t : t.to(at::kFloat)).mean(0); },
+            dist.batch_shape());
+      }
+      break;
+    default:
+      throw ValueError("composite_sample: an InteractionType value outside MODE, MEDIAN, MEAN, RANDOM");
+  }
+  // Only RANDOM draws num_samples values: the one value is repeated.
+  if (!num_samples.empty()) value = value.expand(concat(num_samples, value.batch_size()));
+  return value;
+}
+
+TensorDict ProbabilisticTensorDictModuleImpl::composite_sample_into(const TensorDict& td,
+                                                                    const std::optional<TensorDict>& out,
+                                                                    bool requires_sample) {
+  TensorDict dest = out ? *out : td;
+  const auto dist = get_composite_dist(td);
+  // Before anything is written: a RuntimeError when composite_lp_aggregate()
+  // changed since the module was built.
+  const bool aggregate = options_.return_log_prob && check_aggregate("log_prob_key");
+  TensorDict values;
+  if (requires_sample) {
+    values = composite_sample(*dist, interaction_type());
+    if (!options_.num_samples.empty()) dest = dest.expand(concat(options_.num_samples, dest.batch_size()));
+  } else {
+    values = td.select(dist->sample_keys());
+  }
+  if (options_.return_log_prob) {
+    const TensorDict lp = dist->log_prob(values);
+    if (aggregate) {
+      values.update(lp);
+      values.set(*log_prob_key_, dist->log_prob_sum(values));
+    } else {
+      // tensordict's _update_td_lp: each component's <key>_log_prob at the
+      // module's log-probability key.
+      const Keys sample_keys = dist->sample_keys();
+      const Keys& lp_keys = *log_prob_keys_;
+      for (std::size_t i = 0; i < sample_keys.size(); ++i) {
+        const NestedKey from = text::add_suffix(sample_keys[i], kLogProbSuffix);
+        values.set(i < lp_keys.size() ? lp_keys[i] : from, lp.get(from));
+      }
+    }
+  }
+  if (!requires_sample) values = values.exclude(dist->sample_keys());
+  dest.update(values);
+  return dest;
+}
+
 TensorDict ProbabilisticTensorDictModuleImpl::sample_into(const TensorDict& td,
                                                               const std::optional<TensorDict>& out,
                                                               bool requires_sample) {
+  if (is_composite()) return composite_sample_into(td, out, requires_sample);
   TensorDict dest = out ? *out : td;
   const auto dist = get_dist(td);
   // Before anything is written: a RuntimeError when composite_lp_aggregate()

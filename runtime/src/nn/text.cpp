@@ -56,4 +56,10 @@ bool contains_key(const Keys& keys, const NestedKey& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
+NestedKey add_suffix(const NestedKey& key, std::string_view suffix) {
+  std::vector<std::string> path(key.path().begin(), key.path().end());
+  path.back() += suffix;
+  return NestedKey(std::move(path));
+}
+
 }  // namespace tensordict::nn::text

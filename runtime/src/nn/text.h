@@ -26,4 +26,8 @@ std::string torch_module_repr(const torch::nn::Module& module);
 
 bool contains_key(const Keys& keys, const NestedKey& key);
 
+// tensordict's _add_suffix: `suffix` appended to the key's last part
+// (("agent", "action"), "_log_prob" -> ("agent", "action_log_prob")).
+NestedKey add_suffix(const NestedKey& key, std::string_view suffix);
+
 }  // namespace tensordict::nn::text

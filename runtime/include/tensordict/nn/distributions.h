@@ -62,11 +62,19 @@ std::ostream& operator<<(std::ostream& os, const Distribution& dist);
 // Parameters by name ("loc", "scale", ...), as read from a tensordict.
 using DistParams = std::map<std::string, at::Tensor>;
 
+class CompositeDistribution;
+
 // What ProbabilisticTensorDictModule builds (tensordict's distribution_class
 // plus distribution_kwargs).
 struct DistributionClass {
   std::string name;
   std::function<std::shared_ptr<Distribution>(const DistParams&)> make;
+  // Set instead of `make` by CompositeDistribution::cls: the module builds
+  // the distribution from the tensordict at its one in_key.
+  std::function<std::shared_ptr<CompositeDistribution>(const TensorDict&)> make_composite = nullptr;
+  // The keys the composite's samples go to: the module's out_keys when it
+  // is given none.
+  Keys composite_sample_keys = {};
 };
 
 // A point mass at `param` (tensordict's Delta): log_prob is 0 where a value

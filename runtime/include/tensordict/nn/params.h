@@ -69,13 +69,39 @@ template <class M>
 
 // The ensemble forward, as a loop: for each model i of `params` (stacked by
 // from_modules), swaps params[i] into `module`, runs it on a shallow copy of
-// `input` and stacks the results along a new dim 0 (batch [M, *input.batch]).
-// Gradients land in `module`'s parameters (see ToModuleGuard).
-TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input);
+// `input` (expand_input) or on input[i] (else: input's dim 0 is the model
+// dim, ValueError when its size is not params') and stacks the results along
+// a new dim 0 (batch [M, *input.batch]). Gradients land in `module`'s
+// parameters (see ToModuleGuard).
+TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input,
+                            bool expand_input = true);
 template <class M>
 TensorDict ensemble_forward(const torch::nn::ModuleHolder<M>& module, const TensorDict& params,
-                            const TensorDict& input) {
-  return ensemble_forward(*module.ptr(), params, input);
+                            const TensorDict& input, bool expand_input = true) {
+  return ensemble_forward(*module.ptr(), params, input, expand_input);
+}
+
+// tensordict's `hasattr(module, "reset_parameters")` for a module of one's
+// own: derive from it (besides torch::nn::Module) and
+// reset_parameters_recursive calls it.
+class ResetParameters {
+ public:
+  virtual ~ResetParameters() = default;
+  virtual void reset_parameters() = 0;
+};
+
+// tensordict's TensorDictModuleBase.reset_parameters_recursive() on any
+// module: the submodules of `module` (not `module` itself), deepest first,
+// that have a reset_parameters re-initialize their parameters in place.
+// Those are libtorch's layers whose Python twins have one (Linear,
+// Bilinear, Conv1-3d, ConvTranspose1-3d, Embedding, EmbeddingBag,
+// BatchNorm1-3d, InstanceNorm1-3d, LayerNorm, GroupNorm, RNN, LSTM, GRU and
+// their cells) and the modules deriving from ResetParameters. Returns
+// whether any was reset.
+bool reset_parameters_recursive(torch::nn::Module& module);
+template <class M>
+bool reset_parameters_recursive(const torch::nn::ModuleHolder<M>& module) {
+  return reset_parameters_recursive(*module.ptr());
 }
 
 }  // namespace tensordict::nn

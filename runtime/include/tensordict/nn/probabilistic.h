@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "tensordict/nn/composite.h"
 #include "tensordict/nn/distributions.h"
 #include "tensordict/nn/module.h"
 #include "tensordict/nn/sequential.h"
@@ -137,7 +138,13 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   std::string_view type_name() const override { return "ProbabilisticTensorDictModule"; }
   std::string repr() const override;
 
+  // TypeError for a CompositeDistribution class: get_composite_dist.
   std::shared_ptr<Distribution> get_dist(const TensorDict& td) const;
+  // With CompositeDistribution::cls(...): the distribution built from the
+  // tensordict at the one in_key (TypeError for another class, or when the
+  // entry is a tensor).
+  std::shared_ptr<CompositeDistribution> get_composite_dist(const TensorDict& td) const;
+  bool is_composite() const { return options_.distribution.make_composite != nullptr; }
   const ProbabilisticOptions& options() const { return options_; }
   const DistributionKeys& dist_keys() const { return dist_keys_; }
   InteractionType default_interaction_type() const { return options_.default_interaction_type; }
@@ -158,7 +165,10 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   const Keys& dist_params_keys() const { return in_keys_; }
 
   // The log-probability of the value at dist_sample_keys()[0] in `td`, under
-  // the distribution built from `td` (or under `dist`).
+  // the distribution built from `td` (or under `dist`). With a
+  // CompositeDistribution: the sum over its components while
+  // composite_lp_aggregate() is true, else a TypeError (the tensordict of
+  // the components' is get_composite_dist(td)->log_prob(td)).
   at::Tensor log_prob(const TensorDict& td) const;
   at::Tensor log_prob(const TensorDict& td, const Distribution& dist) const;
 
@@ -177,6 +187,14 @@ class ProbabilisticTensorDictModuleImpl : public TensorDictModuleBase {
   TensorDict run(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
   // Writes the value (and log-probability) into `out`, else into `td`.
   TensorDict sample_into(const TensorDict& td, const std::optional<TensorDict>& out, bool requires_sample);
+  // sample_into for a CompositeDistribution: the samples at its sample keys,
+  // the log-probabilities at log_prob_keys() (their sum at log_prob_key()
+  // too while composite_lp_aggregate() is true).
+  TensorDict composite_sample_into(const TensorDict& td, const std::optional<TensorDict>& out,
+                                   bool requires_sample);
+  // The composite's value for `type` (dist_sample's rules), with the
+  // num_samples leading dims.
+  TensorDict composite_sample(const CompositeDistribution& dist, std::optional<InteractionType> type) const;
   // The ValueError for a custom log-probability key at, inside or holding a
   // sampled key.
   void check_log_prob_keys() const;
