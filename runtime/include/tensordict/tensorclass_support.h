@@ -143,9 +143,10 @@ template <class T>
 std::string python_type_name(T) {
   return std::is_floating_point_v<T> ? "float" : "int";
 }
+// a list<T> field is a tuple in the generated Python class
 template <class T>
 std::string python_type_name(const std::vector<T>&) {
-  return "list";
+  return "tuple";
 }
 // The leaf repr of the detailed form, as the options select its attributes:
 // "Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False)".

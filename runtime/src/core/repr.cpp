@@ -77,14 +77,22 @@ std::string meta_repr(const TensorMeta& m, const PrintOptions& options, std::str
   return fmt::format("{}({})", type_name, fmt::join(meta_fields(m, options), ", "));
 }
 
-std::string tensor_repr(const at::Tensor& t, const PrintOptions& o, std::string_view type_name) {
-  auto parts = meta_fields({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}, o);
+namespace {
+// The detailed leaf repr with the attributes that need the data (`m`: the
+// metadata part).
+std::string data_repr(const TensorMeta& m, const at::Tensor& t, const PrintOptions& o, std::string_view type_name) {
+  auto parts = meta_fields(m, o);
   if (o.show_grad) parts.push_back("requires_grad=" + python_bool(t.requires_grad()));
   if (o.show_is_contiguous) parts.push_back("is_contiguous=" + python_bool(!t.is_nested() && t.is_contiguous()));
   if (o.show_is_view) parts.push_back("is_view=" + python_bool(t.is_view()));
   if (o.show_storage_size) parts.push_back(fmt::format("storage_size={}", t.storage().nbytes()));
   if (o.plain) parts.push_back(plain_summary(t));
   return fmt::format("{}({})", type_name, fmt::join(parts, ", "));
+}
+}  // namespace
+
+std::string tensor_repr(const at::Tensor& t, const PrintOptions& o, std::string_view type_name) {
+  return data_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}, t, o, type_name);
 }
 
 std::vector<std::string> header_parts(at::IntArrayRef batch_size, const std::optional<at::Device>& device,
@@ -167,8 +175,13 @@ std::string tensor_entry_repr(const TensorDict& td, const std::string& key, cons
     if (ragged) return meta_repr(meta, o, first_leaf_member(td).is_memmap() ? "MemoryMappedTensor" : "Tensor");
     return needs_data ? detail::tensor_repr(impl.find(key)->tensor(), o) : meta_repr(meta, o);
   }
-  const std::string_view type = td.is_memmap() ? "MemoryMappedTensor" : "Tensor";
-  return needs_data ? detail::tensor_repr(impl.find(key)->tensor(), o, type) : meta_repr(meta, o, type);
+  if (!impl.memmap_dir()) return needs_data ? detail::data_repr(meta, impl.find(key)->tensor(), o, "Tensor") : meta_repr(meta, o);
+  // tensordict's MemoryMappedTensor: one mapped from a file is shared, one
+  // in anonymous memory (memmap_() without a prefix) is not
+  TensorMeta mapped = meta;
+  mapped.is_shared = !impl.memmap_dir()->empty();
+  return needs_data ? detail::data_repr(mapped, impl.find(key)->tensor(), o, "MemoryMappedTensor")
+                    : meta_repr(mapped, o, "MemoryMappedTensor");
 }
 
 // "key: <repr>" for every entry of `td`'s level (or only `keys`), unsorted.
