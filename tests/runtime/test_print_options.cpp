@@ -266,7 +266,7 @@ TEST_CASE("set_printoptions: plain mode", "[print_options][test_repr.py::TestSet
 TEST_CASE("set_printoptions: plain mode summarises each dtype", "[print_options][test_repr.py::TestSetPrintoptions::test_plain_mode]") {
   set_printoptions guard({.plain = true});
   const TensorDict td({{"f", at::arange(6, at::kFloat).reshape({2, 3})}, {"one", at::ones({2, 1})}, {"i", at::arange(4).reshape({2, 2})},
-                      {"b", at::tensor({true, false})}, {"e", at::zeros({2, 0})},
+                      {"b", at::tensor({1, 0}).to(at::kBool)}, {"e", at::zeros({2, 0})},
                       {"c", at::complex(at::tensor({1.f, 3.f}), at::tensor({2.f, -1.f}))}},
                      {2});
   CHECK(repr(td) ==

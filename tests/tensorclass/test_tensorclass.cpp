@@ -670,6 +670,7 @@ TEST_CASE("operator<< prints tensordict's compact tensorclass repr") {
 }
 
 TEST_CASE("operator<< prints tensordict's detailed tensorclass repr under compact=false") {
+  // the generated Python class of tc_obs.yaml under set_printoptions(compact=False) (run in the test venv)
   auto o = make_obs({2}, false);
   set_printoptions detailed({.compact = false});
   std::ostringstream os;
@@ -684,10 +685,10 @@ TEST_CASE("operator<< prints tensordict's detailed tensorclass repr under compac
         "        is_shared=False),\n"
         "    pixels=Tensor(shape=torch.Size([2, 3, 4, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
         "    reward=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "    scale=NonTensorData(data=1.0, batch_size=torch.Size([2]), device=None),\n"
+        "    tags=NonTensorData(data=('a', 'b'), batch_size=torch.Size([2]), device=None),\n"
+        "    task=NonTensorData(data=walk, batch_size=torch.Size([2]), device=None),\n"
         "    depth=None,\n"
-        "    task='walk',\n"
-        "    tags=['a', 'b'],\n"
-        "    scale=1.0,\n"
         "    batch_size=torch.Size([2]),\n"
         "    device=None,\n"
         "    is_shared=False)");

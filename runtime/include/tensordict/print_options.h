@@ -68,20 +68,20 @@ struct PrintOptions {
 // show_storage_size, plain) sets compact=false unless compact is given.
 struct SetPrintOptions {
   bool verbose = true;
-  std::optional<bool> show_batch_size;
-  std::optional<bool> show_device;
-  std::optional<bool> show_is_shared;
-  std::optional<bool> show_shape;
-  std::optional<bool> show_field_device;
-  std::optional<bool> show_dtype;
-  std::optional<bool> show_field_is_shared;
-  std::optional<bool> show_grad;
-  std::optional<bool> show_is_contiguous;
-  std::optional<bool> show_is_view;
-  std::optional<bool> show_storage_size;
-  std::optional<bool> plain;
-  std::optional<SortKeys> sort_keys;
-  std::optional<bool> compact;
+  std::optional<bool> show_batch_size = std::nullopt;
+  std::optional<bool> show_device = std::nullopt;
+  std::optional<bool> show_is_shared = std::nullopt;
+  std::optional<bool> show_shape = std::nullopt;
+  std::optional<bool> show_field_device = std::nullopt;
+  std::optional<bool> show_dtype = std::nullopt;
+  std::optional<bool> show_field_is_shared = std::nullopt;
+  std::optional<bool> show_grad = std::nullopt;
+  std::optional<bool> show_is_contiguous = std::nullopt;
+  std::optional<bool> show_is_view = std::nullopt;
+  std::optional<bool> show_storage_size = std::nullopt;
+  std::optional<bool> plain = std::nullopt;
+  std::optional<SortKeys> sort_keys = std::nullopt;
+  std::optional<bool> compact = std::nullopt;
 };
 
 // A copy of the current options.

@@ -468,7 +468,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        set_or_none(field.info().name, n != nullptr, [&] { return detail::tc(*n).repr(); });
                                      },
                                      [&](detail::DataField, auto field, const auto& m) {
-                                       others.push_back(std::string(field.info().name) + "=" + detail::python_repr(m));
+                                       // held as NonTensorData, sorted with the tensors
+                                       tensors.push_back(std::string(field.info().name) + "=" +
+                                                         detail::non_tensor_data_repr(detail::python_str(m),
+                                                                                      tc_batch_size_, tc_device_));
                                      }},
                   derived());
     return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared(),

@@ -155,6 +155,25 @@ std::string tensor_repr(const at::Tensor& t, const PrintOptions& options, std::s
 std::vector<std::string> header_parts(at::IntArrayRef batch_size, const std::optional<at::Device>& device,
                                       bool is_shared, const PrintOptions& options);
 
+// tensordict's NonTensorData repr: "NonTensorData(data=walk, batch_size=torch.Size([2]), device=None)",
+// `data` being Python's str() of the value.
+std::string non_tensor_data_repr(std::string data, at::IntArrayRef batch_size, const std::optional<at::Device>& device);
+// Python's str() of a typed non-tensor field's value: a string as is, a
+// list<T> as the tuple the generated Python class holds.
+inline std::string python_str(const std::string& v) { return v; }
+std::string python_tuple_str(const std::vector<std::string>& item_reprs);
+template <class T>
+std::string python_str(const std::vector<T>& v) {
+  std::vector<std::string> items;
+  for (const auto& x : v) items.push_back(python_repr(x));
+  return python_tuple_str(items);
+}
+template <class T>
+  requires std::is_arithmetic_v<T>
+std::string python_str(T v) {
+  return python_repr(v);
+}
+
 // Assembles "Name(\n    a=...,\n    batch_size=..., device=..., is_shared=...)".
 // `tensor_fields` are "key=repr" (sorted here), `non_tensor_fields` keep their order.
 std::string tensorclass_repr(std::string_view class_name, std::vector<std::string> tensor_fields,

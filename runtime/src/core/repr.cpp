@@ -95,6 +95,18 @@ std::string tensor_repr(const at::Tensor& t, const PrintOptions& o, std::string_
   return data_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}, t, o, type_name);
 }
 
+std::string non_tensor_data_repr(std::string data, at::IntArrayRef batch_size, const std::optional<at::Device>& device) {
+  // tensordict's NonTensorData.__repr__ shortens a long value
+  if (data.size() > 200) data = data.substr(0, 20) + "  ...  " + data.substr(data.size() - 20);
+  return fmt::format("NonTensorData(data={}, batch_size={}, device={})", data, torch_size(batch_size),
+                     device ? device->str() : std::string("None"));
+}
+
+std::string python_tuple_str(const std::vector<std::string>& item_reprs) {
+  if (item_reprs.size() == 1) return "(" + item_reprs.front() + ",)";
+  return fmt::format("({})", fmt::join(item_reprs, ", "));
+}
+
 std::vector<std::string> header_parts(at::IntArrayRef batch_size, const std::optional<at::Device>& device,
                                       bool is_shared, const PrintOptions& o) {
   std::vector<std::string> parts;
@@ -144,10 +156,7 @@ std::string device_str(const std::optional<at::Device>& device) { return device 
 // NonTensorData(data=zero!, batch_size=torch.Size([3]), device=None), or a
 // NonTensorStack with its tolist() on its own line.
 std::string non_tensor_repr(const NonTensorData& data, const TensorDict& level) {
-  if (!data.is_stack()) {
-    return fmt::format("NonTensorData(data={}, batch_size={}, device={})", data.str(), torch_size(level.batch_size()),
-                       device_str(level.device()));
-  }
+  if (!data.is_stack()) return detail::non_tensor_data_repr(data.str(), level.batch_size(), level.device());
   return fmt::format("NonTensorStack(\n{},\n{},\n{})", indent(data.str(), 4),
                      indent("batch_size=" + torch_size(data.ids().sizes()), 4), indent("device=" + device_str(level.device()), 4));
 }
