@@ -41,360 +41,294 @@ TensorDict stacked_het(std::optional<at::Device> device, at::ScalarType dtype) {
                      TensorDict({{"a", at::zeros({2}, dtype)}, {"b", at::zeros({}, dtype)}}, {}, device)});
 }
 
+// One parameter set of the test and what tensordict prints for it.
+struct Case {
+  std::optional<at::Device> device;
+  at::ScalarType dtype;
+  const char* compact;
+  const char* detailed;
+};
+
+void check_both_forms(const TensorDict& td, const Case& c) {
+  CAPTURE(c.dtype);
+  CHECK(repr(td) == c.compact);
+  set_printoptions detailed({.compact = false});
+  CHECK(repr(td) == c.detailed);
+}
+
 }  // namespace
 
-TEST_CASE("repr port: td, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_plain]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = td_(device, dtype);
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], fields={a: f32[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: td", "[test_repr.py::TestTensorDictRepr::test_repr_plain]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,3,2,1], fields={a: f32[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: u8[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = td_(c.device, c.dtype);
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: nested, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_nested]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = nested(device, dtype);
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], fields={b: f32[5], my_nested_td: {a: f32[5]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-        "        my_nested_td: TensorDict(\n"
-        "            fields={\n"
-        "                a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "            batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "            device=None,\n"
-        "            is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: nested", "[test_repr.py::TestTensorDictRepr::test_repr_nested]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,3,2,1], fields={b: f32[5], my_nested_td: {a: f32[5]}})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+       "        my_nested_td: TensorDict(\n"
+       "            fields={\n"
+       "                a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "            batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "            device=None,\n"
+       "            is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={\n"
+       "    b: u8[5],\n"
+       "    my_nested_td: {a: u8[5]}})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
+       "        my_nested_td: TensorDict(\n"
+       "            fields={\n"
+       "                a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "            batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "            device=cpu,\n"
+       "            is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = nested(c.device, c.dtype);
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: indexed None, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_tensordict]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = td_(device, dtype).index({None});
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[1,4,3,2,1], fields={a: f32[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([1, 4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    batch_size=torch.Size([1, 4, 3, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: indexed None", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_tensordict]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[1,4,3,2,1], fields={a: f32[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([1, 4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    batch_size=torch.Size([1, 4, 3, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[1,4,3,2,1], device=cpu, fields={a: u8[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([1, 4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    batch_size=torch.Size([1, 4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = td_(c.device, c.dtype).index({None});
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: indexed (:,0), device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_tensordict]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = td_(device, dtype).index({Slice(), 0});
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,2,1], fields={a: f32[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: indexed (:,0)", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_tensordict]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,2,1], fields={a: f32[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,2,1], device=cpu, fields={a: u8[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = td_(c.device, c.dtype).index({Slice(), 0});
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: nested indexed (:,0), device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_nested_tensordict]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = nested(device, dtype).index({Slice(), 0});
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,2,1], fields={b: f32[5], my_nested_td: {a: f32[5]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        b: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-        "        my_nested_td: TensorDict(\n"
-        "            fields={\n"
-        "                a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "            batch_size=torch.Size([4, 2, 1]),\n"
-        "            device=None,\n"
-        "            is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: nested indexed (:,0)", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_nested_tensordict]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,2,1], fields={b: f32[5], my_nested_td: {a: f32[5]}})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        b: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+       "        my_nested_td: TensorDict(\n"
+       "            fields={\n"
+       "                a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "            batch_size=torch.Size([4, 2, 1]),\n"
+       "            device=None,\n"
+       "            is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,2,1], device=cpu, fields={\n"
+       "    b: u8[5],\n"
+       "    my_nested_td: {a: u8[5]}})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        b: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
+       "        my_nested_td: TensorDict(\n"
+       "            fields={\n"
+       "                a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "            batch_size=torch.Size([4, 2, 1]),\n"
+       "            device=cpu,\n"
+       "            is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = nested(c.device, c.dtype).index({Slice(), 0});
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: stacked, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_stacked]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = stacked(device, dtype);
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(batch_size=[4,3,2,1], stack_dim=2, fields={\n"
-        "    a: f32[5]}, exclusive_fields={0: {c: f32[5]}, 1: {b: f32[10]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    exclusive_fields={\n"
-        "        0 ->\n"
-        "            c: Tensor(shape=torch.Size([4, 3, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-        "        1 ->\n"
-        "            b: Tensor(shape=torch.Size([4, 3, 1, 10]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False,\n"
-        "    stack_dim=2)");
+TEST_CASE("repr port: stacked", "[test_repr.py::TestTensorDictRepr::test_repr_stacked]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "LazyStackedTensorDict(batch_size=[4,3,2,1], stack_dim=2, fields={\n"
+       "    a: f32[5]}, exclusive_fields={0: {c: f32[5]}, 1: {b: f32[10]}})",
+       "LazyStackedTensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    exclusive_fields={\n"
+       "        0 ->\n"
+       "            c: Tensor(shape=torch.Size([4, 3, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+       "        1 ->\n"
+       "            b: Tensor(shape=torch.Size([4, 3, 1, 10]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False,\n"
+       "    stack_dim=2)"},
+      {at::Device(at::kCPU), at::kByte,
+       "LazyStackedTensorDict(batch_size=[4,3,2,1], device=cpu, stack_dim=2, fields={\n"
+       "    a: u8[5]}, exclusive_fields={0: {c: u8[5]}, 1: {b: u8[10]}})",
+       "LazyStackedTensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    exclusive_fields={\n"
+       "        0 ->\n"
+       "            c: Tensor(shape=torch.Size([4, 3, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
+       "        1 ->\n"
+       "            b: Tensor(shape=torch.Size([4, 3, 1, 10]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False,\n"
+       "    stack_dim=2)"}}) {
+    const TensorDict td = stacked(c.device, c.dtype);
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: memmap, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_memmap]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = td_(device, dtype).memmap_();
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: f32[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: MemoryMappedTensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: memmap", "[test_repr.py::TestTensorDictRepr::test_repr_memmap]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: f32[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: MemoryMappedTensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: u8[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: MemoryMappedTensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = td_(c.device, c.dtype).memmap_();
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: nested update, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_nested_update]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = nested_update(device, dtype);
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], fields={b: f32[5], my_nested_td: {z: f32[5]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-        "        my_nested_td: TensorDict(\n"
-        "            fields={\n"
-        "                z: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "            batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "            device=None,\n"
-        "            is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=None,\n"
-        "    is_shared=False)");
+TEST_CASE("repr port: nested update", "[test_repr.py::TestTensorDictRepr::test_repr_nested_update]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,3,2,1], fields={b: f32[5], my_nested_td: {z: f32[5]}})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+       "        my_nested_td: TensorDict(\n"
+       "            fields={\n"
+       "                z: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "            batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "            device=None,\n"
+       "            is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=False)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={\n"
+       "    b: u8[5],\n"
+       "    my_nested_td: {z: u8[5]}})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
+       "        my_nested_td: TensorDict(\n"
+       "            fields={\n"
+       "                z: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "            batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "            device=cpu,\n"
+       "            is_shared=False)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False)"}}) {
+    const TensorDict td = nested_update(c.device, c.dtype);
+    check_both_forms(td, c);
+  }
 }
 
-TEST_CASE("repr port: stacked het, device None, torch.float32", "[test_repr.py::TestTensorDictRepr::test_repr_stacked_het]") {
-  const std::optional<at::Device> device = std::nullopt;
-  const at::ScalarType dtype = at::kFloat;
-  const TensorDict td = stacked_het(device, dtype);
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={\n"
-        "    a: f32[-1],\n"
-        "    b: f32[-1]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-        "        b: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
-        "    exclusive_fields={\n"
-        "    },\n"
-        "    batch_size=torch.Size([2]),\n"
-        "    device=None,\n"
-        "    is_shared=False,\n"
-        "    stack_dim=0)");
-}
-
-TEST_CASE("repr port: td, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_plain]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = td_(device, dtype);
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: u8[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: nested, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_nested]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = nested(device, dtype);
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={\n"
-        "    b: u8[5],\n"
-        "    my_nested_td: {a: u8[5]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
-        "        my_nested_td: TensorDict(\n"
-        "            fields={\n"
-        "                a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "            batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "            device=cpu,\n"
-        "            is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: indexed None, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_tensordict]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = td_(device, dtype).index({None});
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[1,4,3,2,1], device=cpu, fields={a: u8[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([1, 4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    batch_size=torch.Size([1, 4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: indexed (:,0), device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_tensordict]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = td_(device, dtype).index({Slice(), 0});
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,2,1], device=cpu, fields={a: u8[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: nested indexed (:,0), device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_indexed_nested_tensordict]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = nested(device, dtype).index({Slice(), 0});
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,2,1], device=cpu, fields={\n"
-        "    b: u8[5],\n"
-        "    my_nested_td: {a: u8[5]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        b: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
-        "        my_nested_td: TensorDict(\n"
-        "            fields={\n"
-        "                a: Tensor(shape=torch.Size([4, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "            batch_size=torch.Size([4, 2, 1]),\n"
-        "            device=cpu,\n"
-        "            is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: stacked, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_stacked]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = stacked(device, dtype);
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(batch_size=[4,3,2,1], device=cpu, stack_dim=2, fields={\n"
-        "    a: u8[5]}, exclusive_fields={0: {c: u8[5]}, 1: {b: u8[10]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    exclusive_fields={\n"
-        "        0 ->\n"
-        "            c: Tensor(shape=torch.Size([4, 3, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
-        "        1 ->\n"
-        "            b: Tensor(shape=torch.Size([4, 3, 1, 10]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False,\n"
-        "    stack_dim=2)");
-}
-
-TEST_CASE("repr port: memmap, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_memmap]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = td_(device, dtype).memmap_();
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: u8[5]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        a: MemoryMappedTensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: nested update, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_nested_update]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = nested_update(device, dtype);
-  CHECK(repr(td) ==
-        "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={\n"
-        "    b: u8[5],\n"
-        "    my_nested_td: {z: u8[5]}})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "TensorDict(\n"
-        "    fields={\n"
-        "        b: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
-        "        my_nested_td: TensorDict(\n"
-        "            fields={\n"
-        "                z: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "            batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "            device=cpu,\n"
-        "            is_shared=False)},\n"
-        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False)");
-}
-
-TEST_CASE("repr port: stacked het, device cpu, torch.uint8", "[test_repr.py::TestTensorDictRepr::test_repr_stacked_het]") {
-  const std::optional<at::Device> device = at::Device(at::kCPU);
-  const at::ScalarType dtype = at::kByte;
-  const TensorDict td = stacked_het(device, dtype);
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(batch_size=[2], device=cpu, stack_dim=0, fields={\n"
-        "    a: u8[-1],\n"
-        "    b: u8[-1]})");
-  set_printoptions detailed({.compact = false});
-  CHECK(repr(td) ==
-        "LazyStackedTensorDict(\n"
-        "    fields={\n"
-        "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
-        "        b: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
-        "    exclusive_fields={\n"
-        "    },\n"
-        "    batch_size=torch.Size([2]),\n"
-        "    device=cpu,\n"
-        "    is_shared=False,\n"
-        "    stack_dim=0)");
+TEST_CASE("repr port: stacked het", "[test_repr.py::TestTensorDictRepr::test_repr_stacked_het]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={\n"
+       "    a: f32[-1],\n"
+       "    b: f32[-1]})",
+       "LazyStackedTensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+       "        b: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+       "    exclusive_fields={\n"
+       "    },\n"
+       "    batch_size=torch.Size([2]),\n"
+       "    device=None,\n"
+       "    is_shared=False,\n"
+       "    stack_dim=0)"},
+      {at::Device(at::kCPU), at::kByte,
+       "LazyStackedTensorDict(batch_size=[2], device=cpu, stack_dim=0, fields={\n"
+       "    a: u8[-1],\n"
+       "    b: u8[-1]})",
+       "LazyStackedTensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
+       "        b: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.uint8, is_shared=False)},\n"
+       "    exclusive_fields={\n"
+       "    },\n"
+       "    batch_size=torch.Size([2]),\n"
+       "    device=cpu,\n"
+       "    is_shared=False,\n"
+       "    stack_dim=0)"}}) {
+    const TensorDict td = stacked_het(c.device, c.dtype);
+    check_both_forms(td, c);
+  }
 }

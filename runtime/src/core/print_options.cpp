@@ -1,6 +1,7 @@
 #include "tensordict/print_options.h"
 
 #include <mutex>
+#include <utility>
 
 namespace tensordict {
 
@@ -18,31 +19,44 @@ State& state() {
   return s;
 }
 
+using Flag = std::pair<bool PrintOptions::*, std::optional<bool> SetPrintOptions::*>;
+
+// The options only the detailed form reads (tensordict's _DETAILED_ONLY_OPTIONS).
+constexpr Flag kDetailedOnly[] = {
+    {&PrintOptions::show_is_shared, &SetPrintOptions::show_is_shared},
+    {&PrintOptions::show_shape, &SetPrintOptions::show_shape},
+    {&PrintOptions::show_field_device, &SetPrintOptions::show_field_device},
+    {&PrintOptions::show_field_is_shared, &SetPrintOptions::show_field_is_shared},
+    {&PrintOptions::show_grad, &SetPrintOptions::show_grad},
+    {&PrintOptions::show_is_contiguous, &SetPrintOptions::show_is_contiguous},
+    {&PrintOptions::show_is_view, &SetPrintOptions::show_is_view},
+    {&PrintOptions::show_storage_size, &SetPrintOptions::show_storage_size},
+    {&PrintOptions::plain, &SetPrintOptions::plain},
+};
+// The others that are flags.
+constexpr Flag kBothForms[] = {
+    {&PrintOptions::show_batch_size, &SetPrintOptions::show_batch_size},
+    {&PrintOptions::show_device, &SetPrintOptions::show_device},
+    {&PrintOptions::show_dtype, &SetPrintOptions::show_dtype},
+};
+// What verbose=false hides unless given (tensordict's _VERBOSE_FALSE_OVERRIDES).
+constexpr bool PrintOptions::*kVerbose[] = {&PrintOptions::show_device, &PrintOptions::show_is_shared,
+                                            &PrintOptions::show_field_device, &PrintOptions::show_dtype,
+                                            &PrintOptions::show_field_is_shared};
+
 // tensordict's set_printoptions.__init__ then set(): what `options` gives,
 // over `current`.
 PrintOptions resolve(PrintOptions current, const SetPrintOptions& options) {
-  const bool detailed_only = options.show_is_shared || options.show_shape || options.show_field_device ||
-                             options.show_field_is_shared || options.show_grad || options.show_is_contiguous ||
-                             options.show_is_view || options.show_storage_size || options.plain;
+  bool detailed_only = false;
+  for (const auto& flag : kDetailedOnly) detailed_only = detailed_only || (options.*flag.second).has_value();
   if (!options.verbose) {
-    current.show_device = current.show_is_shared = current.show_field_device = current.show_dtype =
-        current.show_field_is_shared = false;
+    for (auto flag : kVerbose) current.*flag = false;
   }
-  auto take = [](bool& to, const std::optional<bool>& from) {
-    if (from) to = *from;
+  auto take = [&](const Flag& flag) {
+    if (const auto& given = options.*flag.second) current.*flag.first = *given;
   };
-  take(current.show_batch_size, options.show_batch_size);
-  take(current.show_device, options.show_device);
-  take(current.show_is_shared, options.show_is_shared);
-  take(current.show_shape, options.show_shape);
-  take(current.show_field_device, options.show_field_device);
-  take(current.show_dtype, options.show_dtype);
-  take(current.show_field_is_shared, options.show_field_is_shared);
-  take(current.show_grad, options.show_grad);
-  take(current.show_is_contiguous, options.show_is_contiguous);
-  take(current.show_is_view, options.show_is_view);
-  take(current.show_storage_size, options.show_storage_size);
-  take(current.plain, options.plain);
+  for (const auto& flag : kDetailedOnly) take(flag);
+  for (const auto& flag : kBothForms) take(flag);
   if (options.sort_keys) current.sort_keys = *options.sort_keys;
   if (options.compact) {
     current.compact = *options.compact;
