@@ -204,7 +204,7 @@ TEST_CASE("the repr of a key whose members differ in rank shows shape [-1] (_laz
   text << lazy;
   // tensordict 0.15.3 on the same stack (run in the test venv)
   CHECK(text.str() == "LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={x: f32[-1]})");
-  set_printoptions detailed({.compact = false});
+  tensordict::set_printoptions detailed({.compact = false});
   CHECK_THAT(repr(lazy), Catch::Contains("x: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False)"));
 }
 

@@ -136,6 +136,25 @@ TEST_CASE("compact repr of lazy stacks: stack_dim, promoted dtypes, -1 where mem
           "    stack_dim=0)");
 }
 
+TEST_CASE("compact repr of lazy stacks: the members' devices, nested stacks, nested levels") {
+  // tensordict 0.15.3 on the same stacks (run in the test venv)
+  const TensorDict a({{"x", at::zeros({2})}, {"n", TensorDict({{"y", at::zeros({3})}})}});
+  const TensorDict b({{"x", at::zeros({2}, at::TensorOptions().device(at::kMeta))},
+                      {"n", TensorDict({{"y", at::zeros({3}, at::kInt)}})}});
+  CHECK(repr(lazy_stack({a, b})) ==
+        "LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={\n"
+        "    n: {y: f32[3]},\n"
+        "    x: f32[2]@cpu,meta})");
+  TensorDict c2 = a.clone(), c3 = a.clone();
+  c2.set_non_tensor("s", "a");
+  c3.set_non_tensor("s", "b");
+  CHECK(repr(lazy_stack({lazy_stack({c2, c3}), lazy_stack({c3.clone(), c2.clone()})})) ==
+        "LazyStackedTensorDict(batch_size=[2,2], stack_dim=0, fields={\n"
+        "    n: {y: f32[3]},\n"
+        "    s: str,\n"
+        "    x: f32[2]})");
+}
+
 TEST_CASE("compact repr of non-tensor data: the Python type of the value, NonTensorStack for a stack") {
   TensorDict td({{"x", at::zeros({2})}}, {2});
   td.set_non_tensor("s", "a");

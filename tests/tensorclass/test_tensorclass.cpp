@@ -20,6 +20,8 @@ using tct::Named;
 using tct::Observation;
 using tct::common::Agent;
 using td_test::message_of;
+using tensordict::set_printoptions;
+using tensordict::SortKeys;
 
 namespace {
 
