@@ -118,7 +118,7 @@ int main() {
   EXPECT(r.batch_size.sizes() == at::IntArrayRef({4, 2}));  // the field
   methods(r).validate();
   // `fields` and `schema` are fields too: the static members are named through the base.
-  EXPECT(tensordict::TensorClass<probe::Root>::fields().size() == 44);
+  EXPECT(tensordict::TensorClass<probe::Root>::fields().size() == 46);
   EXPECT(tensordict::TensorClass<probe::Root>::schema().name == "Root");
   const probe::Root i = methods(r).index({at::indexing::Slice(1, 3)});
   EXPECT(methods(i).batch_size() == at::IntArrayRef({2}));
