@@ -202,7 +202,10 @@ TEST_CASE("the repr of a key whose members differ in rank shows shape [-1] (_laz
   auto lazy = tensordict::lazy_stack({TensorDict({{"x", at::zeros({2})}}, {}), TensorDict({{"x", at::zeros({2, 3})}}, {})}, 0);
   std::ostringstream text;
   text << lazy;
-  CHECK_THAT(text.str(), Catch::Contains("x: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False)"));
+  // tensordict 0.15.3 on the same stack (run in the test venv)
+  CHECK(text.str() == "LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={x: f32[-1]})");
+  tensordict::set_printoptions detailed({.compact = false});
+  CHECK_THAT(repr(lazy), Catch::Contains("x: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False)"));
 }
 
 TEST_CASE("a lazy stack is locked when all its members are, or when locked itself (test_errors.py::test_stack_cache_lock, "

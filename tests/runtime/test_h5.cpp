@@ -111,6 +111,36 @@ TEST_CASE("every Python tensordict fixture loads and matches its expectations") 
   REQUIRE(checked >= 2);
 }
 
+TEST_CASE("the repr of an h5 file matches tensordict's, from the datasets' metadata") {
+  // tensordict 0.15.3 printing PersistentTensorDict.from_h5 of the same fixture (run in the test venv)
+  const PersistentTensorDict td = PersistentTensorDict::from_h5((fixtures_dir() / "h5" / "rollout.h5").string());
+  CHECK(repr(td) ==
+        "PersistentTensorDict(batch_size=[4], fields={\n"
+        "    action: i64[],\n"
+        "    agent: PersistentTensorDict{id: i32[], pos: f64[2]},\n"
+        "    done: bool[],\n"
+        "    obs: f32[3,2],\n"
+        "    reward: f32[]})");
+  set_printoptions detailed({.compact = false});
+  CHECK(repr(td) ==
+        "PersistentTensorDict(\n"
+        "    fields={\n"
+        "        action: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.int64, is_shared=False),\n"
+        "        agent: PersistentTensorDict(\n"
+        "            fields={\n"
+        "                id: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.int32, is_shared=False),\n"
+        "                pos: Tensor(shape=torch.Size([4, 2]), device=cpu, dtype=torch.float64, is_shared=False)},\n"
+        "            batch_size=torch.Size([4]),\n"
+        "            device=None,\n"
+        "            is_shared=False),\n"
+        "        done: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.bool, is_shared=False),\n"
+        "        obs: Tensor(shape=torch.Size([4, 3, 2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "        reward: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+        "    batch_size=torch.Size([4]),\n"
+        "    device=None,\n"
+        "    is_shared=False)");
+}
+
 TEST_CASE("the h5py fixture: groups, dtypes (enum bool), inferred batch sizes, lazy reads") {
   PersistentTensorDict td = PersistentTensorDict::from_h5((fixtures_dir() / "h5" / "rollout.h5").string());
   REQUIRE(td.kind() == Kind::Persistent);

@@ -52,6 +52,18 @@ TEST_CASE("entries of different shapes: a clear error, get_list and get_padded")
 
 TEST_CASE("the lazy repr shows exclusive fields and the stack dim") {
   auto lazy = lazy_stack(members());
+  // tensordict 0.15.3 on the same members (run in the test venv)
+  CHECK(repr(lazy) ==
+        "LazyStackedTensorDict(batch_size=[3,4], stack_dim=0, fields={\n"
+        "    img: f32[-1],\n"
+        "    n: {x: f32[]},\n"
+        "    obs: f32[3]}, exclusive_fields={1: {extra: f32[]}})");
+  CHECK(repr(lazy_stack({sample({2}), sample({2})}, 1)) ==
+        "LazyStackedTensorDict(batch_size=[2,2], stack_dim=1, fields={\n"
+        "    a: f32[4],\n"
+        "    b: i64[],\n"
+        "    nested: {c: f32[2,3]}})");
+  set_printoptions detailed({.compact = false});
   const std::string text = repr(lazy);
   REQUIRE_THAT(text, StartsWith("LazyStackedTensorDict(\n    fields={\n"));
   REQUIRE_THAT(text, Contains("        img: Tensor(shape=torch.Size([3, 4, -1]), device=cpu, dtype=torch.float32, is_shared=False),"));

@@ -31,6 +31,31 @@ int64_t bytes_of(const fs::path& p) { return static_cast<int64_t>(fs::file_size(
 
 }  // namespace
 
+TEST_CASE("the repr of a loaded memmap tree matches tensordict's, MemoryMappedTensor in the detailed form") {
+  // tensordict 0.15.3 printing TensorDict.load_memmap of the same fixture (run in the test venv)
+  const TensorDict td = TensorDict::load_memmap((fixtures_dir() / "mmap_example").string());
+  CHECK(repr(td) ==
+        "TensorDict(batch_size=[2,1], device=cpu, fields={\n"
+        "    nested: {bfloat16: bf16[], int64: i64[], string: list}})");
+  set_printoptions detailed({.compact = false});
+  CHECK(repr(td) ==
+        "TensorDict(\n"
+        "    fields={\n"
+        "        nested: TensorDict(\n"
+        "            fields={\n"
+        "                bfloat16: MemoryMappedTensor(shape=torch.Size([2, 1]), device=cpu, dtype=torch.bfloat16, is_shared=True),\n"
+        "                int64: MemoryMappedTensor(shape=torch.Size([2, 1]), device=cpu, dtype=torch.int64, is_shared=True),\n"
+        "                string: NonTensorData(data=['a string!'], batch_size=torch.Size([2, 1]), device=cpu)},\n"
+        "            batch_size=torch.Size([2, 1]),\n"
+        "            device=cpu,\n"
+        "            is_shared=False)},\n"
+        "    batch_size=torch.Size([2, 1]),\n"
+        "    device=cpu,\n"
+        "    is_shared=False)");
+  // an index of it is no longer memory-mapped here (README "Differences from tensordict in the runtime")
+  CHECK_THAT(repr(td.index({0})), Contains("bfloat16: Tensor(shape=torch.Size([1]), device=cpu, dtype=torch.bfloat16, is_shared=False)"));
+}
+
 TEST_CASE("the Python tensordict fixture loads with its keys, dtypes, shapes and values") {
   const fs::path dir = fixtures_dir() / "mmap_example";
   TensorDict td = TensorDict::load_memmap(dir.string());

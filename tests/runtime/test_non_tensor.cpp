@@ -47,6 +47,15 @@ TEST_CASE("non-tensor reprs follow tensordict") {
   TensorDict td({{"a_tensor", at::zeros({3})},
                  {"nested", TensorDict({{"a_tensor", at::zeros({3})}, {"a_string", NonTensorData("zero!")}}, {3})}},
                 {3});
+  // tensordict 0.15.3 on the same data (run in the test venv)
+  CHECK(repr(td) ==
+        "TensorDict(batch_size=[3], fields={\n"
+        "    a_tensor: f32[],\n"
+        "    nested: {a_string: str, a_tensor: f32[]}})");
+  TensorDict compact_stack({}, {2});
+  compact_stack.set("s", NonTensorData::stack({"x", "y"}, {2}));
+  CHECK(repr(compact_stack) == "TensorDict(batch_size=[2], fields={s: NonTensorStack})");
+  set_printoptions detailed({.compact = false});
   const std::string text = repr(td);
   REQUIRE_THAT(text, Contains("\n                a_string: NonTensorData(data=zero!, batch_size=torch.Size([3]), device=None),\n"
                               "                a_tensor: Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False)},"));

@@ -6,6 +6,17 @@ using namespace td_test;
 using Catch::Matchers::Contains;
 using at::indexing::Slice;
 
+TEST_CASE("the compact repr of a sub-view names its class, and its nested sub-views' class") {
+  TensorDict td({{"a", at::zeros({4, 3})}, {"b", TensorDict({{"c", at::zeros({4, 2}, at::kLong)}}, {4})}}, {4});
+  td.set_non_tensor("s", "x");
+  // tensordict 0.15.3 printing td._get_sub_tensordict(slice(1, 3)) of the same data (run in the test venv)
+  CHECK(repr(td.get_sub_tensordict({Slice(1, 3)})) ==
+        "_SubTensorDict(batch_size=[2], fields={\n"
+        "    a: f32[3],\n"
+        "    b: _SubTensorDict{c: i64[2]},\n"
+        "    s: str})");
+}
+
 TEST_CASE("a sub-view reads the source at the index") {
   auto td = sample({4, 3});
   auto sub = td.get_sub_tensordict({Slice(1, 3)});

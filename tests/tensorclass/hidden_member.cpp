@@ -23,7 +23,8 @@
   X(copy_shell_) X(from_td_) X(map_into_) X(map2_into_) X(pieces_into_) X(combine_into_) X(set_locked_tree_) \
   X(set_device_) X(set_names_) X(name_from_schema_) X(validate_) X(check_dtypes_) X(tensordict_form_)         \
   X(td_form_) X(typed_) X(read_loaded_) X(collect_tags_) X(find_tensor_) X(set_path_) X(for_each_tensor_)     \
-  X(for_each_pair_) X(visit_fields_) X(self_) X(tc_) X(register_memmap) X(to_tensordict) X(is_locked)
+  X(for_each_pair_) X(visit_fields_) X(self_) X(tc_) X(register_memmap) X(to_tensordict) X(is_locked) \
+  X(compact_fields_) X(detailed_repr_)
 
 #define HIDDEN_MEMBER(field) at::Tensor field;
 #define HIDDEN_INFO(field)                                                                                          \
@@ -117,7 +118,7 @@ int main() {
   EXPECT(r.batch_size.sizes() == at::IntArrayRef({4, 2}));  // the field
   methods(r).validate();
   // `fields` and `schema` are fields too: the static members are named through the base.
-  EXPECT(tensordict::TensorClass<probe::Root>::fields().size() == 44);
+  EXPECT(tensordict::TensorClass<probe::Root>::fields().size() == 46);
   EXPECT(tensordict::TensorClass<probe::Root>::schema().name == "Root");
   const probe::Root i = methods(r).index({at::indexing::Slice(1, 3)});
   EXPECT(methods(i).batch_size() == at::IntArrayRef({2}));
@@ -140,7 +141,7 @@ int main() {
   EXPECT(methods(r).is_locked());
   EXPECT(methods(r.nested).is_locked());
   methods(r).unlock_();
-  EXPECT(methods(r).repr().find("tc_locked_=Tensor") != std::string::npos);
+  EXPECT(methods(r).repr().find("tc_locked_: f32[") != std::string::npos);
   const auto dir = std::filesystem::temp_directory_path() / ("hidden_member_" + std::to_string(::getpid()));
   const probe::Root saved = methods(r).memmap(dir.string());
   EXPECT(methods(saved).is_memmap());

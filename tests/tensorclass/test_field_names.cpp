@@ -145,7 +145,7 @@ TEST_CASE("every op runs whatever the fields are named, private members' names i
   methods(p).unlock_();
   methods(p).zero_();
   CHECK(p.index.sum().item<int64_t>() == 0);
-  CHECK(methods(p).repr().find("class=Tensor") != std::string::npos);
+  CHECK(methods(p).repr().find("class: ") != std::string::npos);
   // A broken field is reported by its schema name.
   PolicyOutput bad = policy();
   bad.class_ = iota({3}, at::kLong);

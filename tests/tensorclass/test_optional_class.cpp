@@ -33,7 +33,7 @@ Frame without_pose() { return Frame({.reward = iota({4}) + 1}, {4}); }
 TEST_CASE("an optional nested class may be left out at construction and is then absent") {
   const Frame f = without_pose();  // threw "Frame.pose.xyz: required field is not set" when the flag was ignored
   CHECK_FALSE(f.pose.has_value());
-  CHECK(f.repr().find("pose=None") != std::string::npos);
+  CHECK(f.repr().find("pose: None") != std::string::npos);
   const Frame g = with_pose();
   REQUIRE(g.pose.has_value());
   CHECK(at::equal(g.pose->xyz, iota({4, 3}) + 10));

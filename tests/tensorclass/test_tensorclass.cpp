@@ -20,6 +20,8 @@ using tct::Named;
 using tct::Observation;
 using tct::common::Agent;
 using td_test::message_of;
+using tensordict::set_printoptions;
+using tensordict::SortKeys;
 
 namespace {
 
@@ -611,8 +613,68 @@ TEST_CASE("from_tensordict reads non-tensor fields held as non-tensor data") {
 }
 
 // ---- repr --------------------------------------------------------------------------------
-TEST_CASE("operator<< prints tensordict's tensorclass repr") {
+// The compact strings are what tensordict 0.15.3 prints for the same
+// objects of the Python classes generated from tc_obs.yaml (run in the test
+// venv), where a list<string> field is a tuple.
+TEST_CASE("operator<< prints tensordict's compact tensorclass repr") {
   auto o = make_obs({2}, false);
+  std::ostringstream os;
+  os << o;
+  CHECK(os.str() ==
+        "Observation(batch_size=[2], fields={\n"
+        "    agent: Agent{pos: f32[2], vel: f32[2]},\n"
+        "    pixels: u8[3,4,5],\n"
+        "    reward: f32[],\n"
+        "    scale: float,\n"
+        "    tags: tuple,\n"
+        "    task: str,\n"
+        "    depth: None})");
+  CHECK(make_obs({2, 3}).repr() ==
+        "Observation(batch_size=[2,3], fields={\n"
+        "    agent: Agent{pos: f32[2], vel: f32[2]},\n"
+        "    depth: f32[4,5],\n"
+        "    pixels: u8[3,4,5],\n"
+        "    reward: f32[],\n"
+        "    scale: float,\n"
+        "    tags: tuple,\n"
+        "    task: str})");
+  CHECK(o.to(at::Device(at::kCPU)).repr() ==
+        "Observation(batch_size=[2], device=cpu, fields={\n"
+        "    agent: Agent{pos: f32[2], vel: f32[2]},\n"
+        "    pixels: u8[3,4,5],\n"
+        "    reward: f32[],\n"
+        "    scale: float,\n"
+        "    tags: tuple,\n"
+        "    task: str,\n"
+        "    depth: None})");
+  {
+    set_printoptions guard({.show_batch_size = false, .show_dtype = false});
+    CHECK(o.repr() ==
+          "Observation(fields={\n"
+          "    agent: Agent{pos: [2], vel: [2]},\n"
+          "    pixels: [3,4,5],\n"
+          "    reward: [],\n"
+          "    scale: float,\n"
+          "    tags: tuple,\n"
+          "    task: str,\n"
+          "    depth: None})");
+  }
+  set_printoptions guard({.sort_keys = SortKeys::insertion()});
+  CHECK(o.repr() ==
+        "Observation(batch_size=[2], fields={\n"
+        "    pixels: u8[3,4,5],\n"
+        "    reward: f32[],\n"
+        "    agent: Agent{pos: f32[2], vel: f32[2]},\n"
+        "    task: str,\n"
+        "    tags: tuple,\n"
+        "    scale: float,\n"
+        "    depth: None})");
+}
+
+TEST_CASE("operator<< prints tensordict's detailed tensorclass repr under compact=false") {
+  // the generated Python class of tc_obs.yaml under set_printoptions(compact=False) (run in the test venv)
+  auto o = make_obs({2}, false);
+  set_printoptions detailed({.compact = false});
   std::ostringstream os;
   os << o;
   CHECK(os.str() ==
@@ -625,10 +687,10 @@ TEST_CASE("operator<< prints tensordict's tensorclass repr") {
         "        is_shared=False),\n"
         "    pixels=Tensor(shape=torch.Size([2, 3, 4, 5]), device=cpu, dtype=torch.uint8, is_shared=False),\n"
         "    reward=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "    scale=NonTensorData(data=1.0, batch_size=torch.Size([2]), device=None),\n"
+        "    tags=NonTensorData(data=('a', 'b'), batch_size=torch.Size([2]), device=None),\n"
+        "    task=NonTensorData(data=walk, batch_size=torch.Size([2]), device=None),\n"
         "    depth=None,\n"
-        "    task='walk',\n"
-        "    tags=['a', 'b'],\n"
-        "    scale=1.0,\n"
         "    batch_size=torch.Size([2]),\n"
         "    device=None,\n"
         "    is_shared=False)");

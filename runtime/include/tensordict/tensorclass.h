@@ -404,29 +404,83 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // ---- printing -----------------------------------------------------------------------
-  // tensordict's tensorclass repr.
+  // tensordict's tensorclass repr: compact unless set_printoptions says
+  // compact=false (print_options.h).
   std::string repr() const {
+    const PrintOptions options = get_printoptions();
+    if (!options.compact) return detailed_repr_(options);
+    std::vector<std::string> header;
+    if (options.show_batch_size) header.push_back(detail::compact_batch_size(tc_batch_size_));
+    if (options.show_device && tc_device_) header.push_back("device=" + tc_device_->str());
+    return detail::compact_repr(schema().name, header, compact_fields_(options));
+  }
+  friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << detail::tc(x).repr(); }
+
+ private:
+  // The entries of the compact repr: the set fields by type, sorted as
+  // sort_keys says, then the unset ones as None (tensordict's _compact_body).
+  std::vector<detail::CompactNode> compact_fields_(const PrintOptions& options) const {
+    std::vector<detail::CompactNode> set, unset;
+    auto node = [](std::string_view name, std::string text) {
+      detail::CompactNode n;
+      n.key = std::string(name);
+      n.text = std::move(text);
+      return n;
+    };
+    const auto batch_dims = static_cast<int64_t>(tc_batch_size_.size());
+    visit_fields_(
+        detail::Overloaded{
+            [&](detail::TensorField, auto field, const auto& m) {
+              if (!m.defined()) return unset.push_back(node(field.info().name, "None"));
+              auto shape = detail::leaf_shape(m);
+              shape.erase(shape.begin(), shape.begin() + std::min<int64_t>(batch_dims, static_cast<int64_t>(shape.size())));
+              set.push_back(node(field.info().name, detail::compact_token(shape, m.scalar_type(), {m.device().str()},
+                                                                           tc_device_.has_value(), options)));
+            },
+            [&](detail::NestedField, auto field, const auto& m) {
+              const auto* n = detail::present(m);
+              if (n == nullptr) return unset.push_back(node(field.info().name, "None"));
+              const auto& nested = detail::tc(*n);
+              auto extra = nested.tc_batch_size_;
+              extra.erase(extra.begin(), extra.begin() + std::min(extra.size(), tc_batch_size_.size()));
+              auto c = node(field.info().name, std::string(nested.schema().name));
+              if (!extra.empty()) c.text += detail::compact_dims(extra);
+              c.container = true;
+              c.entries = nested.compact_fields_(options);
+              set.push_back(std::move(c));
+            },
+            [&](detail::DataField, auto field, const auto& m) {
+              set.push_back(node(field.info().name, detail::python_type_name(m)));
+            }},
+        derived());
+    detail::sort_compact(set, options);
+    set.insert(set.end(), unset.begin(), unset.end());
+    return set;
+  }
+  // compact=false: tensordict's detailed tensorclass repr.
+  std::string detailed_repr_(const PrintOptions& options) const {
     std::vector<std::string> tensors, others;
     auto set_or_none = [&](std::string_view name, bool set, auto&& value_repr) {
       (set ? tensors : others).push_back(std::string(name) + "=" + (set ? value_repr() : std::string("None")));
     };
     visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
                                        set_or_none(field.info().name, m.defined(),
-                                                   [&] { return detail::tensor_repr(m); });
+                                                   [&] { return detail::tensor_repr(m, options); });
                                      },
                                      [&](detail::NestedField, auto field, const auto& m) {
                                        const auto* n = detail::present(m);
                                        set_or_none(field.info().name, n != nullptr, [&] { return detail::tc(*n).repr(); });
                                      },
                                      [&](detail::DataField, auto field, const auto& m) {
-                                       others.push_back(std::string(field.info().name) + "=" + detail::python_repr(m));
+                                       // held as NonTensorData, sorted with the tensors
+                                       tensors.push_back(std::string(field.info().name) + "=" +
+                                                         detail::non_tensor_data_repr(detail::python_str(m),
+                                                                                      tc_batch_size_, tc_device_));
                                      }},
                   derived());
-    return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared());
+    return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared(),
+                                    options);
   }
-  friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << detail::tc(x).repr(); }
-
- private:
   template <class>
   friend class TensorClass;
   friend class TensorClassSurface<Derived>;

@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/print_options.h"
 #include "tensordict/schema.h"
 
 namespace tensordict::detail {
@@ -75,9 +77,9 @@ void check_declared_dtype(std::string_view op, const FieldPath& path, const sche
 [[noreturn]] void throw_empty_list(std::string_view op, std::string_view class_name);
 
 // repr pieces, as tensordict prints them.
-std::string tensor_repr(const at::Tensor& t);
-// The same from a tensor's metadata (a lazy stack's shape may hold -1).
-std::string meta_repr(const TensorMeta& m);
+// The detailed leaf repr from a tensor's metadata (a lazy stack's shape may
+// hold -1): shape, device, dtype and is_shared, as the options select them.
+std::string meta_repr(const TensorMeta& m, const PrintOptions& options, std::string_view type_name = "Tensor");
 std::string torch_size(at::IntArrayRef sizes);
 std::string indent(const std::string& text, int width);
 std::string shape_string(at::IntArrayRef sizes);
@@ -109,11 +111,74 @@ std::string python_repr(T v) {
 }
 inline std::string python_repr(float v) { return python_repr(static_cast<double>(v)); }
 
+// The compact repr (set_printoptions' compact, the default) as tensordict
+// builds it: an entry is a token ("f32[3]", "str", "None") or a container, a
+// prefix ("Agent", "[4]") and its entries.
+struct CompactNode {
+  std::string key;
+  std::string text;
+  bool container = false;
+  std::vector<CompactNode> entries;
+};
+// A tensor entry: its dtype and its dims past the batch dims, with the
+// devices when they are not all cpu and the level has no device:
+// "f32[3,-1]", "i64[]@cuda:0".
+std::string compact_token(at::IntArrayRef feature_shape, at::ScalarType dtype, std::vector<std::string> devices,
+                          bool level_has_device, const PrintOptions& options);
+// "[3,4]": dims as the compact repr prints them.
+std::string compact_dims(at::IntArrayRef dims);
+inline std::string compact_batch_size(at::IntArrayRef batch_size) { return "batch_size=" + compact_dims(batch_size); }
+// Orders entries as options.sort_keys says, by their text "key: value".
+void sort_compact(std::vector<CompactNode>& entries, const PrintOptions& options);
+// "Name(batch_size=[3], device=cpu, fields={...})", the fields on one line
+// if it fits in 80 columns, else one per line; a lazy stack's exclusive
+// fields follow. `header` holds the "batch_size=[3]" items.
+std::string compact_repr(std::string_view class_name, const std::vector<std::string>& header,
+                         std::vector<CompactNode> fields, std::vector<CompactNode> exclusive = {});
+// The Python type name of a non-tensor value, as the compact repr prints it.
+inline std::string python_type_name(const std::string&) { return "str"; }
+inline std::string python_type_name(bool) { return "bool"; }
+template <class T>
+  requires std::is_arithmetic_v<T>
+std::string python_type_name(T) {
+  return std::is_floating_point_v<T> ? "float" : "int";
+}
+// a list<T> field is a tuple in the generated Python class
+template <class T>
+std::string python_type_name(const std::vector<T>&) {
+  return "tuple";
+}
+// The leaf repr of the detailed form, as the options select its attributes:
+// "Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False)".
+std::string tensor_repr(const at::Tensor& t, const PrintOptions& options, std::string_view type_name = "Tensor");
+// The metadata of the detailed form, as the options select it.
+std::vector<std::string> header_parts(at::IntArrayRef batch_size, const std::optional<at::Device>& device,
+                                      bool is_shared, const PrintOptions& options);
+
+// tensordict's NonTensorData repr: "NonTensorData(data=walk, batch_size=torch.Size([2]), device=None)",
+// `data` being Python's str() of the value.
+std::string non_tensor_data_repr(std::string data, at::IntArrayRef batch_size, const std::optional<at::Device>& device);
+// Python's str() of a typed non-tensor field's value: a string as is, a
+// list<T> as the tuple the generated Python class holds.
+inline std::string python_str(const std::string& v) { return v; }
+std::string python_tuple_str(const std::vector<std::string>& item_reprs);
+template <class T>
+std::string python_str(const std::vector<T>& v) {
+  std::vector<std::string> items;
+  for (const auto& x : v) items.push_back(python_repr(x));
+  return python_tuple_str(items);
+}
+template <class T>
+  requires std::is_arithmetic_v<T>
+std::string python_str(T v) {
+  return python_repr(v);
+}
+
 // Assembles "Name(\n    a=...,\n    batch_size=..., device=..., is_shared=...)".
 // `tensor_fields` are "key=repr" (sorted here), `non_tensor_fields` keep their order.
 std::string tensorclass_repr(std::string_view class_name, std::vector<std::string> tensor_fields,
                              const std::vector<std::string>& non_tensor_fields, at::IntArrayRef batch_size,
-                             const std::optional<at::Device>& device, bool is_shared);
+                             const std::optional<at::Device>& device, bool is_shared, const PrintOptions& options);
 
 // A mask / condition / operand over the leading batch dims, reshaped so that
 // it broadcasts against `leaf` (trailing singleton dims); RuntimeError when it

@@ -8,6 +8,7 @@
 
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
+#include "core/repr_forms.h"
 #include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
@@ -37,12 +38,83 @@ std::string torch_size(at::IntArrayRef sizes) { return fmt::format("torch.Size([
 
 std::string python_bool(bool b) { return b ? "True" : "False"; }
 
-std::string meta_repr(const TensorMeta& m) {
-  return fmt::format("Tensor(shape={}, device={}, dtype=torch.{}, is_shared={})", torch_size(m.shape), m.device.str(),
-                     dtype_name(m.dtype), python_bool(m.is_shared));
+namespace {
+// tensordict's _tensor_repr_fields: the attributes of a leaf the options select.
+std::vector<std::string> meta_fields(const TensorMeta& m, const PrintOptions& o) {
+  std::vector<std::string> parts;
+  if (o.show_shape) parts.push_back("shape=" + torch_size(m.shape));
+  if (o.show_field_device) parts.push_back("device=" + m.device.str());
+  if (o.show_dtype) parts.push_back(fmt::format("dtype=torch.{}", dtype_name(m.dtype)));
+  if (o.show_field_is_shared) parts.push_back("is_shared=" + python_bool(m.is_shared));
+  return parts;
 }
 
-std::string tensor_repr(const at::Tensor& t) { return meta_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}); }
+// Python's format(complex, ".4g").
+std::string python_complex(double real, double imag) { return fmt::format("{:.4g}{:+.4g}j", real, imag); }
+
+// tensordict's _plain_summary: mean and std of a floating (or complex)
+// tensor, min and max of another one.
+std::string plain_summary(const at::Tensor& tensor) {
+  if (tensor.numel() == 0) return "[]";
+  at::Tensor t = tensor.is_nested() ? at::cat(tensor.unbind(), 0).reshape(-1) : tensor;
+  if (t.is_floating_point() || t.is_complex()) {
+    t = t.to(t.is_complex() ? at::kComplexDouble : at::kDouble);
+    const double std = t.numel() > 1 ? t.std().item<double>() : std::nan("");
+    if (t.is_complex()) {
+      const auto mean = t.mean().item<c10::complex<double>>();
+      return fmt::format("mean={}, std={:.4g}", python_complex(mean.real(), mean.imag()), std);
+    }
+    return fmt::format("mean={:.4g}, std={:.4g}", t.mean().item<double>(), std);
+  }
+  if (t.scalar_type() == at::kBool) {
+    return fmt::format("min={}, max={}", python_bool(t.min().item<bool>()), python_bool(t.max().item<bool>()));
+  }
+  return fmt::format("min={}, max={}", t.min().item<int64_t>(), t.max().item<int64_t>());
+}
+}  // namespace
+
+std::string meta_repr(const TensorMeta& m, const PrintOptions& options, std::string_view type_name) {
+  return fmt::format("{}({})", type_name, fmt::join(meta_fields(m, options), ", "));
+}
+
+namespace {
+// The detailed leaf repr with the attributes that need the data (`m`: the
+// metadata part).
+std::string data_repr(const TensorMeta& m, const at::Tensor& t, const PrintOptions& o, std::string_view type_name) {
+  auto parts = meta_fields(m, o);
+  if (o.show_grad) parts.push_back("requires_grad=" + python_bool(t.requires_grad()));
+  if (o.show_is_contiguous) parts.push_back("is_contiguous=" + python_bool(!t.is_nested() && t.is_contiguous()));
+  if (o.show_is_view) parts.push_back("is_view=" + python_bool(t.is_view()));
+  if (o.show_storage_size) parts.push_back(fmt::format("storage_size={}", t.storage().nbytes()));
+  if (o.plain) parts.push_back(plain_summary(t));
+  return fmt::format("{}({})", type_name, fmt::join(parts, ", "));
+}
+}  // namespace
+
+std::string tensor_repr(const at::Tensor& t, const PrintOptions& o, std::string_view type_name) {
+  return data_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}, t, o, type_name);
+}
+
+std::string non_tensor_data_repr(std::string data, at::IntArrayRef batch_size, const std::optional<at::Device>& device) {
+  // tensordict's NonTensorData.__repr__ shortens a long value
+  if (data.size() > 200) data = data.substr(0, 20) + "  ...  " + data.substr(data.size() - 20);
+  return fmt::format("NonTensorData(data={}, batch_size={}, device={})", data, torch_size(batch_size),
+                     device ? device->str() : std::string("None"));
+}
+
+std::string python_tuple_str(const std::vector<std::string>& item_reprs) {
+  if (item_reprs.size() == 1) return "(" + item_reprs.front() + ",)";
+  return fmt::format("({})", fmt::join(item_reprs, ", "));
+}
+
+std::vector<std::string> header_parts(at::IntArrayRef batch_size, const std::optional<at::Device>& device,
+                                      bool is_shared, const PrintOptions& o) {
+  std::vector<std::string> parts;
+  if (o.show_batch_size) parts.push_back("batch_size=" + torch_size(batch_size));
+  if (o.show_device) parts.push_back("device=" + (device ? device->str() : std::string("None")));
+  if (o.show_is_shared) parts.push_back("is_shared=" + python_bool(is_shared));
+  return parts;
+}
 
 std::string shape_string(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
 
@@ -84,24 +156,50 @@ std::string device_str(const std::optional<at::Device>& device) { return device 
 // NonTensorData(data=zero!, batch_size=torch.Size([3]), device=None), or a
 // NonTensorStack with its tolist() on its own line.
 std::string non_tensor_repr(const NonTensorData& data, const TensorDict& level) {
-  if (!data.is_stack()) {
-    return fmt::format("NonTensorData(data={}, batch_size={}, device={})", data.str(), torch_size(level.batch_size()),
-                       device_str(level.device()));
-  }
+  if (!data.is_stack()) return detail::non_tensor_data_repr(data.str(), level.batch_size(), level.device());
   return fmt::format("NonTensorStack(\n{},\n{},\n{})", indent(data.str(), 4),
                      indent("batch_size=" + torch_size(data.ids().sizes()), 4), indent("device=" + device_str(level.device()), 4));
 }
 
-}  // namespace
+// The first member of a lazy stack that is not one, descending (the level
+// itself for another kind).
+TensorDict first_leaf_member(TensorDict td) {
+  while (detail::as_lazy(*td.impl()) && !LazyStackedTensorDict(td).tensordicts().empty()) {
+    td = LazyStackedTensorDict(td).tensordicts().front();
+  }
+  return td;
+}
 
-namespace {
+// The detailed repr of tensor entry `key` (tensordict's _td_fields): from the
+// metadata where the options need no data, as a lazy stack stacks nothing
+// and an h5 file reads no dataset; a lazy stack's entry whose members differ
+// in shape prints with its first member's class.
+std::string tensor_entry_repr(const TensorDict& td, const std::string& key, const PrintOptions& o) {
+  const TensorDictImpl& impl = *td.impl();
+  const bool lazy = detail::as_lazy(impl) != nullptr;
+  const bool needs_data = o.show_grad || o.show_is_contiguous || o.show_is_view || o.show_storage_size || o.plain;
+  const TensorMeta meta = impl.tensor_meta(key);
+  const bool ragged = std::find(meta.shape.begin(), meta.shape.end(), -1) != meta.shape.end();
+  if (lazy) {
+    if (ragged) return meta_repr(meta, o, first_leaf_member(td).is_memmap() ? "MemoryMappedTensor" : "Tensor");
+    return needs_data ? detail::tensor_repr(impl.find(key)->tensor(), o) : meta_repr(meta, o);
+  }
+  if (!impl.memmap_dir()) return needs_data ? detail::data_repr(meta, impl.find(key)->tensor(), o, "Tensor") : meta_repr(meta, o);
+  // tensordict's MemoryMappedTensor: one mapped from a file is shared, one
+  // in anonymous memory (memmap_() without a prefix) is not
+  TensorMeta mapped = meta;
+  mapped.is_shared = !impl.memmap_dir()->empty();
+  return needs_data ? detail::data_repr(mapped, impl.find(key)->tensor(), o, "MemoryMappedTensor")
+                    : meta_repr(mapped, o, "MemoryMappedTensor");
+}
+
 // "key: <repr>" for every entry of `td`'s level (or only `keys`), unsorted.
-std::vector<std::string> field_lines(const TensorDict& td, const std::vector<std::string>* keys) {
+std::vector<std::string> field_lines(const TensorDict& td, const std::vector<std::string>* keys, const PrintOptions& o) {
   std::vector<std::string> fields;
   const TensorDictImpl& impl = *td.impl();
   auto line = [&](const std::string& key, EntryKind kind) {
-    std::string text = kind == EntryKind::Tensor       ? meta_repr(impl.tensor_meta(key))
-                       : kind == EntryKind::TensorDict ? repr(impl.find(key)->tensordict())
+    std::string text = kind == EntryKind::Tensor       ? tensor_entry_repr(td, key, o)
+                       : kind == EntryKind::TensorDict ? detail::detailed_repr(impl.find(key)->tensordict(), o)
                                                        : non_tensor_repr(impl.find(key)->non_tensor(), td);
     fields.push_back(key + ": " + text);
   };
@@ -117,35 +215,43 @@ std::vector<std::string> field_lines(const TensorDict& td, const std::vector<std
   return fields;
 }
 
-// "\n" + the sorted lines, indented, as tensordict's _td_fields.
-std::string fields_block(std::vector<std::string> lines) {
-  std::sort(lines.begin(), lines.end());
+// "\n" + the lines as sort_keys orders them, indented, as tensordict's _td_fields.
+std::string fields_block(std::vector<std::string> lines, const PrintOptions& o) {
+  if (o.sort_keys.is_alphabetical()) {
+    std::sort(lines.begin(), lines.end());
+  } else if (o.sort_keys.less()) {
+    std::stable_sort(lines.begin(), lines.end(), o.sort_keys.less());
+  }
   return indent(fmt::format("\n{}", fmt::join(lines, ",\n")), 4);
 }
 
 // A lazy stack's members' keys that not all members have: "0 ->\n    b: ...".
-std::string exclusive_fields(const LazyStackedTensorDict& lazy) {
+std::string exclusive_fields(const LazyStackedTensorDict& lazy, const PrintOptions& o) {
   std::vector<std::string> entries;
   const auto exclusive = lazy.exclusive_keys();
   for (std::size_t i = 0; i < exclusive.size(); ++i) {
     if (exclusive[i].empty()) continue;
-    entries.push_back(indent(fmt::format("{} ->{}", i, fields_block(field_lines(lazy.tensordicts()[i], &exclusive[i]))), 4));
+    entries.push_back(indent(fmt::format("{} ->{}", i, fields_block(field_lines(lazy.tensordicts()[i], &exclusive[i], o), o)), 4));
   }
   return fmt::format("\n{}", fmt::join(entries, ",\n"));
 }
 }  // namespace
 
-std::string repr(const TensorDict& td) {
+namespace detail {
+std::string detailed_repr(const TensorDict& td, const PrintOptions& o) {
   detail::NestingGuard guard("repr");
-  const auto device = td.device();
-  std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr)) + "}", 4)};
+  std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr, o), o) + "}", 4)};
   const bool lazy = detail::as_lazy(*td.impl()) != nullptr;
-  if (lazy) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td)) + "}", 4));
-  parts.push_back(indent("batch_size=" + torch_size(td.batch_size()), 4));
-  parts.push_back(indent("device=" + device_str(device), 4));
-  parts.push_back(indent("is_shared=" + python_bool(td.is_shared()), 4));
+  if (lazy) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td), o) + "}", 4));
+  for (const auto& part : header_parts(td.batch_size(), td.device(), td.is_shared(), o)) parts.push_back(indent(part, 4));
   if (lazy) parts.push_back(indent(fmt::format("stack_dim={}", LazyStackedTensorDict(td).stack_dim()), 4));
   return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));
+}
+}  // namespace detail
+
+std::string repr(const TensorDict& td) {
+  const PrintOptions options = get_printoptions();
+  return options.compact ? detail::compact_repr(td, options) : detail::detailed_repr(td, options);
 }
 
 std::ostream& operator<<(std::ostream& os, const TensorDict& td) { return os << repr(td); }

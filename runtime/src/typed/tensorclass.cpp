@@ -137,15 +137,17 @@ void throw_empty_list(std::string_view op, std::string_view class_name) {
 
 std::string tensorclass_repr(std::string_view class_name, std::vector<std::string> tensor_fields,
                              const std::vector<std::string>& non_tensor_fields, at::IntArrayRef batch_size,
-                             const std::optional<at::Device>& device, bool is_shared) {
-  std::sort(tensor_fields.begin(), tensor_fields.end());
+                             const std::optional<at::Device>& device, bool is_shared, const PrintOptions& options) {
+  if (options.sort_keys.is_alphabetical()) {
+    std::sort(tensor_fields.begin(), tensor_fields.end());
+  } else if (options.sort_keys.less()) {
+    std::stable_sort(tensor_fields.begin(), tensor_fields.end(), options.sort_keys.less());
+  }
   std::vector<std::string> parts;
   if (!tensor_fields.empty()) parts.push_back(indent(fmt::format("{}", fmt::join(tensor_fields, ",\n")), 4));
   if (!non_tensor_fields.empty()) parts.push_back(indent(fmt::format("{}", fmt::join(non_tensor_fields, ",\n")), 4));
-  parts.push_back(indent("batch_size=" + torch_size(batch_size), 4));
-  parts.push_back(indent("device=" + (device ? device->str() : std::string("None")), 4));
-  parts.push_back(indent("is_shared=" + python_bool(is_shared), 4));
-  return fmt::format("{}(\n{})", class_name, fmt::join(parts, ",\n"));
+  for (const auto& part : header_parts(batch_size, device, is_shared, options)) parts.push_back(indent(part, 4));
+  return fmt::format("{}({})", class_name, parts.empty() ? std::string() : fmt::format("\n{}", fmt::join(parts, ",\n")));
 }
 
 std::vector<int64_t> with_features(at::IntArrayRef batch, const at::Tensor& t, int64_t skip) {
