@@ -25,13 +25,15 @@ bool unbiased(int64_t correction) {
 
 // `t` reduced over `dims` (all of its dims when empty), the reduced dims kept
 // as size 1 with keepdim (every dim when `dims` is empty).
-at::Tensor reduce_leaf(Reduction op, const at::Tensor& leaf, std::vector<int64_t> dims, bool keepdim,
+at::Tensor reduce_leaf(Reduction op, const at::Tensor& leaf, const std::vector<int64_t>& over, bool keepdim,
                        const ReduceOptions& options) {
   // tensordict's dtype=: torch.sum(t, dtype=d) is t cast to d, then summed.
   const at::Tensor t = options.dtype ? leaf.to(*options.dtype) : leaf;
-  if (dims.empty() && keepdim) {
-    for (int64_t d = 0; d < t.dim(); ++d) dims.push_back(d);
+  std::vector<int64_t> every;  // keepdim without dims: every dim, kept as size 1
+  if (over.empty() && keepdim) {
+    for (int64_t d = 0; d < t.dim(); ++d) every.push_back(d);
   }
+  const std::vector<int64_t>& dims = every.empty() ? over : every;
   const bool all = dims.empty();
   const int64_t correction = options.correction;
   switch (op) {
