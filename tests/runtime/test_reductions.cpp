@@ -84,8 +84,8 @@ TEST_CASE("reduce over batch dims joins the leaves along the dim and reduces tha
     // td.sum(dim=1, reduce=True, keepdim=True) -> tensor([[ 33.], [132.]])
     CHECK(at::equal(td.reduce(Reduction::sum, {1}, {.keepdim = true}), at::tensor({33.0f, 132.0f}).reshape({2, 1})));
     // td.sum(dim=(0, 1), reduce=True) -> tensor(165.); no dim, keepdim or not: the same scalar
-    CHECK(at::equal(td.reduce(Reduction::sum, {0, 1}), at::tensor(165.0f)));
-    CHECK(at::equal(td.reduce(Reduction::sum, {}, {.keepdim = true}), at::tensor(165.0f)));
+    CHECK(at::equal(td.reduce(Reduction::sum, {0, 1}), at::scalar_tensor(165.0, at::kFloat)));
+    CHECK(at::equal(td.reduce(Reduction::sum, {}, {.keepdim = true}), at::scalar_tensor(165.0, at::kFloat)));
     // td.std(dim=0, reduce=True) and correction=0
     CHECK(at::allclose(td.reduce(Reduction::std, {0}), at::tensor({14.5688f, 17.8955f, 21.9602f}), 1e-4));
     CHECK(at::allclose(td.reduce(Reduction::std, {0}, {.correction = 0}), at::tensor({12.6170f, 15.4980f, 19.0181f}), 1e-4));
@@ -173,12 +173,12 @@ TEST_CASE("reductions cast each leaf to dtype first (tensordict's dtype=)") {
     CHECK(over0.scalar_type() == at::kLong);
     CHECK(at::equal(over0, at::tensor({120, -56, 24}, at::kLong)));
     // ti.sum(dtype=torch.float64)["a"] -> tensor(88., dtype=torch.float64)
-    CHECK(at::equal(td.sum({}, {.dtype = at::kDouble}).get("a"), at::tensor(88.0, at::kDouble)));
+    CHECK(at::equal(td.sum({}, {.dtype = at::kDouble}).get("a"), at::scalar_tensor(88.0, at::kDouble)));
     CHECK(td.mean({}, {.dtype = at::kDouble}).get("a").scalar_type() == at::kDouble);
     CHECK(td.nansum(feature, {.dtype = at::kLong}).get("a").scalar_type() == at::kLong);
     CHECK(td.prod({1}, {.dtype = at::kLong}).get("a").scalar_type() == at::kLong);
     // ti.sum(dtype=torch.int32, reduce=True) -> tensor(88, dtype=torch.int32)
-    CHECK(at::equal(td.reduce(Reduction::sum, {}, {.dtype = at::kInt}), at::tensor(88, at::kInt)));
+    CHECK(at::equal(td.reduce(Reduction::sum, {}, {.dtype = at::kInt}), at::scalar_tensor(88, at::kInt)));
     CHECK(at::equal(td.reduce(Reduction::sum, {0}, {.dtype = at::kLong}), at::tensor({120, -56, 24}, at::kLong)));
   }
   // The other reductions take no dtype: tensordict's TypeError.
