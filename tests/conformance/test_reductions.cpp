@@ -1,6 +1,7 @@
-// Ports of tensordict's reduction tests over the fixture kinds: quantile and
-// cummax/cummin (test_generic.py::test_quantile,
-// test_methods.py::test_min_max_cummin_cummax).
+// Ports of tensordict's reduction tests over the fixture kinds: quantile,
+// cummax/cummin and the feature reductions (test_generic.py::test_quantile,
+// test_reduction_feature, test_reduction_feature_full;
+// test_methods.py::test_min_max_cummin_cummax, test_reduction_feature).
 #include "fixtures.h"
 
 using namespace conformance;
@@ -90,13 +91,11 @@ TEST_CASE("max and min over a dim give values and indices, without a dim, values
 
 namespace {
 
-// The reductions tensordict's test_reduction runs, as (name, reduce over
-// dims, over the feature dims, reduce=True over dims, over the feature dims).
+// The reductions tensordict's feature tests run, as (name, over the feature
+// dims, reduce=True over dims, reduce=True over the feature dims): a function
+// per form, as the forms are overloads.
 struct NamedReduction {
-  // (a function per form: the forms are overloads, which a member pointer
-  // cannot name without a cast)
   const char* name;
-  std::function<TensorDict(const TensorDict&, std::vector<int64_t>, bool)> over;
   std::function<TensorDict(const TensorDict&)> features;
   std::function<at::Tensor(const TensorDict&, std::vector<int64_t>)> together;
   std::function<at::Tensor(const TensorDict&)> together_features;
@@ -107,9 +106,6 @@ std::vector<NamedReduction> test_reductions() {
   std::vector<NamedReduction> out;
 #define CONF_REDUCTION(name)                                                                                      \
   out.push_back({#name,                                                                                           \
-                 [](const TensorDict& td, std::vector<int64_t> dims, bool keepdim) {                              \
-                   return td.name(std::move(dims), {.keepdim = keepdim});                                         \
-                 },                                                                                               \
                  [](const TensorDict& td) { return td.name(tensordict::feature); },                               \
                  [](const TensorDict& td, std::vector<int64_t> dims) { return td.reduce(Reduction::name, dims); }, \
                  [](const TensorDict& td) { return td.reduce(Reduction::name, tensordict::feature); }});
@@ -122,9 +118,6 @@ std::vector<NamedReduction> test_reductions() {
   CONF_REDUCTION(var)
 #undef CONF_REDUCTION
   out.push_back({"quantile",
-                 [](const TensorDict& td, std::vector<int64_t> dims, bool keepdim) {
-                   return td.quantile(0.5, dims.empty() ? std::nullopt : std::optional<int64_t>(dims[0]), {.keepdim = keepdim});
-                 },
                  [](const TensorDict& td) { return td.quantile(0.5, tensordict::feature); },
                  [](const TensorDict& td, std::vector<int64_t> dims) {
                    return td.reduce_quantile(0.5, dims.empty() ? std::nullopt : std::optional<int64_t>(dims[0]));
@@ -147,37 +140,14 @@ at::Tensor expected_over(const std::string& name, const at::Tensor& t, int64_t d
   return at::quantile(t, 0.5, dim);
 }
 
-// tensordict's _to_float: the fixtures' int64 leaf "c" as float.
-TensorDict to_float(const TensorDict& td) { return td.to(at::kFloat); }
-
 }  // namespace
-
-TEST_CASE("reductions over no dim, one dim, keepdim and reduce=True, on every kind (test_methods.py::test_reduction)",
-          "[conformance][test_methods.py]") {
-  for (const auto& red : test_reductions()) {
-    for_each_fixture([&](const std::string&, TensorDict& fixture) {
-      INFO(red.name);
-      const TensorDict td = to_float(fixture);
-      CHECK(red.over(td, {}, false).batch_size().empty());
-      std::vector<int64_t> without1 = td.batch_size().vec();
-      without1.erase(without1.begin() + 1);
-      const TensorDict over1 = red.over(td, {1}, false);
-      CHECK(over1.batch_size() == at::IntArrayRef(without1));
-      std::vector<int64_t> kept2 = td.batch_size().vec();
-      kept2[2] = 1;
-      CHECK(red.over(td, {2}, true).batch_size() == at::IntArrayRef(kept2));
-      CHECK(red.together(td, {}).dim() == 0);
-      CHECK(at::allclose(over1.get("a"), expected_over(red.name, td.get("a"), 1), 1e-5, 1e-6, true));
-    });
-  }
-}
 
 TEST_CASE("reductions over the feature dims keep the batch size, on every kind (test_methods.py::test_reduction_feature)",
           "[conformance][test_methods.py]") {
   for (const auto& red : test_reductions()) {
     for_each_fixture([&](const std::string&, TensorDict& fixture) {
       INFO(red.name);
-      const TensorDict td = to_float(fixture);
+      const TensorDict td = fixture.to_float();  // tensordict's _to_float
       const TensorDict tdr = red.features(td);
       CHECK(tdr.batch_size() == td.batch_size());
       const at::Tensor tensor = red.together_features(td);
