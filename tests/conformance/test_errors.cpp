@@ -251,7 +251,7 @@ TEST_CASE("rename_key_ with safe=true onto an existing key is a KeyError (test_m
 TEST_CASE("duplicate or too many dim names are ValueErrors (test_nameddims.py::test_error_similar)",
           "[conformance][test_nameddims.py]") {
   CHECK_THROWS_AS(TensorDict({}, {3, 4}, std::nullopt, {"a", "a"}), tensordict::ValueError);
-  CHECK(CONF_MESSAGE(TensorDict({}, {3, 4}, std::nullopt, {"a", "a"})) == "duplicate dim name 'a' in names");
+  CHECK(CONF_MESSAGE(TensorDict({}, {3, 4}, std::nullopt, {"a", "a"})) == "Some dimension names are non-unique: ['a', 'a'].");
   CHECK_THROWS_AS(TensorDict({}, {3, 4}, std::nullopt, {"a", "b", "c"}), tensordict::ValueError);
   CHECK(CONF_MESSAGE(TensorDict({}, {3, 4}, std::nullopt, {"a", "b", "c"})) ==
         "got 3 names for 2 batch dims; give one name (or none) per batch dim");

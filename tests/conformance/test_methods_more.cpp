@@ -167,3 +167,21 @@ TEST_CASE("maximum of a tensordict with itself is a tensordict of the leaves (te
     }
   });
 }
+
+TEST_CASE("to(device) gives the device, and a tensordict already there is returned as it is (test_methods.py::test_cast_device)",
+          "[conformance][test_methods.py]") {
+  const at::Device cpu(at::kCPU);
+  for_each_fixture([&](const std::string&, TensorDict& td) {
+    const auto before = snapshot(td);
+    const TensorDict td_device = td.to(cpu);
+    CHECK(td_device.device() == cpu);
+    for (const auto& [key, value] : before) {
+      CAPTURE(key.repr());
+      CHECK(td_device.get(key).device() == cpu);
+      CHECK(same_tensor(td_device.get(key), value));
+    }
+    // tensordict: td_device.to(device_cast) is td_device
+    CHECK(td_device.to(cpu).impl() == td_device.impl());
+    CHECK(td_device.clone().device() == cpu);
+  });
+}

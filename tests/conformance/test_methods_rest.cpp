@@ -454,6 +454,7 @@ TEST_CASE("reductions over everything, over dim 1 and with keepdim, and folded i
     CHECK(f.quantile(0.5).batch_size().empty());
     CHECK(f.quantile(0.5, 1).batch_size() == at::IntArrayRef(without1));
     CHECK(f.quantile(0.5, 2, {.keepdim = true}).batch_size() == at::IntArrayRef(keep2));
+    CHECK(f.reduce_quantile(0.5).dim() == 0);  // quantile(0.5, reduce=True)
   });
 }
 

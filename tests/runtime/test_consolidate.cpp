@@ -123,10 +123,17 @@ TEST_CASE("consolidate round trips: clone, contiguous and to(cpu) give back the 
   require_same_entries(cloned, td);
   REQUIRE(cloned.get("a").data_ptr() != c.get("a").data_ptr());
   require_same_entries(c.contiguous(), td);
-  // Already on the CPU: tensordict returns the consolidated tensordict itself.
-  const TensorDict same(c.to(at::Device(at::kCPU)));
-  REQUIRE(same.impl() == c.impl());
-  REQUIRE(same.is_consolidated());
+  // Its storage already on the CPU: tensordict 0.15.3 gives a device-less
+  // consolidated tensordict the device in a new consolidated tensordict over
+  // the same storage; one with the device is returned itself.
+  const TensorDict placed(c.to(at::Device(at::kCPU)));
+  REQUIRE(placed.impl() != c.impl());
+  REQUIRE(placed.device() == at::Device(at::kCPU));
+  REQUIRE(placed.is_consolidated());
+  REQUIRE(placed.get("f64").data_ptr() == c.get("f64").data_ptr());
+  require_same_entries(placed, td);
+  const TensorDict same(placed.to(at::Device(at::kCPU)));
+  REQUIRE(same.impl() == placed.impl());
   // Indexing gives views of the storage, but not a consolidated tensordict.
   const TensorDict first(c.index({0}));
   REQUIRE_FALSE(first.is_consolidated());

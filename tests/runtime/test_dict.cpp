@@ -42,7 +42,7 @@ TEST_CASE("names are validated at construction") {
   REQUIRE((named.names() == Names{"env", "time"}));
   REQUIRE(named.has_names());
   REQUIRE_THAT(TD_MESSAGE(TensorDict({}, {2, 3}, std::nullopt, {"env"})), Contains("1 names for 2 batch dims"));
-  REQUIRE_THAT(TD_MESSAGE(TensorDict({}, {2, 3}, std::nullopt, {"env", "env"})), Contains("duplicate dim name 'env'"));
+  REQUIRE_THAT(TD_MESSAGE(TensorDict({}, {2, 3}, std::nullopt, {"env", "env"})), Contains("Some dimension names are non-unique: ['env', 'env']."));
 }
 
 TEST_CASE("a nested tensordict takes the parent's batch size when its entries allow it") {

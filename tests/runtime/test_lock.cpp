@@ -92,3 +92,56 @@ TEST_CASE("results of ops on a locked tensordict are new and unlocked") {
   c.set("new", at::zeros({2}));
   REQUIRE_FALSE(td.index({0}).is_locked());
 }
+
+// Expected values: tensordict 0.15.3 run in the venv (pasted): a locked
+// TensorDict's or lazy stack's to(torch.float64) and to("cpu") are locked,
+// their nested tensordicts too; a locked _SubTensorDict's to() is a dense
+// TensorDict, unlocked, as is a PersistentTensorDict's.
+TEST_CASE("to(dtype) and to(device) keep the lock of a dense tensordict or a lazy stack") {
+  TensorDict dense({{"a", at::zeros({3})}, {"b", TensorDict({{"c", at::zeros({3, 2})}}, {3})}}, {3});
+  TensorDict lazy = lazy_stack({TensorDict({{"a", at::zeros({3})}}, {}), TensorDict({{"a", at::zeros({3})}}, {})}, 0);
+  for (TensorDict td : {dense, lazy}) {
+    INFO(td.type_name());
+    td.lock_();
+    for (const TensorDict& moved : {td.to(at::kDouble), td.to(at::Device(at::kCPU)), td.cpu(), td.to_float()}) {
+      CHECK(moved.is_locked());
+      CHECK(moved.kind() == td.kind());
+      CHECK_THAT(TD_MESSAGE(TensorDict(moved).set("new", at::zeros({td.len()}))), Contains("Cannot modify locked TensorDict"));
+    }
+    td.unlock_();
+    CHECK_FALSE(td.to(at::kDouble).is_locked());
+    CHECK_FALSE(td.to(at::Device(at::kCPU)).is_locked());
+  }
+  CHECK(dense.lock_().to(at::kDouble).get_td("b").is_locked());
+  dense.unlock_();
+  // A locked source's sub-view: the dense copy comes unlocked, as in tensordict.
+  TensorDict source({{"a", at::zeros({4, 3})}}, {4, 3});
+  source.lock_();
+  const TensorDict sub = source.get_sub_tensordict({1});
+  CHECK(sub.is_locked());
+  CHECK_FALSE(sub.to(at::kDouble).is_locked());
+  CHECK_FALSE(sub.to(at::Device(at::kCPU)).is_locked());
+}
+
+TEST_CASE("to(device) returns the tensordict already there, and gives a device-less one the device") {
+  TensorDict loose({{"a", at::zeros({3})}, {"b", at::ones({3})}}, {3});
+  // tensordict 0.15.3: TensorDict(a=..., batch_size=[3]).to("cpu") is a new
+  // tensordict with device cpu, sharing the tensors.
+  const TensorDict placed = loose.to(at::Device(at::kCPU));
+  CHECK(placed.impl() != loose.impl());
+  CHECK(placed.device() == at::Device(at::kCPU));
+  CHECK_FALSE(loose.device().has_value());
+  CHECK(placed.get("a").is_same(loose.get("a")));
+  // ... and a tensordict with that device is returned as it is (`is td`).
+  CHECK(placed.to(at::Device(at::kCPU)).impl() == placed.impl());
+  CHECK(placed.cpu().impl() == placed.impl());
+  // A consolidated device-less one: a new consolidated one over the same
+  // storage (tensordict: is_consolidated() and the same data_ptr).
+  const TensorDict consolidated = loose.consolidate();
+  const TensorDict moved = consolidated.to(at::Device(at::kCPU));
+  CHECK(moved.impl() != consolidated.impl());
+  CHECK(moved.device() == at::Device(at::kCPU));
+  CHECK(moved.is_consolidated());
+  CHECK(moved.get("a").data_ptr() == consolidated.get("a").data_ptr());
+  CHECK(moved.to(at::Device(at::kCPU)).impl() == moved.impl());
+}

@@ -402,7 +402,7 @@ TEST_CASE("malformed dim names and newer format versions are clear errors") {
              R"("shape": [2, 3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>", )"
              R"("_names": ["a", "a"]})");
   REQUIRE_THAT(load_with(""), Contains("malformed " + (dir / "child" / "meta.json").string()) &&
-                                  Contains("duplicate dim name 'a'"));
+                                  Contains("Some dimension names are non-unique: ['a', 'a']."));
   write_text(dir / "child" / "meta.json",
              R"({"y": {"device": "cpu", "shape": [2, 3], "dtype": "torch.float32", "is_nested": false}, )"
              R"("shape": [2, 3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>", )"

@@ -34,7 +34,7 @@ TEST_CASE("rename_, rename and refine_names") {
   REQUIRE_NAMES(copy, std::nullopt, "x", std::nullopt);
   REQUIRE_NAMES(td, "a", "time", "c");
   REQUIRE_THAT(TD_MESSAGE(td.rename_("zzz", "q")), Contains("no dim is named 'zzz'") && Contains("['a', 'time', 'c']"));
-  REQUIRE_THAT(TD_MESSAGE(td.rename_(Names{"a", "a", "c"})), Contains("duplicate dim name 'a'"));
+  REQUIRE_THAT(TD_MESSAGE(td.rename_(Names{"a", "a", "c"})), Contains("Some dimension names are non-unique: ['a', 'a', 'c']."));
   REQUIRE_THAT(TD_MESSAGE(td.rename_(Names{"a"})), Contains("1 names for 3 batch dims"));
 
   TensorDict plain({{"x", at::zeros({2, 3, 4})}}, {2, 3, 4});

@@ -226,6 +226,18 @@ TEST_CASE("kind matrix: copies, math, comparisons and reductions on every kind",
   check_op(
       "amax over dim 1", [](auto& x) { return x.amax({1}); }, [](const at::Tensor& t) { return t.amax(1); }, {3});
   check_op(
+      "sum over the feature dims (tensordict's dim='feature')", [](auto& x) { return x.sum(tensordict::feature); },
+      [](const at::Tensor& t) { return t.flatten(2).sum(-1); }, kBatch);
+  check_op(
+      "std over the feature dims", [](auto& x) { return x.std(tensordict::feature); },
+      [](const at::Tensor& t) { return t.flatten(2).std(-1); }, kBatch);
+  check_op(
+      "mean of everything, keepdim (every dim of size 1)", [](auto& x) { return x.mean({}, {.keepdim = true}); },
+      [](const at::Tensor& t) { return t.mean(at::IntArrayRef{0, 1, 2}, true); }, {1, 1});
+  check_op(
+      "sum over dim 0 in float64 (dtype=)", [](auto& x) { return x.sum({0}, {.dtype = at::kDouble}); },
+      [](const at::Tensor& t) { return t.to(at::kDouble).sum(0); }, {2});
+  check_op(
       "masked_fill", [](auto& x) { return x.masked_fill(mask(), 7); },
       [](const at::Tensor& t) { return t.masked_fill(mask_leaf(t), 7); }, kBatch);
   check_op(
@@ -534,6 +546,15 @@ TEST_CASE("kind matrix: names and locks on every kind", "[matrix]") {
       REQUIRE_THROWS_WITH(x.refine_names({"z", "..."}),
                           "refine_names: dim 0 is named 'x' and cannot be refined to 'z'");
       CHECK((x.names() == xy));
+      // A name on two dims: tensordict's ValueError (test_nameddims.py::test_error_similar),
+      // the names left as they were.
+      REQUIRE_THROWS_AS(x.rename_(Names{"y", "y"}), tensordict::ValueError);
+      REQUIRE_THROWS_WITH(x.rename_(Names{"y", "y"}), "Some dimension names are non-unique: ['y', 'y'].");
+      CHECK((x.names() == xy));
+      x.rename_(Names{});
+      REQUIRE_THROWS_WITH(x.refine_names({"x", "x"}), "Some dimension names are non-unique: ['x', 'x'].");
+      CHECK_FALSE(x.has_names());
+      x.rename_(xy);
     };
     auto check = [&](auto& x) {
       // Names follow the batch dims through indexing, shape ops, copies,
@@ -557,6 +578,10 @@ TEST_CASE("kind matrix: names and locks on every kind", "[matrix]") {
       CHECK(x.reshape({6}).is_locked());
       CHECK(x.transpose(0, 1).is_locked());
       CHECK_FALSE(x.clone().is_locked());
+      // to() keeps the lock, but for an h5 file's dense copy (tensordict
+      // 0.15.3: a PersistentTensorDict's to() is unlocked).
+      CHECK(x.to(at::kFloat).is_locked() == (k.name != "h5_r+"));
+      CHECK(x.to(at::Device(at::kCPU)).is_locked() == (k.name != "h5_r+"));
       if constexpr (std::is_base_of_v<TensorDict, std::decay_t<decltype(x)>>) {
         REQUIRE_THROWS_WITH(x.set("new", at::zeros({3, 2})), Catch::Contains("Cannot modify locked TensorDict"));
         x.set_("a", x.get("a") * 0 + 1);  // set_ stays allowed

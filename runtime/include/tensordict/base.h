@@ -538,14 +538,17 @@ class TensorDict {
 
   // ---- reductions over batch dims (src/ops/reductions.cpp) -------------------------
   // Each leaf reduced over batch `dims` (all of each leaf's dims when empty,
-  // giving an empty batch size). `reduce` folds every leaf into one tensor:
+  // giving an empty batch size, or with keepdim a batch size of ones); with
+  // `feature` (tensordict's dim="feature"), over each leaf's feature dims,
+  // keeping the batch size. `reduce` folds every leaf into one tensor:
   // tensordict's reduce=True.
-#define TENSORDICT_DECLARE_REDUCTION(name) \
-  TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
+#define TENSORDICT_DECLARE_REDUCTION(name)                                                     \
+  TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const; \
+  TensorDict name(FeatureDims, const ReduceOptions& options = {}) const;
   TENSORDICT_REDUCTIONS(TENSORDICT_DECLARE_REDUCTION)
+  TENSORDICT_DECLARE_REDUCTION(std)
+  TENSORDICT_DECLARE_REDUCTION(var)
 #undef TENSORDICT_DECLARE_REDUCTION
-  TensorDict std(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
-  TensorDict var(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
   // The 2-norm of each leaf.
   TensorDict norm() const;
   // log(sum(exp)) over batch `dims` (every batch dim when empty).
@@ -554,6 +557,8 @@ class TensorDict {
   // flattened, giving batch size [], without one); torch.quantile's
   // interpolation: linear, lower, higher, midpoint or nearest.
   TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, const QuantileOptions& options = {}) const;
+  // Over each leaf's feature dims, keeping the batch size (dim="feature").
+  TensorDict quantile(double q, FeatureDims, const QuantileOptions& options = {}) const;
   // The max / min over one batch dim: (values, indices), as at::max(t, dim)
   // and tensordict's max(dim=...) (whose named tuple has the same two
   // tensordicts). max() and max(dims) above give the values only.
@@ -565,7 +570,16 @@ class TensorDict {
   std::tuple<TensorDict, TensorDict> cummin(int64_t dim) const;
   // Each leaf's softmax along batch dim `dim`.
   TensorDict softmax(int64_t dim, std::optional<at::ScalarType> dtype = std::nullopt) const;
+  // tensordict's reduce=True: every tensor leaf reduced together into one
+  // tensor. Without dims, over all their elements (a scalar); with batch
+  // dims, the leaves (of one number of dims) are joined along the first dim
+  // and reduced over `dims`; with `feature`, each leaf's feature dims are
+  // joined and reduced, giving a tensor of the batch size.
   at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const;
+  at::Tensor reduce(Reduction op, FeatureDims, const ReduceOptions& options = {}) const;
+  // quantile's reduce=True, as reduce() above.
+  at::Tensor reduce_quantile(double q, std::optional<int64_t> dim = std::nullopt, const QuantileOptions& options = {}) const;
+  at::Tensor reduce_quantile(double q, FeatureDims, const QuantileOptions& options = {}) const;
 
   // ---- state dicts (include <tensordict/state_dict.h> to use them;
   // src/storage/state_dict.cpp, src/core/dict_convert.cpp) -----------------------

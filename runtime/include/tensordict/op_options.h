@@ -8,6 +8,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <cstdint>
 #include <optional>
@@ -82,11 +83,25 @@ struct AllcloseOptions {
 
 // Reductions over batch dims (sum, mean, std, max(dim), ..., reduce).
 struct ReduceOptions {
-  // Keep the reduced dims, of size 1.
+  // Keep the reduced dims, of size 1 (without dims: every dim of every leaf,
+  // and the batch size becomes all ones).
   bool keepdim = false;
   // std and var: Bessel's correction.
   int64_t correction = 1;
+  // sum, mean, nansum, nanmean, prod: each leaf is cast to it before the
+  // reduction (tensordict's dtype=), which prevents overflows.
+  std::optional<at::ScalarType> dtype = std::nullopt;
 };
+
+// tensordict's dim="feature": reductions then reduce each leaf's feature dims
+// (those past the batch dims of the tensordict holding it), and the result
+// keeps the batch size: td.sum(tensordict::feature). A tag, like
+// std::nullopt, so that `{}` still means "no dims".
+struct FeatureDims {
+  struct Tag {};
+  constexpr explicit FeatureDims(Tag) {}
+};
+inline constexpr FeatureDims feature{FeatureDims::Tag{}};
 
 // quantile().
 struct QuantileOptions {

@@ -15,6 +15,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tensordict/key.h"
@@ -186,6 +187,12 @@ Combined concatenated(const std::vector<at::IntArrayRef>& batches, const Names& 
 // unnamed dims taking `wanted`'s names; a named dim must already have its
 // name; one "..." entry stands for the dims not listed.
 Names refined_names(const Names& current, const Names& wanted);
+
+// Names as tensordict prints them in messages (a Python list: ['x', None]).
+std::string names_repr(const Names& names);
+// tensordict's rule for dim names: a name given to two dims is a ValueError
+// ("Some dimension names are non-unique: ['x', 'x']."); unnamed dims may repeat.
+void check_unique_names(const Names& names);
 
 }  // namespace shape
 }  // namespace tensordict

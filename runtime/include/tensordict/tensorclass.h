@@ -289,14 +289,17 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // TensorDict::to's moves (one block for a consolidated instance, pinned
   // staging, one synchronisation; non_blocking: wait with
   // tensordict::synchronize), through the tensordict form.
+  // tensordict: an instance already on `device` is returned as it is; the
+  // result keeps the lock (as to(dtype) does).
   Derived to(at::Device device, const ToOptions& options = {}) const {
+    if (tc_device_ && *tc_device_ == device) return derived();
     bool there = true;
     for_each_tensor_(derived(), [&](const at::Tensor& t) { there = there && t.device() == device; });
-    if (!there) return from_form_(td_form_().to(device, options));
+    if (!there) return locked_like_(from_form_(td_form_().to(device, options)));
     if (is_consolidated()) return derived();  // tensordict: where it is, it stays consolidated
     Derived out = same_batch_([](const at::Tensor& t) { return t; });
     detail::tc(out).set_device_(device);
-    return out;
+    return locked_like_(std::move(out));
   }
   // TensorDict::pin_memory: the host tensors in one pinned allocation.
   Derived pin_memory() const { return from_form_(td_form_().pin_memory()); }
@@ -325,7 +328,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // form casts freely: to_tensordict().to(dtype).
   Derived to(at::ScalarType dtype) const {
     check_dtypes_(detail::FieldPath{nullptr, schema().name}, "to", [dtype](const at::Tensor&) { return dtype; });
-    return same_batch_([&](const at::Tensor& t) { return t.to(dtype); });
+    return locked_like_(same_batch_([&](const at::Tensor& t) { return t.to(dtype); }));
   }
   Derived cpu() const { return to(at::Device(at::kCPU)); }
   Derived clone() const {
@@ -582,6 +585,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
       throw ValueError(std::string(schema().name) + ": got " + std::to_string(names.size()) + " names for batch size " +
                        detail::shape_string(batch_size()));
     }
+    shape::check_unique_names(names);
     tc_names_ = any ? std::move(names) : Names{};
   }
 
@@ -808,6 +812,12 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     Derived out = shell_();
     detail::tc(out).set_locked_tree_(false);
     map_into_(out, fn, batch_dims());
+    return out;
+  }
+  // `out` (a conversion of this instance: to(dtype), to(device)) locked when
+  // this instance is, as tensordict keeps the lock through to().
+  Derived locked_like_(Derived out) const {
+    if (tc_locked_ && !detail::tc(out).tc_locked_) detail::tc(out).set_locked_tree_(true);
     return out;
   }
   // A shape plan (shape_plan.h) applied to every tensor field. The result

@@ -153,9 +153,21 @@ class TensorClassSurface {
 #define TENSORCLASS_REDUCTION(name)                                                              \
   TensorDict name(std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const { \
     return tc_().tensordict().name(std::move(dims), options);                             \
+  }                                                                                          \
+  TensorDict name(FeatureDims, const ReduceOptions& options = {}) const {                    \
+    return tc_().tensordict().name(feature, options);                                     \
   }
   TENSORDICT_REDUCTIONS(TENSORCLASS_REDUCTION)
+  TENSORCLASS_REDUCTION(std)
+  TENSORCLASS_REDUCTION(var)
 #undef TENSORCLASS_REDUCTION
+  // reduce=True: one tensor, as TensorDict::reduce.
+  at::Tensor reduce(Reduction op, std::vector<int64_t> dims = {}, const ReduceOptions& options = {}) const {
+    return tc_().tensordict().reduce(op, std::move(dims), options);
+  }
+  at::Tensor reduce(Reduction op, FeatureDims, const ReduceOptions& options = {}) const {
+    return tc_().tensordict().reduce(op, feature, options);
+  }
   // (values, indices) over one batch dim, as TensorDict::max(dim).
   std::tuple<TensorDict, TensorDict> max(int64_t dim, const ReduceOptions& options = {}) const {
     return tc_().tensordict().max(dim, options);

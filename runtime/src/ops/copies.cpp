@@ -20,8 +20,11 @@ TensorDict detail::dense_shallow_copy(const TensorDict& td, const char* op) {
 }
 
 TensorDict TensorDict::to(at::ScalarType dtype) const {
-  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.to(dtype); })) return TensorDict(parts);
-  return detail::leafwise(*this, [&](const at::Tensor& t) { return t.to(dtype); }, "to", detail::ShapeCheck::Planned);
+  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.to(dtype); })) {
+    return detail::with_lock_kept(*this, TensorDict(parts));
+  }
+  return detail::with_lock_kept(
+      *this, detail::leafwise(*this, [&](const at::Tensor& t) { return t.to(dtype); }, "to", detail::ShapeCheck::Planned));
 }
 
 #define TENSORDICT_DEFINE_CAST(name, dtype) \

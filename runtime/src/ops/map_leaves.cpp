@@ -54,6 +54,8 @@ struct Mapper {
   std::size_t source_dims;
   ShapeCheck check;
   std::vector<std::string> path;  // for messages
+  // Where fn reads the batch dim count of the level being walked (when set).
+  int64_t* level_dims = nullptr;
 
   // Every result must start with its level's batch size: code after this
   // (reshape, index, memmap) slices leaf sizes by the batch dims, so a
@@ -80,8 +82,13 @@ struct Mapper {
     for (std::size_t i = 0; i < metas.size(); ++i) {
       out[i].batch_size = metas[i].batch_size;
       out[i].keep_nested_dims = metas[i].keep_nested_dims;
+      out[i].nested_dims_as_ones = metas[i].nested_dims_as_ones;
       if (!metas[i].keep_nested_dims) continue;
-      out[i].batch_size.insert(out[i].batch_size.end(), extra.begin(), extra.end());
+      if (metas[i].nested_dims_as_ones) {
+        out[i].batch_size.insert(out[i].batch_size.end(), extra.size(), 1);
+      } else {
+        out[i].batch_size.insert(out[i].batch_size.end(), extra.begin(), extra.end());
+      }
       // The nested level's own dims keep their names even when the result's
       // shared dims have none (tensordict: td[0][""] keeps "d").
       const auto own_begin = names.begin() + static_cast<std::ptrdiff_t>(std::min(source_dims, names.size()));
@@ -103,7 +110,9 @@ struct Mapper {
   const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
     auto lazy = as_lazy(level);
     if (!lazy) return nullptr;
-    const bool keeps_dims = std::all_of(metas.begin(), metas.end(), [](const PieceMeta& m) { return m.keep_nested_dims; });
+    // (A stack dim kept as size 1 is no stack of its members.)
+    const bool keeps_dims = std::all_of(metas.begin(), metas.end(),
+                                        [](const PieceMeta& m) { return m.keep_nested_dims && !m.nested_dims_as_ones; });
     if (!keeps_dims) return nullptr;
     if (static_cast<std::size_t>(lazy->stack_dim()) >= source_dims) return lazy;
     const auto source_batch = level.batch_size().slice(0, source_dims);
@@ -122,7 +131,7 @@ struct Mapper {
       std::vector<std::shared_ptr<DenseImpl>> results;
       if (inside) {  // the member is the source of its own walk
         const std::vector<PieceMeta> same(n, PieceMeta{m.batch_size().vec(), m.names()});
-        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), check, path};
+        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), check, path, level_dims};
         results = walk.run(m, same);
       } else {
         results = run(m, nested_metas(m));
@@ -140,6 +149,7 @@ struct Mapper {
 
   std::vector<std::shared_ptr<DenseImpl>> run(const TensorDictImpl& level, const std::vector<PieceMeta>& level_metas) {
     NestingGuard guard(op);
+    if (level_dims) *level_dims = static_cast<int64_t>(level.batch_size().size());
     const std::size_t n = level_metas.size();
     std::vector<std::vector<Value>> values(n);
     for (auto& v : values) v.reserve(level.num_keys());
@@ -196,6 +206,7 @@ struct Mapper {
           auto results = run(nested, nested_metas(nested));
           for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(TensorDict(std::move(results[i])));
         }
+        if (level_dims) *level_dims = static_cast<int64_t>(level.batch_size().size());  // back from the nested level
         path.pop_back();
       }
     });
@@ -212,6 +223,12 @@ struct Mapper {
 };
 
 }  // namespace
+
+TensorDict with_lock_kept(const TensorDict& source, TensorDict out) {
+  const bool keeps = source.kind() == Kind::Dense || source.kind() == Kind::LazyStack;
+  if (keeps && source.is_locked() && !out.is_locked()) out.lock_();
+  return out;
+}
 
 bool any_named(const Names& names) {
   return std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); });
@@ -273,6 +290,16 @@ std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta me
   std::vector<PieceMeta> metas{std::move(meta)};
   auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf); };
   return map_leaves(source, metas, device, kind, each, op, check).front();
+}
+
+std::shared_ptr<DenseImpl> map_leaves_by_level(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
+                                               OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&, int64_t)> fn,
+                                               const char* op) {
+  std::vector<PieceMeta> metas{std::move(meta)};
+  int64_t level_dims = 0;
+  auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf, level_dims); };
+  Mapper mapper{metas, device, kind, each, op, source.batch_size().size(), ShapeCheck::Results, {}, &level_dims};
+  return mapper.run(source, metas).front();
 }
 
 }  // namespace tensordict::detail

@@ -24,6 +24,9 @@ struct PieceMeta {
   // Nested levels keep their batch dims beyond the source's; false when the
   // op removes every dim of every leaf (full reductions).
   bool keep_nested_dims = true;
+  // ... as dims of size 1: the op keeps every dim of every leaf as size 1
+  // (full reductions with keepdim).
+  bool nested_dims_as_ones = false;
 };
 
 // fn(leaf, out) writes out[0 .. metas.size()).
@@ -60,11 +63,23 @@ std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta me
                                       OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
                                       ShapeCheck check = ShapeCheck::Results);
 
+// The single-output case for a function that needs the number of batch dims
+// of the level holding each leaf (reductions over each leaf's feature dims).
+std::shared_ptr<DenseImpl> map_leaves_by_level(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
+                                               OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&, int64_t)> fn,
+                                               const char* op);
+
 // The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
 // its kind (a lazy root is stacked): for ops whose result is dense. `check`:
 // Planned for the functions that keep each leaf's shape.
 TensorDict leafwise(const TensorDict& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
                     ShapeCheck check, OpKind kind = OpKind::Leafwise);
+// `out`, a conversion of `source` (to a dtype or device), locked when
+// `source` is a locked dense tensordict or lazy stack: tensordict keeps their
+// lock through to(); a sub-view's or an h5 file's dense copy comes unlocked,
+// as in tensordict.
+TensorDict with_lock_kept(const TensorDict& source, TensorDict out);
+
 // A dense shallow copy (the structure; tensors shared where the kind stores
 // them).
 TensorDict dense_shallow_copy(const TensorDict& td, const char* op);

@@ -11,16 +11,6 @@
 
 namespace tensordict {
 
-namespace {
-
-std::string show(const Names& names) {
-  std::vector<std::string> parts;
-  for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
-  return fmt::format("[{}]", fmt::join(parts, ", "));
-}
-
-}  // namespace
-
 TensorDict& TensorDict::rename_(const Names& names) {
   const Names checked = detail::checked_names(names, batch_size().size());
   // Keys first: a lazy stack builds only its nested levels, not its tensors.
@@ -34,7 +24,7 @@ TensorDict& TensorDict::rename_(const Names& names) {
       nested.rename_(inherited);
     } catch (const std::exception& e) {
       throw ValueError(fmt::format("rename_: nested tensordict {} cannot take names {}: {}", NestedKey(key).repr(),
-                                   show(inherited), e.what()));
+                                   shape::names_repr(inherited), e.what()));
     }
   });
   impl_->set_meta(batch_size().vec(), device(), checked);
@@ -45,7 +35,7 @@ TensorDict& TensorDict::rename_(const std::string& old_name, const std::string& 
   Names names = this->names();
   auto it = std::find(names.begin(), names.end(), std::optional<std::string>(old_name));
   if (it == names.end()) {
-    throw ValueError(fmt::format("rename_: no dim is named '{}' (names are {})", old_name, show(names)));
+    throw ValueError(fmt::format("rename_: no dim is named '{}' (names are {})", old_name, shape::names_repr(names)));
   }
   *it = new_name;
   return rename_(names);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 #include "core/format.h"
@@ -22,9 +23,19 @@ bool unbiased(int64_t correction) {
   return correction == 1;
 }
 
-// `t` reduced over `dims` (all of its dims when empty).
-at::Tensor reduce_leaf(Reduction op, const at::Tensor& t, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
+// `t` reduced over `dims` (all of its dims when empty), the reduced dims kept
+// as size 1 with keepdim (every dim when `dims` is empty).
+at::Tensor reduce_leaf(Reduction op, const at::Tensor& leaf, const std::vector<int64_t>& over, bool keepdim,
+                       const ReduceOptions& options) {
+  // tensordict's dtype=: torch.sum(t, dtype=d) is t cast to d, then summed.
+  const at::Tensor t = options.dtype ? leaf.to(*options.dtype) : leaf;
+  std::vector<int64_t> every;  // keepdim without dims: every dim, kept as size 1
+  if (over.empty() && keepdim) {
+    for (int64_t d = 0; d < t.dim(); ++d) every.push_back(d);
+  }
+  const std::vector<int64_t>& dims = every.empty() ? over : every;
   const bool all = dims.empty();
+  const int64_t correction = options.correction;
   switch (op) {
     case Reduction::sum: return all ? t.sum() : t.sum(dims, keepdim);
     case Reduction::mean: return all ? t.mean() : t.mean(dims, keepdim);
@@ -60,6 +71,25 @@ const char* reduction_name(Reduction op) {
   return "reduce";
 }
 
+// The checks every reduction makes of its options: dtype= is an option of
+// torch's sum, mean, nansum, nanmean and prod only (tensordict passes it on).
+void check_options(Reduction op, const ReduceOptions& options) {
+  if (!options.dtype) return;
+  switch (op) {
+    case Reduction::sum:
+    case Reduction::mean:
+    case Reduction::nansum:
+    case Reduction::nanmean:
+    case Reduction::prod: return;
+    default: throw TypeError(fmt::format("{}() got an unexpected keyword argument 'dtype'", reduction_name(op)));
+  }
+}
+
+// tensordict's message (_cast_reduction).
+void check_feature_keepdim(bool keepdim) {
+  if (keepdim) throw TypeError("dim='feature' is incompatible with keepdim=True.");
+}
+
 // Normalised, sorted, distinct batch dims.
 std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t batch_dims, const char* op) {
   std::vector<int64_t> out;
@@ -85,39 +115,114 @@ detail::PieceMeta reduced_meta(const TensorDict& td, const std::vector<int64_t>&
   return meta;
 }
 
-TensorDict reduced(const TensorDict& td, Reduction op, const std::vector<int64_t>& dims, bool keepdim, int64_t correction) {
-  const char* name = reduction_name(op);
-  const auto wrapped = batch_dims_of(dims, td.batch_dims(), name);
+// A leaf reduced over `dims` (every dim when empty), keeping them with keepdim.
+using LeafReduction = c10::function_ref<at::Tensor(const at::Tensor&, const std::vector<int64_t>&, bool)>;
+
+// Each leaf reduced over the sorted batch dims `over`, or over all its
+// elements when empty: a scalar, or with keepdim every dim as size 1 and a
+// batch size of ones at every level (tensordict's sum(keepdim=True)).
+TensorDict reduced_leaves(const TensorDict& td, const std::vector<int64_t>& over, bool keepdim, LeafReduction fn,
+                          const char* name) {
   detail::PieceMeta meta;
-  if (wrapped.empty()) {
-    meta.keep_nested_dims = false;  // every leaf becomes a scalar
+  if (!over.empty()) {
+    meta = reduced_meta(td, over, keepdim);
+  } else if (keepdim) {
+    meta.batch_size.assign(td.batch_size().size(), 1);
+    meta.names = td.names();
+    meta.nested_dims_as_ones = true;
   } else {
-    meta = reduced_meta(td, wrapped, keepdim);
+    meta.keep_nested_dims = false;  // every leaf becomes a scalar
   }
-  auto fn = [&](const at::Tensor& t) { return reduce_leaf(op, t, wrapped, keepdim, correction); };
-  return TensorDict(TensorDict(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, fn, name)));
+  auto each = [&](const at::Tensor& t) { return fn(t, over, keepdim); };
+  return TensorDict(TensorDict(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, each, name)));
+}
+
+// A leaf's feature dims (past the `level_dims` batch dims of the tensordict
+// holding it) as one last dim; a leaf without any gets one of size 1.
+at::Tensor features_joined(const at::Tensor& t, int64_t level_dims) {
+  return t.dim() > level_dims ? t.flatten(level_dims, -1) : t.unsqueeze(-1);
+}
+
+// Each leaf reduced over its feature dims; every level keeps its batch size
+// (tensordict's dim="feature").
+TensorDict reduced_features(const TensorDict& td, LeafReduction fn, const char* name) {
+  detail::PieceMeta meta{td.batch_size().vec(), td.has_names() ? td.names() : Names{}};
+  auto each = [&](const at::Tensor& t, int64_t level_dims) { return fn(features_joined(t, level_dims), {level_dims}, false); };
+  return TensorDict(TensorDict(detail::map_leaves_by_level(*td.impl(), meta, td.device(), detail::OpKind::Fold, each, name)));
+}
+
+TensorDict reduced(const TensorDict& td, Reduction op, const std::vector<int64_t>& dims, const ReduceOptions& options) {
+  check_options(op, options);
+  const char* name = reduction_name(op);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
+    return reduce_leaf(op, t, over, keepdim, options);
+  };
+  return reduced_leaves(td, batch_dims_of(dims, td.batch_dims(), name), options.keepdim, fn, name);
+}
+
+TensorDict reduced(const TensorDict& td, Reduction op, FeatureDims, const ReduceOptions& options) {
+  check_options(op, options);
+  check_feature_keepdim(options.keepdim);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) { return reduce_leaf(op, t, over, false, options); };
+  return reduced_features(td, fn, reduction_name(op));
+}
+
+// Every tensor leaf, `prepare`d, joined along `dim` into one tensor of their
+// promoted dtype (reduce=True). Leaves of different numbers of dims cannot be
+// joined: the error names two of them.
+at::Tensor joined_leaves(const TensorDict& td, int64_t dim, c10::function_ref<at::Tensor(const at::Tensor&)> prepare,
+                         const char* name) {
+  std::vector<at::Tensor> parts;
+  detail::for_each_tensor(*td.impl(), [&](const at::Tensor& t) { parts.push_back(prepare(t)); }, name);
+  if (parts.empty()) throw ValueError(fmt::format("{}: the tensordict has no tensor to reduce", name));
+  at::ScalarType common = parts.front().scalar_type();
+  for (const auto& p : parts) common = at::promote_types(common, p.scalar_type());
+  std::optional<std::size_t> odd;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    parts[i] = parts[i].to(common);
+    if (parts[i].dim() != parts.front().dim() && !odd) odd = i;
+  }
+  if (odd) {
+    std::vector<NestedKey> keys;
+    for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
+      if (value.is_tensor()) keys.push_back(key);
+    }
+    throw RuntimeError(fmt::format(
+        "{}: reduce over batch dims joins the leaves along dim {}, so they need the same number of dims: {} has {}, {} has {}",
+        name, dim, keys.front().repr(), parts.front().dim(), keys.at(*odd).repr(), parts[*odd].dim()));
+  }
+  return at::cat(parts, dim);
+}
+
+// reduce=True over all elements, batch dims or feature dims.
+at::Tensor reduced_together(const TensorDict& td, const std::vector<int64_t>& dims, bool keepdim, LeafReduction fn,
+                            const char* name) {
+  const auto over = batch_dims_of(dims, td.batch_dims(), name);
+  if (over.empty()) {  // tensordict: every element, keepdim or not
+    return fn(joined_leaves(td, 0, [](const at::Tensor& t) { return t.reshape({-1}); }, name), {}, false);
+  }
+  return fn(joined_leaves(td, over.front(), [](const at::Tensor& t) { return t; }, name), over, keepdim);
+}
+
+at::Tensor reduced_together(const TensorDict& td, FeatureDims, LeafReduction fn, const char* name) {
+  const int64_t dims = td.batch_dims();
+  const at::Tensor joined = joined_leaves(td, -1, [&](const at::Tensor& t) { return features_joined(t, dims); }, name);
+  return fn(joined, {dims}, false);
 }
 
 }  // namespace
 
-#define TENSORDICT_DEFINE_REDUCTION(name)                                                   \
+#define TENSORDICT_DEFINE_REDUCTION(name)                                                     \
   TensorDict TensorDict::name(std::vector<int64_t> dims, const ReduceOptions& options) const { \
-    return reduced(*this, Reduction::name, dims, options.keepdim, 1);                          \
+    return reduced(*this, Reduction::name, dims, options);                                     \
+  }                                                                                            \
+  TensorDict TensorDict::name(FeatureDims, const ReduceOptions& options) const {              \
+    return reduced(*this, Reduction::name, feature, options);                                  \
   }
 TENSORDICT_REDUCTIONS(TENSORDICT_DEFINE_REDUCTION)
+TENSORDICT_DEFINE_REDUCTION(std)
+TENSORDICT_DEFINE_REDUCTION(var)
 #undef TENSORDICT_DEFINE_REDUCTION
-
-TensorDict TensorDict::std(std::vector<int64_t> dims, const ReduceOptions& options) const {
-  const auto keepdim = options.keepdim;
-  const auto correction = options.correction;
-  return reduced(*this, Reduction::std, dims, keepdim, correction);
-}
-
-TensorDict TensorDict::var(std::vector<int64_t> dims, const ReduceOptions& options) const {
-  const auto keepdim = options.keepdim;
-  const auto correction = options.correction;
-  return reduced(*this, Reduction::var, dims, keepdim, correction);
-}
 
 TensorDict TensorDict::norm() const {
   detail::PieceMeta meta;
@@ -138,20 +243,48 @@ TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, const ReduceOptions&
       TensorDict(detail::map_leaves(*impl_, reduced_meta(*this, over, keepdim), device(), detail::OpKind::Fold, fn, "logsumexp")));
 }
 
-TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
-  const auto keepdim = options.keepdim;
-  const auto interpolation = options.interpolation;
+namespace {
+// torch.quantile of `t` over `dims` (at most one; every element when empty).
+at::Tensor quantile_leaf(const at::Tensor& t, double q, const std::vector<int64_t>& dims, bool keepdim,
+                         std::string_view interpolation) {
   const c10::string_view mode(interpolation.data(), interpolation.size());
-  if (!dim) {  // tensordict's dim=None: each leaf over all its elements
-    detail::PieceMeta meta;
-    meta.keep_nested_dims = false;
-    auto fn = [&](const at::Tensor& t) { return at::quantile(t, q, c10::nullopt, false, mode); };
-    return TensorDict(TensorDict(detail::map_leaves(*impl_, meta, device(), detail::OpKind::Fold, fn, "quantile")));
-  }
-  const int64_t d = wrap_batch_dim(*dim, batch_dims(), "quantile");
-  auto fn = [&](const at::Tensor& t) { return at::quantile(t, q, d, keepdim, mode); };
-  return TensorDict(
-      TensorDict(detail::map_leaves(*impl_, reduced_meta(*this, {d}, keepdim), device(), detail::OpKind::Fold, fn, "quantile")));
+  if (dims.empty()) return at::quantile(t, q, c10::nullopt, keepdim, mode);
+  return at::quantile(t, q, dims.front(), keepdim, mode);
+}
+
+std::vector<int64_t> quantile_dims(std::optional<int64_t> dim) {
+  return dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+}
+}  // namespace
+
+TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
+    return quantile_leaf(t, q, over, keepdim, options.interpolation);
+  };
+  return reduced_leaves(*this, batch_dims_of(quantile_dims(dim), batch_dims(), "quantile"), options.keepdim, fn, "quantile");
+}
+
+TensorDict TensorDict::quantile(double q, FeatureDims, const QuantileOptions& options) const {
+  check_feature_keepdim(options.keepdim);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
+    return quantile_leaf(t, q, over, false, options.interpolation);
+  };
+  return reduced_features(*this, fn, "quantile");
+}
+
+at::Tensor TensorDict::reduce_quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
+    return quantile_leaf(t, q, over, keepdim, options.interpolation);
+  };
+  return reduced_together(*this, quantile_dims(dim), options.keepdim, fn, "quantile");
+}
+
+at::Tensor TensorDict::reduce_quantile(double q, FeatureDims, const QuantileOptions& options) const {
+  check_feature_keepdim(options.keepdim);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
+    return quantile_leaf(t, q, over, false, options.interpolation);
+  };
+  return reduced_together(*this, feature, fn, "quantile");
 }
 
 namespace {
@@ -195,29 +328,18 @@ std::tuple<TensorDict, TensorDict> TensorDict::min(int64_t dim, const ReduceOpti
 }
 
 at::Tensor TensorDict::reduce(Reduction op, std::vector<int64_t> dims, const ReduceOptions& options) const {
-  const auto keepdim = options.keepdim;
-  const auto correction = options.correction;
-  const char* name = reduction_name(op);
-  const auto wrapped = batch_dims_of(dims, batch_dims(), name);
-  // Every leaf as [batch..., features flattened], joined along the last dim,
-  // then reduced over the batch dims asked for and that joined dim.
-  std::vector<at::Tensor> parts;
-  std::vector<int64_t> shape = batch_size().vec();
-  shape.push_back(-1);
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { parts.push_back(t.reshape(shape)); }, name);
-  if (parts.empty()) throw ValueError(fmt::format("{}: the tensordict has no tensor to reduce", name));
-  at::ScalarType common = parts.front().scalar_type();
-  for (const auto& p : parts) common = at::promote_types(common, p.scalar_type());
-  for (auto& p : parts) p = p.to(common);
-  const at::Tensor joined = at::cat(parts, -1);
-  if (wrapped.empty()) return reduce_leaf(op, joined, {}, false, correction);
-  std::vector<int64_t> over = wrapped;
-  over.push_back(batch_dims());
-  at::Tensor out = reduce_leaf(op, joined, over, true, correction).squeeze(-1);
-  if (!keepdim) {
-    for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) out = out.squeeze(*it);
-  }
-  return out;
+  check_options(op, options);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
+    return reduce_leaf(op, t, over, keepdim, options);
+  };
+  return reduced_together(*this, dims, options.keepdim, fn, reduction_name(op));
+}
+
+at::Tensor TensorDict::reduce(Reduction op, FeatureDims, const ReduceOptions& options) const {
+  check_options(op, options);
+  check_feature_keepdim(options.keepdim);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) { return reduce_leaf(op, t, over, false, options); };
+  return reduced_together(*this, feature, fn, reduction_name(op));
 }
 
 namespace {

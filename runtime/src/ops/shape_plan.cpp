@@ -341,4 +341,18 @@ Names refined_names(const Names& current, const Names& wanted) {
   return refined;
 }
 
+std::string names_repr(const Names& names) {
+  std::vector<std::string> parts;
+  for (const auto& n : names) parts.push_back(n ? "'" + *n + "'" : "None");
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+void check_unique_names(const Names& names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    for (std::size_t j = i + 1; names[i] && j < names.size(); ++j) {
+      if (names[i] == names[j]) throw ValueError(fmt::format("Some dimension names are non-unique: {}.", names_repr(names)));
+    }
+  }
+}
+
 }  // namespace tensordict::shape

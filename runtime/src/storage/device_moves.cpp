@@ -229,21 +229,22 @@ int64_t place(int64_t& end, const at::Tensor& t) {
   return offset;
 }
 
-}  // namespace
-
-TensorDict TensorDict::to(at::Device target, const ToOptions& options) const {
+// to(device) of a tensordict not already on `target`.
+TensorDict moved_to(const TensorDict& td, at::Device target, const ToOptions& options) {
   const bool non_blocking = options.non_blocking;
-  if (auto parts = impl_->map_parts([&](const TensorDict& part) { return part.to(target, options); })) {
+  if (auto parts = td.impl()->map_parts([&](const TensorDict& part) { return part.to(target, options); })) {
     return TensorDict(parts);
   }
   const at::Device device = with_index(target);
-  const std::vector<at::Tensor> leaves = detail::tensor_leaves(*impl_, "to");
+  const std::vector<at::Tensor> leaves = detail::tensor_leaves(*td.impl(), "to");
   Pending pending;
 
-  const auto block = one_block(leaves, impl_->consolidated_storage());
-  // tensordict: a move to where the tensordict already is returns it, which
-  // for a consolidated one keeps it consolidated.
-  if (block && block->consolidated && block->bytes.device() == device) return TensorDict(*this);
+  const auto block = one_block(leaves, td.impl()->consolidated_storage());
+  // A device-less consolidated tensordict whose storage is already there: a
+  // new consolidated one over the same storage, with the device.
+  if (block && block->consolidated && block->bytes.device() == device) {
+    return finish_block(td, leaves, *block, block->bytes, device, "to");
+  }
   if (block && block->bytes.device() != device) {
     at::Tensor moved;
     try {
@@ -252,7 +253,7 @@ TensorDict TensorDict::to(at::Device target, const ToOptions& options) const {
       throw RuntimeError(std::string("to failed for the storage its leaves share: ") + e.what_without_backtrace());
     }
     if (!non_blocking) pending.wait();
-    return finish_block(*this, leaves, *block, moved, device, "to");
+    return finish_block(td, leaves, *block, moved, device, "to");
   }
 
   const bool staging = device.is_cuda() && can_pin();
@@ -286,7 +287,7 @@ TensorDict TensorDict::to(at::Device target, const ToOptions& options) const {
   moved.reserve(leaves.size());
   std::size_t i = 0;
   // The per-leaf work runs inside a walk, so that an error names the key.
-  detail::for_each_tensor(*impl_, [&](const at::Tensor&) {
+  detail::for_each_tensor(*td.impl(), [&](const at::Tensor&) {
     const at::Tensor& t = leaves[i];
     switch (routes[i]) {
       case Route::Keep:
@@ -312,7 +313,16 @@ TensorDict TensorDict::to(at::Device target, const ToOptions& options) const {
     ++i;
   }, "to");
   if (!non_blocking) pending.wait();
-  return detail::with_leaves(*this, moved, device, "to");
+  return detail::with_leaves(td, moved, device, "to");
+}
+}  // namespace
+
+TensorDict TensorDict::to(at::Device target, const ToOptions& options) const {
+  // tensordict: a move to where the tensordict already is returns it (which
+  // keeps a consolidated one consolidated); a device-less one gets a new
+  // tensordict with the device, sharing the tensors already there.
+  if (device() && *device() == with_index(target)) return *this;
+  return detail::with_lock_kept(*this, moved_to(*this, target, options));
 }
 
 TensorDict TensorDict::pin_memory() const {

@@ -6,6 +6,7 @@
 
 #include "core/format.h"
 #include "tensordict/errors.h"
+#include "tensordict/shape_plan.h"
 
 namespace tensordict::detail {
 
@@ -15,11 +16,7 @@ Names checked_names(Names names, std::size_t batch_dims) {
     throw ValueError(
         fmt::format("got {} names for {} batch dims; give one name (or none) per batch dim", names.size(), batch_dims));
   }
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    for (std::size_t j = i + 1; names[i] && j < names.size(); ++j) {
-      if (names[i] == names[j]) throw ValueError(fmt::format("duplicate dim name '{}' in names", *names[i]));
-    }
-  }
+  shape::check_unique_names(names);
   return names;
 }
 
