@@ -27,6 +27,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/print_options.h"
 #include "tensordict/remove_tree.h"
 #include "tensordict/tensorclass_support.h"  // torch_size, tensor_repr
 
@@ -75,7 +76,7 @@ std::string row_type_name(const Value& value) {
 
 // The value a row holds where the saved tensordict has a non-tensor value.
 std::string value_repr(const Value& value) {
-  if (value.is_tensor()) return detail::tensor_repr(value.tensor());
+  if (value.is_tensor()) return detail::tensor_repr(value.tensor(), get_printoptions());
   if (value.is_tensordict()) return std::string(value.tensordict().type_name());
   const NonTensorData& data = value.non_tensor();
   return data.is_stack() ? fmt::format("NonTensorStack({})", tensordict::python_repr(data.data()))
