@@ -201,6 +201,20 @@ TEST_CASE("CompositeDistribution mode, mean, deterministic_sample", "[composite]
 
   tnn::CompositeDistribution no_mean(params, {{"disc", tnn::Categorical::cls()}});
   CHECK(torch::equal(no_mean.deterministic_sample().get("disc"), params.get({"disc", "logits"}).argmax(-1)));
+
+  // A user's distribution with neither a mean nor a deterministic value.
+  struct LogProbOnly : tnn::Distribution {
+    LogProbOnly() : tnn::Distribution({3}, {}) {}
+    std::string_view name() const override { return "LogProbOnly"; }
+    at::Tensor log_prob(const at::Tensor& value) const override { return torch::zeros_like(value); }
+    std::vector<std::pair<std::string, at::Tensor>> params() const override { return {}; }
+  };
+  const auto opaque = tnn::CompositeDistribution::from_distributions(
+      TensorDict({}, {3}), {{"x", std::make_shared<LogProbOnly>()}});
+  CHECK(message_of([&] { opaque.deterministic_sample(); }) ==
+        "LogProbOnly has no deterministic_sample, and its mean is not implemented, so CompositeDistribution cannot "
+        "compute a deterministic sample for it. Use another interaction type.");
+  CHECK_THROWS_AS(opaque.deterministic_sample(), tensordict::NotImplementedError);
 }
 
 // ports test_nn.py::TestCompositeDist::test_from_distributions
