@@ -91,6 +91,12 @@ TEST_CASE("members whose fields differ in shape stay lazy (test_tensorclass.py::
   stack.append(Jagged({.obs = at::zeros({5})}, {}));
   CHECK(stack.size() == 3);
   CHECK(stack[2].obs.size(0) == 5);
+  stack.insert(-1, Jagged({.obs = at::zeros({4})}, {}));
+  CHECK(stack[2].obs.size(0) == 4);
+  CHECK(stack[3].obs.size(0) == 5);
+  CHECK(message_of([&] { stack.insert(5, Jagged({.obs = at::zeros({1})}, {})); }) ==
+        "LazyStackedTensorClass<Jagged>.insert: position 5 is out of range for 4 members");
+  CHECK(stack.size() == 4);
   CHECK(stack.clone()[0].obs.is_same(a.obs) == false);
   CHECK_THROWS_WITH(tensordict::lazy_stack(std::vector<Jagged>{}), "lazy_stack: items cannot be empty");
   // Members must share a batch size (lazy_stack's rule).

@@ -79,9 +79,15 @@ class LazyStackedTensorClass {
   }
 
   void append(T member) { insert(size(), std::move(member)); }
+  // Before the member at `position` (0 ... size(); negative counts from the end).
   void insert(int64_t position, T member) {
+    const int64_t at = position < 0 ? position + size() : position;
+    if (at < 0 || at > size()) {
+      throw IndexError(name_() + ".insert: position " + std::to_string(position) + " is out of range for " +
+                       std::to_string(size()) + " members");
+    }
     std::vector<T> next = members_;
-    next.insert(next.begin() + position, std::move(member));
+    next.insert(next.begin() + at, std::move(member));
     LazyStackedTensorClass checked(std::move(next), stack_dim_);
     members_ = std::move(checked.members_);
   }
