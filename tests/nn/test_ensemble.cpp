@@ -170,11 +170,15 @@ TEST_CASE("EnsembleModule: gradients reach the copies and the input", "[ensemble
   CHECK(torch::allclose(mod->params_td()->get({"module", "weight"}), before - 0.1 * w.grad()));
 }
 
-TEST_CASE("EnsembleModule: the backward sees the forward's random draws", "[ensemble][training]") {
+// The copies draw dropout masks in the forward; the backward must see the
+// same masks (the copies replay the generators' states, CUDA's included).
+void check_ensemble_dropout_backward(const at::Device& device) {
   torch::manual_seed(3);
-  tnn::TensorDictModule module(torch::nn::Sequential(torch::nn::Linear(3, 8), torch::nn::Dropout(0.5)), {"x"}, {"y"});
+  torch::nn::Sequential layers(torch::nn::Linear(3, 8), torch::nn::Dropout(0.5));
+  layers->to(device);
+  tnn::TensorDictModule module(layers, {"x"}, {"y"});
   tnn::EnsembleModule mod(module, 2);
-  const at::Tensor x = torch::randn({6, 3});
+  const at::Tensor x = torch::randn({6, 3}).to(device);
   TensorDict out = mod(TensorDict({{"x", x}}, {6}));
   out.get("y").sum().backward();
   const TensorDict params = mod->params_td()->tensordict();
@@ -185,6 +189,11 @@ TEST_CASE("EnsembleModule: the backward sees the forward's random draws", "[ense
     CHECK(torch::allclose(params.get({"module", "0", "weight"}).grad()[i], torch::matmul(scale.t(), x)));
     CHECK(torch::allclose(params.get({"module", "0", "bias"}).grad()[i], scale.sum(0)));
   }
+}
+
+TEST_CASE("EnsembleModule: the backward sees the forward's random draws", "[ensemble][training]") {
+  check_ensemble_dropout_backward(at::Device(at::kCPU));
+  if (at::hasCUDA()) check_ensemble_dropout_backward(at::Device(at::kCUDA, 0));
 }
 
 TEST_CASE("EnsembleModule: the backward leaves the buffers as the forward left them", "[ensemble][training]") {

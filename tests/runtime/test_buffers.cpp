@@ -99,5 +99,13 @@ TEST_CASE("auto_device_ takes the leaves' common device, record_stream needs CUD
     // libtorch's own refusal, with the op and the key.
     CHECK_THROWS_WITH(TensorDict({{"a", at::zeros({3})}}).record_stream(c10::Stream(c10::Stream::DEFAULT, at::Device(at::kCPU))),
                       Catch::Matchers::Contains("record_stream") && Catch::Matchers::Contains("'a'"));
+  } else {
+    // CUDA leaves, nested too: every leaf is recorded on the stream.
+    TensorDict on_gpu = tree().to(at::Device(at::kCUDA, 0));
+    const c10::Stream stream(c10::Stream::DEFAULT, at::Device(at::kCUDA, 0));
+    CHECK(on_gpu.record_stream(stream).impl() == on_gpu.impl());
+    // A CPU leaf among CUDA ones: libtorch's refusal names it.
+    TensorDict mixed_devices({{"g", at::zeros({3}, at::Device(at::kCUDA, 0))}, {"cpu_leaf", at::zeros({3})}}, {3});
+    CHECK_THROWS_WITH(mixed_devices.record_stream(stream), Catch::Matchers::Contains("'cpu_leaf'"));
   }
 }

@@ -144,4 +144,16 @@ TEST_CASE("to(device) returns the tensordict already there, and gives a device-l
   CHECK(moved.is_consolidated());
   CHECK(moved.get("a").data_ptr() == consolidated.get("a").data_ptr());
   CHECK(moved.to(at::Device(at::kCPU)).impl() == moved.impl());
+  if (at::hasCUDA()) {
+    // The same rules on a GPU: tensordict 0.15.3's td.to("cuda:0") is a new
+    // tensordict on cuda:0, and `on_gpu.to("cuda:0") is on_gpu`.
+    const at::Device gpu(at::kCUDA, 0);
+    const TensorDict on_gpu = loose.to(gpu);
+    CHECK(on_gpu.impl() != loose.impl());
+    CHECK(on_gpu.device() == gpu);
+    CHECK(on_gpu.get("a").device() == gpu);
+    CHECK(on_gpu.to(gpu).impl() == on_gpu.impl());
+    CHECK(on_gpu.cuda().impl() == on_gpu.impl());
+    CHECK(on_gpu.to(at::Device(at::kCPU)).impl() != on_gpu.impl());
+  }
 }
