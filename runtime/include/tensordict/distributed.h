@@ -5,6 +5,15 @@
 // Link `tensorclass::distributed` (a library of its own: users who never
 // move tensordicts between processes do not parse or link c10d).
 //
+// Two wire protocols (WireProtocol): tensordict's own (the default), which
+// Python ranks running tensordict 0.15.3 read and write, and the packed one,
+// for groups of C++ ranks only. init_remote, from_remote_init, broadcast,
+// all_gather and gather_and_stack speak tensordict's by default: the
+// structure travels as tensordict's consolidated metadata, pickled as
+// torch.distributed's object-list calls pickle it (a safe subset: dicts,
+// lists, tuples, strings, numbers, bools, None; anything else is refused),
+// then the consolidated storage as one uint8 tensor.
+//
 // Every function takes the process group explicitly (tensordict's `group=`;
 // C++ has no default group). Leaves travel in tensordict's order: at each
 // level the keys sorted, nested tensordicts where their key sorts, a lazy
@@ -29,10 +38,16 @@
 #include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/value.h"
 
 namespace tensordict {
 
 using ProcessGroupPtr = c10::intrusive_ptr<c10d::ProcessGroup>;
+
+// Which messages a call exchanges: tensordict's (Python ranks can take part)
+// or the packed protocol (C++ ranks only; a structure check, then every
+// leaf in as few messages as is correct).
+enum class WireProtocol { tensordict, packed };
 
 // What isend, irecv and the asynchronous collectives return: wait() blocks
 // until the transfer is done (for irecv: until the tensordict holds the
@@ -77,21 +92,82 @@ Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, const Reduce
 // Reduces every leaf into rank `dst`'s tensordict; the other ranks'
 // tensordicts are left unchanged (c10d reduces copies of their leaves).
 Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, const ReduceOpOptions& options = {});
-// Copies rank `src`'s leaves into every other rank's tensordict.
-void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src);
+// broadcast's keywords (tensordict's device=).
+struct BroadcastOptions {
+  // On `src`: the device of the consolidated storage, when `td` is not
+  // consolidated yet. Elsewhere: the device of the result (default: the
+  // sender's storage device).
+  std::optional<at::Device> device = std::nullopt;
+  WireProtocol protocol = WireProtocol::tensordict;
+};
+// tensordict's broadcast: rank `src`'s tensordict on every rank. On `src`,
+// `td` itself when consolidated, else a consolidated copy; elsewhere a new
+// consolidated tensordict built from the metadata and storage `src` sent
+// (`td` is not read: it may be empty). Packed protocol: rank `src`'s leaves
+// are copied into every other rank's `td` (the same structure), which is
+// returned.
+TensorDict broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src, const BroadcastOptions& options = {});
+// tensordict's all_gather: every rank's tensordict (their structures may
+// differ), on every rank, in rank order, each a new consolidated tensordict.
+std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& group);
 // Rank `dst` holds a tensordict whose first batch dim is world_size - 1; each
 // other rank sends one element of it, and rank r's lands at index r (r < dst)
 // or r - 1 (r > dst), as tensordict's gather_and_stack stacks them.
-void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst);
+// tensordict's protocol (its Gloo path): each rank's consolidated storage
+// and pickled metadata, gathered; a Python rank whose tensordict cannot be
+// consolidated sends a pickled tensordict, which is refused here (naming
+// the rank), as is a group whose backend is not Gloo.
+struct GatherOptions {
+  WireProtocol protocol = WireProtocol::tensordict;
+};
+void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst, const GatherOptions& options = {});
 
 // ---- without a template on the receiver ----
-// Sends the whole structure first (keys in their order, batch sizes, names,
-// dtypes, shapes, non-tensor data, lazy stacks) as a small header, then the leaves.
-void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst);
+// init_remote's and from_remote_init's keywords.
+struct RemoteInitOptions {
+  // tensordict's protocol: the device the metadata travels through
+  // (point to point; a CUDA device with NCCL), or of the storage
+  // (use_broadcast), and of the result on the receiver (default: the CPU
+  // point to point). Packed protocol: the receiver's device (default: the
+  // sender's when this process has it, else the CPU).
+  std::optional<at::Device> device = std::nullopt;
+  // Through broadcast(): every rank of the group takes part, the others
+  // calling from_remote_init with use_broadcast too (`dst` is ignored).
+  bool use_broadcast = false;
+  WireProtocol protocol = WireProtocol::tensordict;
+  // The Python class the receiver rebuilds ("module.Name"; tensordict's
+  // _tensorclass_type): a generated tensorclass sets its own.
+  std::string tensorclass_type = {};
+};
+// Sends the whole structure (keys in their order, batch sizes, names,
+// dtypes, shapes, non-tensor data, lazy stacks) and the content to a rank
+// that does not know them. tensordict's protocol: send_object_list of the
+// consolidated metadata (with "_total_bytes"), then the storage.
+void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst, const RemoteInitOptions& options = {});
 // Builds the tensordict rank `src` sent with init_remote (a TensorDict, or a
-// LazyStackedTensorDict for a lazy stack) on `device` (default: the sender's
-// device when this process has it, else the CPU).
-TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt);
+// LazyStackedTensorDict for a lazy stack): tensordict's protocol gives a
+// consolidated tensordict, its leaves views of the received storage. A
+// tensorclass sent from Python ("_tensorclass_type") is a TensorDict here
+// holding the class name under kLoadedClassKey (use the typed form below).
+TensorDict from_remote_init(const ProcessGroupPtr& group, int src, const RemoteInitOptions& options = {});
+
+// ---- torch.distributed's object lists, for objects of the pickle subset ----
+// The c10d calls torch issues (an int64 tensor of sizes, then the pickles as
+// one uint8 tensor; tag 0), so a Python peer's matching call takes part.
+// Objects are Json values: dicts (str keys), lists, str, ints, floats, bools
+// and None; a tuple arrives as an array. `device`: where the tensors travel
+// (default: the CPU; a CUDA device for NCCL).
+void send_object_list(const std::vector<Json>& object_list, const ProcessGroupPtr& group, int dst,
+                      std::optional<at::Device> device = std::nullopt);
+// Fills every element of `object_list` (its size says how many objects
+// arrive, as in Python) and returns the sender's rank.
+int recv_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
+                     std::optional<at::Device> device = std::nullopt);
+// On `src`, sends `object_list`; elsewhere fills it (same size on every rank).
+void broadcast_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src = 0,
+                           std::optional<at::Device> device = std::nullopt);
+// Every rank's `obj` into `object_list` (of world_size elements), in rank order.
+void all_gather_object(std::vector<Json>& object_list, const Json& obj, const ProcessGroupPtr& group);
 
 // ---- generated tensorclasses: through their fields' tensordict (the fields themselves) ----
 template <class T>
@@ -112,6 +188,19 @@ TensorDict tensor_fields(const T& tc) {
   }
   return non_tensor.empty() ? td : TensorDict(td.exclude(non_tensor));
 }
+// tensordict's _tensorclass_type for T: "module.Name", from the class name
+// its memmap "_type" gives ("<class 'module.Name'>"), which is the
+// @tensorclass that `tensorclass-gen --lang python` makes of the same schema.
+template <class T>
+std::string python_class_name() {
+  std::string_view type = T::schema().python_type;
+  constexpr std::string_view head = "<class '", tail = "'>";
+  if (type.starts_with(head) && type.ends_with(tail)) type = type.substr(head.size(), type.size() - head.size() - tail.size());
+  return std::string(type);
+}
+// `td` without the class names a received tensorclass carries
+// (kLoadedClassKey, at any level): T::from_tensordict takes fields only.
+TensorDict without_class(const TensorDict& td);
 }  // namespace detail
 
 template <DistributedTensorClass T>
@@ -138,23 +227,31 @@ template <DistributedTensorClass T>
 Work reduce(const T& tc, const ProcessGroupPtr& group, int dst, const ReduceOpOptions& options = {}) {
   return reduce(detail::tensor_fields(tc), group, dst, options);
 }
+// Packed protocol: the tensor fields, copied in place on the other ranks
+// (each keeps its non-tensor fields). tensordict's: the whole tensorclass,
+// rebuilt on the other ranks with T::from_tensordict.
 template <DistributedTensorClass T>
-void broadcast(const T& tc, const ProcessGroupPtr& group, int src) {
-  broadcast(detail::tensor_fields(tc), group, src);
+T broadcast(const T& tc, const ProcessGroupPtr& group, int src, const BroadcastOptions& options = {}) {
+  if (options.protocol == WireProtocol::packed) {
+    broadcast(detail::tensor_fields(tc), group, src, options);
+    return tc;
+  }
+  return T::from_tensordict(detail::without_class(broadcast(tc.tensordict(), group, src, options)));
 }
 template <DistributedTensorClass T>
-void gather_and_stack(const T& tc, const ProcessGroupPtr& group, int dst) {
-  gather_and_stack(detail::tensor_fields(tc), group, dst);
+void gather_and_stack(const T& tc, const ProcessGroupPtr& group, int dst, const GatherOptions& options = {}) {
+  gather_and_stack(detail::tensor_fields(tc), group, dst, options);
 }
 template <DistributedTensorClass T>
-void init_remote(const T& tc, const ProcessGroupPtr& group, int dst) {
-  init_remote(tc.tensordict(), group, dst);
+void init_remote(const T& tc, const ProcessGroupPtr& group, int dst, RemoteInitOptions options = {}) {
+  if (options.tensorclass_type.empty()) options.tensorclass_type = detail::python_class_name<T>();
+  init_remote(tc.tensordict(), group, dst, options);
 }
 // The typed receiving side: T::from_tensordict of what arrived (validated
 // against T's schema; init_remote sends the non-tensor fields too).
 template <DistributedTensorClass T>
-T from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device = std::nullopt) {
-  return T::from_tensordict(from_remote_init(group, src, device));
+T from_remote_init(const ProcessGroupPtr& group, int src, const RemoteInitOptions& options = {}) {
+  return T::from_tensordict(detail::without_class(from_remote_init(group, src, options)));
 }
 
 // ---- making a group ----

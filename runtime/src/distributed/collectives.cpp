@@ -1,4 +1,4 @@
-// all_reduce, reduce, broadcast, gather_and_stack.
+// all_reduce, reduce; broadcast and gather_and_stack in the packed protocol.
 //
 // Every collective first agrees on the structure: one all_reduce(MAX) of
 // {hash, -hash} tells every rank at once whether all hashes are equal; only
@@ -14,6 +14,7 @@
 #include "storage/flat_storage.h"
 #include "core/format.h"
 #include "distributed/calls.h"
+#include "distributed/packed_calls.h"
 #include "tensordict/errors.h"
 #include "distributed/wire.h"
 
@@ -202,7 +203,7 @@ Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, const R
   return reduce_impl(td, group, ReduceKind::ToOne, dst, options.op, options.async_op);
 }
 
-void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src) {
+void dist::broadcast_packed(const TensorDict& td, const ProcessGroupPtr& group, int src) {
   const std::string context = fmt::format("broadcast from rank {}", src);
   const dist::Leaves leaves = dist::collect_leaves(td, "broadcast");
   check_structure(group, leaves, dist::describe(leaves), context);
@@ -218,7 +219,7 @@ void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src) {
   if (into_leaves) dist::unpack(leaves, buffer);
 }
 
-void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
+void dist::gather_and_stack_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
   const std::string context = fmt::format("gather_and_stack to rank {}", dst);
   const int world = group->getSize();
   const bool destination = group->getRank() == dst;

@@ -136,9 +136,41 @@ class Reader {
     if (it == memo_.end()) fail(fmt::format("reads memo entry {}, which was never stored", index));
     stack_.push_back(it->second);
   }
+  // A str: Python decodes it as UTF-8, and JSON holds only valid UTF-8
+  // (its writer throws on anything else), so anything else is refused here.
   std::string text(uint64_t n) {
-    std::string s(take(n));
-    return s;
+    const std::string_view s = take(n);
+    for (std::size_t i = 0; i < s.size();) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      std::size_t extra = 0;
+      uint32_t cp = c;
+      if (c >= 0xf0 && c <= 0xf4) {
+        extra = 3;
+        cp = c & 0x07;
+      } else if (c >= 0xe0) {
+        extra = c <= 0xef ? 2 : 9;
+        cp = c & 0x0f;
+      } else if (c >= 0xc2) {
+        extra = 1;
+        cp = c & 0x1f;
+      } else if (c >= 0x80) {
+        extra = 9;
+      }
+      if (extra > 3 || extra >= s.size() - i) {
+        fail(fmt::format("a str that is not valid UTF-8 (byte {} of it)", i));
+      }
+      for (std::size_t k = 1; k <= extra; ++k) {
+        const auto next = static_cast<unsigned char>(s[i + k]);
+        if ((next & 0xc0) != 0x80) fail(fmt::format("a str that is not valid UTF-8 (byte {} of it)", i + k));
+        cp = (cp << 6) | (next & 0x3f);
+      }
+      const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+      if (cp < least[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        fail(fmt::format("a str that is not valid UTF-8 (byte {} of it: an overlong form, a surrogate or past U+10FFFF)", i));
+      }
+      i += extra + 1;
+    }
+    return std::string(s);
   }
   void tuple_of(std::vector<Ref> items) {
     push(Object{List{std::move(items), true}});
