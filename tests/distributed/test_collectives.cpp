@@ -28,11 +28,11 @@ TensorDict expected_sum(int world) {
 TEST_CASE("all_reduce sums every leaf on every rank, one call per dtype", "[distributed][all_reduce]") {
   const std::string failures = run_ranks(3, [](const Rank& r) {
     TensorDict mine = numbers(r.rank);
-    td::all_reduce(mine, r.group);
+    td::all_reduce(mine, r.group, packed_reduce());
     check_equal(mine, expected_sum(r.world), "SUM");
 
     TensorDict peak = numbers(r.rank);
-    td::all_reduce(peak, r.group, {.op = c10d::ReduceOp::MAX, .async_op = true}).wait();
+    td::all_reduce(peak, r.group, packed_reduce({.op = c10d::ReduceOp::MAX, .async_op = true})).wait();
     check_equal(peak, numbers(r.world - 1), "MAX");  // every leaf grows with the rank
   });
   REQUIRE(failures == "");
@@ -45,7 +45,7 @@ TEST_CASE("all_reduce of a consolidated one-dtype tensordict reduces its storage
     };
     TensorDict mine = make(static_cast<float>(r.rank + 1)).consolidate();
     const void* storage = mine.consolidated_storage()->data_ptr();
-    td::all_reduce(mine, r.group);
+    td::all_reduce(mine, r.group, packed_reduce());
     check_equal(mine, make(3.0f), "sum");
     check(mine.consolidated_storage()->data_ptr() == storage, "same storage");
   });
@@ -56,7 +56,7 @@ TEST_CASE("all_reduce of a consolidated one-dtype tensordict reduces its storage
 TEST_CASE("reduce lands the sum on the destination and leaves the others unchanged", "[distributed][reduce]") {
   const std::string failures = run_ranks(3, [](const Rank& r) {
     TensorDict mine = numbers(r.rank);
-    td::reduce(mine, r.group, /*dst=*/1);
+    td::reduce(mine, r.group, /*dst=*/1, packed_reduce());
     check_equal(mine, r.rank == 1 ? expected_sum(r.world) : numbers(r.rank), "after reduce");
   });
   REQUIRE(failures == "");

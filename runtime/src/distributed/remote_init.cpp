@@ -127,7 +127,7 @@ void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
     a->wait();
     b->wait();
   });
-  send(td, group, dst, kRemoteTag + 2);
+  send(td, group, dst, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
 }
 
 TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
@@ -149,7 +149,7 @@ TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional
     throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
   }
   TensorDict td = build(node, device);
-  recv(td, group, src, kRemoteTag + 2);
+  recv(td, group, src, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
   return td;
 }
 
