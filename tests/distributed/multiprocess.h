@@ -39,6 +39,16 @@ inline void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("check failed: " + what);
 }
 
+// The packed protocol's options: these suites test it among C++ ranks
+// (tests/distributed/mixed tests tensordict's protocol against Python).
+inline tensordict::SendOptions packed(int init_tag = 0) {
+  return {.init_tag = init_tag, .protocol = tensordict::WireProtocol::packed};
+}
+inline tensordict::ReduceOpOptions packed_reduce(tensordict::ReduceOpOptions options = {}) {
+  options.protocol = tensordict::WireProtocol::packed;
+  return options;
+}
+
 struct RanksOptions {
   std::chrono::milliseconds group_timeout = std::chrono::seconds(20);
   std::chrono::seconds deadline = std::chrono::seconds(60);

@@ -388,6 +388,10 @@ void all_gather_object(std::vector<Json>& object_list, const Json& obj, const Pr
   }
 }
 
+void detail::mark_class(TensorDict& level, std::string_view python_type) {
+  level.set_non_tensor(std::string(kLoadedClassKey), Json(std::string(python_type)));
+}
+
 TensorDict detail::without_class(const TensorDict& td) {
   std::vector<NestedKey> classes;
   for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {

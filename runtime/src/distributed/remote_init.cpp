@@ -128,7 +128,7 @@ void dist::init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group
     a->wait();
     b->wait();
   });
-  send(td, group, dst, kRemoteTag + 2);
+  send(td, group, dst, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
 }
 
 TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
@@ -150,7 +150,7 @@ TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, 
     throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
   }
   TensorDict td = build(node, device);
-  recv(td, group, src, kRemoteTag + 2);
+  recv(td, group, src, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
   return td;
 }
 
