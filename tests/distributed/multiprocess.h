@@ -34,6 +34,8 @@ struct Rank {
   tensordict::ProcessGroupPtr group;
 };
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 // Throws with `what` unless `ok` (children cannot use Catch2's assertions).
 inline void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("check failed: " + what);

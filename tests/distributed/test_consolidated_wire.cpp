@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "../message_of.h"
 #include "distributed/object_lists.h"
 #include "distributed/pickle.h"
@@ -18,8 +21,6 @@ namespace td = tensordict;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // The tensordict of tensordict's TestInitRemote: ("a", "b"), "c" and ("d", "e", "f"), all ones, batch [1, 2].
 TensorDict ones_sample() {
   return TensorDict({{"a", TensorDict({{"b", at::ones({1, 2})}}, {1, 2})},
@@ -28,9 +29,19 @@ TensorDict ones_sample() {
                     {1, 2});
 }
 
-void check_all_ones(const TensorDict& got, const std::string& what) {
-  check(got.keys() == std::vector<td::NestedKey>{td::NestedKey("a"), td::NestedKey("c"), td::NestedKey("d")},
-        what + ": keys a, c, d");
+// A level's keys as tensordict's rebuild orders them: its non-tensor
+// entries, then its leaves, then its nested levels, each in insertion order.
+std::vector<td::NestedKey> rebuilt_order(std::initializer_list<const char*> keys) {
+  std::vector<td::NestedKey> out;
+  for (const char* k : keys) out.emplace_back(k);
+  return out;
+}
+
+// `rebuilt`: a tensordict rebuilt from the metadata (the source of a
+// broadcast returns its own, consolidated, in its own order).
+void check_all_ones(const TensorDict& got, const std::string& what, bool rebuilt = true) {
+  check(got.keys() == (rebuilt ? rebuilt_order({"c", "a", "d"}) : ones_sample().keys()),
+        what + ": keys (leaf c, then the nested a and d, when rebuilt)");
   check(got.batch_size() == std::vector<int64_t>{1, 2}, what + ": batch size");
   check_equal(got, ones_sample(), what);
   check(got.is_consolidated(), what + ": consolidated");
@@ -56,7 +67,6 @@ TEST_CASE("init_remote carries non-tensor entries, names, lazy stacks and the ke
     auto make = [] {
       TensorDict td({{"a", at::ones({3})}, {"c", at::full({3, 2}, 2.0)}}, {3}, std::nullopt, {"env"});
       td.set_non_tensor("label", td::Json("hello"));
-      td.set("lazy", TensorDict(lazy_sample(3)).expand({3, 2}).contiguous());
       return td;
     };
     if (r.rank == 0) {
@@ -64,7 +74,7 @@ TEST_CASE("init_remote carries non-tensor entries, names, lazy stacks and the ke
       td::init_remote(lazy_sample(4), r.group, 1);
     } else {
       const TensorDict got = td::from_remote_init(r.group, 0);
-      check(got.keys() == make().keys(), "keys in the sender's order");
+      check(got.keys() == rebuilt_order({"label", "a", "c"}), "non-tensor entries, leaves, nested levels");
       check(got.names() == make().names(), "names");
       check(got.get_non_tensor("label") == td::Json("hello"), "non-tensor entry");
       check_equal(got, make(), "values");
@@ -96,7 +106,7 @@ TEST_CASE("broadcast returns the source's tensordict on every rank",
   const std::string failures = run_ranks(3, [](const Rank& r) {
     const TensorDict mine = r.rank == 1 ? ones_sample() : TensorDict({}, {});
     const TensorDict got = td::broadcast(mine, r.group, /*src=*/1);
-    check_all_ones(got, "broadcast");
+    check_all_ones(got, "broadcast", /*rebuilt=*/r.rank != 1);
   });
   REQUIRE(failures == "");
 }
@@ -105,7 +115,7 @@ TEST_CASE("all_gather returns every rank's tensordict in rank order, structures 
           "[distributed][all_gather][test_distributed.py::TestAllGather::test_all_gather]") {
   const std::string failures = run_ranks(3, [](const Rank& r) {
     TensorDict mine({{"a", at::full({3}, double(r.rank))}, {"b", at::full({3, 2}, double(r.rank + 10))}}, {3});
-    if (r.rank == 2) mine.set("extra", at::arange(5, at::kLong));
+    if (r.rank == 2) mine.set("extra", at::arange(6, at::kLong).reshape({3, 2}));
     const std::vector<TensorDict> all = td::all_gather(mine, r.group);
     check(all.size() == 3, "one tensordict per rank");
     for (int i = 0; i < 3; ++i) {
@@ -166,9 +176,12 @@ TEST_CASE("object lists: send, recv, broadcast and all_gather of dicts, lists, s
 TEST_CASE("from_remote_init refuses a malformed metadata pickle, naming the call, the peer and the key",
           "[distributed][init_remote][errors]") {
   const std::string failures = run_ranks(2, [](const Rank& r) {
-    const auto send_raw = [&](const std::string& pickle, int64_t storage_bytes) {
+    // The receiver reads the storage only once the metadata parsed (as
+    // Python's does): a pickle it refuses comes alone.
+    const auto send_raw = [&](const std::string& pickle, std::optional<int64_t> storage_bytes) {
       td::dist::send_pickles({pickle}, r.group, 1, at::kCPU, "test");
-      std::vector<at::Tensor> storage{at::zeros({storage_bytes}, at::kByte)};
+      if (!storage_bytes) return;
+      std::vector<at::Tensor> storage{at::zeros({*storage_bytes}, at::kByte)};
       r.group->send(storage, 1, 0)->wait();
     };
     const auto meta = [](const std::string& leaf) {
@@ -179,10 +192,10 @@ TEST_CASE("from_remote_init refuses a malformed metadata pickle, naming the call
     using td::dist::pickle::Layout;
     if (r.rank == 0) {
       // Not a pickle at all, then a leaf past the storage, then a pickle with
-      // an os.system reference; each followed by its storage.
-      send_raw("\x80\x04garbage", 16);
+      // an os.system reference.
+      send_raw("\x80\x04garbage", std::nullopt);
       send_raw(td::dist::pickle::dumps(meta(R"(["torch.float32", [2, 4], 0, 32, 0])"), Layout::ConsolidatedMetadata, "t"), 16);
-      send_raw(std::string("\x80\x04\x8c\x02os\x8c\x06system\x93.", 16), 16);
+      send_raw(std::string("\x80\x04\x8c\x02os\x8c\x06system\x93.", 16), std::nullopt);
     } else {
       const auto message = [&] { return td_test::message_of([&] { td::from_remote_init(r.group, 0); }); };
       const std::string garbage = message();
@@ -225,5 +238,21 @@ TEST_CASE("gather_and_stack refuses a destination of the wrong batch size", "[di
     check(message == "gather_and_stack to rank 0: the destination's batch size [3] must start with world_size - 1 = 0",
           message);
   });
+  REQUIRE(failures == "");
+}
+
+TEST_CASE("from_remote_init and all_gather left waiting fail at the group's timeout, naming the call",
+          "[distributed][init_remote][errors]") {
+  const std::string failures = run_ranks(2, [](const Rank& r) {
+    if (r.rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // alive, silent
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::string message = td_test::message_of([&] { td::from_remote_init(r.group, 0); });
+    check(contains(message, "from_remote_init from rank 0: ") && (contains(message, "imed out") || contains(message, "imeout")),
+          "a timeout naming the call: " + message);
+    check(std::chrono::steady_clock::now() - start < std::chrono::seconds(5), "within the group's timeout");
+  }, {.group_timeout = std::chrono::seconds(1), .deadline = std::chrono::seconds(30)});
   REQUIRE(failures == "");
 }

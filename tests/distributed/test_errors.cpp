@@ -13,8 +13,6 @@ namespace td = tensordict;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 void check_message(const std::string& message, std::initializer_list<std::string> parts) {
   for (const auto& part : parts) check(contains(message, part), "message \"" + message + "\" lacks \"" + part + "\"");
 }

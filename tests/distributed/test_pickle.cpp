@@ -109,11 +109,12 @@ TEST_CASE("pickle: refusals name the call, the byte offset and the opcode", "[di
   CHECK(refused(framed(std::string(300, ']') + std::string(299, 'a') + ".")) ==
         "from_remote_init from rank 1: refused pickle: the value nests deeper than 256 levels (or holds itself)");
   // A list that holds itself.
-  CHECK(refused(framed(std::string("]\x94h\x00" "a.", 5))) ==
+  CHECK(refused(framed(std::string("]\x94h\x00" "a.", 6))) ==
         "from_remote_init from rank 1: refused pickle: the value nests deeper than 256 levels (or holds itself)");
-  // Each level holds the previous twice: 2^40 elements from 200 bytes.
-  std::string laughs = "]K\x01" "a\x94";
-  for (int i = 0; i < 40; ++i) laughs += "](h" + std::string(1, char(i)) + "h" + std::string(1, char(i)) + "e\x94";
+  // Each level holds the previous twice, and an outer list holds every
+  // level: 2^40 elements from 300 bytes.
+  std::string laughs = "]]K\x01" "a\x94" "a";
+  for (int i = 0; i < 40; ++i) laughs += "](h" + std::string(1, char(i)) + "h" + std::string(1, char(i)) + "e\x94" "a";
   CHECK(refused(framed(laughs + ".")).find("shared references expand the value past") != std::string::npos);
   CHECK(refused(framed("\x8a\x09" + std::string(8, '\0') + "\x01.")) ==
         "from_remote_init from rank 1: malformed pickle at byte 11 (opcode 0x8a): an integer of 9 bytes, wider than "

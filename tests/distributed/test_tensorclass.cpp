@@ -1,34 +1,13 @@
 // Generated tensorclasses travel through their fields' tensordict (schemas/rl.yaml).
 #include <catch2/catch.hpp>
 
-#include "rl.tc.h"
+#include "rl_samples.h"
 #include "samples.h"
 
 using namespace td_test;
 namespace td = tensordict;
 using tc::rl::Observation;
 using tc::rl::Transition;
-
-namespace {
-
-Observation observation(int64_t n, double seed) {
-  return Observation({.pixels = (at::arange(n * 3 * 2 * 2).reshape({n, 3, 2, 2}) + static_cast<int64_t>(seed)).to(at::kByte),
-                      .state = at::arange(n * 4, at::kFloat).reshape({n, 4}) * seed},
-                     {n});
-}
-
-Transition transition(int64_t n, double seed) {
-  return Transition({.observation = observation(n, seed),
-                     .action = at::full({n, 2}, seed),
-                     .reward = at::full({n, 1}, seed + 1),
-                     .done = at::zeros({n, 1}, at::kBool),
-                     .terminated = at::ones({n, 1}, at::kBool),
-                     .next = observation(n, seed + 1),
-                     .env_name = "walk"},
-                    {n});
-}
-
-}  // namespace
 
 TEST_CASE("tensorclasses: send, recv, all_reduce, broadcast, gather_and_stack, from_remote_init", "[distributed][tensorclass]") {
   const std::string failures = run_ranks(2, [](const Rank& r) {

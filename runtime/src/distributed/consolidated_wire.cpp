@@ -22,6 +22,7 @@
 #include "distributed/packed_calls.h"
 #include "distributed/pickle.h"
 #include "storage/consolidated_file.h"
+#include "storage/flat_storage.h"  // align_up
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"  // kLoadedClassKey
@@ -39,7 +40,7 @@ at::Device object_device(const ProcessGroupPtr& group) {
   return group->getBackendName() == "nccl" ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 }
 
-// `td` consolidated, with its storage and metadata.
+// `td` consolidated, with the storage that goes on the wire and its metadata.
 struct Consolidated {
   TensorDict td;
   at::Tensor storage;
@@ -49,6 +50,14 @@ Consolidated consolidated(const TensorDict& td, bool reuse, std::optional<at::De
   Consolidated out{reuse && td.is_consolidated() ? td : td.consolidate({.device = device}), {}, {}};
   out.storage = *out.td.consolidated_storage();
   out.metadata = detail::consolidated_metadata(out.td, out.storage, td.is_locked());
+  // tensordict pads every leaf to 8 bytes, the last one too, and its
+  // metadata says so: the storage on the wire ends past that padding.
+  const int64_t padded = detail::align_up(out.storage.numel(), 8);
+  if (padded != out.storage.numel()) {
+    at::Tensor wire = at::zeros({padded}, out.storage.options());
+    wire.narrow(0, 0, out.storage.numel()).copy_(out.storage);
+    out.storage = wire;
+  }
   return out;
 }
 

@@ -2,37 +2,16 @@
 // Python as the @tensorclass `tensorclass-gen --lang python` makes of the
 // same schema (schemas/rl.yaml: tc.rl.Observation, tc.rl.Transition), and
 // Python's arrives here as the struct, validated (from_tensordict).
-#include <ATen/ops/arange.h>
-#include <ATen/ops/full.h>
-#include <ATen/ops/ones.h>
-#include <ATen/ops/zeros.h>
-
+#include "../rl_samples.h"
 #include "mixed_rank.h"
-#include "rl.tc.h"
 
 namespace {
 
 namespace td = tensordict;
 using tc::rl::Observation;
 using tc::rl::Transition;
-
-// mixed_rank.py's observation(n, seed) and transition(n, seed).
-Observation observation(int64_t n, double seed) {
-  return Observation({.pixels = (at::arange(n * 3 * 2 * 2).reshape({n, 3, 2, 2}) + static_cast<int64_t>(seed)).to(at::kByte),
-                      .state = at::arange(n * 4, at::kFloat).reshape({n, 4}) * seed},
-                     {n});
-}
-
-Transition transition(int64_t n, double seed) {
-  return Transition({.observation = observation(n, seed),
-                     .action = at::full({n, 2}, seed),
-                     .reward = at::full({n, 1}, seed + 1),
-                     .done = at::zeros({n, 1}, at::kBool),
-                     .terminated = at::ones({n, 1}, at::kBool),
-                     .next = observation(n, seed + 1),
-                     .env_name = "walk"},
-                    {n});
-}
+using td_test::observation;
+using td_test::transition;
 
 void expect_observation(const Observation& got, const Observation& want, const std::string& what) {
   mixed::expect_equal(got.pixels, want.pixels, what + ".pixels");
