@@ -256,3 +256,19 @@ TEST_CASE("from_remote_init and all_gather left waiting fail at the group's time
   }, {.group_timeout = std::chrono::seconds(1), .deadline = std::chrono::seconds(30)});
   REQUIRE(failures == "");
 }
+
+TEST_CASE("gather_and_stack names the rank and key of a row that does not fit the destination",
+          "[distributed][gather][errors]") {
+  const std::string failures = run_ranks(2, [](const Rank& r) {
+    if (r.rank == 0) {
+      TensorDict out({{"a", at::zeros({1, 3})}}, {1});
+      const std::string message = td_test::message_of([&] { td::gather_and_stack(out, r.group, 0); });
+      check(message == "gather_and_stack to rank 0: rank 1 sent Float [4] for key 'a', the destination holds rows of "
+                       "Float [3]",
+            message);
+    } else {
+      td::gather_and_stack(TensorDict({{"a", at::zeros({4})}}, {}), r.group, 0);
+    }
+  });
+  REQUIRE(failures == "");
+}

@@ -125,6 +125,9 @@ struct BroadcastOptions {
   // sender's storage device).
   std::optional<at::Device> device = std::nullopt;
   WireProtocol protocol = WireProtocol::tensordict;
+  // On `src`: the Python class the other ranks rebuild ("module.Name";
+  // tensordict's _tensorclass_type). A generated tensorclass sets its own.
+  std::string tensorclass_type = {};
 };
 // tensordict's broadcast: rank `src`'s tensordict on every rank. On `src`,
 // `td` itself when consolidated, else a consolidated copy; elsewhere a new
@@ -274,12 +277,17 @@ Work reduce(const T& tc, const ProcessGroupPtr& group, int dst, const ReduceOpOp
 // (each keeps its non-tensor fields). tensordict's: the whole tensorclass,
 // rebuilt on the other ranks with T::from_tensordict.
 template <DistributedTensorClass T>
-T broadcast(const T& tc, const ProcessGroupPtr& group, int src, const BroadcastOptions& options = {}) {
+T broadcast(const T& tc, const ProcessGroupPtr& group, int src, BroadcastOptions options = {}) {
   if (options.protocol == WireProtocol::packed) {
     broadcast(detail::tensor_fields(tc), group, src, options);
     return tc;
   }
-  return T::from_tensordict(detail::without_class(broadcast(tc.tensordict(), group, src, options)));
+  TensorDict td = tc.tensordict();
+  if (group->getRank() == src) {
+    if (options.tensorclass_type.empty()) options.tensorclass_type = detail::python_class_name<T>();
+    detail::mark_nested_classes(td, tc);
+  }
+  return T::from_tensordict(detail::without_class(broadcast(td, group, src, options)));
 }
 template <DistributedTensorClass T>
 void gather_and_stack(const T& tc, const ProcessGroupPtr& group, int dst, const GatherOptions& options = {}) {

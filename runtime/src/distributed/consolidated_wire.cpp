@@ -255,6 +255,19 @@ void gather_and_stack_tensordict(const TensorDict& td, const ProcessGroupPtr& gr
     const auto* bytes = static_cast<const char*>(received.data_ptr());
     const Json meta = read_metadata(std::string(bytes + h[1], static_cast<std::size_t>(h[2] - h[1])), from);
     rows.push_back(rebuild(meta, received.narrow(0, 0, h[1]), from, std::nullopt));
+    // A row that does not fit the destination's entries: named with its rank.
+    for (const auto& [key, value] : rows.back().items({.include_nested = true, .leaves_only = true})) {
+      if (!value.is_tensor()) continue;
+      const auto mine = td.get_value(key);
+      if (!mine || !mine->is_tensor()) continue;
+      const auto want = mine->tensor().sizes().slice(1);
+      if (value.tensor().sizes() != want || value.tensor().scalar_type() != mine->tensor().scalar_type()) {
+        throw RuntimeError(fmt::format("{}: rank {} sent {} {} for key {}, the destination holds rows of {} {}",
+                                       context, r, c10::toString(value.tensor().scalar_type()),
+                                       shape_string(value.tensor().sizes()), key.repr(),
+                                       c10::toString(mine->tensor().scalar_type()), shape_string(want)));
+      }
+    }
   }
   try {
     TensorDict target = td;  // a handle: the update lands in the caller's tensordict
@@ -306,11 +319,13 @@ TensorDict from_remote_init(const ProcessGroupPtr& group, int src, const RemoteI
 
 TensorDict broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src, const BroadcastOptions& options) {
   if (options.protocol == WireProtocol::packed) {
-    if (options.device) throw ValueError("broadcast: device belongs to WireProtocol::tensordict");
+    if (options.device || !options.tensorclass_type.empty()) {
+      throw ValueError("broadcast: device and tensorclass_type belong to WireProtocol::tensordict");
+    }
     dist::broadcast_packed(td, group, src);
     return td;
   }
-  return broadcast_tensordict(td, group, src, options.device, {});
+  return broadcast_tensordict(td, group, src, options.device, options.tensorclass_type);
 }
 
 std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& group) {

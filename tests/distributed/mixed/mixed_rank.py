@@ -240,6 +240,12 @@ def typed(rank, world, args):
             expect_equal(getattr(got, name).state, getattr(want, name).state, f"Transition.{name}.state")
         if got.env_name != "walk":
             raise AssertionError(f"check failed: Transition.env_name {got.env_name!r}")
+    # broadcast sends the class too (_tensorclass_type).
+    got = observation(2, 7).broadcast(src=0) if rank == 0 else TensorDict().broadcast(src=0)
+    if type(got) is not Observation:
+        raise AssertionError(f"check failed: broadcast gave a {type(got)!r}, not tc.rl.Observation")
+    expect_equal(got.state, observation(2, 7).state, "broadcast Observation.state")
+    expect_equal(got.pixels, observation(2, 7).pixels, "broadcast Observation.pixels")
 
 
 def main() -> int:

@@ -34,6 +34,9 @@ mixed::Register typed("typed", [](const mixed::Rank& r) {
     mixed::expect_equal(got.terminated, want.terminated, "Transition.terminated");
     mixed::expect(got.env_name == "walk", "Transition.env_name");
   }
+  // broadcast sends the class too (tensordict's _tensorclass_type).
+  const Observation mine = r.rank == 0 ? observation(2, 7) : observation(2, 0);
+  expect_observation(td::broadcast(mine, r.group, 0), observation(2, 7), "broadcast Observation");
 });
 
 }  // namespace
