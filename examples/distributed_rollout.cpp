@@ -77,7 +77,8 @@ int run(const Settings& s) {
   torch::manual_seed(s.rank);
   torch::nn::Linear policy(kObs, kActions);
   TensorDict weights = weights_of(policy);
-  td::broadcast(weights, group, /*src=*/0);  // every actor starts from the learner's weights
+  // broadcast returns rank 0's weights; update_ writes them into this policy's parameters.
+  weights.update_(td::broadcast(weights, group, /*src=*/0));  // every actor starts from the learner's weights
   torch::optim::SGD optimizer(policy->parameters(), torch::optim::SGDOptions(0.05));
 
   std::vector<td::TensorDict> inbox;  // the learner's receive buffers, one per actor
@@ -110,7 +111,7 @@ int run(const Settings& s) {
                 << batch.get({"next", "reward"}).mean().item<double>() << ", loss " << loss.item<double>() << std::endl;
     }
     weights = weights_of(policy);
-    td::broadcast(weights, group, 0);  // the actors' policies now hold the learner's new weights
+    weights.update_(td::broadcast(weights, group, 0));  // the actors' policies now hold the learner's new weights
   }
   // Every rank agrees on the final weights: their sum is world_size times the learner's.
   TensorDict total(weights.clone());

@@ -34,9 +34,21 @@ struct Rank {
   tensordict::ProcessGroupPtr group;
 };
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 // Throws with `what` unless `ok` (children cannot use Catch2's assertions).
 inline void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("check failed: " + what);
+}
+
+// The packed protocol's options: these suites test it among C++ ranks
+// (tests/distributed/mixed tests tensordict's protocol against Python).
+inline tensordict::SendOptions packed(int init_tag = 0) {
+  return {.init_tag = init_tag, .protocol = tensordict::WireProtocol::packed};
+}
+inline tensordict::ReduceOpOptions packed_reduce(tensordict::ReduceOpOptions options = {}) {
+  options.protocol = tensordict::WireProtocol::packed;
+  return options;
 }
 
 struct RanksOptions {

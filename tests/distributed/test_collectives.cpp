@@ -28,11 +28,11 @@ TensorDict expected_sum(int world) {
 TEST_CASE("all_reduce sums every leaf on every rank, one call per dtype", "[distributed][all_reduce]") {
   const std::string failures = run_ranks(3, [](const Rank& r) {
     TensorDict mine = numbers(r.rank);
-    td::all_reduce(mine, r.group);
+    td::all_reduce(mine, r.group, packed_reduce());
     check_equal(mine, expected_sum(r.world), "SUM");
 
     TensorDict peak = numbers(r.rank);
-    td::all_reduce(peak, r.group, {.op = c10d::ReduceOp::MAX, .async_op = true}).wait();
+    td::all_reduce(peak, r.group, packed_reduce({.op = c10d::ReduceOp::MAX, .async_op = true})).wait();
     check_equal(peak, numbers(r.world - 1), "MAX");  // every leaf grows with the rank
   });
   REQUIRE(failures == "");
@@ -45,7 +45,7 @@ TEST_CASE("all_reduce of a consolidated one-dtype tensordict reduces its storage
     };
     TensorDict mine = make(static_cast<float>(r.rank + 1)).consolidate();
     const void* storage = mine.consolidated_storage()->data_ptr();
-    td::all_reduce(mine, r.group);
+    td::all_reduce(mine, r.group, packed_reduce());
     check_equal(mine, make(3.0f), "sum");
     check(mine.consolidated_storage()->data_ptr() == storage, "same storage");
   });
@@ -56,7 +56,7 @@ TEST_CASE("all_reduce of a consolidated one-dtype tensordict reduces its storage
 TEST_CASE("reduce lands the sum on the destination and leaves the others unchanged", "[distributed][reduce]") {
   const std::string failures = run_ranks(3, [](const Rank& r) {
     TensorDict mine = numbers(r.rank);
-    td::reduce(mine, r.group, /*dst=*/1);
+    td::reduce(mine, r.group, /*dst=*/1, packed_reduce());
     check_equal(mine, r.rank == 1 ? expected_sum(r.world) : numbers(r.rank), "after reduce");
   });
   REQUIRE(failures == "");
@@ -65,11 +65,11 @@ TEST_CASE("reduce lands the sum on the destination and leaves the others unchang
 TEST_CASE("broadcast copies the source's leaves everywhere, lazy stacks included", "[distributed][broadcast]") {
   const std::string failures = run_ranks(3, [](const Rank& r) {
     TensorDict mine = r.rank == 2 ? sample(9) : sample_template();
-    td::broadcast(mine, r.group, /*src=*/2);
+    td::broadcast(mine, r.group, /*src=*/2, {.protocol = td::WireProtocol::packed});
     check_equal(mine, sample(9), "dense");
 
     auto lazy = lazy_sample(r.rank == 0 ? 5 : 0);
-    td::broadcast(lazy, r.group, 0);
+    td::broadcast(lazy, r.group, 0, {.protocol = td::WireProtocol::packed});
     for (int i = 0; i < 2; ++i) check_equal(lazy.tensordicts()[i], lazy_sample(5).tensordicts()[i], "lazy member");
   });
   REQUIRE(failures == "");
@@ -81,11 +81,11 @@ TEST_CASE("gather_and_stack stacks every other rank's tensordict on the destinat
     const int dst = 1;
     if (r.rank == dst) {
       TensorDict stacked = td::stack({sample_template(), sample_template()}, 0);  // batch [world - 1, 3]
-      td::gather_and_stack(stacked, r.group, dst);
+      td::gather_and_stack(stacked, r.group, dst, {.protocol = td::WireProtocol::packed});
       check_equal(stacked.index({0}), sample(10), "from rank 0");
       check_equal(stacked.index({1}), sample(12), "from rank 2");
     } else {
-      td::gather_and_stack(sample(10 + r.rank), r.group, dst);
+      td::gather_and_stack(sample(10 + r.rank), r.group, dst, {.protocol = td::WireProtocol::packed});
     }
   });
   REQUIRE(failures == "");
@@ -102,10 +102,10 @@ TEST_CASE("init_remote sends the structure: from_remote_init needs no template",
       return td;
     };
     if (r.rank == 0) {
-      td::init_remote(make(), r.group, 1);
-      td::init_remote(TensorDict({{"inner", lazy_sample(3)}}, {2}), r.group, 1);
+      td::init_remote(make(), r.group, 1, {.protocol = td::WireProtocol::packed});
+      td::init_remote(TensorDict({{"inner", lazy_sample(3)}}, {2}), r.group, 1, {.protocol = td::WireProtocol::packed});
     } else {
-      const td::TensorDict got = td::from_remote_init(r.group, 0);
+      const td::TensorDict got = td::from_remote_init(r.group, 0, {.protocol = td::WireProtocol::packed});
       const TensorDict expected = make();
       const auto keys = got.keys();
       check(keys.size() == 4 && keys[0] == td::NestedKey("zeta") && keys[1] == td::NestedKey("nested") &&
@@ -118,7 +118,7 @@ TEST_CASE("init_remote sends the structure: from_remote_init needs no template",
       check(at::equal(got.get({"nested", "ids"}), expected.get({"nested", "ids"})), "nested ids");
       check(at::equal(got.get({"stack", "obs"}), at::ones({2, 3})), "nested obs");
 
-      const td::TensorDict holder = td::from_remote_init(r.group, 0);
+      const td::TensorDict holder = td::from_remote_init(r.group, 0, {.protocol = td::WireProtocol::packed});
       check(holder.get_td("inner").kind() == tensordict::Kind::LazyStack, "a lazy stack stays lazy");
       const td::LazyStackedTensorDict stack(holder.get_td("inner"));
       for (int i = 0; i < 2; ++i) check_equal(stack.tensordicts()[i], lazy_sample(3).tensordicts()[i], "lazy member");

@@ -3,6 +3,7 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
@@ -26,11 +27,23 @@ auto guarded(const std::string& context, F&& f) -> decltype(f()) {
   }
 }
 
+// A Gloo group as torch.distributed.init_process_group makes it: the backend
+// meets through `backend_store`, the group keeps `group_store`, Gloo's
+// devices come from GLOO_SOCKET_IFNAME (gloo_group.cpp).
+ProcessGroupPtr gloo_group_for_torch(const c10::intrusive_ptr<c10d::Store>& group_store,
+                                     const c10::intrusive_ptr<c10d::Store>& backend_store, int rank, int world_size,
+                                     std::chrono::milliseconds timeout, const std::string& context);
+
 // One c10d work posted under `context`; its wait() goes through guarded().
 struct Posted {
   c10::intrusive_ptr<c10d::Work> work;
   std::string context;
 };
+
+// Posts an all_reduce (`all`) or a reduce to `dst` of `t`, in place, into
+// `state` (collectives.cpp).
+void post_reduction(Work::State& state, const ProcessGroupPtr& group, bool all, int dst, c10d::ReduceOp op,
+                    at::Tensor t, const std::string& context);
 
 }  // namespace tensordict::dist
 

@@ -1,4 +1,4 @@
-// all_reduce, reduce, broadcast, gather_and_stack.
+// all_reduce, reduce; broadcast and gather_and_stack in the packed protocol.
 //
 // Every collective first agrees on the structure: one all_reduce(MAX) of
 // {hash, -hash} tells every rank at once whether all hashes are equal; only
@@ -14,10 +14,34 @@
 #include "storage/flat_storage.h"
 #include "core/format.h"
 #include "distributed/calls.h"
+#include "distributed/packed_calls.h"
 #include "tensordict/errors.h"
 #include "distributed/wire.h"
+#include "distributed/p2p.h"
 
 namespace tensordict {
+
+namespace dist {
+
+void post_reduction(Work::State& state, const ProcessGroupPtr& group, bool all, int dst, c10d::ReduceOp op,
+                    at::Tensor t, const std::string& context) {
+  std::vector<at::Tensor> tensors{t};
+  auto work = guarded(context, [&] {
+    if (all) {
+      c10d::AllreduceOptions options;
+      options.reduceOp = op;
+      return group->allreduce(tensors, options);
+    }
+    c10d::ReduceOptions options;
+    options.reduceOp = op;
+    options.rootRank = dst;
+    return group->reduce(tensors, options);
+  });
+  state.posted.push_back({std::move(work), context});
+  state.buffers.push_back(std::move(t));
+}
+
+}  // namespace dist
 
 namespace {
 
@@ -159,24 +183,8 @@ Work reduce_impl(const TensorDict& td, const ProcessGroupPtr& group, ReduceKind 
   }
   auto buffers = std::make_shared<std::vector<DtypeBuffer>>();
   if (in_place.empty()) *buffers = buffers_by_dtype(*leaves);
-  auto post = [&](at::Tensor t) {
-    std::vector<at::Tensor> tensors{t};
-    auto work = dist::guarded(context, [&] {
-      if (all) {
-        c10d::AllreduceOptions options;
-        options.reduceOp = op;
-        return group->allreduce(tensors, options);
-      }
-      c10d::ReduceOptions options;
-      options.reduceOp = op;
-      options.rootRank = dst;
-      return group->reduce(tensors, options);
-    });
-    state->posted.push_back({std::move(work), context});
-    state->buffers.push_back(std::move(t));
-  };
-  for (auto& t : in_place) post(t);
-  for (auto& b : *buffers) post(b.buffer);
+  for (auto& t : in_place) dist::post_reduction(*state, group, all, dst, op, t, context);
+  for (auto& b : *buffers) dist::post_reduction(*state, group, all, dst, op, b.buffer, context);
   if (result_here && !buffers->empty()) {
     state->finish = [leaves, buffers] {
       for (const auto& b : *buffers) copy_back(b);
@@ -194,15 +202,28 @@ TensorDict element(const TensorDict& td, int64_t j) { return td.index({j}); }
 
 }  // namespace
 
+// The packed protocol has its own buckets (one per dtype).
+void check_packed(const ReduceOpOptions& options, const char* op) {
+  if (options.bucket_bytes) {
+    throw ValueError(fmt::format("{}: bucket_bytes belongs to WireProtocol::tensordict; the packed protocol reduces "
+                                 "one buffer per dtype",
+                                 op));
+  }
+}
+
 Work all_reduce(const TensorDict& td, const ProcessGroupPtr& group, const ReduceOpOptions& options) {
+  if (options.protocol == WireProtocol::tensordict) return dist::reduce_per_leaf(td, group, true, 0, options);
+  check_packed(options, "all_reduce");
   return reduce_impl(td, group, ReduceKind::All, 0, options.op, options.async_op);
 }
 
 Work reduce(const TensorDict& td, const ProcessGroupPtr& group, int dst, const ReduceOpOptions& options) {
+  if (options.protocol == WireProtocol::tensordict) return dist::reduce_per_leaf(td, group, false, dst, options);
+  check_packed(options, "reduce");
   return reduce_impl(td, group, ReduceKind::ToOne, dst, options.op, options.async_op);
 }
 
-void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src) {
+void dist::broadcast_packed(const TensorDict& td, const ProcessGroupPtr& group, int src) {
   const std::string context = fmt::format("broadcast from rank {}", src);
   const dist::Leaves leaves = dist::collect_leaves(td, "broadcast");
   check_structure(group, leaves, dist::describe(leaves), context);
@@ -218,7 +239,7 @@ void broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src) {
   if (into_leaves) dist::unpack(leaves, buffer);
 }
 
-void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
+void dist::gather_and_stack_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
   const std::string context = fmt::format("gather_and_stack to rank {}", dst);
   const int world = group->getSize();
   const bool destination = group->getRank() == dst;

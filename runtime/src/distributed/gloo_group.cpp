@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <type_traits>
+#include <vector>
 
 #include "distributed/calls.h"
 
@@ -22,18 +24,38 @@ namespace tensordict {
 namespace {
 
 // Templates, so that the branch for the other libtorch is never compiled
-// (PG keeps 2.x-only names dependent).
+// (PG keeps 2.x-only names dependent). `store` is the group's own (2.x keeps
+// it beside the backend, which has its own prefix).
 template <class Gloo, class PG = c10d::ProcessGroup>
 ProcessGroupPtr as_process_group(c10::intrusive_ptr<Gloo> gloo, const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                 int world_size) {
+                                 int world_size, bool all_devices = false) {
   if constexpr (std::is_base_of_v<PG, Gloo>) {
     return gloo;
   } else {
     auto group = c10::make_intrusive<PG>(store, rank, world_size);
     group->setBackend(c10::DeviceType::CPU, PG::BackendType::GLOO, gloo);
+    // torch.distributed registers gloo for every device it serves.
+    if (all_devices) group->setBackend(c10::DeviceType::CUDA, PG::BackendType::GLOO, gloo);
     group->setDefaultBackend(PG::BackendType::GLOO);
     return group;
   }
+}
+
+// Gloo's devices as torch.distributed's ProcessGroupGloo picks them: one per
+// interface named in GLOO_SOCKET_IFNAME (comma-separated), else the address
+// of this machine's hostname.
+std::vector<std::shared_ptr<::gloo::transport::Device>> devices_from_environment() {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
+  const char* names = std::getenv("GLOO_SOCKET_IFNAME");
+  std::string rest = names ? names : "";
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string name = rest.substr(0, comma);
+    if (!name.empty()) devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  if (devices.empty()) devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  return devices;
 }
 
 }  // namespace
@@ -54,3 +76,20 @@ ProcessGroupPtr gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store,
 }
 
 }  // namespace tensordict
+
+namespace tensordict::dist {
+
+ProcessGroupPtr gloo_group_for_torch(const c10::intrusive_ptr<c10d::Store>& group_store,
+                                     const c10::intrusive_ptr<c10d::Store>& backend_store, int rank, int world_size,
+                                     std::chrono::milliseconds timeout, const std::string& context) {
+  return guarded(context, [&] {
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    options->devices = devices_from_environment();
+    // As torch.distributed's ProcessGroupGloo: two threads per device.
+    options->threads = static_cast<int>(options->devices.size()) * 2;
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_store, rank, world_size, options);
+    return as_process_group(std::move(gloo), group_store, rank, world_size, true);
+  });
+}
+
+}  // namespace tensordict::dist

@@ -62,9 +62,11 @@ inline Split split(int64_t descriptor_bytes, int64_t payload_bytes) {
   return s;
 }
 
-// Posts a send or a recv of `t` (nothing when it is empty) into `state`.
+// Posts a send or a recv of `t` into `state` (nothing when it is empty and
+// `skip_empty`: the packed protocol's receiver knows; tensordict's peers post
+// one message per leaf, empty or not).
 void post(Work::State& state, const ProcessGroupPtr& group, bool sending, at::Tensor t, int peer, int tag,
-          const std::string& context);
+          const std::string& context, bool skip_empty = true);
 
 std::string peer_context(const char* op, const char* dir, int peer, int tag);
 

@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "distributed/messages.h"
+#include "distributed/p2p.h"
 
 namespace tensordict {
 
@@ -109,7 +110,11 @@ void finish(const PendingRecv& p) {
   dist::unpack(p.leaves, holder.to(dist::device_of(p.leaves)), s.payload_offset);
 }
 
-Work post_recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag, const char* op) {
+}  // namespace
+
+namespace dist {
+
+Work post_packed_recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag, const char* op) {
   auto p = std::make_shared<PendingRecv>(PendingRecv{td, dist::collect_leaves(td, op), {}, {}, 0, 0, {}, {}, {}, {}, {}, false});
   p->descriptor = dist::describe(p->leaves);
   p->group = group;
@@ -130,15 +135,6 @@ Work post_recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int 
   return Work(std::move(state));
 }
 
-}  // namespace
-
-Work irecv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag) {
-  return post_recv(td, group, src, init_tag, "irecv");
-}
-
-int recv(const TensorDict& td, const ProcessGroupPtr& group, int src, int init_tag) {
-  post_recv(td, group, src, init_tag, "recv").wait();
-  return init_tag + dist::kTagsUsed;
-}
+}  // namespace dist
 
 }  // namespace tensordict

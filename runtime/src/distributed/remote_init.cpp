@@ -1,4 +1,4 @@
-// init_remote / from_remote_init: the structure travels first, as JSON, so
+// init_remote / from_remote_init, packed protocol: the structure travels first, as JSON, so
 // that the receiver needs no template; the leaves then go as for send/recv.
 //
 // Tags (kept clear of the small tags users give send/recv):
@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "distributed/calls.h"
+#include "distributed/packed_calls.h"
 #include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
@@ -110,7 +111,7 @@ TensorDict build(const Json& node, std::optional<at::Device> device) {
 
 }  // namespace
 
-void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
+void dist::init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
   const std::string context = fmt::format("init_remote to rank {}", dst);
   const std::string text = structure(td).dump();
   at::Tensor header = at::empty({2}, at::TensorOptions().dtype(at::kLong));
@@ -127,10 +128,10 @@ void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
     a->wait();
     b->wait();
   });
-  send(td, group, dst, kRemoteTag + 2);
+  send(td, group, dst, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
 }
 
-TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
+TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
   const std::string context = fmt::format("from_remote_init from rank {}", src);
   const at::Device wire = device.value_or(at::kCPU);
   std::vector<at::Tensor> h{at::empty({2}, at::TensorOptions().dtype(at::kLong).device(wire))};
@@ -149,7 +150,7 @@ TensorDict from_remote_init(const ProcessGroupPtr& group, int src, std::optional
     throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
   }
   TensorDict td = build(node, device);
-  recv(td, group, src, kRemoteTag + 2);
+  recv(td, group, src, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
   return td;
 }
 

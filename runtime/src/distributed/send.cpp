@@ -5,14 +5,15 @@
 #include <cstring>
 
 #include "distributed/messages.h"
+#include "distributed/p2p.h"
 
 namespace tensordict {
 
 namespace dist {
 
 void post(Work::State& state, const ProcessGroupPtr& group, bool sending, at::Tensor t, int peer, int tag,
-          const std::string& context) {
-  if (t.numel() == 0) return;
+          const std::string& context, bool skip_empty) {
+  if (skip_empty && t.numel() == 0) return;
   std::vector<at::Tensor> tensors{t};
   auto work = guarded(context, [&] { return sending ? group->send(tensors, peer, tag) : group->recv(tensors, peer, tag); });
   state.posted.push_back({std::move(work), context});
@@ -23,11 +24,7 @@ std::string peer_context(const char* op, const char* dir, int peer, int tag) {
   return fmt::format("{} {} rank {} (tag {})", op, dir, peer, tag);
 }
 
-}  // namespace dist
-
-namespace {
-
-Work post_send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag, const char* op) {
+Work post_packed_send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag, const char* op) {
   const dist::Leaves leaves = dist::collect_leaves(td, op);
   const std::string descriptor = dist::describe(leaves);
   const auto d = static_cast<int64_t>(descriptor.size());
@@ -69,15 +66,6 @@ Work post_send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int 
   return Work(std::move(state));
 }
 
-}  // namespace
-
-Work isend(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag) {
-  return post_send(td, group, dst, init_tag, "isend");
-}
-
-int send(const TensorDict& td, const ProcessGroupPtr& group, int dst, int init_tag) {
-  post_send(td, group, dst, init_tag, "send").wait();
-  return init_tag + dist::kTagsUsed;
-}
+}  // namespace dist
 
 }  // namespace tensordict

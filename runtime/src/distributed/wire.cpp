@@ -23,11 +23,6 @@ namespace {
 // bytes, or of its element size when wider.
 constexpr int64_t kLeafAlignment = 8;
 
-std::string path_repr(const std::vector<std::string>& parts) {
-  if (parts.size() == 1) return parts[0];
-  return fmt::format("({})", fmt::join(parts, ", "));
-}
-
 void check_sendable(const at::Tensor& t, const std::string& path, const char* op) {
   const char* what = nullptr;
   if (t.is_nested()) {
@@ -132,6 +127,11 @@ std::vector<LeafMeta> decode(const std::string& d) {
 std::string show(const LeafMeta& m) { return fmt::format("{} {}", m.dtype, shape_string(m.sizes)); }
 
 }  // namespace
+
+std::string path_repr(const std::vector<std::string>& parts) {
+  if (parts.size() == 1) return parts[0];
+  return fmt::format("({})", fmt::join(parts, ", "));
+}
 
 Leaves collect_leaves(const TensorDict& td, const char* op) {
   Leaves out;

@@ -23,6 +23,10 @@ struct Leaf {
   int64_t offset = 0;  // in the flat buffer
 };
 
+// A key path as the messages show it: its parts ('a', [1] for a lazy stack's
+// member), joined as a tuple when there are several.
+std::string path_repr(const std::vector<std::string>& parts);
+
 // The leaves of `td` in tensordict's order: at each level the keys sorted,
 // nested tensordicts where their key sorts, a lazy stack's members in turn.
 // Leaves that cannot travel as bytes (sparse, nested, quantized) are refused,

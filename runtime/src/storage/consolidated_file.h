@@ -45,6 +45,18 @@ class ConsolidatedFileWriter {
   at::Tensor storage_;
 };
 
+// The tree the consolidated metadata `meta` (the layout above, as a file or
+// tensordict's consolidate(metadata=True) records it) describes over
+// `storage` (uint8, on the CPU), its leaves views of it, the result
+// consolidated over it. Every field is checked against the storage first;
+// errors name `source` ("consolidated file X"), and `label` in the
+// messages of the shared shape and name checks.
+TensorDict tensordict_from_consolidated_metadata(const Json& meta, const at::Tensor& storage, const std::string& source,
+                                                 const std::filesystem::path& label);
+// The metadata of `consolidated` (its leaves views of `storage`), recording
+// `locked` as its lock state.
+Json consolidated_metadata(const TensorDict& consolidated, const at::Tensor& storage, bool locked);
+
 // The tensordict a consolidated file holds, its leaves views of one
 // copy-on-write mapping of the file (writes into them stay in memory).
 TensorDict read_consolidated_file(const std::string& filename);

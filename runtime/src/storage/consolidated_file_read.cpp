@@ -50,7 +50,10 @@ bool read_exactly(int fd, char* out, std::size_t n, off_t offset) {
 
 class LevelReader {
  public:
-  LevelReader(fs::path file, at::Tensor storage) : file_(std::move(file)), storage_(std::move(storage)) {}
+  // `source`: what errors name ("consolidated file X"); `file_`: the label
+  // the shared metadata helpers put in theirs.
+  LevelReader(std::string source, fs::path label, at::Tensor storage)
+      : source_(std::move(source)), file_(std::move(label)), storage_(std::move(storage)) {}
 
   // The level `meta` at `path` (a nested level, a lazy stack's member or a
   // NonTensorStack).
@@ -78,7 +81,7 @@ class LevelReader {
  private:
   [[noreturn]] void fail(const std::vector<std::string>& path, const std::string& what) const {
     const std::string where = path.empty() ? "the top level" : fmt::format("level {}", NestedKey(path).repr());
-    throw RuntimeError(fmt::format("malformed consolidated file {}: {}: {}", file_.string(), where, what));
+    throw RuntimeError(fmt::format("malformed {}: {}: {}", source_, where, what));
   }
 
   const Json& field(const Json& meta, const char* name, const std::vector<std::string>& path) const {
@@ -199,8 +202,7 @@ class LevelReader {
     const std::string name = NestedKey(key_path).repr();
     if (key.starts_with("<NJT")) {
       throw NotImplementedError(fmt::format(
-          "consolidated file {}: leaf {} is part of a jagged nested tensor, which libtorch's C++ API cannot build",
-          file_.string(), name));
+          "{}: leaf {} is part of a jagged nested tensor, which libtorch's C++ API cannot build", source_, name));
     }
     if (!entry.is_array() || entry.size() != 5) {
       fail(path, fmt::format("leaf '{}' must be [dtype, shape, start, stop, pad], got {}", key, entry.dump()));
@@ -315,11 +317,20 @@ class LevelReader {
     }
   }
 
+  std::string source_;
   fs::path file_;
   at::Tensor storage_;
 };
 
 }  // namespace
+
+TensorDict tensordict_from_consolidated_metadata(const Json& meta, const at::Tensor& storage, const std::string& source,
+                                                 const fs::path& label) {
+  std::vector<std::string> path;
+  TensorDict td = LevelReader(source, label, storage).level(meta, path).tensordict();
+  td.impl()->set_consolidated_storage(storage);
+  return td;
+}
 
 TensorDict read_consolidated_file(const std::string& filename) {
   const auto fail = [&](const std::string& what) {
@@ -364,8 +375,8 @@ TensorDict read_consolidated_file(const std::string& filename) {
                                       : at::empty({0}, at::TensorOptions().dtype(at::kByte));
   std::vector<std::string> path;
   try {
-    TensorDict td = LevelReader(filename, storage).level(meta, path).tensordict();
-    td.impl()->set_consolidated_storage(storage);
+    TensorDict td =
+        tensordict_from_consolidated_metadata(meta, storage, fmt::format("consolidated file {}", filename), filename);
     // A tree recorded on an accelerator: read on the CPU, moved in one block.
     const Json* cls_metadata = meta.contains("cls_metadata") ? &meta["cls_metadata"] : nullptr;
     if (cls_metadata && cls_metadata->contains("device") && (*cls_metadata)["device"].is_string()) {

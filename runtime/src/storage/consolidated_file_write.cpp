@@ -136,6 +136,11 @@ class MetadataWriter {
 
 }  // namespace
 
+Json consolidated_metadata(const TensorDict& consolidated, const at::Tensor& storage, bool locked) {
+  std::vector<std::string> path;
+  return MetadataWriter(storage, locked).level(consolidated, path);
+}
+
 ConsolidatedFileWriter::ConsolidatedFileWriter(const std::string& filename, int64_t data_bytes)
     : filename_(filename), data_bytes_(data_bytes), file_(filename) {
   if (data_bytes == 0) {
@@ -147,8 +152,7 @@ ConsolidatedFileWriter::ConsolidatedFileWriter(const std::string& filename, int6
 }
 
 void ConsolidatedFileWriter::commit(const TensorDict& consolidated, bool locked) {
-  std::vector<std::string> path;
-  const Json metadata = MetadataWriter(storage_, locked).level(consolidated, path);
+  const Json metadata = consolidated_metadata(consolidated, storage_, locked);
   std::string json;
   try {
     json = metadata.dump();

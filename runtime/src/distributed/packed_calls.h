@@ -1,0 +1,20 @@
+// The calls whose packed-protocol form lives apart from tensordict's (private):
+// distributed.h's functions pick one by WireProtocol.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <optional>
+
+#include "tensordict/distributed.h"
+
+namespace tensordict::dist {
+
+// The structure as a JSON header, then the leaves as send() sends them (remote_init.cpp).
+void init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst);
+TensorDict from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device);
+// A structure check, then the leaves in one buffer (collectives.cpp).
+void broadcast_packed(const TensorDict& td, const ProcessGroupPtr& group, int src);
+void gather_and_stack_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst);
+
+}  // namespace tensordict::dist

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""The Python side of the mixed-group scenarios (see run_mixed.py).
+
+``mixed_rank.py SCENARIO [ARGS...]`` with RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT set: joins the group with torch.distributed.init_process_group
+("gloo") and runs the scenario of that name, which checks exact values.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+
+SCENARIOS = {}
+
+
+def scenario(fn):
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+def expect_equal(got, want, what):
+    if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
+        raise AssertionError(f"check failed: {what}: {got!r} instead of {want!r}")
+
+
+@scenario
+def rendezvous(rank, world, args):
+    total = torch.full((3,), float(rank + 1), dtype=torch.double)
+    dist.all_reduce(total)
+    expect_equal(total, torch.full((3,), world * (world + 1) / 2.0, dtype=torch.double), "all_reduce of rank + 1")
+    out = torch.full((2,), rank * 10, dtype=torch.long)
+    got = torch.zeros(2, dtype=torch.long)
+    nxt, prev = (rank + 1) % world, (rank + world - 1) % world
+    sent = dist.isend(out, nxt, tag=7)
+    dist.recv(got, prev, tag=7)
+    sent.wait()
+    expect_equal(got, torch.full((2,), prev * 10, dtype=torch.long), "the tensor from the previous rank")
+
+
+# ---- tensordict's consolidated protocol (scenarios_consolidated.cpp has the C++ side) ----
+
+
+def dense_sample():
+    from tensordict import TensorDict
+
+    td = TensorDict(
+        obs=torch.arange(12, dtype=torch.float32).reshape(2, 6),
+        nested=TensorDict(ids=torch.arange(2), flag=torch.tensor([True, False]), batch_size=[2]),
+        reward=torch.tensor([0.5, -1.5], dtype=torch.double).reshape(2, 1),
+        batch_size=[2],
+    )
+    td["label"] = "walk"
+    return td
+
+
+def lazy_sample():
+    from tensordict import LazyStackedTensorDict, TensorDict
+
+    return LazyStackedTensorDict(TensorDict(obs=torch.full((3,), 1.0)), TensorDict(obs=torch.full((5,), 2.0)), stack_dim=0)
+
+
+def expect_dense(got, what):
+    want = dense_sample()
+    # The rebuild puts non-tensor entries first, then leaves, then nested levels.
+    if set(got.keys()) != set(want.keys()):
+        raise AssertionError(f"check failed: {what}: keys {list(got.keys())}")
+    for key in want.keys(include_nested=True, leaves_only=True):
+        if key == "label":
+            if got["label"] != "walk":
+                raise AssertionError(f"check failed: {what}: label {got['label']!r}")
+            continue
+        expect_equal(got[key], want[key], f"{what}: {key}")
+    if not got.is_consolidated():
+        raise AssertionError(f"check failed: {what}: not consolidated")
+
+
+def expect_lazy(got, what):
+    from tensordict import LazyStackedTensorDict
+
+    if not isinstance(got, LazyStackedTensorDict):
+        raise AssertionError(f"check failed: {what}: a {type(got).__name__}")
+    expect_equal(got.tensordicts[0]["obs"], torch.full((3,), 1.0), f"{what}: member 0")
+    expect_equal(got.tensordicts[1]["obs"], torch.full((5,), 2.0), f"{what}: member 1")
+
+
+def rank_sample(rank):
+    from tensordict import TensorDict
+
+    return TensorDict(a=torch.full((3,), float(rank)), n=TensorDict(x=torch.arange(3) + rank, batch_size=[3]), batch_size=[3])
+
+
+@scenario
+def object_lists(rank, world, args):
+    first = {"x": [1, 2.5, "three", None, True], "y": {"z": -7}}
+    if rank == 0:
+        dist.send_object_list([first, "second"], dst=1)
+    elif rank == 1:
+        got = [None, None]
+        dist.recv_object_list(got, src=0)
+        if got != [first, "second"]:
+            raise AssertionError(f"check failed: recv_object_list: {got!r}")
+    lst = [42, {"k": [1, 2]}] if rank == 0 else [None, None]
+    dist.broadcast_object_list(lst, src=0)
+    if lst != [42, {"k": [1, 2]}]:
+        raise AssertionError(f"check failed: broadcast_object_list: {lst!r}")
+    out = [None] * world
+    dist.all_gather_object(out, [rank, "x" * (rank * 3)])
+    if out != [[i, "x" * (i * 3)] for i in range(world)]:
+        raise AssertionError(f"check failed: all_gather_object: {out!r}")
+
+
+@scenario
+def init_remote(rank, world, args):
+    from tensordict import TensorDict
+
+    if rank == 0:
+        for dst in range(1, world):
+            dense_sample().init_remote(dst=dst)
+            lazy_sample().init_remote(dst=dst)
+        dense_sample().init_remote(use_broadcast=True)
+    else:
+        expect_dense(TensorDict.from_remote_init(src=0), "from_remote_init")
+        expect_lazy(TensorDict.from_remote_init(src=0), "from_remote_init of a lazy stack")
+        expect_dense(TensorDict.from_remote_init(src=0, use_broadcast=True), "from_remote_init(use_broadcast)")
+
+
+@scenario
+def broadcast(rank, world, args):
+    from tensordict import TensorDict
+
+    mine = dense_sample() if rank == 0 else TensorDict()
+    expect_dense(mine.broadcast(src=0), "broadcast")
+
+
+@scenario
+def all_gather(rank, world, args):
+    mine = rank_sample(rank)
+    if rank == 1:
+        mine["extra"] = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    got = mine.all_gather()
+    if len(got) != world:
+        raise AssertionError(f"check failed: {len(got)} tensordicts")
+    for i, td in enumerate(got):
+        expect_equal(td["a"], rank_sample(i)["a"], f"a of rank {i}")
+        expect_equal(td["n", "x"], rank_sample(i)["n", "x"], f"n.x of rank {i}")
+        if ("extra" in td.keys()) != (i == 1):
+            raise AssertionError(f"check failed: extra in rank {i}'s")
+
+
+@scenario
+def gather_and_stack(rank, world, args):
+    from tensordict import TensorDict
+
+    if rank == 0:
+        out = TensorDict(
+            a=torch.zeros(world - 1, 3),
+            n=TensorDict(x=torch.zeros(world - 1, 3, dtype=torch.long), batch_size=[world - 1, 3]),
+            batch_size=[world - 1, 3],
+        )
+        out.gather_and_stack(0)
+        for i in range(1, world):
+            expect_equal(out["a"][i - 1], rank_sample(i)["a"], f"a from rank {i}")
+            expect_equal(out["n", "x"][i - 1], rank_sample(i)["n", "x"], f"n.x from rank {i}")
+    else:
+        rank_sample(rank).gather_and_stack(0)
+
+
+@scenario
+def hostile(rank, world, args):
+    # Only the sending side: the receiver (rank 1) is the C++ rank.
+    from tensordict import TensorDict
+
+    bad_leaf = {
+        "cls": "TensorDict",
+        "non_tensors": {},
+        "leaves": {"obs": ("torch.float32", [2, 4], 0, 32, 0)},
+        "cls_metadata": {"device": None, "names": [None], "batch_size": [2], "is_locked": False},
+        "_total_bytes": 16,
+    }
+    if rank == 0:
+        dist.send_object_list([bad_leaf], dst=1)
+        dist.send(torch.zeros(16, dtype=torch.uint8), dst=1)
+        TensorDict(a=torch.zeros(4)).gather_and_stack(1)
+
+
+def observation(n, seed):
+    from tc.rl import Observation
+
+    return Observation(
+        pixels=(torch.arange(n * 3 * 2 * 2).reshape(n, 3, 2, 2) + int(seed)).to(torch.uint8),
+        state=torch.arange(n * 4, dtype=torch.float32).reshape(n, 4) * seed,
+        batch_size=[n],
+    )
+
+
+def transition(n, seed):
+    from tc.rl import Transition
+
+    return Transition(
+        observation=observation(n, seed),
+        action=torch.full((n, 2), float(seed)),
+        reward=torch.full((n, 1), float(seed + 1)),
+        done=torch.zeros(n, 1, dtype=torch.bool),
+        terminated=torch.ones(n, 1, dtype=torch.bool),
+        next=observation(n, seed + 1),
+        env_name="walk",
+        batch_size=[n],
+    )
+
+
+@scenario
+def typed(rank, world, args):
+    # tc.rl: the module tensorclass-gen --lang python made of schemas/rl.yaml (on PYTHONPATH).
+    from tc.rl import Observation, Transition
+    from tensordict import TensorDict
+
+    if rank == 0:
+        observation(2, 3).init_remote(dst=1)
+        transition(2, 5).init_remote(dst=1)
+    elif rank == 1:
+        got = TensorDict.from_remote_init(src=0)
+        if type(got) is not Observation:
+            raise AssertionError(f"check failed: a {type(got)!r}, not tc.rl.Observation")
+        want = observation(2, 3)
+        expect_equal(got.pixels, want.pixels, "Observation.pixels")
+        expect_equal(got.state, want.state, "Observation.state")
+        got = TensorDict.from_remote_init(src=0)
+        if type(got) is not Transition:
+            raise AssertionError(f"check failed: a {type(got)!r}, not tc.rl.Transition")
+        want = transition(2, 5)
+        for name in ("action", "reward", "done", "terminated"):
+            expect_equal(getattr(got, name), getattr(want, name), f"Transition.{name}")
+        for name in ("observation", "next"):
+            expect_equal(getattr(got, name).pixels, getattr(want, name).pixels, f"Transition.{name}.pixels")
+            expect_equal(getattr(got, name).state, getattr(want, name).state, f"Transition.{name}.state")
+        if got.env_name != "walk":
+            raise AssertionError(f"check failed: Transition.env_name {got.env_name!r}")
+    # broadcast sends the class too (_tensorclass_type).
+    got = observation(2, 7).broadcast(src=0) if rank == 0 else TensorDict().broadcast(src=0)
+    if type(got) is not Observation:
+        raise AssertionError(f"check failed: broadcast gave a {type(got)!r}, not tc.rl.Observation")
+    expect_equal(got.state, observation(2, 7).state, "broadcast Observation.state")
+    expect_equal(got.pixels, observation(2, 7).pixels, "broadcast Observation.pixels")
+
+
+def main() -> int:
+    name, args = sys.argv[1], sys.argv[2:]
+    if name not in SCENARIOS:
+        print(f"mixed_rank.py: no scenario {name!r}", file=sys.stderr)
+        return 2
+    try:
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        rank, world = dist.get_rank(), dist.get_world_size()
+        SCENARIOS[name](rank, world, args)
+        print(f"rank {rank} (Python): {name} ok")
+        dist.destroy_process_group()
+        return 0
+    except Exception:
+        traceback.print_exc()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

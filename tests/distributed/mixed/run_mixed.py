@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Runs one mixed-group scenario: C++ and Python ranks in one torch.distributed group.
+
+``run_mixed.py --cpp <mixed_rank> --scenario NAME --ranks cpp,py[,py...]``
+starts one process per entry of ``--ranks`` (rank i is the i-th entry: the
+C++ rank binary or ``mixed_rank.py`` under this interpreter), all meeting
+through ``env://`` on a free loopback port, as ``torchrun`` would set them up.
+Each rank runs the scenario's part for its role and checks exact values.
+Passes when every rank exits 0 within ``--deadline`` seconds; otherwise kills
+what is left and prints the failing rank's output first, then the others'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    # The port is free when probed; rank 0's TCPStore binds it moments later.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cpp", required=True, help="the C++ rank binary (mixed_rank)")
+    parser.add_argument("--py", default=str(HERE / "mixed_rank.py"), help="the Python rank script")
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--ranks", required=True, help="comma-separated roles, rank 0 first: cpp or py")
+    parser.add_argument("--deadline", type=float, default=90.0)
+    parser.add_argument("extra", nargs="*", help="passed to every rank after the scenario")
+    args = parser.parse_args()
+
+    roles = args.ranks.split(",")
+    if not roles or any(r not in ("cpp", "py") for r in roles):
+        print(f"--ranks must list cpp or py, got {args.ranks!r}")
+        return 2
+    port = free_port()
+    procs = []
+    logs = []
+    for rank, role in enumerate(roles):
+        env = dict(os.environ)
+        env.update(
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            RANK=str(rank),
+            WORLD_SIZE=str(len(roles)),
+            GLOO_SOCKET_IFNAME="lo",
+            # The Python ranks must not pick up the build tree's own modules.
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        cmd = [args.cpp] if role == "cpp" else [sys.executable, args.py]
+        cmd += [args.scenario, *args.extra]
+        log = tempfile.TemporaryFile(mode="w+")
+        logs.append(log)
+        procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+    deadline = time.monotonic() + args.deadline
+    failed = None  # (rank, why)
+    while any(p.poll() is None for p in procs):
+        for rank, p in enumerate(procs):
+            if p.poll() not in (None, 0) and failed is None:
+                failed = (rank, f"exited with {p.returncode}")
+        if failed is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if failed is None:
+        for rank, p in enumerate(procs):
+            if p.poll() is None:
+                failed = (rank, f"still running after {args.deadline:g} s")
+                break
+            if p.returncode != 0:
+                failed = (rank, f"exited with {p.returncode}")
+                break
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait()
+
+    def output(rank: int) -> str:
+        logs[rank].seek(0)
+        return logs[rank].read()
+
+    name = f"{args.scenario} [{args.ranks}]"
+    if failed is None:
+        print(f"PASS {name}")
+        for rank in range(len(roles)):
+            print(f"--- rank {rank} ({roles[rank]}) ---\n{output(rank)}", end="")
+        return 0
+    rank, why = failed
+    print(f"FAIL {name}: rank {rank} ({roles[rank]}) {why}")
+    print(f"--- rank {rank} ({roles[rank]}) ---\n{output(rank)}")
+    for other in range(len(roles)):
+        if other != rank:
+            print(f"--- rank {other} ({roles[other]}), exit {procs[other].returncode} ---\n{output(other)}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
