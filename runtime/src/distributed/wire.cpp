@@ -188,13 +188,14 @@ std::optional<std::string> first_difference(const std::string& theirs, const std
 
 at::Tensor storage_in_wire_layout(const TensorDict& td, const Leaves& leaves) {
   const auto storage = td.consolidated_storage();
-  if (!storage || storage->numel() != leaves.bytes) return {};
+  // consolidate() pads the storage to a multiple of 8 bytes after the last leaf.
+  if (!storage || storage->numel() != detail::align_up(leaves.bytes, kLeafAlignment)) return {};
   const auto* base = static_cast<const char*>(storage->data_ptr());
   for (const auto& leaf : leaves.leaves) {
     const auto* at = static_cast<const char*>(leaf.tensor.data_ptr());
     if (!leaf.tensor.is_contiguous() || at - base != leaf.offset) return {};
   }
-  return *storage;
+  return storage->narrow(0, 0, leaves.bytes);
 }
 
 void pack_into(const Leaves& leaves, const at::Tensor& buffer, int64_t base) {
