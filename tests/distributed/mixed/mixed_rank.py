@@ -57,6 +57,10 @@ def make(kind: str, v: int) -> TensorDict:
             c=torch.zeros(2, 0),
             batch_size=[2],
         )
+    if kind == "stack":
+        m0 = TensorDict(x=torch.full((3,), float(v)), id=torch.tensor([v]))
+        m1 = TensorDict(x=torch.full((3,), float(v + 2)), id=torch.tensor([v + 1]))
+        return TensorDict(z=torch.full((2,), float(v)), s=lazy_stack([m0, m1]))
     if kind == "lazy":
         m0 = TensorDict(x=torch.full((3,), float(v)), id=torch.tensor([0]))
         m1 = TensorDict(x=torch.full((2,), float(v + 1)), id=torch.tensor([1]))
@@ -132,6 +136,36 @@ def p2p(rank, world, args):
     else:
         _recv_from(0, kind, mode, rank)
         _send_to(make(kind, 100 + rank), 0, mode)
+
+
+REDUCE_OPTIONS = {
+    "all": {},
+    "all_bucket": {"bucket_bytes": 8},
+    "all_async": {"async_op": True},
+    "reduce": {},
+    "reduce_bucket": {"bucket_bytes": 8},
+}
+
+
+@scenario
+def reduce(rank, world, args):
+    """Every rank holds make(kind, rank + 1); the sum is checked leaf by leaf where it lands."""
+    kind, mode = args
+    td = make(kind, rank + 1)
+    if mode.startswith("all"):
+        works = td.all_reduce(**REDUCE_OPTIONS[mode])
+        for work in works or ():
+            work.wait()
+    else:
+        td.reduce(0, **REDUCE_OPTIONS[mode])
+        if rank != 0:
+            return
+    terms = [list(tensor_leaves(make(kind, v))) for v in range(1, world + 1)]
+    for i, (path, got) in enumerate(tensor_leaves(td)):
+        want = terms[0][i][1].clone()
+        for term in terms[1:]:
+            want += term[i][1]
+        expect_equal(got, want, f"{kind} {mode}: the sum at key {path}")
 
 
 @scenario

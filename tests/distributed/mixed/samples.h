@@ -14,7 +14,8 @@ namespace mixed {
 
 using tensordict::TensorDict;
 
-// `kind`: dense, nested, nontensor or lazy; `v` sets every value.
+// `kind`: dense, nested, nontensor, lazy (members of different shapes) or
+// stack (of the same shapes); `v` sets every value.
 inline TensorDict make(const std::string& kind, int64_t v) {
   const double d = static_cast<double>(v);
   // Keys inserted out of sorted order: the wire order is the sorted one.
@@ -37,6 +38,11 @@ inline TensorDict make(const std::string& kind, int64_t v) {
                                         {2})},
                        {"c", at::zeros({2, 0}, at::kFloat)}},
                       {2});
+  }
+  if (kind == "stack") {  // a lazy stack whose members have the same shapes (reduce stacks it)
+    TensorDict m0({{"x", at::full({3}, d, at::kFloat)}, {"id", at::tensor({v}, at::kLong)}}, {});
+    TensorDict m1({{"x", at::full({3}, d + 2, at::kFloat)}, {"id", at::tensor({v + 1}, at::kLong)}}, {});
+    return TensorDict({{"z", at::full({2}, d, at::kFloat)}, {"s", tensordict::lazy_stack({m0, m1}, 0)}}, {});
   }
   if (kind == "lazy") {
     TensorDict m0({{"x", at::full({3}, d, at::kFloat)}, {"id", at::tensor({int64_t(0)}, at::kLong)}}, {});
