@@ -56,10 +56,7 @@ void walk(const TensorDict& td, std::vector<std::string>& parts, Leaves& out, co
     }
     return;
   }
-  auto items = td.items();
-  std::sort(items.begin(), items.end(),
-            [](const auto& a, const auto& b) { return a.first.path().back() < b.first.path().back(); });
-  for (auto& [key, value] : items) {
+  for (auto& [key, value] : sorted_items(td)) {
     const std::string& name = key.path().back();
     parts.push_back(fmt::format("'{}'", name));
     if (value.is_tensor()) {
@@ -127,6 +124,13 @@ std::vector<LeafMeta> decode(const std::string& d) {
 std::string show(const LeafMeta& m) { return fmt::format("{} {}", m.dtype, shape_string(m.sizes)); }
 
 }  // namespace
+
+std::vector<std::pair<NestedKey, Value>> sorted_items(const TensorDict& td) {
+  auto items = td.items();
+  std::sort(items.begin(), items.end(),
+            [](const auto& a, const auto& b) { return a.first.path().back() < b.first.path().back(); });
+  return items;
+}
 
 std::string path_repr(const std::vector<std::string>& parts) {
   if (parts.size() == 1) return parts[0];

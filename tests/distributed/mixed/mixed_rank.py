@@ -168,6 +168,76 @@ def reduce(rank, world, args):
         expect_equal(got, want, f"{kind} {mode}: the sum at key {path}")
 
 
+def bench_td() -> TensorDict:
+    """100 float32 leaves of [64, 8] in ten nested tensordicts of ten (as scenarios_bench.cpp's)."""
+    return TensorDict(
+        {f"group{i}": TensorDict({f"leaf{j}": torch.full((64, 8), float(i * 10 + j)) for j in range(10)}) for i in range(10)}
+    )
+
+
+@scenario
+def bench(rank, world, args):
+    """Rank 0 sends bench_td() ITERATIONS times; rank 1 times its receiving loop (tests/benchmarks/bench_mixed.py)."""
+    import time
+
+    mode, iterations = args[0], int(args[1])
+    consolidated = mode == "consolidated"
+    td = bench_td()
+    if consolidated:
+        td = td.consolidate()
+    go = torch.zeros(1)
+    if rank == 0:
+        dist.recv(go, 1, tag=999)
+        for _ in range(iterations):
+            td.send(1, consolidated=consolidated)
+        dist.recv(go, 1, tag=998)
+    else:
+        dist.send(go, 0, tag=999)
+        start = time.perf_counter()
+        for _ in range(iterations):
+            td.recv(0, consolidated=consolidated)
+        took = time.perf_counter() - start
+        dist.send(go, 0, tag=998)
+        print(f"BENCH per_iteration_us={took / iterations * 1e6:.1f}")
+
+
+def transition_td(v: int) -> TensorDict:
+    """The tensor fields of scenarios_tensorclass.cpp's transition(v) (schemas/rl.yaml's Transition)."""
+
+    def observation(v):
+        return TensorDict(
+            pixels=(torch.arange(3 * 3 * 2 * 2).reshape(3, 3, 2, 2) + v).to(torch.uint8),
+            state=torch.arange(3 * 4, dtype=torch.float32).reshape(3, 4) * v,
+            batch_size=[3],
+        )
+
+    return TensorDict(
+        observation=observation(v),
+        action=torch.full((3, 2), float(v)),
+        reward=torch.full((3, 1), float(v + 1)),
+        done=torch.zeros(3, 1, dtype=torch.bool),
+        terminated=torch.ones(3, 1, dtype=torch.bool),
+        next=observation(v + 1),
+        batch_size=[3],
+    )
+
+
+@scenario
+def tensorclass(rank, world, args):
+    """A generated struct's tensor fields against a tensordict of the same fields."""
+    if rank == 0:
+        for peer in range(1, world):
+            transition_td(peer).send(peer)
+            got = transition_td(-7)
+            got.recv(peer)
+            expect_td(got, transition_td(100 + peer), f"from rank {peer}")
+    else:
+        got = transition_td(-7)
+        got.recv(0)
+        expect_td(got, transition_td(rank), "from rank 0")
+        transition_td(100 + rank).send(0)
+
+
 @scenario
 def rendezvous(rank, world, args):
     total = torch.full((3,), float(rank + 1), dtype=torch.double)
