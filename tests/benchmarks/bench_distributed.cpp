@@ -90,8 +90,8 @@ void step(int64_t c, const td::ProcessGroupPtr& g, Data& d, int rank) {
   const int peer = 1 - rank;
   switch (c) {
     case kAllReduceLoop: loop_all_reduce(g, d.leaves); break;
-    case kAllReduceTd: td::all_reduce(d.plain, g); break;
-    case kAllReduceConsolidated: td::all_reduce(d.consolidated, g); break;
+    case kAllReduceTd: td::all_reduce(d.plain, g, {.protocol = td::WireProtocol::packed}); break;
+    case kAllReduceConsolidated: td::all_reduce(d.consolidated, g, {.protocol = td::WireProtocol::packed}); break;
     case kSendLoop:
       loop_transfer(g, d.leaves, rank == 0, peer);
       loop_transfer(g, d.leaves, rank != 0, peer);
@@ -99,12 +99,14 @@ void step(int64_t c, const td::ProcessGroupPtr& g, Data& d, int rank) {
     case kSendTd:
     case kSendConsolidated: {
       TensorDict& t = c == kSendTd ? d.plain : d.consolidated;
+      // The packed protocol (C++ ranks only); bench_mixed.py measures tensordict's against Python.
+      const td::SendOptions packed{.protocol = td::WireProtocol::packed};
       if (rank == 0) {
-        td::send(t, g, peer);
-        td::recv(t, g, peer);
+        td::send(t, g, peer, packed);
+        td::recv(t, g, peer, packed);
       } else {
-        td::recv(t, g, peer);
-        td::send(t, g, peer);
+        td::recv(t, g, peer, packed);
+        td::send(t, g, peer, packed);
       }
       break;
     }

@@ -41,6 +41,13 @@ inline void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("check failed: " + what);
 }
 
+// Throws unless `message` holds every one of `parts`.
+inline void check_message(const std::string& message, std::initializer_list<std::string> parts) {
+  for (const auto& part : parts) {
+    check(message.find(part) != std::string::npos, "message \"" + message + "\" lacks \"" + part + "\"");
+  }
+}
+
 // The packed protocol's options: these suites test it among C++ ranks
 // (tests/distributed/mixed tests tensordict's protocol against Python).
 inline tensordict::SendOptions packed(int init_tag = 0) {

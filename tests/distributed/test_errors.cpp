@@ -11,14 +11,6 @@
 using namespace td_test;
 namespace td = tensordict;
 
-namespace {
-
-void check_message(const std::string& message, std::initializer_list<std::string> parts) {
-  for (const auto& part : parts) check(contains(message, part), "message \"" + message + "\" lacks \"" + part + "\"");
-}
-
-}  // namespace
-
 TEST_CASE("recv names the first differing key and both shapes, and the ranks stay in step", "[distributed][errors]") {
   const std::string failures = run_ranks(2, [](const Rank& r) {
     if (r.rank == 0) {
@@ -99,7 +91,7 @@ TEST_CASE("the group's timeout bounds a recv nobody answers", "[distributed][err
     const auto start = std::chrono::steady_clock::now();
     const std::string message = message_of([&] { td::recv(got, r.group, 0, packed()); });
     check_message(message, {"recv from rank 0"});
-    check(contains(message, "imed out") || contains(message, "imeout"), "a timeout: " + message);
+    check(message.find("imed out") != std::string::npos || message.find("imeout") != std::string::npos, "a timeout: " + message);
     check(std::chrono::steady_clock::now() - start < std::chrono::seconds(5), "within the group's timeout");
   }, {.group_timeout = std::chrono::seconds(1), .deadline = std::chrono::seconds(30)});
   REQUIRE(failures == "");

@@ -110,7 +110,7 @@ struct ReduceOpOptions {
   // tensordict: one reduction per leaf, or with bucket_bytes, per bucket of
   // leaves of one dtype up to that many bytes (a larger leaf alone), as
   // tensordict's bucket_bytes. packed: one reduction per dtype.
-  std::optional<int64_t> bucket_bytes;
+  std::optional<int64_t> bucket_bytes = std::nullopt;
   WireProtocol protocol = WireProtocol::tensordict;
 };
 // Reduces every leaf across the group, in place on every rank.

@@ -150,8 +150,9 @@ ProcessGroupPtr init_process_group(const InitProcessGroupOptions& options) {
     store = tcp_store(url.location.substr(0, colon), url.location.substr(colon + 1), url, rank, world_size,
                       options.timeout);
   } else {
-    store = tcp_store(env_or_raise("MASTER_ADDR"), env_or_raise("MASTER_PORT"), url, rank, world_size,
-                      options.timeout);
+    const std::string addr = env_or_raise("MASTER_ADDR");  // checked first, as in Python
+    const std::string port = env_or_raise("MASTER_PORT");
+    store = tcp_store(addr, port, url, rank, world_size, options.timeout);
   }
   store->setTimeout(options.timeout);
   auto default_pg = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);

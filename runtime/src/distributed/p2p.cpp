@@ -19,36 +19,42 @@ bool packed(const SendOptions& options, const char* op) {
   return true;
 }
 
+// Posts the transfer in the chosen protocol; `last_tag` gets the tag of its last message.
+Work post(const TensorDict& td, const ProcessGroupPtr& group, int peer, const SendOptions& options, bool sending,
+          const char* op, int* last_tag = nullptr) {
+  if (packed(options, op)) {
+    if (last_tag) *last_tag = options.init_tag + dist::kTagsUsed - 1;
+    return sending ? dist::post_packed_send(td, group, peer, options.init_tag, op)
+                   : dist::post_packed_recv(td, group, peer, options.init_tag, op);
+  }
+  auto posted = dist::post_per_leaf(td, group, peer, options, sending, op);
+  if (last_tag) *last_tag = posted.last_tag;
+  return std::move(posted.work);
+}
+
+int transfer(const TensorDict& td, const ProcessGroupPtr& group, int peer, const SendOptions& options, bool sending,
+             const char* op) {
+  int last_tag = 0;
+  post(td, group, peer, options, sending, op, &last_tag).wait();
+  return last_tag;
+}
+
 }  // namespace
 
 Work isend(const TensorDict& td, const ProcessGroupPtr& group, int dst, const SendOptions& options) {
-  if (packed(options, "isend")) return dist::post_packed_send(td, group, dst, options.init_tag, "isend");
-  return dist::post_per_leaf(td, group, dst, options, true, "isend").work;
+  return post(td, group, dst, options, true, "isend");
 }
 
 int send(const TensorDict& td, const ProcessGroupPtr& group, int dst, const SendOptions& options) {
-  if (packed(options, "send")) {
-    dist::post_packed_send(td, group, dst, options.init_tag, "send").wait();
-    return options.init_tag + dist::kTagsUsed - 1;
-  }
-  auto posted = dist::post_per_leaf(td, group, dst, options, true, "send");
-  posted.work.wait();
-  return posted.last_tag;
+  return transfer(td, group, dst, options, true, "send");
 }
 
 Work irecv(const TensorDict& td, const ProcessGroupPtr& group, int src, const RecvOptions& options) {
-  if (packed(options, "irecv")) return dist::post_packed_recv(td, group, src, options.init_tag, "irecv");
-  return dist::post_per_leaf(td, group, src, options, false, "irecv").work;
+  return post(td, group, src, options, false, "irecv");
 }
 
 int recv(const TensorDict& td, const ProcessGroupPtr& group, int src, const RecvOptions& options) {
-  if (packed(options, "recv")) {
-    dist::post_packed_recv(td, group, src, options.init_tag, "recv").wait();
-    return options.init_tag + dist::kTagsUsed - 1;
-  }
-  auto posted = dist::post_per_leaf(td, group, src, options, false, "recv");
-  posted.work.wait();
-  return posted.last_tag;
+  return transfer(td, group, src, options, false, "recv");
 }
 
 }  // namespace tensordict

@@ -48,40 +48,24 @@ void add_leaf(std::vector<Entry>& out, const TensorDict& level, const std::strin
   }
 }
 
-// all_reduce's order: insertion order, lazy stacks member by member.
-void walk_inserted(const TensorDict& td, std::vector<std::string>& parts, std::vector<Entry>& out) {
-  if (td.kind() == Kind::LazyStack) {
-    for (const TensorDict& member : LazyStackedTensorDict(td).tensordicts()) walk_inserted(member, parts, out);
+// all_reduce's order (`sorted` false): insertion order, a lazy stack member
+// by member. reduce's (`sorted`): the keys sorted, a lazy stack's value at a
+// key the stack of its members' (a copy, written back on rank dst).
+void walk(const TensorDict& td, bool sorted, std::vector<std::string>& parts, std::vector<Entry>& out) {
+  const bool lazy = td.kind() == Kind::LazyStack;
+  if (lazy && !sorted) {
+    for (const TensorDict& member : LazyStackedTensorDict(td).tensordicts()) walk(member, sorted, parts, out);
     return;
   }
-  for (const auto& [key, value] : td.items()) {
-    const std::string& name = key.path().back();
-    if (value.is_tensor()) {
-      add_leaf(out, td, name, value.tensor(), parts, false);
-    } else if (value.is_tensordict()) {
-      parts.push_back(fmt::format("'{}'", name));
-      walk_inserted(value.tensordict(), parts, out);
-      parts.pop_back();
-    }  // non-tensor data is not reduced
-  }
-}
-
-// reduce's order: sorted keys; a lazy stack's value at a key is the stack of
-// its members' (a copy, written back on rank dst).
-void walk_sorted(const TensorDict& td, std::vector<std::string>& parts, std::vector<Entry>& out) {
-  auto items = td.items();
-  std::sort(items.begin(), items.end(),
-            [](const auto& a, const auto& b) { return a.first.path().back() < b.first.path().back(); });
-  const bool lazy = td.kind() == Kind::LazyStack;
-  for (const auto& [key, value] : items) {
+  for (const auto& [key, value] : sorted ? sorted_items(td) : td.items()) {
     const std::string& name = key.path().back();
     if (value.is_tensor()) {
       add_leaf(out, td, name, value.tensor(), parts, lazy);
     } else if (value.is_tensordict()) {
       parts.push_back(fmt::format("'{}'", name));
-      walk_sorted(value.tensordict(), parts, out);
+      walk(value.tensordict(), sorted, parts, out);
       parts.pop_back();
-    }
+    }  // non-tensor data is not reduced
   }
 }
 
@@ -129,11 +113,7 @@ Work reduce_per_leaf(const TensorDict& td, const ProcessGroupPtr& group, bool al
   }
   auto entries = std::make_shared<std::vector<Entry>>();
   std::vector<std::string> parts;
-  if (all) {
-    walk_inserted(td, parts, *entries);
-  } else {
-    walk_sorted(td, parts, *entries);
-  }
+  walk(td, /*sorted=*/!all, parts, *entries);
   // Python's reduce on a rank other than dst neither copies back nor writes into lazy members.
   const bool result_here = all || group->getRank() == dst;
 

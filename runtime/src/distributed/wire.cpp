@@ -56,10 +56,7 @@ void walk(const TensorDict& td, std::vector<std::string>& parts, Leaves& out, co
     }
     return;
   }
-  auto items = td.items();
-  std::sort(items.begin(), items.end(),
-            [](const auto& a, const auto& b) { return a.first.path().back() < b.first.path().back(); });
-  for (auto& [key, value] : items) {
+  for (auto& [key, value] : sorted_items(td)) {
     const std::string& name = key.path().back();
     parts.push_back(fmt::format("'{}'", name));
     if (value.is_tensor()) {
@@ -128,6 +125,13 @@ std::string show(const LeafMeta& m) { return fmt::format("{} {}", m.dtype, shape
 
 }  // namespace
 
+std::vector<std::pair<NestedKey, Value>> sorted_items(const TensorDict& td) {
+  auto items = td.items();
+  std::sort(items.begin(), items.end(),
+            [](const auto& a, const auto& b) { return a.first.path().back() < b.first.path().back(); });
+  return items;
+}
+
 std::string path_repr(const std::vector<std::string>& parts) {
   if (parts.size() == 1) return parts[0];
   return fmt::format("({})", fmt::join(parts, ", "));
@@ -188,13 +192,14 @@ std::optional<std::string> first_difference(const std::string& theirs, const std
 
 at::Tensor storage_in_wire_layout(const TensorDict& td, const Leaves& leaves) {
   const auto storage = td.consolidated_storage();
-  if (!storage || storage->numel() != leaves.bytes) return {};
+  // consolidate() pads the storage to a multiple of 8 bytes after the last leaf.
+  if (!storage || storage->numel() != detail::align_up(leaves.bytes, kLeafAlignment)) return {};
   const auto* base = static_cast<const char*>(storage->data_ptr());
   for (const auto& leaf : leaves.leaves) {
     const auto* at = static_cast<const char*>(leaf.tensor.data_ptr());
     if (!leaf.tensor.is_contiguous() || at - base != leaf.offset) return {};
   }
-  return *storage;
+  return storage->narrow(0, 0, leaves.bytes);
 }
 
 void pack_into(const Leaves& leaves, const at::Tensor& buffer, int64_t base) {

@@ -23,6 +23,9 @@ struct Leaf {
   int64_t offset = 0;  // in the flat buffer
 };
 
+// `td`'s own entries, their keys sorted (tensordict's sorted_keys).
+std::vector<std::pair<NestedKey, Value>> sorted_items(const TensorDict& td);
+
 // A key path as the messages show it: its parts ('a', [1] for a lazy stack's
 // member), joined as a tuple when there are several.
 std::string path_repr(const std::vector<std::string>& parts);

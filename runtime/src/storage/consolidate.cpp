@@ -138,13 +138,15 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     offsets.push_back(end);
     end += detail::byte_size(t);
   }
-  // A file holds whole padded leaves: tensordict's reader slices each one
-  // up to its padded end.
+  // The storage holds whole padded leaves, as tensordict's (the last one
+  // too): its reader slices each leaf up to its padded end, and a peer's
+  // recv(consolidated=True) expects exactly that many bytes.
+  const int64_t total = detail::align_up(end, kLeafAlignment);
   std::optional<detail::ConsolidatedFileWriter> file;
-  if (to_file) file.emplace(options.filename, detail::align_up(end, kLeafAlignment));
+  if (to_file) file.emplace(options.filename, total);
   const at::Tensor storage = file    ? file->storage()
-                             : share ? detail::shared_memory_storage(end)
-                                     : allocate_storage(end, device, options.pin_memory);
+                             : share ? detail::shared_memory_storage(total)
+                                     : allocate_storage(total, device, options.pin_memory);
 
   // Each leaf lands contiguous at its offset (tensordict's layout). Copies
   // across devices do not wait one by one: at most one synchronisation per

@@ -14,6 +14,7 @@ import traceback
 
 import torch
 import torch.distributed as dist
+from tensordict import LazyStackedTensorDict, TensorDict, is_non_tensor, is_tensor_collection, lazy_stack
 
 SCENARIOS = {}
 
@@ -26,6 +27,215 @@ def scenario(fn):
 def expect_equal(got, want, what):
     if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
         raise AssertionError(f"check failed: {what}: {got!r} instead of {want!r}")
+
+
+def make(kind: str, v: int) -> TensorDict:
+    """The tensordicts of the scenarios, built as samples.h's make()."""
+
+    def dense():
+        return TensorDict(
+            obs=torch.arange(6, dtype=torch.float32).reshape(2, 3) + v,
+            action=torch.arange(2, dtype=torch.int64) * (v + 1),
+            done=torch.tensor([v % 2 == 0, True]),
+            batch_size=[2],
+        )
+
+    if kind == "dense":
+        return dense()
+    if kind == "nontensor":
+        td = dense()
+        td.set_non_tensor("note", "hello")
+        return td
+    if kind == "nested":
+        return TensorDict(
+            b=torch.full((2,), float(v), dtype=torch.float64),
+            a=TensorDict(
+                y=(torch.arange(4, dtype=torch.int32) + v).reshape(2, 2),
+                x=torch.full((2, 1), v * 0.5, dtype=torch.float32),
+                batch_size=[2],
+            ),
+            c=torch.zeros(2, 0),
+            batch_size=[2],
+        )
+    if kind == "stack":
+        m0 = TensorDict(x=torch.full((3,), float(v)), id=torch.tensor([v]))
+        m1 = TensorDict(x=torch.full((3,), float(v + 2)), id=torch.tensor([v + 1]))
+        return TensorDict(z=torch.full((2,), float(v)), s=lazy_stack([m0, m1]))
+    if kind == "lazy":
+        m0 = TensorDict(x=torch.full((3,), float(v)), id=torch.tensor([0]))
+        m1 = TensorDict(x=torch.full((2,), float(v + 1)), id=torch.tensor([1]))
+        return TensorDict(z=torch.full((2,), float(v)), s=lazy_stack([m0, m1]))
+    raise ValueError(f"no sample kind {kind!r}")
+
+
+def tensor_leaves(td, path=()):
+    """(path, tensor) of every tensor leaf, a lazy stack member by member."""
+    if isinstance(td, LazyStackedTensorDict):
+        for i, member in enumerate(td.tensordicts):
+            yield from tensor_leaves(member, path + (i,))
+        return
+    for key in sorted(td.keys()):
+        value = td.get(key)
+        if isinstance(value, torch.Tensor):
+            yield path + (key,), value
+        elif is_tensor_collection(value) and not is_non_tensor(value):
+            yield from tensor_leaves(value, path + (key,))
+
+
+def expect_td(got, want, what):
+    got_leaves, want_leaves = list(tensor_leaves(got)), list(tensor_leaves(want))
+    if [p for p, _ in got_leaves] != [p for p, _ in want_leaves]:
+        raise AssertionError(f"check failed: {what}: keys {[p for p, _ in got_leaves]}")
+    for (path, g), (_, w) in zip(got_leaves, want_leaves):
+        expect_equal(g, w, f"{what}: key {path}")
+
+
+P2P_OPTIONS = {
+    "plain": {},
+    "async": {},
+    "tag": {"init_tag": 5},
+    "pseudo": {"init_tag": 3, "pseudo_rand": True},
+    "consolidated": {"consolidated": True},
+}
+
+
+def _send_to(td, dst, mode):
+    if mode == "async":
+        for work in td.isend(dst, return_early=True):
+            work.wait()
+    else:
+        td.send(dst, **P2P_OPTIONS[mode])
+
+
+def _recv_from(src, kind, mode, v):
+    got = make(kind, -7)
+    if mode == "consolidated":
+        got = got.consolidate()
+    want = make(kind, v)
+    what = f"{kind} {mode} from rank {src}"
+    if mode == "async":
+        for work in got.irecv(src, return_premature=True):
+            work.wait()
+    else:
+        last = got.recv(src, **P2P_OPTIONS[mode])
+        if mode in ("plain", "tag"):
+            init_tag = P2P_OPTIONS[mode].get("init_tag", 0)
+            if last != init_tag + len(list(tensor_leaves(want))) - 1:
+                raise AssertionError(f"check failed: {what}: recv returned {last}")
+    expect_td(got, want, what)
+
+
+@scenario
+def p2p(rank, world, args):
+    """Rank 0 sends make(kind, r) to every rank r, which answers make(kind, 100 + r)."""
+    kind, mode = args
+    if rank == 0:
+        for peer in range(1, world):
+            _send_to(make(kind, peer), peer, mode)
+            _recv_from(peer, kind, mode, 100 + peer)
+    else:
+        _recv_from(0, kind, mode, rank)
+        _send_to(make(kind, 100 + rank), 0, mode)
+
+
+REDUCE_OPTIONS = {
+    "all": {},
+    "all_bucket": {"bucket_bytes": 8},
+    "all_async": {"async_op": True},
+    "reduce": {},
+    "reduce_bucket": {"bucket_bytes": 8},
+}
+
+
+@scenario
+def reduce(rank, world, args):
+    """Every rank holds make(kind, rank + 1); the sum is checked leaf by leaf where it lands."""
+    kind, mode = args
+    td = make(kind, rank + 1)
+    if mode.startswith("all"):
+        works = td.all_reduce(**REDUCE_OPTIONS[mode])
+        for work in works or ():
+            work.wait()
+    else:
+        td.reduce(0, **REDUCE_OPTIONS[mode])
+        if rank != 0:
+            return
+    terms = [list(tensor_leaves(make(kind, v))) for v in range(1, world + 1)]
+    for i, (path, got) in enumerate(tensor_leaves(td)):
+        want = terms[0][i][1].clone()
+        for term in terms[1:]:
+            want += term[i][1]
+        expect_equal(got, want, f"{kind} {mode}: the sum at key {path}")
+
+
+def bench_td() -> TensorDict:
+    """100 float32 leaves of [64, 8] in ten nested tensordicts of ten (as scenarios_bench.cpp's)."""
+    return TensorDict(
+        {f"group{i}": TensorDict({f"leaf{j}": torch.full((64, 8), float(i * 10 + j)) for j in range(10)}) for i in range(10)}
+    )
+
+
+@scenario
+def bench(rank, world, args):
+    """Rank 0 sends bench_td() ITERATIONS times; rank 1 times its receiving loop (tests/benchmarks/bench_mixed.py)."""
+    import time
+
+    mode, iterations = args[0], int(args[1])
+    consolidated = mode == "consolidated"
+    td = bench_td()
+    if consolidated:
+        td = td.consolidate()
+    go = torch.zeros(1)
+    if rank == 0:
+        dist.recv(go, 1, tag=999)
+        for _ in range(iterations):
+            td.send(1, consolidated=consolidated)
+        dist.recv(go, 1, tag=998)
+    else:
+        dist.send(go, 0, tag=999)
+        start = time.perf_counter()
+        for _ in range(iterations):
+            td.recv(0, consolidated=consolidated)
+        took = time.perf_counter() - start
+        dist.send(go, 0, tag=998)
+        print(f"BENCH per_iteration_us={took / iterations * 1e6:.1f}")
+
+
+def transition_td(v: int) -> TensorDict:
+    """The tensor fields of scenarios_tensorclass.cpp's transition(v) (schemas/rl.yaml's Transition)."""
+
+    def observation(v):
+        return TensorDict(
+            pixels=(torch.arange(3 * 3 * 2 * 2).reshape(3, 3, 2, 2) + v).to(torch.uint8),
+            state=torch.arange(3 * 4, dtype=torch.float32).reshape(3, 4) * v,
+            batch_size=[3],
+        )
+
+    return TensorDict(
+        observation=observation(v),
+        action=torch.full((3, 2), float(v)),
+        reward=torch.full((3, 1), float(v + 1)),
+        done=torch.zeros(3, 1, dtype=torch.bool),
+        terminated=torch.ones(3, 1, dtype=torch.bool),
+        next=observation(v + 1),
+        batch_size=[3],
+    )
+
+
+@scenario
+def tensorclass(rank, world, args):
+    """A generated struct's tensor fields against a tensordict of the same fields."""
+    if rank == 0:
+        for peer in range(1, world):
+            transition_td(peer).send(peer)
+            got = transition_td(-7)
+            got.recv(peer)
+            expect_td(got, transition_td(100 + peer), f"from rank {peer}")
+    else:
+        got = transition_td(-7)
+        got.recv(0)
+        expect_td(got, transition_td(rank), "from rank 0")
+        transition_td(100 + rank).send(0)
 
 
 @scenario
