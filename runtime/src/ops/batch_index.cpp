@@ -42,6 +42,24 @@ int64_t consumed_by(const TensorIndex& item) {
   return 0;  // None, Ellipsis, bool
 }
 
+}  // namespace
+
+std::vector<TensorIndex> detail::without_ellipsis(at::ArrayRef<TensorIndex> index, int64_t batch_dims) {
+  int64_t consumed = 0;
+  for (const auto& item : index) consumed += consumed_by(item);
+  std::vector<TensorIndex> out;
+  for (const auto& item : index) {
+    if (!item.is_ellipsis()) {
+      out.push_back(item);
+      continue;
+    }
+    for (int64_t d = consumed; d < batch_dims; ++d) out.emplace_back(at::indexing::Slice());
+  }
+  return out;
+}
+
+namespace {
+
 // Python slice semantics with clamping, as at::slice applies them.
 int64_t clamp_bound(int64_t bound, int64_t size) {
   if (bound < 0) bound += size;

@@ -205,9 +205,14 @@ std::vector<TensorDict> LazyStackedImpl::unbind(int64_t dim) const {
 }
 
 std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDict(const TensorDict&)> fn) const {
+  return map_members([&](const TensorDict& m, std::size_t) { return fn(m); });
+}
+
+std::shared_ptr<LazyStackedImpl> LazyStackedImpl::map_members(
+    c10::function_ref<TensorDict(const TensorDict&, std::size_t)> fn) const {
   std::vector<TensorDict> out;
   out.reserve(members_.size());
-  for (const auto& m : members_) out.push_back(fn(m));
+  for (std::size_t i = 0; i < members_.size(); ++i) out.push_back(fn(members_[i], i));
   return restack(std::move(out), stack_dim_);
 }
 

@@ -51,6 +51,10 @@ class LazyStackedImpl final : public TensorDictImpl {
   std::vector<TensorDict> unbind(int64_t dim) const override;
   // clone, to, apply, detach: member by member, the result a lazy stack.
   std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDict(const TensorDict&)> fn) const override;
+  // fn(member i, i) for every member, stacked lazily along this stack's dim
+  // (with its name): the ops tensordict runs member by member (_lazy.py
+  // _fast_apply), whose members may differ in shape.
+  std::shared_ptr<LazyStackedImpl> map_members(c10::function_ref<TensorDict(const TensorDict&, std::size_t)> fn) const;
   // permute, squeeze, unsqueeze: member by member; expand: the members
   // expanded, stacked densely where they allow (tensordict's rules).
   std::optional<TensorDict> reshape_parts(const BatchShapeOp& op) const override;

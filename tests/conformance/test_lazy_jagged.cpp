@@ -1,0 +1,178 @@
+// Ports of tensordict's tests of ops on lazy stacks whose members differ in
+// shape (jagged data: variable-length episodes): tensordict runs every op
+// member by member (_lazy.py _fast_apply, _apply_nest), so nothing is
+// stacked and the result is a lazy stack of the members' results. Expected
+// values: tensordict 0.15.3 run in the test venv on the same members,
+// pasted as constants.
+#include "fixtures.h"
+
+using namespace conformance;
+using at::indexing::Ellipsis;
+using at::indexing::Slice;
+using tensordict::LazyStackedTensorDict;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// lazy_stack([{a: [0, 1, 2]}, {a: [10, 11, 12, 13]}]): batch [2], "a" jagged.
+LazyStackedTensorDict jagged() {
+  return tensordict::lazy_stack({TensorDict({{"a", at::arange(3, at::kFloat)}}, {}),
+                                 TensorDict({{"a", at::arange(4, at::kFloat) + 10}}, {})});
+}
+
+// The tensors at `key` of each member of the lazy stack `td`.
+std::vector<at::Tensor> members_at(const TensorDict& td, const tensordict::NestedKey& key) {
+  REQUIRE(is_lazy(td));
+  return LazyStackedTensorDict(td).get_list(key);
+}
+
+// A bool mask (at::tensor of bools is missing from libtorch 1.13).
+at::Tensor mask(std::vector<int64_t> values) { return at::tensor(values, at::kLong).to(at::kBool); }
+
+bool equals(const at::Tensor& t, std::vector<double> values) {
+  return t.dim() == 1 && at::allclose(t.to(at::kDouble), at::tensor(values, at::kDouble));
+}
+
+// Member i of the lazy stack `td` holds `values[i]` at "a".
+void check_members(const TensorDict& td, const std::vector<std::vector<double>>& values) {
+  const auto got = members_at(td, "a");
+  REQUIRE(got.size() == values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(i, got[i]);
+    CHECK(equals(got[i], values[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pointwise math on a jagged lazy stack runs member by member (test_lazy.py::test_add_mul_exp_clamp_hetero)",
+          "[conformance][test_lazy.py]") {
+  const auto s = jagged();
+  check_members(s + 1, {{1, 2, 3}, {11, 12, 13, 14}});
+  check_members(s * s, {{0, 1, 4}, {100, 121, 144, 169}});
+  check_members(s.exp(), {{1, 2.7182817459106445, 7.389056205749512}, {22026.46484375, 59874.140625, 162754.796875, 442413.40625}});
+  check_members(s.clamp(1, 2), {{1, 1, 2}, {2, 2, 2, 2}});
+  // A batch-shaped tensor: each member meets its element.
+  check_members(s + at::tensor({1.0f, 2.0f}), {{1, 2, 3}, {12, 13, 14, 15}});
+  CHECK(LazyStackedTensorDict(s + 1).stack_dim() == 0);
+}
+
+TEST_CASE("in-place ops on a jagged lazy stack write into its members (test_lazy.py::test_inplace_hetero)",
+          "[conformance][test_lazy.py]") {
+  auto s = jagged();
+  const auto before = s.tensordicts()[1].get("a");
+  s.add_(1);
+  check_members(s, {{1, 2, 3}, {11, 12, 13, 14}});
+  CHECK(s.tensordicts()[1].get("a").data_ptr() == before.data_ptr());  // the member's own tensor
+  s = jagged();
+  s.add_(at::tensor({1.0f, 2.0f}));
+  check_members(s, {{1, 2, 3}, {12, 13, 14, 15}});
+  s = jagged();
+  s.mul_(s.clone());
+  check_members(s, {{0, 1, 4}, {100, 121, 144, 169}});
+  s = jagged();
+  s.exp_();
+  check_members(s, {{1, 2.7182817459106445, 7.389056205749512}, {22026.46484375, 59874.140625, 162754.796875, 442413.40625}});
+  s = jagged();
+  s.clamp_(1, 2);
+  check_members(s, {{1, 1, 2}, {2, 2, 2, 2}});
+  s = jagged();
+  s.masked_fill_(mask({0, 1}), 0);
+  check_members(s, {{0, 1, 2}, {0, 0, 0, 0}});
+  s = jagged();
+  s.zero_();
+  check_members(s, {{0, 0, 0}, {0, 0, 0, 0}});
+}
+
+TEST_CASE("comparisons, where and masked_fill of a jagged lazy stack give lazy stacks (test_lazy.py::test_where_hetero)",
+          "[conformance][test_lazy.py]") {
+  const auto s = jagged();
+  const auto eq = s == s.clone();
+  check_members(eq, {{1, 1, 1}, {1, 1, 1, 1}});
+  CHECK(members_at(eq, "a")[1].scalar_type() == at::kBool);
+  check_members(s > 1, {{0, 0, 1}, {1, 1, 1, 1}});
+  check_members(s.ne(s.clone()), {{0, 0, 0}, {0, 0, 0, 0}});
+  const auto keep = mask({1, 0});
+  check_members(s.where(keep, s * 0), {{0, 1, 2}, {0, 0, 0, 0}});
+  check_members(s.where(keep, 0), {{0, 1, 2}, {0, 0, 0, 0}});
+  check_members(s.masked_fill(keep, -1), {{-1, -1, -1}, {10, 11, 12, 13}});
+  // A tensordict of the wrong number of members: named.
+  CHECK_THAT(CONF_MESSAGE(s + TensorDict({{"a", at::zeros({3, 4})}}, {3})),
+             Contains("a stack of 2 tensordicts cannot take 3 along its stack dim"));
+}
+
+TEST_CASE("expand, unsqueeze and indexing of a jagged lazy stack stay lazy (test_lazy.py::test_expand_hetero)",
+          "[conformance][test_lazy.py]") {
+  const auto s = jagged();
+  const auto e = s.expand({3, 2});
+  REQUIRE(is_lazy(e));
+  CHECK(e.batch_size() == at::IntArrayRef({3, 2}));
+  CHECK(LazyStackedTensorDict(e).stack_dim() == 1);
+  CHECK(members_at(e, "a")[1].sizes() == at::IntArrayRef({3, 4}));
+  const auto u = s.unsqueeze(0);
+  CHECK(LazyStackedTensorDict(u).stack_dim() == 1);
+  CHECK(members_at(u, "a")[0].sizes() == at::IntArrayRef({1, 3}));
+  check_members(s.index({at::tensor({1, 0}, at::kLong)}), {{10, 11, 12, 13}, {0, 1, 2}});
+  CHECK(equals(s.index({0}).get("a"), {0, 1, 2}));
+}
+
+TEST_CASE("indexing, unsqueeze, expand and math of a tensordict holding a jagged lazy stack (test_lazy.py::test_lazy_indexing_hetero)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict outer({{"s", jagged()}}, {2});
+  // tensordict 0.15.3: outer[0] is the member; outer[:1], outer[[1, 0]] and
+  // outer[mask] stay lazy; unsqueeze(0) moves the stack dim to 1.
+  CHECK(equals(outer.index({0}).get({"s", "a"}), {0, 1, 2}));
+  CHECK(outer.index({0}).get_td("s").kind() == tensordict::Kind::Dense);
+  const auto first = outer.index({Slice(0, 1)});
+  CHECK(first.batch_size() == at::IntArrayRef({1}));
+  check_members(first.get_td("s"), {{0, 1, 2}});
+  check_members(outer.index({at::tensor({1, 0}, at::kLong)}).get_td("s"), {{10, 11, 12, 13}, {0, 1, 2}});
+  check_members(outer.index({mask({1, 0})}).get_td("s"), {{0, 1, 2}});
+  const auto u0 = outer.unsqueeze(0);
+  CHECK(u0.batch_size() == at::IntArrayRef({1, 2}));
+  CHECK(LazyStackedTensorDict(u0.get_td("s")).stack_dim() == 1);
+  CHECK(members_at(u0.get_td("s"), "a")[1].sizes() == at::IntArrayRef({1, 4}));
+  const auto u1 = outer.unsqueeze(1);
+  CHECK(LazyStackedTensorDict(u1.get_td("s")).stack_dim() == 0);
+  CHECK(members_at(u1.get_td("s"), "a")[0].sizes() == at::IntArrayRef({1, 3}));
+  const auto e = outer.expand({3, 2});
+  CHECK(LazyStackedTensorDict(e.get_td("s")).stack_dim() == 1);
+  CHECK(members_at(e.get_td("s"), "a")[1].sizes() == at::IntArrayRef({3, 4}));
+  check_members((outer + 1).get_td("s"), {{1, 2, 3}, {11, 12, 13, 14}});
+  check_members((outer * outer).get_td("s"), {{0, 1, 4}, {100, 121, 144, 169}});
+  check_members((outer > 1).get_td("s"), {{0, 0, 1}, {1, 1, 1, 1}});
+  check_members(outer.masked_fill(mask({1, 0}), -1).get_td("s"), {{-1, -1, -1}, {10, 11, 12, 13}});
+  check_members(outer.where(mask({1, 0}), outer * 0).get_td("s"), {{0, 1, 2}, {0, 0, 0, 0}});
+}
+
+TEST_CASE("indexed assignment into a jagged lazy stack writes into the selected member (test_lazy.py::test_setitem_hetero)",
+          "[conformance][test_lazy.py]") {
+  auto s = jagged();
+  s.index_put_({1}, TensorDict({{"a", at::full({4}, -7.0f)}}, {}));
+  check_members(s, {{0, 1, 2}, {-7, -7, -7, -7}});
+  TensorDict outer({{"s", jagged()}}, {2});
+  outer.index_put_({0}, TensorDict({{"s", TensorDict({{"a", at::full({3}, -5.0f)}}, {})}}, {}));
+  check_members(outer.get_td("s"), {{-5, -5, -5}, {10, 11, 12, 13}});
+}
+
+TEST_CASE("update of a dense tensordict by one holding a jagged lazy stack takes the stack (test_lazy.py::test_update_hetero)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict outer({{"s", jagged()}}, {2});
+  TensorDict dest({}, {2});
+  dest.update(outer);
+  check_members(dest.get_td("s"), {{0, 1, 2}, {10, 11, 12, 13}});
+  // tensordict 0.15.3 replaces a dense nested level by the jagged stack.
+  TensorDict dense_s({{"s", TensorDict({{"a", at::zeros({2, 3})}}, {2})}}, {2});
+  dense_s.update(outer);
+  check_members(dense_s.get_td("s"), {{0, 1, 2}, {10, 11, 12, 13}});
+}
+
+TEST_CASE("update with update_batch_size into a jagged lazy stack takes the source's members (test_lazy.py::test_update_batch_size_hetero)",
+          "[conformance][test_lazy.py]") {
+  auto s = jagged();
+  const auto three = tensordict::lazy_stack({TensorDict({{"a", at::ones({5})}}, {}), TensorDict({{"a", at::ones({1})}}, {}),
+                                             TensorDict({{"a", at::ones({2})}}, {})});
+  s.update(three, {.update_batch_size = true});
+  CHECK(s.batch_size() == at::IntArrayRef({3}));
+  check_members(s, {{1, 1, 1, 1, 1}, {1}, {1, 1}});
+}
