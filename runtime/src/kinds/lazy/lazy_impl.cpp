@@ -77,6 +77,14 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDict& td) {
   refresh_meta();
 }
 
+void LazyStackedImpl::reset_members(std::vector<TensorDict> members) {
+  // Checked the way the constructor checks them, before anything changes.
+  const LazyStackedImpl checked(members, stack_dim_, stack_dim_name_);
+  members_ = std::move(members);
+  member_batch_ = checked.member_batch_;
+  refresh_meta();
+}
+
 std::optional<at::Device> LazyStackedImpl::device() const {
   if (members_.empty()) return empty_device_;
   auto device = members_.front().device();

@@ -46,6 +46,21 @@ class LazyStackedImpl final : public TensorDictImpl {
   // Along the stack dim: the selected members (an int: the member itself);
   // across other dims: each member indexed, still stacked lazily.
   TensorDict index(at::ArrayRef<TensorIndex> index) const override;
+  // Writes into the members the index selects, each its part of `value`.
+  void assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                 const at::Tensor& value) override;
+  // What an index does to the members: those it selects along the stack dim
+  // (`single`: an int, which removes the dim), the index of the other dims
+  // (full slices: `others_trivial`) and where the stack dim lands.
+  struct Selection {
+    std::vector<int64_t> chosen;
+    bool single = false;
+    std::vector<TensorIndex> others;
+    bool others_trivial = true;
+    int64_t result_stack_dim = 0;
+  };
+  // nullopt when the index has items a per-dim split cannot express.
+  std::optional<Selection> select_members(at::ArrayRef<TensorIndex> index) const;
   // Along the stack dim: the members themselves; across it, lazy stacks of
   // the members' slices.
   std::vector<TensorDict> unbind(int64_t dim) const override;
@@ -72,6 +87,9 @@ class LazyStackedImpl final : public TensorDictImpl {
   const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
   const std::vector<int64_t>& member_batch() const { return member_batch_; }
   void add_member(int64_t position, const TensorDict& td);
+  // Replaces the members (update with update_batch_size); they must share a
+  // batch size, which becomes the stack's.
+  void reset_members(std::vector<TensorDict> members);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
 
