@@ -145,6 +145,27 @@ TEST_CASE("indexing, unsqueeze, expand and math of a tensordict holding a jagged
   check_members(outer.where(mask({1, 0}), outer * 0).get_td("s"), {{0, 1, 2}, {0, 0, 0, 0}});
 }
 
+TEST_CASE("permute, Ellipsis indexing, batch-shaped operands and in-place ops of a holder of a jagged lazy stack (test_lazy.py::test_lazy_indexing_hetero)",
+          "[conformance][test_lazy.py]") {
+  // Members of batch [1] with "a" [1, 3] and [1, 4], held in a [2, 1] holder.
+  TensorDict outer({{"s", tensordict::lazy_stack({TensorDict({{"a", at::arange(3, at::kFloat).view({1, 3})}}, {1}),
+                                                  TensorDict({{"a", at::arange(4, at::kFloat).view({1, 4}) + 10}}, {1})})}},
+                   {2, 1});
+  // tensordict 0.15.3: permute and transpose move the stack dim to 1; [..., 0]
+  // keeps it at 0 with members of batch []; a [2, 1] operand meets member i
+  // with its row.
+  const auto permuted = outer.permute({1, 0});
+  CHECK(permuted.batch_size() == at::IntArrayRef({1, 2}));
+  CHECK(LazyStackedTensorDict(permuted.get_td("s")).stack_dim() == 1);
+  CHECK(LazyStackedTensorDict(outer.transpose(0, 1).get_td("s")).stack_dim() == 1);
+  const auto last = outer.index({Ellipsis, 0});
+  check_members(last.get_td("s"), {{0, 1, 2}, {10, 11, 12, 13}});
+  const auto sum = outer + at::tensor({1.0f, 2.0f}).view({2, 1});
+  CHECK(members_at(sum.get_td("s"), "a")[1].equal(at::arange(4, at::kFloat).view({1, 4}) + 12));
+  outer.add_(1);
+  CHECK(members_at(outer.get_td("s"), "a")[1].equal(at::arange(4, at::kFloat).view({1, 4}) + 11));
+}
+
 TEST_CASE("indexed assignment into a jagged lazy stack writes into the selected member (test_lazy.py::test_setitem_hetero)",
           "[conformance][test_lazy.py]") {
   auto s = jagged();
@@ -175,4 +196,54 @@ TEST_CASE("update with update_batch_size into a jagged lazy stack takes the sour
   s.update(three, {.update_batch_size = true});
   CHECK(s.batch_size() == at::IntArrayRef({3}));
   check_members(s, {{1, 1, 1, 1, 1}, {1}, {1, 1}});
+}
+
+namespace {
+// lazy_stack([x, y]) of batch sizes [2] and [3]: x "a" = arange(6) as [2, 3],
+// y "a" = arange(9) + 10 as [3, 3].
+LazyStackedTensorDict jagged_batch() {
+  return tensordict::lazy_stack({TensorDict({{"a", at::arange(6, at::kFloat).view({2, 3})}}, {2}),
+                                 TensorDict({{"a", at::arange(9, at::kFloat).view({3, 3}) + 10}}, {3})});
+}
+}  // namespace
+
+TEST_CASE("lazy_stack of members of different batch sizes reads -1 where they differ (test_lazy.py::test_lazy_stack_different_batch_size)",
+          "[conformance][test_lazy.py]") {
+  auto s = jagged_batch();
+  // tensordict 0.15.3: batch_size [2, -1]; s[1] is the member; s[:, 0] and
+  // s[:, :1] index every member; math, unsqueeze and unbind(0) go member by
+  // member; get() of "a" cannot stack.
+  CHECK(s.batch_size() == at::IntArrayRef({2, -1}));
+  CHECK(s.index({1}).impl() == s.tensordicts()[1].impl());
+  const auto first_rows = s.index({Slice(), 0});
+  CHECK(first_rows.batch_size() == at::IntArrayRef({2}));
+  check_members(first_rows, {{0, 1, 2}, {10, 11, 12}});
+  CHECK(s.index({Slice(), Slice(0, 1)}).batch_size() == at::IntArrayRef({2, 1}));
+  const auto plus = s + 1;
+  CHECK(plus.batch_size() == at::IntArrayRef({2, -1}));
+  CHECK(members_at(plus, "a")[1].equal(at::arange(9, at::kFloat).view({3, 3}) + 11));
+  const auto u = s.unsqueeze(0);
+  CHECK(u.batch_size() == at::IntArrayRef({1, 2, -1}));
+  CHECK(members_at(u, "a")[1].sizes() == at::IntArrayRef({1, 3, 3}));
+  CHECK(s.unbind(0)[1].batch_size() == at::IntArrayRef({3}));
+  CHECK(s.clone().batch_size() == at::IntArrayRef({2, -1}));
+  CHECK_THAT(CONF_MESSAGE(s.get("a")), Contains("cannot stack key 'a'"));
+  // A member of a third size is taken; tensordict refuses another rank.
+  s.append(TensorDict({{"a", at::zeros({4, 3})}}, {4}));
+  CHECK(s.batch_size() == at::IntArrayRef({3, -1}));
+  CHECK_THAT(CONF_MESSAGE(s.append(TensorDict({}, {4, 1}))), Contains("Batch sizes in tensordicts differs"));
+  CHECK_THAT(CONF_MESSAGE(tensordict::lazy_stack({TensorDict({}, {2}), TensorDict({}, {2, 3})})),
+             Contains("the members of a lazy stack have as many batch dims"));
+}
+
+TEST_CASE("ops that compute with the sizes of a lazy stack's unknown dims refuse it, naming them",
+          "[conformance][test_lazy.py]") {
+  const auto s = jagged_batch();
+  // tensordict 0.15.3 fails on expand and unbind(1) too; its reshape(-1)
+  // regroups the rows (here: refused, see the README's differences).
+  CHECK_THAT(CONF_MESSAGE(s.expand({4, 2, 3})), Contains("expand: the batch size [2, -1] has dims of unknown size"));
+  CHECK_THAT(CONF_MESSAGE(s.unbind(1)), Contains("unbind: the batch size [-1] has dims of unknown size"));
+  CHECK_THAT(CONF_MESSAGE(s.reshape({-1})), Contains("reshape: the batch size [2, -1] has dims of unknown size"));
+  CHECK_THAT(CONF_MESSAGE(s.index({at::indexing::None})), Contains("index: the batch size [2, -1] has dims of unknown size"));
+  CHECK_THAT(CONF_MESSAGE(s.flatten(0, 1)), Contains("flatten: the batch size [2, -1] has dims of unknown size"));
 }

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -20,10 +21,12 @@ const detail::LazyStackedImpl& lazy_of(const TensorDict& td) {
   return static_cast<const detail::LazyStackedImpl&>(*td.impl());
 }
 
+// (A dim of unknown size, -1, is kept whole only by a slice without a stop.)
 bool is_full_slice(const TensorIndex& item, int64_t size) {
   if (!item.is_slice()) return false;
   const auto s = detail::slice_bounds(item.slice());
-  return s.start == 0 && s.stop >= size && s.step == 1;
+  const bool to_end = size < 0 ? s.stop == std::numeric_limits<int64_t>::max() : s.stop >= size;
+  return s.start == 0 && to_end && s.step == 1;
 }
 
 // The index as one item per batch dim (Ellipsis expanded, trailing dims full
@@ -144,8 +147,9 @@ std::optional<LazyStackedImpl::Selection> LazyStackedImpl::select_members(at::Ar
   const auto n = static_cast<int64_t>(members_.size());
   const auto dims = per_dim(index, static_cast<int64_t>(batch_size_.size()));
   if (!dims) return std::nullopt;
-  // Validates the index the usual way (ranges, masks' shapes).
-  (void)BatchIndex(index, batch_size_);
+  // Validates the index the usual way (ranges, masks' shapes); members of
+  // different batch sizes validate their own part.
+  if (member_batch_known()) (void)BatchIndex(index, batch_size_);
 
   Selection out;
   const TensorIndex& along = (*dims)[sd];
@@ -208,7 +212,7 @@ void LazyStackedImpl::assign_at(const std::string& key, const BatchIndex& resolv
       const int64_t d = sel->result_stack_dim - lead;
       if (d >= 0) part = value.select(d, value.size(d) == 1 ? 0 : static_cast<int64_t>(k));
     }
-    m.impl()->assign_at(key, BatchIndex(sel->others, member_batch_), sel->others, part);
+    m.impl()->assign_at(key, BatchIndex(sel->others, m.batch_size()), sel->others, part);
   }
 }
 
@@ -216,6 +220,8 @@ std::vector<TensorDict> LazyStackedImpl::unbind(int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind");
   if (d == stack_dim_) return members_;
   if (members_.empty()) return TensorDictImpl::unbind(dim);
+  // Members of different sizes along `d` have no common slices.
+  require_known_sizes({batch_size_[d]}, "unbind");
   // Across the stack dim: each member unbound, the slices stacked lazily.
   std::vector<std::vector<TensorDict>> slices(static_cast<std::size_t>(batch_size_[d]));
   for (const auto& m : members_) {

@@ -85,7 +85,10 @@ class LazyStackedImpl final : public TensorDictImpl {
   const std::vector<TensorDict>& members() const { return members_; }
   int64_t stack_dim() const { return stack_dim_; }
   const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
+  // The members' batch size, -1 at the dims where they differ.
   const std::vector<int64_t>& member_batch() const { return member_batch_; }
+  // Whether the members share their batch size (no -1 in it).
+  bool member_batch_known() const;
   void add_member(int64_t position, const TensorDict& td);
   // Replaces the members (update with update_batch_size); they must share a
   // batch size, which becomes the stack's.
