@@ -196,6 +196,40 @@ TEST_CASE("update with update_batch_size into a jagged lazy stack takes the sour
   s.update(three, {.update_batch_size = true});
   CHECK(s.batch_size() == at::IntArrayRef({3}));
   check_members(s, {{1, 1, 1, 1, 1}, {1}, {1, 1}});
+  // The appended members are copies; the others were updated in place.
+  CHECK(s.tensordicts()[2].impl() != three.tensordicts()[2].impl());
+  CHECK(s.tensordicts()[2].get("a").data_ptr() == three.tensordicts()[2].get("a").data_ptr());
+  // A shorter source replaces the members.
+  const auto one = tensordict::lazy_stack({TensorDict({{"a", at::ones({5})}}, {})});
+  s.update(one, {.update_batch_size = true});
+  CHECK(s.batch_size() == at::IntArrayRef({1}));
+  CHECK(s.tensordicts()[0].impl() == one.tensordicts()[0].impl());
+}
+
+TEST_CASE("update of a jagged lazy stack by a lazy stack of another length (test_lazy.py::test_update_batch_size_hetero)",
+          "[conformance][test_lazy.py]") {
+  const auto three = tensordict::lazy_stack({TensorDict({{"a", at::ones({5})}}, {}), TensorDict({{"a", at::ones({1})}}, {}),
+                                             TensorDict({{"a", at::ones({2})}}, {})});
+  const auto one = tensordict::lazy_stack({TensorDict({{"a", at::ones({5})}}, {})});
+  // tensordict 0.15.3: a longer source's extra members are left out, a
+  // shorter one is a ValueError; with update_batch_size, inplace and
+  // keys_to_update are refused and every key must be in the source.
+  auto s = jagged();
+  s.update(three);
+  CHECK(s.batch_size() == at::IntArrayRef({2}));
+  check_members(s, {{1, 1, 1, 1, 1}, {1}});
+  CHECK_THAT(CONF_MESSAGE(jagged().update(one)),
+             Contains("update: cannot update stacked tensordicts with different shapes when update_batch_size=False"));
+  CHECK_THAT(CONF_MESSAGE(jagged().update(three, {.inplace = true, .update_batch_size = true})),
+             Contains("update was called with inplace=true, which cannot be achieved"));
+  CHECK_THAT(CONF_MESSAGE(jagged().update(three, {.keys_to_update = std::vector<tensordict::NestedKey>{"a"}, .update_batch_size = true})),
+             Contains("updating tensordicts of different batch sizes with keys_to_update is not supported"));
+  const auto other_keys = tensordict::lazy_stack({TensorDict({{"b", at::ones({5})}}, {})});
+  CHECK_THAT(CONF_MESSAGE(jagged().update(other_keys, {.update_batch_size = true})),
+             Contains("every key of the destination must be in the source; missing from the source: 'a'"));
+  // An in-place op cannot broadcast the batch size (the dense rule).
+  CHECK_THAT(CONF_MESSAGE(jagged().add_(at::ones({3, 2}))),
+             Contains("add_: a tensor operand of shape [3, 2] would broadcast the batch size [2] to [3, 2]"));
 }
 
 namespace {
