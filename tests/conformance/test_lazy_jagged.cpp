@@ -280,4 +280,48 @@ TEST_CASE("ops that compute with the sizes of a lazy stack's unknown dims refuse
   CHECK_THAT(CONF_MESSAGE(s.reshape({-1})), Contains("reshape: the batch size [2, -1] has dims of unknown size"));
   CHECK_THAT(CONF_MESSAGE(s.index({at::indexing::None})), Contains("index: the batch size [2, -1] has dims of unknown size"));
   CHECK_THAT(CONF_MESSAGE(s.flatten(0, 1)), Contains("flatten: the batch size [2, -1] has dims of unknown size"));
+  CHECK_THAT(CONF_MESSAGE(s.numel()), Contains("numel: the batch size [2, -1] has dims of unknown size"));
+}
+
+TEST_CASE("every op on a lazy stack of members of different batch sizes returns or throws a named error", "[conformance][test_lazy.py]") {
+  const auto s = jagged_batch();
+  using Op = std::function<void(const TensorDict&)>;
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"chunk", [](const TensorDict& t) { (void)t.chunk(2, 1); }},
+      {"split", [](const TensorDict& t) { (void)t.split(1, 1); }},
+      {"split stack dim", [](const TensorDict& t) { (void)t.split(1, 0); }},
+      {"to_tensordict", [](const TensorDict& t) { (void)t.to_tensordict(); }},
+      {"contiguous", [](const TensorDict& t) { (void)t.contiguous(); }},
+      {"sum", [](const TensorDict& t) { (void)t.sum(); }},
+      {"mean over dim 1", [](const TensorDict& t) { (void)t.mean({1}); }},
+      {"masked_select", [](const TensorDict& t) { (void)t.masked_select(at::ones({2, 3}, at::kBool)); }},
+      {"new_zeros", [](const TensorDict& t) { (void)t.new_zeros({2}); }},
+      {"empty", [](const TensorDict& t) { (void)t.empty(); }},
+      {"squeeze", [](const TensorDict& t) { (void)t.squeeze(); }},
+      {"permute", [](const TensorDict& t) { (void)t.permute({1, 0}); }},
+      {"narrow", [](const TensorDict& t) { (void)t.narrow(1, 0, 1); }},
+      {"index int tensor", [](const TensorDict& t) { (void)t.index({Slice(), at::tensor({0}, at::kLong)}); }},
+      {"index_put_", [](const TensorDict& t) { TensorDict(t).index_put_({Slice(), 0}, 1.0); }},
+      {"set", [](const TensorDict& t) { TensorDict(t).set("b", at::zeros({2, 3})); }},
+      {"unbind 0 of each", [](const TensorDict& t) { for (const auto& m : t.unbind(0)) (void)m.unbind(0); }},
+      {"repr", [](const TensorDict& t) { (void)repr(t); }},
+      {"numel", [](const TensorDict& t) { (void)t.numel(); }},
+      {"cat", [](const TensorDict& t) { (void)tensordict::cat({t, t}, 0); }},
+      {"stack", [](const TensorDict& t) { (void)tensordict::stack({t, t}, 0); }},
+      {"densify", [](const TensorDict& t) { (void)t.densify(); }},
+  };
+  for (const auto& [name, op] : ops) {
+    INFO(name);
+    // A result, a tensordict error or a libtorch one: never another
+    // exception (std::length_error from a size of -1) or a crash.
+    bool named = true;
+    try {
+      op(s);
+    } catch (const tensordict::Error&) {
+    } catch (const c10::Error&) {
+    } catch (...) {
+      named = false;
+    }
+    CHECK(named);
+  }
 }
