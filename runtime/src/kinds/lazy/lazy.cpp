@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -21,11 +20,13 @@ const detail::LazyStackedImpl& lazy_of(const TensorDict& td) {
   return static_cast<const detail::LazyStackedImpl&>(*td.impl());
 }
 
-// (A dim of unknown size, -1, is kept whole only by a slice without a stop.)
+// (A dim of unknown size, -1, is kept whole only by a slice without a stop:
+// libtorch's default stop, which differs between its versions.)
 bool is_full_slice(const TensorIndex& item, int64_t size) {
   if (!item.is_slice()) return false;
   const auto s = detail::slice_bounds(item.slice());
-  const bool to_end = size < 0 ? s.stop == std::numeric_limits<int64_t>::max() : s.stop >= size;
+  static const int64_t open_stop = detail::slice_bounds(Slice()).stop;
+  const bool to_end = size < 0 ? s.stop >= open_stop : s.stop >= size;
   return s.start == 0 && to_end && s.step == 1;
 }
 
