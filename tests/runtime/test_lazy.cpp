@@ -46,7 +46,8 @@ TEST_CASE("entries of different shapes: a clear error, get_list and get_padded")
   REQUIRE(padded.sizes() == at::IntArrayRef({3, 4, 4}));
   REQUIRE(padded.index({0, Slice(), Slice(2, None)}).eq(-1).all().item<bool>());
   REQUIRE(padded.index({2}).eq(0).all().item<bool>());
-  REQUIRE_THAT(TD_MESSAGE(lazy_stack({sample({2}), sample({3})})), Contains("lazy_stack: tensordict 1 has batch size [3] but tensordict 0 has [2]"));
+  REQUIRE_THAT(TD_MESSAGE(lazy_stack({sample({2}), sample({3, 1})})),
+               Contains("lazy_stack: tensordict 1 has batch size [3, 1] but tensordict 0 has [2]; the members of a lazy stack have as many batch dims"));
   REQUIRE_THAT(TD_MESSAGE(lazy_stack({})), Contains("lazy_stack: items cannot be empty"));
 }
 

@@ -3,8 +3,7 @@
 // expected string is what tensordict 0.15.3 prints for the same data
 // (run in the test venv), in the compact form (the default) and under
 // set_printoptions(compact=False). Not ported: test_repr_share_memory (there
-// is no share_memory_()) and test_repr_nested_lazy (its members differ in
-// batch size, which lazy_stack refuses here).
+// is no share_memory_()).
 #include "helpers.h"
 
 using namespace tensordict;
@@ -39,6 +38,16 @@ TensorDict nested_update(std::optional<at::Device> device, at::ScalarType dtype)
 TensorDict stacked_het(std::optional<at::Device> device, at::ScalarType dtype) {
   return lazy_stack({TensorDict({{"a", at::zeros({3}, dtype)}, {"b", at::zeros({2, 3}, dtype)}}, {}, device),
                      TensorDict({{"a", at::zeros({2}, dtype)}, {"b", at::zeros({}, dtype)}}, {}, device)});
+}
+
+// test_repr_nested_lazy's stack: nested_td and its concatenation with
+// itself along dim 1 (batch [4, 6, 2, 1], with a nested "another"), stacked
+// at dim 1: members of different batch sizes, -1 where they differ.
+TensorDict nested_lazy(std::optional<at::Device> device, at::ScalarType dtype) {
+  const TensorDict td0 = nested(device, dtype);
+  TensorDict td1 = cat({td0, td0}, 1);
+  td1.set({"my_nested_td", "another"}, td1.get({"my_nested_td", "a"}));
+  return lazy_stack({td0, td1}, 1);
 }
 
 // One parameter set of the test and what tensordict prints for it.
@@ -330,5 +339,45 @@ TEST_CASE("repr port: stacked het", "[test_repr.py::TestTensorDictRepr::test_rep
        "    stack_dim=0)"}}) {
     const TensorDict td = stacked_het(c.device, c.dtype);
     check_both_forms(td, c);
+  }
+}
+
+TEST_CASE("repr port: nested lazy", "[test_repr.py::TestTensorDictRepr::test_repr_nested_lazy]") {
+  auto detailed = [](const char* dtype, const char* device) {
+    return fmt::format(
+        "LazyStackedTensorDict(\n"
+        "    fields={{\n"
+        "        b: Tensor(shape=torch.Size([4, 2, -1, 2, 1, 5]), device=cpu, dtype=torch.{0}, is_shared=False),\n"
+        "        my_nested_td: LazyStackedTensorDict(\n"
+        "            fields={{\n"
+        "                a: Tensor(shape=torch.Size([4, 2, -1, 2, 1, 5]), device=cpu, dtype=torch.{0}, is_shared=False)}},\n"
+        "            exclusive_fields={{\n"
+        "                1 ->\n"
+        "                    another: Tensor(shape=torch.Size([4, 6, 2, 1, 5]), device=cpu, dtype=torch.{0}, is_shared=False)}},\n"
+        "            batch_size=torch.Size([4, 2, -1, 2, 1]),\n"
+        "            device={1},\n"
+        "            is_shared=False,\n"
+        "            stack_dim=1)}},\n"
+        "    exclusive_fields={{\n"
+        "    }},\n"
+        "    batch_size=torch.Size([4, 2, -1, 2, 1]),\n"
+        "    device={1},\n"
+        "    is_shared=False,\n"
+        "    stack_dim=1)",
+        dtype, device);
+  };
+  const std::string float_detailed = detailed("float32", "None"), byte_detailed = detailed("uint8", "cpu");
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "LazyStackedTensorDict(batch_size=[4,2,-1,2,1], stack_dim=1, fields={\n"
+       "    b: f32[5],\n"
+       "    my_nested_td: {a: f32[5]}})",
+       float_detailed.c_str()},
+      {at::Device(at::kCPU), at::kByte,
+       "LazyStackedTensorDict(batch_size=[4,2,-1,2,1], device=cpu, stack_dim=1, fields={\n"
+       "    b: u8[5],\n"
+       "    my_nested_td: {a: u8[5]}})",
+       byte_detailed.c_str()}}) {
+    check_both_forms(nested_lazy(c.device, c.dtype), c);
   }
 }

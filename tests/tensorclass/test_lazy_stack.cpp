@@ -12,6 +12,7 @@
 #include "../message_of.h"
 #include "tc_extras.tc.h"
 
+using tensordict::TensorDict;
 using tct::extras::Data;
 using tct::extras::Jagged;
 using tct::extras::Nest;
@@ -99,6 +100,33 @@ TEST_CASE("members whose fields differ in shape stay lazy (test_tensorclass.py::
   CHECK(stack.size() == 4);
   CHECK(stack.clone()[0].obs.is_same(a.obs) == false);
   CHECK_THROWS_WITH(tensordict::lazy_stack(std::vector<Jagged>{}), "lazy_stack: items cannot be empty");
-  // Members must share a batch size (lazy_stack's rule).
-  CHECK_THROWS(tensordict::lazy_stack(std::vector<Data>{member(0), member(0).index({Slice(0, 2)})}));
+  // Members of different batch sizes: -1 where they differ (tensordict
+  // 0.15's lazy_stack); another number of batch dims is refused.
+  CHECK(tensordict::lazy_stack(std::vector<Data>{member(0), member(0).index({Slice(0, 2)})}).batch_size() ==
+        std::vector<int64_t>{2, -1});
+  CHECK_THROWS_WITH(tensordict::lazy_stack(std::vector<Data>{member(0), member(0).index({0})}),
+                    Catch::Matchers::Contains("the members of a lazy stack have as many batch dims"));
+}
+
+TEST_CASE("ops on the dynamic form of a jagged stack of objects run member by member (test_lazy.py::test_add_mul_exp_clamp_hetero)",
+          "[tensorclass][lazy]") {
+  const Jagged a({.obs = at::ones({3}), .tag = "a"}, {});
+  const Jagged b({.obs = at::full({2}, 2.f), .tag = "b"}, {});
+  auto stack = tensordict::lazy_stack(std::vector<Jagged>{a, b});
+  // tensordict 0.15.3 runs math on a lazy stack of tensorclasses member by
+  // member: obs * 2 is [2, 2, 2] and [4, 4].
+  const auto doubled = stack.apply_tensordict([](const TensorDict& td) { return td * 2; });
+  CHECK(same(doubled[0].obs, at::full({3}, 2.f)));
+  CHECK(same(doubled[1].obs, at::full({2}, 4.f)));
+  CHECK(doubled[1].tag == "b");  // the member's own non-tensor field
+  const auto exp = stack.apply([](const at::Tensor& t) { return t.exp(); });
+  CHECK(same(exp[1].obs, at::full({2}, 2.f).exp()));
+  // In place through the dynamic stack: into the members' own tensors.
+  stack.tensordict().add_(1);
+  CHECK(same(stack[0].obs, at::full({3}, 2.f)));
+  CHECK(same(stack[1].obs, at::full({2}, 3.f)));
+  CHECK(same(a.obs, at::full({3}, 2.f)));  // the member shares a's tensor
+  CHECK(message_of([&] { (void)stack.apply_tensordict([](const TensorDict& td) { return td.index({0}); }); }) ==
+        "LazyStackedTensorClass<Jagged>.apply_tensordict: the function must return a lazy stack of 2 members along dim 0, "
+        "got a TensorDict of batch size []");
 }

@@ -89,6 +89,14 @@ namespace detail {
 // contiguous leaf that needs no grad gets its view built directly, as
 // BatchIndex does; anything else goes through at::reshape.
 at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t batch_dims);
+// `index` with its Ellipsis spelled out as full slices over `batch_dims`
+// dims (tensordict's convert_ellipsis_to_idx): the same index for a nested
+// level that has more batch dims.
+std::vector<TensorIndex> without_ellipsis(at::ArrayRef<TensorIndex> index, int64_t batch_dims);
+// A lazy stack of tensordicts of different batch sizes reads -1 at the dims
+// where they differ (tensordict's rule); an op that computes with the sizes
+// refuses such a batch size: RuntimeError naming `op`.
+void require_known_sizes(at::IntArrayRef batch_size, const char* op);
 }  // namespace detail
 
 }  // namespace tensordict

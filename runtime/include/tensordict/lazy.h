@@ -4,11 +4,15 @@
 // stack's keys (the others are reported as exclusive), get() stacks on
 // demand, set() splits along the stack dim into the members, and indexing
 // along the stack dim selects members (an int gives the member itself).
-// Members must share a batch size; their keys and feature shapes may differ.
+// Members need as many batch dims; their keys, feature shapes and batch
+// sizes may differ (the batch size reads -1 where members differ, as in
+// tensordict 0.15).
 //
 // Laziness is kept whatever handle holds the stack: index, unbind, clone,
 // to, apply, detach and memmap of a lazy stack give lazy stacks (or members);
-// contiguous() and to_tensordict() stack them densely.
+// pointwise math, comparisons, where, masked_fill and in-place ops run member
+// by member (tensordict's _fast_apply); contiguous() and to_tensordict()
+// stack them densely.
 #pragma once
 
 #include <optional>

@@ -8,7 +8,10 @@
 // as their list), writes a field split into the members, and indexes along
 // the stack to the member itself. tensordict() is the dynamic
 // LazyStackedTensorDict over the members' tensors (no copy), for every other
-// op; contiguous() stacks the members into one T.
+// op: the dynamic core runs ops on a lazy stack member by member, so
+// in-place ops on it write into the members' fields, and apply_tensordict()
+// reads an op's lazy result back as objects of T. contiguous() stacks the
+// members into one T.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -27,19 +30,16 @@ template <class T>
   requires is_tensorclass_v<T>
 class LazyStackedTensorClass {
  public:
-  // The members must share a batch size; `stack_dim` is a dim of the
+  // The members need as many batch dims; `stack_dim` is a dim of the
   // result's batch (lazy_stack's rules and messages).
   explicit LazyStackedTensorClass(std::vector<T> members, int64_t stack_dim = 0)
       : members_(std::move(members)), stack_dim_(forms_stack_(members_, stack_dim).stack_dim()) {}
 
   int64_t stack_dim() const { return stack_dim_; }
   int64_t size() const { return static_cast<int64_t>(members_.size()); }
-  // The members' batch size with the number of members inserted at the stack dim.
-  std::vector<int64_t> batch_size() const {
-    std::vector<int64_t> out = detail::tc(members_.front()).batch_size().vec();
-    out.insert(out.begin() + stack_dim_, size());
-    return out;
-  }
+  // The members' batch size with the number of members inserted at the
+  // stack dim; -1 at the dims where the members differ (tensordict's rule).
+  std::vector<int64_t> batch_size() const { return tensordict().batch_size().vec(); }
 
   // The member itself (writes to it are writes to the stack), as indexing a
   // lazy stack along its stack dim gives. Negative positions count from the end.
@@ -99,6 +99,32 @@ class LazyStackedTensorClass {
   LazyStackedTensorClass to(at::Device device) const {
     return map_members_([&](const T& m) { return detail::tc(m).to(device); });
   }
+  // fn(the dynamic lazy stack), a lazy stack of as many members along the
+  // same dim (what the core's member-by-member ops give: math, comparisons,
+  // where, masked_fill, apply...), each member read back as T with the
+  // member's non-tensor fields: stack.apply_tensordict([](const TensorDict&
+  // td) { return td * 2; }). TypeError when fn's result is not such a stack.
+  template <class Fn>
+  LazyStackedTensorClass apply_tensordict(Fn&& fn) const {
+    const TensorDict result = fn(TensorDict(tensordict()));
+    if (result.kind() != Kind::LazyStack || LazyStackedTensorDict(result).stack_dim() != stack_dim_ ||
+        static_cast<int64_t>(LazyStackedTensorDict(result).tensordicts().size()) != size()) {
+      throw TypeError(name_() + ".apply_tensordict: the function must return a lazy stack of " + std::to_string(size()) +
+                      " members along dim " + std::to_string(stack_dim_) + ", got a " + std::string(result.type_name()) +
+                      " of batch size " + detail::shape_string(result.batch_size()));
+    }
+    const auto& parts = LazyStackedTensorDict(result).tensordicts();
+    std::vector<T> out;
+    out.reserve(members_.size());
+    for (std::size_t i = 0; i < members_.size(); ++i) out.push_back(T::from_tensordict(parts[i], members_[i]));
+    return LazyStackedTensorClass(std::move(out), stack_dim_);
+  }
+  // tensordict's apply: fn on every tensor of every member.
+  template <class Fn>
+  LazyStackedTensorClass apply(Fn&& fn) const {
+    return apply_tensordict([&](const TensorDict& td) { return td.apply(fn); });
+  }
+
   // One object of T: the members stacked densely (T::stack's rules: their
   // fields must agree in shape).
   T contiguous() const { return T::stack(members_, stack_dim_); }

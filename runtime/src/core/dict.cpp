@@ -136,6 +136,7 @@ bool TensorDict::has_names() const { return detail::any_named(names()); }
 int64_t TensorDict::numel() const {
   const auto batch = batch_size();
   if (std::find(batch.begin(), batch.end(), 0) != batch.end()) return 0;
+  detail::require_known_sizes(batch, "numel");
   int64_t n = 1;
   for (auto s : batch) {
     if (__builtin_mul_overflow(n, s, &n)) {

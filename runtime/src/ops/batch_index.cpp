@@ -42,6 +42,32 @@ int64_t consumed_by(const TensorIndex& item) {
   return 0;  // None, Ellipsis, bool
 }
 
+}  // namespace
+
+void detail::require_known_sizes(at::IntArrayRef batch_size, const char* op) {
+  if (std::all_of(batch_size.begin(), batch_size.end(), [](int64_t s) { return s >= 0; })) return;
+  throw RuntimeError(fmt::format(
+      "{}: the batch size {} has dims of unknown size (-1: a lazy stack of tensordicts of different batch sizes); "
+      "index or unbind its stack dim first",
+      op, shape_string(batch_size)));
+}
+
+std::vector<TensorIndex> detail::without_ellipsis(at::ArrayRef<TensorIndex> index, int64_t batch_dims) {
+  int64_t consumed = 0;
+  for (const auto& item : index) consumed += consumed_by(item);
+  std::vector<TensorIndex> out;
+  for (const auto& item : index) {
+    if (!item.is_ellipsis()) {
+      out.push_back(item);
+      continue;
+    }
+    for (int64_t d = consumed; d < batch_dims; ++d) out.emplace_back(at::indexing::Slice());
+  }
+  return out;
+}
+
+namespace {
+
 // Python slice semantics with clamping, as at::slice applies them.
 int64_t clamp_bound(int64_t bound, int64_t size) {
   if (bound < 0) bound += size;
@@ -51,6 +77,7 @@ int64_t clamp_bound(int64_t bound, int64_t size) {
 }  // namespace
 
 BatchIndex::BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_size) {
+  detail::require_known_sizes(batch_size, "index");
   const auto batch_dims = static_cast<int64_t>(batch_size.size());
   int64_t consumed = 0;
   int ellipses = 0;

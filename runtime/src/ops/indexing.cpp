@@ -18,8 +18,14 @@ TensorDict TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
   const BatchIndex resolved(index, batch_size());
   auto apply = [&](const at::Tensor& leaf) { return resolved.apply(leaf); };
   detail::PieceMeta meta{resolved.result_batch_size().vec(), detail::any_named(names()) ? resolved.result_names(names()) : Names{}};
+  // A nested lazy stack indexes itself (its members, which may differ in
+  // shape), with the index's Ellipsis spelled out for this batch.
+  auto index_nested = [&](const TensorDict& n) {
+    return std::vector<TensorDict>{n.index(detail::without_ellipsis(index, static_cast<int64_t>(batch_size().size())))};
+  };
+  const detail::NestedOp nested = index_nested;
   return TensorDict(detail::map_leaves(*this, meta, device(), detail::OpKind::Batch, apply, "index",
-                                                detail::ShapeCheck::Planned));
+                                       detail::ShapeCheck::Planned, &nested));
 }
 
 at::Tensor TensorDictImpl::read_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>) const {

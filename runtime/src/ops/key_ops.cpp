@@ -14,6 +14,7 @@
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/lazy.h"
 
 namespace tensordict {
 
@@ -98,13 +99,33 @@ TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
   return out;
 }
 
+namespace {
+// The members of `other` when it is a lazy stack along `lazy`'s stack dim
+// (tensordict pairs the members then, whatever their count); nullopt else.
+std::optional<std::vector<TensorDict>> same_stack_sources(const detail::LazyStackedImpl& lazy, const TensorDict& other) {
+  auto theirs = detail::as_lazy(*other.impl());
+  if (!theirs || theirs->stack_dim() != lazy.stack_dim()) return std::nullopt;
+  return theirs->members();
+}
+}  // namespace
+
 TensorDict& TensorDict::update(const TensorDict& other) {
   // A lazy stack is updated member by member with the other's parts along
   // its stack dim, which needs no stacking of either side.
   if (auto lazy = detail::as_lazy(*impl_)) {
     check_unlocked();
-    const auto parts = detail::parts_for_members(*lazy, other, "update");
-    for (std::size_t i = 0; i < parts.size(); ++i) TensorDict(lazy->members()[i]).update(parts[i]);
+    const auto parts = same_stack_sources(*lazy, other);
+    if (!parts) {
+      const auto cut = detail::parts_for_members(*lazy, other, "update");
+      for (std::size_t i = 0; i < cut.size(); ++i) TensorDict(lazy->members()[i]).update(cut[i]);
+      return *this;
+    }
+    // tensordict leaves out the extra members of a longer source (_lazy.py
+    // _update_entries).
+    if (parts->size() < lazy->members().size()) {
+      throw ValueError("update: cannot update stacked tensordicts with different shapes when update_batch_size=False");
+    }
+    for (std::size_t i = 0; i < lazy->members().size(); ++i) TensorDict(lazy->members()[i]).update((*parts)[i]);
     return *this;
   }
   // Entries are set by their path from this level, so that an error (a
@@ -120,6 +141,16 @@ TensorDict& TensorDict::update(const TensorDict& other) {
         // Nested tensordicts are updated, not replaced.
         if (detail::as_lazy(*mine->impl())) {
           TensorDict(mine->tensordict()).update(value.tensordict());
+        } else if (auto theirs = detail::as_lazy(*value.impl())) {
+          // A dense level updated by a lazy stack becomes a lazy stack of
+          // its slices, updated member by member (tensordict's
+          // _update_entries): the source's members may differ in shape.
+          const int64_t dim = theirs->stack_dim();
+          std::vector<TensorDict> slices;
+          for (auto& slice : mine->tensordict().unbind(dim)) slices.emplace_back(std::move(slice));
+          TensorDict restacked = lazy_stack(slices, dim);
+          restacked.update(value.tensordict());
+          set(full, restacked);
         } else {
           self(self, *value.impl());
         }
@@ -236,9 +267,48 @@ std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& 
   }
   return out;
 }
+
+// update_batch_size from a lazy stack of another number of members along
+// the same dim: fewer members replace the destination's; more update them
+// pairwise, and copies of the extra ones are appended (_lazy.py
+// _update_entries), so members of any shape come in.
+TensorDict& update_lazy_batch_size(TensorDict& self, const detail::LazyStackedImpl& lazy,
+                                   const std::vector<TensorDict>& sources, const TensorDict& other,
+                                   const UpdateOptions& options) {
+  const std::size_t n = lazy.members().size();
+  if (sources.size() > n && options.inplace) {
+    throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
+  }
+  if (sources.size() > n && options.keys_to_update) {
+    throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
+  }
+  const auto missing = missing_from(self, other);
+  if (!missing.empty()) {
+    throw RuntimeError(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
+                                   "missing from the source: {}", fmt::join(missing, ", ")));
+  }
+  auto& members = const_cast<detail::LazyStackedImpl&>(lazy);
+  if (sources.size() < n) {
+    members.reset_members(sources);
+    return self;
+  }
+  for (std::size_t i = 0; i < n; ++i) TensorDict(lazy.members()[i]).update(sources[i], options);
+  std::vector<TensorDict> all = lazy.members();
+  for (std::size_t i = n; i < sources.size(); ++i) all.push_back(sources[i].clone({.recurse = false}));
+  members.reset_members(std::move(all));
+  return self;
+}
 }  // namespace
 
 TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& options) {
+  // A lazy stack updated by a lazy stack of another length along the same
+  // dim, with update_batch_size: tensordict's _lazy.py _update_entries.
+  if (auto lazy = detail::as_lazy(*impl_); lazy && options.update_batch_size) {
+    if (auto sources = same_stack_sources(*lazy, other); sources && sources->size() != lazy->members().size()) {
+      check_unlocked();  // tensordict's lock error comes first
+      return update_lazy_batch_size(*this, *lazy, *sources, other, options);
+    }
+  }
   const auto nb = std::min(batch_dims(), other.batch_dims());
   if (batch_size().slice(0, nb) != other.batch_size().slice(0, nb)) {
     if (!options.update_batch_size) {

@@ -56,6 +56,7 @@ struct Mapper {
   std::vector<std::string> path;  // for messages
   // Where fn reads the batch dim count of the level being walked (when set).
   int64_t* level_dims = nullptr;
+  const NestedOp* nested_op = nullptr;
 
   // Every result must start with its level's batch size: code after this
   // (reshape, index, memmap) slices leaf sizes by the batch dims, so a
@@ -131,7 +132,7 @@ struct Mapper {
       std::vector<std::shared_ptr<DenseImpl>> results;
       if (inside) {  // the member is the source of its own walk
         const std::vector<PieceMeta> same(n, PieceMeta{m.batch_size().vec(), m.names()});
-        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), check, path, level_dims};
+        Mapper walk{same, device, kind, fn, op, m.batch_size().size(), check, path, level_dims, nested_op};
         results = walk.run(m, same);
       } else {
         results = run(m, nested_metas(m));
@@ -201,6 +202,14 @@ struct Mapper {
         const TensorDictImpl& nested = *value.impl();
         if (auto lazy = member_wise(nested)) {
           auto results = run_members(*lazy);
+          for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
+        } else if (nested_op && as_lazy(nested)) {
+          std::vector<TensorDict> results;
+          try {
+            results = (*nested_op)(value.tensordict());
+          } catch (...) {
+            rethrow_for_key(op, NestedKey(path));
+          }
           for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
         } else {
           auto results = run(nested, nested_metas(nested));
@@ -279,17 +288,17 @@ void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const 
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
                                                    std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op,
-                                                   ShapeCheck check) {
-  Mapper mapper{metas, device, kind, fn, op, source.batch_size().size(), check, {}};
+                                                   ShapeCheck check, const NestedOp* nested) {
+  Mapper mapper{metas, device, kind, fn, op, source.batch_size().size(), check, {}, nullptr, nested};
   return mapper.run(source, metas);
 }
 
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
                                       OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                                      ShapeCheck check) {
+                                      ShapeCheck check, const NestedOp* nested) {
   std::vector<PieceMeta> metas{std::move(meta)};
   auto each = [&](const at::Tensor& leaf, at::Tensor* out) { out[0] = fn(leaf); };
-  return map_leaves(source, metas, device, kind, each, op, check).front();
+  return map_leaves(source, metas, device, kind, each, op, check, nested).front();
 }
 
 std::shared_ptr<DenseImpl> map_leaves_by_level(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,

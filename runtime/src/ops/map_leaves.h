@@ -54,14 +54,22 @@ enum class OpKind { Batch, Value, Leafwise, Fold };
 // copy, a device move), which saves the check on the hottest ops.
 enum class ShapeCheck { Results, Planned };
 
+// The op itself run on a nested lazy stack whose stack dim lies inside the
+// source's batch dims, one result per piece: for the ops whose leaf function
+// depends on where the batch dims are (indexing, shape ops, batch-shaped
+// masks and operands). The nested stack then runs it member by member, as
+// tensordict does, so its members may differ in shape. Without one, such a
+// stack is stacked (its members must then agree in shape).
+using NestedOp = c10::function_ref<std::vector<TensorDict>(const TensorDict& nested)>;
+
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,
                                                    std::optional<at::Device> device, OpKind kind, LeafFn fn, const char* op,
-                                                   ShapeCheck check = ShapeCheck::Results);
+                                                   ShapeCheck check = ShapeCheck::Results, const NestedOp* nested = nullptr);
 
 // The single-output case.
 std::shared_ptr<DenseImpl> map_leaves(const TensorDictImpl& source, PieceMeta meta, std::optional<at::Device> device,
                                       OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                                      ShapeCheck check = ShapeCheck::Results);
+                                      ShapeCheck check = ShapeCheck::Results, const NestedOp* nested = nullptr);
 
 // The single-output case for a function that needs the number of batch dims
 // of the level holding each leaf (reductions over each leaf's feature dims).

@@ -25,6 +25,8 @@ struct Pairer {
   const MissingKeys& missing;
   const char* op;
   std::vector<std::string> path;
+  const PairNestedOp* nested_op = nullptr;
+  std::size_t source_dims = 0;
 
   NestedKey here(const std::string& key) {
     path.push_back(key);
@@ -63,6 +65,13 @@ struct Pairer {
   Value nested(const TensorDict& a, const TensorDict& b) {
     auto lazy = as_lazy(*a.impl());
     if (!lazy) return Value(TensorDict(run(*a.impl(), *b.impl())));
+    if (nested_op && static_cast<std::size_t>(lazy->stack_dim()) < source_dims) {
+      try {
+        return Value((*nested_op)(a, b));
+      } catch (...) {
+        rethrow_for_key(op, NestedKey(path));
+      }
+    }
     const auto parts = parts_for_members(*lazy, b, op);
     std::vector<TensorDict> members;
     for (std::size_t i = 0; i < parts.size(); ++i) members.emplace_back(run(*lazy->members()[i].impl(), *parts[i].impl()));
@@ -105,8 +114,8 @@ struct Pairer {
 }  // namespace
 
 std::shared_ptr<DenseImpl> map_pairs(const TensorDictImpl& a, const TensorDictImpl& b, PairFn fn, const MissingKeys& missing,
-                                     const char* op) {
-  Pairer pairer{fn, missing, op, {}};
+                                     const char* op, const PairNestedOp* nested) {
+  Pairer pairer{fn, missing, op, {}, nested, a.batch_size().size()};
   return pairer.run(a, b);
 }
 

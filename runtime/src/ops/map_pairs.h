@@ -13,8 +13,15 @@ namespace tensordict::detail {
 
 using PairFn = c10::function_ref<at::Tensor(const at::Tensor& a, const at::Tensor& b)>;
 
+// The op itself on a nested lazy stack of `a` whose stack dim lies inside
+// a's batch dims and its partner in `b`: for ops whose pair function depends
+// on where the batch dims are (where's batch-shaped condition); the nested
+// stack runs it member by member. Without one, such a stack is paired member
+// by member with fn.
+using PairNestedOp = c10::function_ref<TensorDict(const TensorDict& a, const TensorDict& b)>;
+
 std::shared_ptr<DenseImpl> map_pairs(const TensorDictImpl& a, const TensorDictImpl& b, PairFn fn, const MissingKeys& missing,
-                                     const char* op);
+                                     const char* op, const PairNestedOp* nested = nullptr);
 
 // In place: a's leaves are updated by fn(a_leaf, b_leaf) (fn writes into
 // a_leaf), with map_pairs' pairing rules.

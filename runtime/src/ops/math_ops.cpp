@@ -36,9 +36,16 @@ TensorDict wrap(std::shared_ptr<TensorDictImpl> impl) { return TensorDict(Tensor
 // Pointwise by default (OpKind::Leafwise); ops whose fn depends on where the
 // batch dims are (softmax over a batch dim, a batch-shaped mask or operand)
 // pass OpKind::Value.
+// `nested`: the op on a nested lazy stack inside the batch (map_leaves).
 TensorDict unary(const TensorDict& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                 OpKind kind = OpKind::Leafwise) {
-  return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op));
+                 OpKind kind = OpKind::Leafwise, const detail::NestedOp* nested = nullptr) {
+  // tensordict runs ops on a lazy stack member by member (_lazy.py
+  // _fast_apply): members of different shapes work, the result stays lazy.
+  if (auto lazy = detail::as_lazy(*td.impl()); lazy && kind == OpKind::Leafwise) {
+    return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t) { return unary(m, fn, op, kind); }));
+  }
+  return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op,
+                                 detail::ShapeCheck::Results, nested));
 }
 
 // A tensor operand with dims is shaped like the batch (tensordict's
@@ -62,22 +69,94 @@ std::vector<int64_t> operand_batch(const TensorDict& td, const at::Tensor& t, co
   return out;
 }
 
-// A batch-shaped tensor made broadcastable against `leaf` (trailing 1s).
+// A batch-shaped tensor's part for member `i` of a lazy stack along `dim`:
+// its element at the stack dim (a dim of size 1 broadcasts), or the tensor
+// itself when its dims stop before the stack dim.
+at::Tensor member_slice(const at::Tensor& t, int64_t dim, std::size_t i) {
+  if (t.dim() <= dim) return t;
+  return t.select(dim, t.size(dim) == 1 ? 0 : static_cast<int64_t>(i));
+}
 
-// `pointwise`: fn itself ignores the batch layout (where's batch-shaped
-// condition does not); with a scalar operand the op is then leafwise.
-TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
-                  bool pointwise = true) {
-  if (const TensorDict* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
-  const at::Tensor t = other.tensor();
-  if (t.dim() == 0 || !pointwise) {
-    const OpKind kind = pointwise ? OpKind::Leafwise : OpKind::Value;
-    return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op, kind);
+// `other` cut into one operand per member of `lazy` (`td`'s storage): a
+// tensordict along the stack dim (parts_for_members), a tensor with dims
+// (shaped like the batch, which it must not broadcast) at the stack dim, a
+// scalar for every member.
+std::vector<Operand> member_operands(const TensorDict& td, const detail::LazyStackedImpl& lazy, const Operand& other,
+                                     const char* op) {
+  std::vector<Operand> out;
+  if (const TensorDict* o = other.tensordict()) {
+    for (auto& part : detail::parts_for_members(lazy, *o, op)) out.emplace_back(std::move(part));
+    return out;
   }
-  const std::vector<int64_t> batch = operand_batch(td, t, op);
-  const TensorDict source = batch == td.batch_size() ? td : td.expand(batch);
-  const at::Tensor shaped = t.expand(batch);  // once, not per leaf
-  return unary(source, [&](const at::Tensor& leaf) { return fn(leaf, detail::align_to_leaf(shaped, leaf)); }, op, OpKind::Value);
+  const at::Tensor t = other.tensor();
+  if (t.dim() == 0) return std::vector<Operand>(lazy.members().size(), other);
+  const at::Tensor shaped = t.expand(td.batch_size());
+  for (std::size_t i = 0; i < lazy.members().size(); ++i) out.emplace_back(member_slice(shaped, lazy.stack_dim(), i));
+  return out;
+}
+
+// A tensor operand with dims that would broadcast the batch size to more:
+// an in-place op cannot.
+void check_inplace_operand(const TensorDict& td, const Operand& other, const char* op) {
+  if (other.tensordict()) return;
+  const at::Tensor t = other.tensor();
+  if (t.dim() > 0 && operand_batch(td, t, op) != td.batch_size()) {
+    throw ValueError(fmt::format(
+        "{}: a tensor operand of shape {} would broadcast the batch size {} to {}, which "
+        "an in-place op cannot",
+        op, shape_string(t.sizes()), shape_string(td.batch_size()), shape_string(operand_batch(td, t, op))));
+  }
+}
+
+// An in-place op on a lazy stack writes into its members, each with its
+// operand (tensordict's _fast_apply in place): false for another kind.
+bool inplace_on_members(const TensorDict& td, const Operand& other, const char* op,
+                        c10::function_ref<void(TensorDict&, const Operand&)> fn) {
+  auto lazy = detail::as_lazy(*td.impl());
+  if (!lazy) return false;
+  check_inplace_operand(td, other, op);
+  const auto operands = member_operands(td, *lazy, other, op);
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    TensorDict member = lazy->members()[i];
+    fn(member, operands[i]);
+  }
+  return true;
+}
+bool inplace_on_members(const TensorDict& td, c10::function_ref<void(TensorDict&)> fn) {
+  auto lazy = detail::as_lazy(*td.impl());
+  if (!lazy) return false;
+  for (TensorDict member : lazy->members()) fn(member);
+  return true;
+}
+
+// fn pointwise over td's leaves and the operand's (a tensor operand is shaped
+// like the batch, a scalar is leafwise).
+TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op) {
+  const TensorDict* o = other.tensordict();
+  const at::Tensor t = o ? at::Tensor() : other.tensor();
+  if (!o && t.dim() > 0) {
+    const std::vector<int64_t> batch = operand_batch(td, t, op);
+    if (batch != td.batch_size()) return binary(td.expand(batch), other, fn, missing, op);
+  }
+  // A lazy stack: member by member, each with its part of the operand.
+  if (auto lazy = detail::as_lazy(*td.impl())) {
+    const auto operands = member_operands(td, *lazy, other, op);
+    return TensorDict(
+        lazy->map_members([&](const TensorDict& m, std::size_t i) { return binary(m, operands[i], fn, missing, op); }));
+  }
+  if (o) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
+  if (t.dim() == 0) return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op);
+  const at::Tensor shaped = t.expand(td.batch_size());  // once, not per leaf
+  // A nested lazy stack inside the batch meets the operand over its own
+  // batch (trailing dims of size 1 for the dims past td's).
+  auto nested_binary = [&](const TensorDict& n) {
+    std::vector<int64_t> sizes = shaped.sizes().vec();
+    sizes.resize(static_cast<std::size_t>(n.batch_dims()), 1);
+    return std::vector<TensorDict>{binary(n, shaped.reshape(sizes), fn, missing, op)};
+  };
+  const detail::NestedOp nested = nested_binary;
+  return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, detail::align_to_leaf(shaped, leaf)); }, op, OpKind::Value,
+               &nested);
 }
 
 void binary_(TensorDict& td, const Operand& other, c10::function_ref<void(at::Tensor&, const at::Tensor&)> fn,
@@ -86,13 +165,8 @@ void binary_(TensorDict& td, const Operand& other, c10::function_ref<void(at::Te
     detail::update_pairs(*td.impl(), *o->impl(), fn, missing, op);
     return;
   }
+  check_inplace_operand(td, other, op);
   const at::Tensor t = other.tensor();
-  if (t.dim() > 0 && operand_batch(td, t, op) != td.batch_size()) {
-    throw ValueError(fmt::format(
-        "{}: a tensor operand of shape {} would broadcast the batch size {} to {}, which "
-        "an in-place op cannot",
-        op, shape_string(t.sizes()), shape_string(td.batch_size()), shape_string(operand_batch(td, t, op))));
-  }
   const at::Tensor shaped = t.dim() == 0 ? t : t.expand(td.batch_size());
   detail::for_each_tensor(*td.impl(), [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
@@ -191,6 +265,7 @@ TensorDict TensorDict::named_apply(const NamedTensorFn& fn) const {
 }
 
 TensorDict& TensorDict::apply_(const TensorFn& fn) {
+  if (inplace_on_members(*this, [&](TensorDict& m) { m.apply_(fn); })) return *this;
   if (!detail::writes_through(*impl_)) return update_(apply(fn));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& leaf) {
     at::Tensor target = leaf;
@@ -213,6 +288,7 @@ TensorDict TensorDict::softmax(int64_t dim, std::optional<at::ScalarType> dtype)
     return unary(*this, [](const at::Tensor& t) { return t.name(); }, #name);                               \
   }                                                                                                         \
   TensorDict& TensorDict::name##_() {                                                               \
+    if (inplace_on_members(*this, [](TensorDict& m) { m.name##_(); })) return *this;                        \
     if (!detail::writes_through(*impl_)) return update_(name());                                            \
     detail::for_each_tensor(*impl_, [](const at::Tensor& t) { t.name##_(); }, #name "_");                   \
     return *this;                                                                                           \
@@ -234,6 +310,9 @@ TENSORDICT_PREDICATES(TENSORDICT_DEFINE_PREDICATE)
     return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name); \
   }                                                                                                                  \
   TensorDict& TensorDict::name##_(const Operand& other, MissingKeys missing) {                               \
+    if (inplace_on_members(*this, other, #name "_",                                                                  \
+                           [&](TensorDict& m, const Operand& part) { m.name##_(part, missing); }))                   \
+      return *this;                                                                                                  \
     if (!detail::writes_through(*impl_)) return update_(name(other, missing));                                       \
     binary_(*this, other, [](at::Tensor& a, const at::Tensor& b) { inplace_body; }, missing, #name "_");              \
     return *this;                                                                                                    \
@@ -252,6 +331,9 @@ TensorDict TensorDict::add(const Operand& other, const at::Scalar& alpha, Missin
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::add(a, b, alpha); }, missing, "add");
 }
 TensorDict& TensorDict::add_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
+  if (inplace_on_members(*this, other, "add_", [&](TensorDict& m, const Operand& part) { m.add_(part, alpha, missing); })) {
+    return *this;
+  }
   if (!detail::writes_through(*impl_)) return update_(add(other, alpha, missing));
   binary_(*this, other, [&](at::Tensor& a, const at::Tensor& b) { a.add_(b, alpha); }, missing, "add_");
   return *this;
@@ -260,6 +342,9 @@ TensorDict TensorDict::sub(const Operand& other, const at::Scalar& alpha, Missin
   return binary(*this, other, [&](const at::Tensor& a, const at::Tensor& b) { return at::sub(a, b, alpha); }, missing, "sub");
 }
 TensorDict& TensorDict::sub_(const Operand& other, const at::Scalar& alpha, MissingKeys missing) {
+  if (inplace_on_members(*this, other, "sub_", [&](TensorDict& m, const Operand& part) { m.sub_(part, alpha, missing); })) {
+    return *this;
+  }
   if (!detail::writes_through(*impl_)) return update_(sub(other, alpha, missing));
   binary_(*this, other, [&](at::Tensor& a, const at::Tensor& b) { a.sub_(b, alpha); }, missing, "sub_");
   return *this;
@@ -269,6 +354,7 @@ TensorDict TensorDict::clamp(const std::optional<at::Scalar>& min, const std::op
   return unary(*this, [&](const at::Tensor& t) { return at::clamp(t, to_c10(min), to_c10(max)); }, "clamp");
 }
 TensorDict& TensorDict::clamp_(const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  if (inplace_on_members(*this, [&](TensorDict& m) { m.clamp_(min, max); })) return *this;
   if (!detail::writes_through(*impl_)) return update_(clamp(min, max));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.clamp_(to_c10(min), to_c10(max)); }, "clamp_");
   return *this;
@@ -279,6 +365,7 @@ TensorDict TensorDict::lerp(const Operand& end, const at::Scalar& weight) const 
                 "lerp");
 }
 TensorDict& TensorDict::lerp_(const Operand& end, const at::Scalar& weight) {
+  if (inplace_on_members(*this, end, "lerp_", [&](TensorDict& m, const Operand& part) { m.lerp_(part, weight); })) return *this;
   if (!detail::writes_through(*impl_)) return update_(lerp(end, weight));
   binary_(*this, end, [&](at::Tensor& a, const at::Tensor& b) { a.lerp_(b, weight); }, MissingKeys::error(), "lerp_");
   return *this;
@@ -308,12 +395,14 @@ TensorDict& TensorDict::addcdiv_(const Operand& t1, const Operand& t2, const at:
 }
 
 TensorDict& TensorDict::zero_() {
+  if (inplace_on_members(*this, [](TensorDict& m) { m.zero_(); })) return *this;
   if (!detail::writes_through(*impl_)) return update_(apply([](const at::Tensor& t) { return at::zeros_like(t); }));
   detail::for_each_tensor(*impl_, [](const at::Tensor& t) { t.zero_(); }, "zero_");
   return *this;
 }
 
 TensorDict& TensorDict::fill_(const at::Scalar& value) {
+  if (inplace_on_members(*this, [&](TensorDict& m) { m.fill_(value); })) return *this;
   if (!detail::writes_through(*impl_)) return update_(apply([&](const at::Tensor& t) { return at::full_like(t, value); }));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.fill_(value); }, "fill_");
   return *this;
@@ -445,23 +534,53 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
     return out;
   }
   const at::Tensor c = condition.tensor();
+  // A lazy stack: each member with its part of the batch-shaped condition
+  // and of a tensordict operand.
+  if (auto lazy = detail::as_lazy(*impl_)) {
+    const auto others = other.tensordict() ? member_operands(*this, *lazy, other, "where")
+                                           : std::vector<Operand>(lazy->members().size(), other);
+    return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t i) {
+      return m.where(member_slice(c, lazy->stack_dim(), i), others[i], missing);
+    }));
+  }
   // With a pad, a key of self only reads where(c, self, pad) and one of
   // `other` only where(c, pad, other): tensordict's where(~c, other, pad).
   auto select = [&](const at::Tensor& a, const at::Tensor& b) { return at::where(detail::align_to_leaf(c, a), a, b); };
-  // A condition over the whole batch meets whole leaves: nested lazy stacks
-  // are stacked first (the result is dense anyway).
-  if (other.tensordict() && c.dim() > 0 && (holds_nested_lazy(*impl_) || holds_nested_lazy(*other.tensordict()->impl()))) {
-    return binary(to_tensordict(), Operand(other.tensordict()->to_tensordict()), select, missing, "where", false);
+  // A nested lazy stack inside the batch runs where itself, member by member.
+  auto where_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.where(c, other, missing)}; };
+  const detail::NestedOp nested = where_nested;
+  if (const TensorDict* o = other.tensordict()) {
+    auto where_pair = [&](const TensorDict& a, const TensorDict& b) { return a.where(c, b, missing); };
+    const detail::PairNestedOp pair_nested = where_pair;
+    // The condition is shaped like the batch: a lazy stack in `other` alone
+    // meets it whole (stacked).
+    const TensorDict theirs = holds_nested_lazy(*o->impl()) && !holds_nested_lazy(*impl_) ? o->to_tensordict() : *o;
+    return wrap(detail::map_pairs(*impl_, *theirs.impl(), select, missing, "where", &pair_nested));
   }
-  return binary(*this, other, select, missing, "where", /*pointwise=*/false);
+  const at::Tensor t = other.tensor();
+  return unary(*this, [&](const at::Tensor& leaf) { return select(leaf, t); }, "where", OpKind::Value, &nested);
 }
 
 TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
+  auto fill_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.masked_fill(mask, value)}; };
+  const detail::NestedOp nested = fill_nested;
+  // A lazy stack: each member with its part of the batch-shaped mask.
+  if (auto lazy = detail::as_lazy(*impl_)) {
+    return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t i) {
+      return m.masked_fill(member_slice(mask, lazy->stack_dim(), i), value);
+    }));
+  }
   return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(detail::align_to_leaf(mask, t), value); }, "masked_fill",
-               OpKind::Value);
+               OpKind::Value, &nested);
 }
 
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
+  if (auto lazy = detail::as_lazy(*impl_)) {
+    for (std::size_t i = 0; i < lazy->members().size(); ++i) {
+      TensorDict(lazy->members()[i]).masked_fill_(member_slice(mask, lazy->stack_dim(), i), value);
+    }
+    return *this;
+  }
   if (!detail::writes_through(*impl_)) return update_(masked_fill(mask, value));
   detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { t.masked_fill_(detail::align_to_leaf(mask, t), value); }, "masked_fill_");
   return *this;

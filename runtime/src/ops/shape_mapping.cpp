@@ -6,9 +6,10 @@
 namespace tensordict::detail {
 
 TensorDict mapped(const TensorDict& td, std::vector<int64_t> batch, Names names,
-                  c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op, ShapeCheck check) {
+                  c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op, ShapeCheck check,
+                  const NestedOp* nested) {
   TensorDict out(TensorDict(
-      map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), OpKind::Batch, fn, op, check)));
+      map_leaves(*td.impl(), {std::move(batch), std::move(names)}, td.device(), OpKind::Batch, fn, op, check, nested)));
   if (td.is_locked()) out.lock_();
   return out;
 }

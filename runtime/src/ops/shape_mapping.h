@@ -18,9 +18,10 @@ namespace tensordict::detail {
 // The tensordict of fn(leaf) over batch size `batch`; non-tensor stacks move
 // like the batch. A locked source gives a locked result (tensordict's shape
 // ops propagate the lock: the same data seen through another shape).
+// `nested`: the op run on a nested lazy stack inside the batch (map_leaves).
 TensorDict mapped(const TensorDict& td, std::vector<int64_t> batch, Names names,
                   c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                  ShapeCheck check = ShapeCheck::Results);
+                  ShapeCheck check = ShapeCheck::Results, const NestedOp* nested = nullptr);
 
 // One tensordict per batch size in `batches`; fn writes a leaf's pieces.
 std::vector<TensorDict> mapped_pieces(const TensorDict& td, const std::vector<std::vector<int64_t>>& batches,
@@ -42,9 +43,9 @@ inline constexpr ShapeCheck plan_check =
 
 // A shape plan (shape_plan.h) run over every leaf.
 template <class Plan>
-TensorDict mapped(const TensorDict& td, const Plan& plan) {
+TensorDict mapped(const TensorDict& td, const Plan& plan, const NestedOp* nested = nullptr) {
   return mapped(td, std::vector<int64_t>(plan.batch.begin(), plan.batch.end()), plan.names, plan, plan.op,
-                plan_check<Plan>);
+                plan_check<Plan>, nested);
 }
 template <class Plan>
 std::vector<TensorDict> mapped_pieces(const TensorDict& td, const Plan& plan) {

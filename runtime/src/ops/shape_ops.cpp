@@ -17,10 +17,25 @@ using detail::mapped_pieces;
 namespace {
 // The op run part by part where the kind does (a lazy stack keeps its
 // members), else the plan over every leaf.
+// `nested`: the same op on a nested lazy stack inside the batch, whose
+// members may differ in shape (tensordict runs it there member by member).
 template <class Plan>
-TensorDict parts_or_mapped(const TensorDict& td, const Plan& plan, BatchShapeOp::Kind kind, at::IntArrayRef dims) {
+TensorDict parts_or_mapped(const TensorDict& td, const Plan& plan, BatchShapeOp::Kind kind, at::IntArrayRef dims,
+                           const detail::NestedOp* nested = nullptr) {
   if (auto parts = td.impl()->reshape_parts(BatchShapeOp{kind, dims})) return std::move(*parts);
-  return mapped(td, plan);
+  return mapped(td, plan, nested);
+}
+
+// A nested level's batch dims past `td`'s.
+std::vector<int64_t> own_dims(const TensorDict& td, const TensorDict& nested) {
+  return nested.batch_size().slice(static_cast<std::size_t>(td.batch_dims())).vec();
+}
+
+// `order` extended over a nested level's own dims, which stay in place.
+std::vector<int64_t> order_for(at::IntArrayRef order, const TensorDict& td, const TensorDict& nested) {
+  std::vector<int64_t> out = order.vec();
+  for (int64_t d = td.batch_dims(); d < nested.batch_dims(); ++d) out.push_back(d);
+  return out;
 }
 
 shape::BatchDims identity_order(int64_t n) {
@@ -42,14 +57,18 @@ TensorDict TensorDict::view(at::IntArrayRef shape) const {
 
 TensorDict TensorDict::permute(at::IntArrayRef dims) const {
   const shape::Permute plan(batch_size(), names(), dims);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order());
+  auto permute_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.permute(order_for(plan.order(), *this, n))}; };
+  const detail::NestedOp nested = permute_nested;
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order(), &nested);
 }
 
 TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   const shape::Transpose plan(batch_size(), names(), dim0, dim1);
   auto order = identity_order(batch_dims());
   std::swap(order[plan.dim0()], order[plan.dim1()]);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order);
+  auto transpose_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.permute(order_for(order, *this, n))}; };
+  const detail::NestedOp nested = transpose_nested;
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order, &nested);
 }
 
 TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
@@ -67,12 +86,21 @@ TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
   const shape::Unsqueeze plan(batch_size(), names(), dim);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()});
+  auto unsqueeze_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.unsqueeze(plan.dim())}; };
+  const detail::NestedOp nested = unsqueeze_nested;
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()}, &nested);
 }
 
 TensorDict TensorDict::expand(at::IntArrayRef shape) const {
   const shape::Expand plan(batch_size(), names(), shape);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, plan.batch);
+  auto expand_nested = [&](const TensorDict& n) {
+    std::vector<int64_t> to(plan.batch.begin(), plan.batch.end());
+    const auto own = own_dims(*this, n);
+    to.insert(to.end(), own.begin(), own.end());
+    return std::vector<TensorDict>{n.expand(to)};
+  };
+  const detail::NestedOp nested = expand_nested;
+  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, plan.batch, &nested);
 }
 
 TensorDict TensorDict::broadcast_to(at::IntArrayRef shape) const {

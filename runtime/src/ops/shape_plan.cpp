@@ -59,6 +59,7 @@ int64_t ndim(at::IntArrayRef batch) { return static_cast<int64_t>(batch.size());
 
 Reshape::Reshape(at::IntArrayRef batch, at::IntArrayRef shape, Mode mode)
     : Planned{{}, {}, mode == Mode::View ? "view" : "reshape"}, source_dims_(ndim(batch)), mode_(mode) {
+  detail::require_known_sizes(batch, op);
   this->batch = infer_shape(shape, numel_of(batch), batch, op);
 }
 
@@ -131,6 +132,7 @@ Unsqueeze::Unsqueeze(at::IntArrayRef batch, const Names& names, int64_t dim)
 
 Expand::Expand(at::IntArrayRef batch, const Names& names, at::IntArrayRef shape, Op rule)
     : Planned{dims_of(shape), {}, rule == BroadcastTo ? "broadcast_to" : "expand"}, source_dims_(ndim(batch)) {
+  detail::require_known_sizes(batch, op);
   const bool is_broadcast_to = rule == BroadcastTo;
   const int64_t n = ndim(shape);
   auto fail = [&] {
@@ -159,6 +161,7 @@ at::Tensor Expand::operator()(const at::Tensor& leaf) const {
 
 Flatten::Flatten(at::IntArrayRef batch, const Names& names, int64_t start_dim, int64_t end_dim)
     : Planned{{}, {}, "flatten"}, start_(0), end_(0) {
+  detail::require_known_sizes(batch, op);
   if (batch.empty() && start_dim == 0 && (end_dim == -1 || end_dim == 0)) {
     from_scalar_batch_ = true;
     this->batch = {1};
@@ -182,6 +185,7 @@ at::Tensor Flatten::operator()(const at::Tensor& leaf) const {
 
 Unflatten::Unflatten(at::IntArrayRef batch, const Names& names, int64_t dim, at::IntArrayRef sizes)
     : Planned{{}, {}, "unflatten"}, source_dims_(ndim(batch)) {
+  detail::require_known_sizes(batch, op);
   const int64_t d = wrap_batch_dim(dim, ndim(batch), "unflatten");
   const BatchDims split = infer_shape(sizes, batch[d], batch.slice(d, 1), "unflatten");
   this->batch.assign(batch.begin(), batch.begin() + d);
@@ -211,6 +215,7 @@ Narrow::Narrow(at::IntArrayRef batch, const Names& names, int64_t dim, int64_t s
 
 Unbind::Unbind(at::IntArrayRef batch, const Names& names, int64_t dim)
     : PlannedPieces{{}, {}, "unbind"}, d_(wrap_batch_dim(dim, ndim(batch), "unbind")) {
+  detail::require_known_sizes(batch, op);
   BatchDims piece = dims_of(batch);
   piece.erase(piece.begin() + d_);
   batches.assign(batch[d_], piece);

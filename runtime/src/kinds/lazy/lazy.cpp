@@ -20,10 +20,14 @@ const detail::LazyStackedImpl& lazy_of(const TensorDict& td) {
   return static_cast<const detail::LazyStackedImpl&>(*td.impl());
 }
 
+// (A dim of unknown size, -1, is kept whole only by a slice without a stop:
+// libtorch's default stop, which differs between its versions.)
 bool is_full_slice(const TensorIndex& item, int64_t size) {
   if (!item.is_slice()) return false;
   const auto s = detail::slice_bounds(item.slice());
-  return s.start == 0 && s.stop >= size && s.step == 1;
+  static const int64_t open_stop = detail::slice_bounds(Slice()).stop;
+  const bool to_end = size < 0 ? s.stop >= open_stop : s.stop >= size;
+  return s.start == 0 && to_end && s.step == 1;
 }
 
 // The index as one item per batch dim (Ellipsis expanded, trailing dims full
@@ -139,59 +143,86 @@ void LazyStackedTensorDict::insert(int64_t position, const TensorDict& td) {
 
 namespace detail {
 
-TensorDict LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
+std::optional<LazyStackedImpl::Selection> LazyStackedImpl::select_members(at::ArrayRef<TensorIndex> index) const {
   const int64_t sd = stack_dim_;
   const auto n = static_cast<int64_t>(members_.size());
   const auto dims = per_dim(index, static_cast<int64_t>(batch_size_.size()));
-  if (!dims) return TensorDictImpl::index(index);  // not expressible per member: the dense result
-  // Validates the index and its batch size the usual way.
-  const BatchIndex resolved(index, batch_size_);
+  if (!dims) return std::nullopt;
+  // Validates the index the usual way (ranges, masks' shapes); members of
+  // different batch sizes validate their own part.
+  if (member_batch_known()) (void)BatchIndex(index, batch_size_);
 
+  Selection out;
   const TensorIndex& along = (*dims)[sd];
-  std::vector<TensorIndex> others(dims->begin(), dims->end());
-  others.erase(others.begin() + sd);
-  const bool others_trivial = std::all_of(others.begin(), others.end(), [&](const TensorIndex& i) {
-    const auto d = &i - others.data();
-    return is_full_slice(i, member_batch_[d]);
-  });
+  out.others.assign(dims->begin(), dims->end());
+  out.others.erase(out.others.begin() + sd);
+  out.others_trivial = true;
+  for (std::size_t d = 0; d < out.others.size(); ++d) out.others_trivial = out.others_trivial && is_full_slice(out.others[d], member_batch_[d]);
 
-  // The members selected along the stack dim.
-  std::vector<int64_t> chosen;
-  bool single = false;
   if (along.is_integer()) {
     int64_t i = detail::index_integer(along);
-    chosen.push_back(i < 0 ? i + n : i);
-    single = true;
+    out.chosen.push_back(i < 0 ? i + n : i);
+    out.single = true;
   } else if (along.is_slice()) {
     const at::Tensor ids = at::arange(n).index({along});
-    for (int64_t k = 0; k < ids.numel(); ++k) chosen.push_back(ids[k].item<int64_t>());
+    for (int64_t k = 0; k < ids.numel(); ++k) out.chosen.push_back(ids[k].item<int64_t>());
   } else {
     const at::Tensor t = along.tensor();
     const at::Tensor ids = (t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) ? t.nonzero().view({-1}) : t.to(at::kLong);
     for (int64_t k = 0; k < ids.numel(); ++k) {
       int64_t i = ids[k].item<int64_t>();
-      chosen.push_back(i < 0 ? i + n : i);
+      out.chosen.push_back(i < 0 ? i + n : i);
     }
   }
-  if (chosen.empty()) return TensorDictImpl::index(index);  // an empty stack has no members to stack
-
   // The stack dim's place in the result: the dims before it that survive.
-  int64_t new_sd = 0;
-  for (int64_t d = 0; d < sd; ++d) new_sd += others[d].is_integer() ? 0 : 1;
+  for (int64_t d = 0; d < sd; ++d) out.result_stack_dim += out.others[d].is_integer() ? 0 : 1;
+  return out;
+}
+
+TensorDict LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
+  const auto sel = select_members(index);
+  // Not expressible per member, or no member left to stack: the dense result.
+  if (!sel || sel->chosen.empty()) return TensorDictImpl::index(index);
   std::vector<TensorDict> results;
-  for (int64_t i : chosen) {
+  for (int64_t i : sel->chosen) {
     const TensorDict& m = members_[i];
-    results.push_back(others_trivial ? m : m.index(others));
+    results.push_back(sel->others_trivial ? m : m.index(sel->others));
   }
-  if (single) return results.front();
-  (void)resolved;
-  return TensorDict(restack(std::move(results), new_sd));
+  if (sel->single) return results.front();
+  return TensorDict(restack(std::move(results), sel->result_stack_dim));
+}
+
+void LazyStackedImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                                const at::Tensor& value) {
+  // An Ellipsis followed by items means other dims to a level with more
+  // batch dims than the caller's: stacked, as written.
+  const auto ellipsis = std::find_if(index.begin(), index.end(), [](const TensorIndex& i) { return i.is_ellipsis(); });
+  const auto sel = ellipsis == index.end() || ellipsis + 1 == index.end() ? select_members(index) : std::nullopt;
+  if (!sel) return TensorDictImpl::assign_at(key, resolved, index, value);
+  // tensordict writes into the members the index selects, each its part of
+  // the value, so members of different shapes take values of their shapes.
+  const auto result_dims = static_cast<int64_t>(BatchIndex(index, batch_size_).result_batch_size().size());
+  for (std::size_t k = 0; k < sel->chosen.size(); ++k) {
+    const TensorDict& m = members_[sel->chosen[k]];
+    at::Tensor part = value;
+    if (!sel->single) {
+      // The value broadcasts from the right: its dims before the stack dim
+      // of the result, once the member's feature dims are counted.
+      const auto feature_dims = static_cast<int64_t>(m.impl()->tensor_meta(key).shape.size() - member_batch_.size());
+      const int64_t lead = result_dims + feature_dims - value.dim();
+      const int64_t d = sel->result_stack_dim - lead;
+      if (d >= 0) part = value.select(d, value.size(d) == 1 ? 0 : static_cast<int64_t>(k));
+    }
+    m.impl()->assign_at(key, BatchIndex(sel->others, m.batch_size()), sel->others, part);
+  }
 }
 
 std::vector<TensorDict> LazyStackedImpl::unbind(int64_t dim) const {
   const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(batch_size_.size()), "unbind");
   if (d == stack_dim_) return members_;
   if (members_.empty()) return TensorDictImpl::unbind(dim);
+  // Members of different sizes along `d` have no common slices.
+  require_known_sizes({batch_size_[d]}, "unbind");
   // Across the stack dim: each member unbound, the slices stacked lazily.
   std::vector<std::vector<TensorDict>> slices(static_cast<std::size_t>(batch_size_[d]));
   for (const auto& m : members_) {
@@ -205,9 +236,14 @@ std::vector<TensorDict> LazyStackedImpl::unbind(int64_t dim) const {
 }
 
 std::shared_ptr<TensorDictImpl> LazyStackedImpl::map_parts(c10::function_ref<TensorDict(const TensorDict&)> fn) const {
+  return map_members([&](const TensorDict& m, std::size_t) { return fn(m); });
+}
+
+std::shared_ptr<LazyStackedImpl> LazyStackedImpl::map_members(
+    c10::function_ref<TensorDict(const TensorDict&, std::size_t)> fn) const {
   std::vector<TensorDict> out;
   out.reserve(members_.size());
-  for (const auto& m : members_) out.push_back(fn(m));
+  for (std::size_t i = 0; i < members_.size(); ++i) out.push_back(fn(members_[i], i));
   return restack(std::move(out), stack_dim_);
 }
 

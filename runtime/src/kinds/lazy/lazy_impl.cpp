@@ -23,14 +23,24 @@ LazyStackedImpl::LazyStackedImpl(std::vector<TensorDict> members, int64_t stack_
     throw RuntimeError(fmt::format("LazyStackedTensorDict: batch_size {} differs from the members' batch size {}",
                                          shape_string(*member_batch), shape_string(member_batch_)));
   }
+  // Members of different batch sizes are stacked, the dims where they
+  // differ read -1 (tensordict 0.15); they need as many batch dims.
   for (std::size_t i = 1; i < members_.size(); ++i) {
-    if (members_[i].batch_size() != member_batch_) {
-      throw RuntimeError(fmt::format("lazy_stack: tensordict {} has batch size {} but tensordict 0 has {}; the members of a lazy stack share a batch size",
-                                           i, shape_string(members_[i].batch_size()), shape_string(member_batch_)));
+    const auto batch = members_[i].batch_size();
+    if (batch.size() != member_batch_.size()) {
+      throw RuntimeError(fmt::format("lazy_stack: tensordict {} has batch size {} but tensordict 0 has {}; the members of a lazy stack have as many batch dims",
+                                     i, shape_string(batch), shape_string(members_.front().batch_size())));
+    }
+    for (std::size_t d = 0; d < batch.size(); ++d) {
+      if (batch[d] != member_batch_[d]) member_batch_[d] = -1;
     }
   }
   stack_dim_ = wrap_batch_dim(stack_dim, static_cast<int64_t>(member_batch_.size()), "lazy_stack", 1);
   refresh_meta();
+}
+
+bool LazyStackedImpl::member_batch_known() const {
+  return std::all_of(member_batch_.begin(), member_batch_.end(), [](int64_t s) { return s >= 0; });
 }
 
 void LazyStackedImpl::refresh_meta() {
@@ -61,7 +71,12 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDict& td) {
       throw ValueError(fmt::format("Devices differ: stack has device={}, new value has device={}",
                                    name(members_.front().device()), name(td.device())));
     }
-    if (td.batch_size() != member_batch_) {
+    // A stack of members of different batch sizes takes any size at its
+    // dims of unknown size (-1).
+    const auto batch = td.batch_size();
+    bool fits = batch.size() == member_batch_.size();
+    for (std::size_t d = 0; fits && d < batch.size(); ++d) fits = member_batch_[d] < 0 || member_batch_[d] == batch[d];
+    if (!fits) {
       throw ValueError(
           fmt::format("Batch sizes in tensordicts differs: stack has batch_size={}, new_value has batch_size={}",
                       shape_string(member_batch_), shape_string(td.batch_size())));
@@ -74,6 +89,14 @@ void LazyStackedImpl::add_member(int64_t position, const TensorDict& td) {
   }
   if (position < 0) position += n + 1;
   members_.insert(members_.begin() + position, td);
+  refresh_meta();
+}
+
+void LazyStackedImpl::reset_members(std::vector<TensorDict> members) {
+  // Checked the way the constructor checks them, before anything changes.
+  const LazyStackedImpl checked(members, stack_dim_, stack_dim_name_);
+  members_ = std::move(members);
+  member_batch_ = checked.member_batch_;
   refresh_meta();
 }
 

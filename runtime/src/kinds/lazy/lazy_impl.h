@@ -46,11 +46,30 @@ class LazyStackedImpl final : public TensorDictImpl {
   // Along the stack dim: the selected members (an int: the member itself);
   // across other dims: each member indexed, still stacked lazily.
   TensorDict index(at::ArrayRef<TensorIndex> index) const override;
+  // Writes into the members the index selects, each its part of `value`.
+  void assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
+                 const at::Tensor& value) override;
+  // What an index does to the members: those it selects along the stack dim
+  // (`single`: an int, which removes the dim), the index of the other dims
+  // (full slices: `others_trivial`) and where the stack dim lands.
+  struct Selection {
+    std::vector<int64_t> chosen;
+    bool single = false;
+    std::vector<TensorIndex> others;
+    bool others_trivial = true;
+    int64_t result_stack_dim = 0;
+  };
+  // nullopt when the index has items a per-dim split cannot express.
+  std::optional<Selection> select_members(at::ArrayRef<TensorIndex> index) const;
   // Along the stack dim: the members themselves; across it, lazy stacks of
   // the members' slices.
   std::vector<TensorDict> unbind(int64_t dim) const override;
   // clone, to, apply, detach: member by member, the result a lazy stack.
   std::shared_ptr<TensorDictImpl> map_parts(c10::function_ref<TensorDict(const TensorDict&)> fn) const override;
+  // fn(member i, i) for every member, stacked lazily along this stack's dim
+  // (with its name): the ops tensordict runs member by member (_lazy.py
+  // _fast_apply), whose members may differ in shape.
+  std::shared_ptr<LazyStackedImpl> map_members(c10::function_ref<TensorDict(const TensorDict&, std::size_t)> fn) const;
   // permute, squeeze, unsqueeze: member by member; expand: the members
   // expanded, stacked densely where they allow (tensordict's rules).
   std::optional<TensorDict> reshape_parts(const BatchShapeOp& op) const override;
@@ -66,8 +85,14 @@ class LazyStackedImpl final : public TensorDictImpl {
   const std::vector<TensorDict>& members() const { return members_; }
   int64_t stack_dim() const { return stack_dim_; }
   const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
+  // The members' batch size, -1 at the dims where they differ.
   const std::vector<int64_t>& member_batch() const { return member_batch_; }
+  // Whether the members share their batch size (no -1 in it).
+  bool member_batch_known() const;
   void add_member(int64_t position, const TensorDict& td);
+  // Replaces the members (update with update_batch_size); they must share a
+  // batch size, which becomes the stack's.
+  void reset_members(std::vector<TensorDict> members);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
 
