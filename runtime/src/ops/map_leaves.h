@@ -118,6 +118,16 @@ void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
 NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
                                  c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join);
 
+// The elements of `items` (non-tensor data over `batch`) as ids into one
+// pool of their distinct values: equal values get equal ids whichever item
+// holds them, so that comparing ids compares values and picking ids picks
+// values (NonTensorData::from_ids(pool, picked)).
+struct SharedValueIds {
+  std::shared_ptr<const std::vector<Json>> pool;
+  std::vector<at::Tensor> ids;  // int64, `batch` shaped, one per item
+};
+SharedValueIds shared_value_ids(const std::vector<NonTensorData>& items, at::IntArrayRef batch);
+
 // Rethrows the exception in flight naming `op` and `key` (libtorch's message
 // without its backtrace): libtorch's IndexError, ValueError and TypeError as
 // ours, anything else as RuntimeError. Call from a catch block.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "core/format.h"
@@ -67,8 +68,8 @@ std::vector<int64_t> operand_batch(const TensorDict& td, const at::Tensor& t, co
 // `pointwise`: fn itself ignores the batch layout (where's batch-shaped
 // condition does not); with a scalar operand the op is then leafwise.
 TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
-                  bool pointwise = true) {
-  if (const TensorDict* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
+                  bool pointwise = true, detail::NonTensorPairs non_tensor = detail::NonTensorPairs::Carry) {
+  if (const TensorDict* o = other.tensordict()) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op, non_tensor));
   const at::Tensor t = other.tensor();
   if (t.dim() == 0 || !pointwise) {
     const OpKind kind = pointwise ? OpKind::Leafwise : OpKind::Value;
@@ -331,9 +332,15 @@ TensorDict& TensorDict::fill_(const NestedKey& key, const at::Scalar& value) {
 
 // ---- comparisons ----------------------------------------------------------------
 
+// == and != compare non-tensor entries element-wise (tensordict); the
+// orderings carry them, as arithmetic does.
+constexpr detail::NonTensorPairs non_tensor_pairs_of(std::string_view op) {
+  return op == "eq" || op == "ne" ? detail::NonTensorPairs::Compare : detail::NonTensorPairs::Carry;
+}
 #define TENSORDICT_DEFINE_COMPARISON(name)                                                                         \
   TensorDict TensorDict::name(const Operand& other, MissingKeys missing) const {                               \
-    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name); \
+    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name, \
+                  true, non_tensor_pairs_of(#name));                                                                \
   }
 TENSORDICT_COMPARISONS(TENSORDICT_DEFINE_COMPARISON)
 #undef TENSORDICT_DEFINE_COMPARISON
@@ -410,8 +417,8 @@ bool TensorDict::allclose(const TensorDict& other, const AllcloseOptions& option
   const auto rtol = options.rtol;
   const auto atol = options.atol;
   const auto equal_nan = options.equal_nan;
-  auto mine = keys({.include_nested = true, .leaves_only = true});
-  auto theirs = other.keys({.include_nested = true, .leaves_only = true});
+  auto mine = keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
+  auto theirs = other.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
   std::sort(mine.begin(), mine.end());
   std::sort(theirs.begin(), theirs.end());
   if (mine != theirs) return false;
@@ -451,9 +458,11 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
   // A condition over the whole batch meets whole leaves: nested lazy stacks
   // are stacked first (the result is dense anyway).
   if (other.tensordict() && c.dim() > 0 && (holds_nested_lazy(*impl_) || holds_nested_lazy(*other.tensordict()->impl()))) {
-    return binary(to_tensordict(), Operand(other.tensordict()->to_tensordict()), select, missing, "where", false);
+    return binary(to_tensordict(), Operand(other.tensordict()->to_tensordict()), select, missing, "where", false,
+                  detail::NonTensorPairs::Select);
   }
-  return binary(*this, other, select, missing, "where", /*pointwise=*/false);
+  // Non-tensor entries are picked element by element, as tensors are.
+  return binary(*this, other, select, missing, "where", /*pointwise=*/false, detail::NonTensorPairs::Select);
 }
 
 TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
