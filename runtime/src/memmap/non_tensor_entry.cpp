@@ -15,7 +15,7 @@ void write_non_tensor_entry(const TensorDictImpl& level, const NestedKey& key, c
         "cannot write at an index of key {}: a memory-mapped tensordict shares its one value {} there, and the write "
         "would make it {} (tensordict: \"You're attempting to update a leaf in-place with a shared tensordict, but the "
         "new value does not match the previous\"); store a NonTensorStack there before memmap to write per element",
-        key.repr(), python_repr(before.data()), python_repr(after.data())));
+        key.repr(), tensordict::python_repr(before.data()), tensordict::python_repr(after.data())));
   }
   const std::string& dir = *level.memmap_dir();
   if (dir.empty()) return;  // anonymous shared memory: no file

@@ -155,14 +155,19 @@ void TensorDict::put_non_tensor_at(const NestedKey& key, const BatchIndex& resol
     throw ValueError(fmt::format("{} failed for key {}: the tensordict holds {} there and the value non-tensor data", op,
                                  key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
   }
-  NonTensorData written = detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, value.non_tensor());
-  // A memory-mapped level keeps its files in step (or refuses).
-  if (parent.impl_->memmap_dir()) {
-    detail::memmap::write_non_tensor_entry(*parent.impl_, key, current.non_tensor(), written);
-  }
   // Like indexed tensor writes, allowed on a locked tensordict.
-  parent.impl_->insert(key.back(), std::move(written));
+  detail::put_non_tensor_entry(*parent.impl_, key, current.non_tensor(), parent.batch_size(), resolved, value.non_tensor());
 }
+
+namespace detail {
+void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
+                          const BatchIndex& index, const NonTensorData& value) {
+  NonTensorData written = put_non_tensor(current, batch, index, value);
+  // A memory-mapped level keeps its files in step (or refuses).
+  if (level.memmap_dir()) memmap::write_non_tensor_entry(level, key, current, written);
+  level.insert(key.back(), std::move(written));
+}
+}  // namespace detail
 
 TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                                            const std::optional<std::vector<NestedKey>>& keys_to_update) {

@@ -108,6 +108,12 @@ void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& 
 NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,
                              const NonTensorData& value);
 
+// put_non_tensor into the entry `key.back()` of `level` (of batch size
+// `batch`), which holds `current`; a memory-mapped level's files follow
+// (memmap::write_non_tensor_entry). `key`: the path, for errors.
+void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
+                          const BatchIndex& index, const NonTensorData& value);
+
 // Replaces the entry at an existing key path without validating it (for ops
 // that rewrite leaves they just derived, whose shapes they control).
 void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
