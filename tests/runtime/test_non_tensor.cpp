@@ -121,9 +121,9 @@ TEST_CASE("a different string written at an index makes the entry a stack",
 TEST_CASE("a new non-tensor key written at an index: one value fills the batch, a stack leaves None",
           "[ports:test_nontensor.py::TestNonTensorData::test_assign_non_tensor]") {
   TensorDict data({}, {1, 10});
-  data.index_put_({0, 0}, TensorDict({{"a", at::tensor(0)}, {"b", NonTensorData("a string!")}}, {}));
+  data.index_put_({0, 0}, TensorDict({{"a", at::zeros({})}, {"b", NonTensorData("a string!")}}, {}));
   CHECK(data.get_non_tensor("b") == "a string!");
-  data.index_put_({0, 1}, TensorDict({{"a", at::tensor(0)}, {"b", NonTensorData("another string!")}}, {}));
+  data.index_put_({0, 1}, TensorDict({{"a", at::zeros({})}, {"b", NonTensorData("another string!")}}, {}));
   Json expected = Json::array({Json::array()});
   expected[0].push_back("a string!");
   expected[0].push_back("another string!");
@@ -131,7 +131,7 @@ TEST_CASE("a new non-tensor key written at an index: one value fills the batch, 
   CHECK(data.get_non_tensor("b") == expected);
 
   TensorDict data2({}, {1, 10});
-  data2.index_put_({0, 0}, TensorDict({{"a", at::tensor(0)}, {"b", NonTensorData("a string!")}}, {}));
+  data2.index_put_({0, 0}, TensorDict({{"a", at::zeros({})}, {"b", NonTensorData("a string!")}}, {}));
   data2.index_put_({0, Slice(5, at::indexing::None)},
                    TensorDict({{"a", at::zeros({5})}, {"b", NonTensorData("another string!")}}, {5}));
   Json expected2 = Json::array({Json::array()});
@@ -158,13 +158,13 @@ TEST_CASE("== and != compare non-tensor entries element-wise into bool tensors",
   // tensordict 0.15.3: (a == b)["s"] is tensor([True, False, True]).
   const at::Tensor eq = (a == b).get("s");
   CHECK(eq.scalar_type() == at::kBool);
-  CHECK(eq.equal(at::tensor({true, false, true})));
-  CHECK((a != b).get("s").equal(at::tensor({false, true, false})));
+  CHECK(eq.equal(at::tensor({1, 0, 1}).to(at::kBool)));
+  CHECK((a != b).get("s").equal(at::tensor({0, 1, 0}).to(at::kBool)));
   CHECK((a == with_string("b")).get("s").equal(at::zeros({3}, at::kBool)));
   CHECK((b == b.clone()).all());
 
   // tensordict's test: equal nested values of every kind compare true.
-  TensorDict nt({{"1", at::tensor(1)},
+  TensorDict nt({{"1", at::ones({})},
                  {"nested", TensorDict({{"int", NonTensorData(3)}, {"bool", NonTensorData(true)}}, {})}},
                 {});
   CHECK((nt == nt).get({"nested", "bool"}).item<bool>());
