@@ -278,3 +278,19 @@ TEST_CASE("an indexed string write into a memory-mapped tensordict reaches its f
   CHECK(one.get_non_tensor("s") == "a");
   CHECK(TensorDict::load_memmap(dir1).get_non_tensor("s") == "a");
 }
+
+TEST_CASE("a consolidated copy of string stacks compares equal element-wise",
+          "[ports:test_nontensor.py::TestNonTensorData::test_stack_consolidate]") {
+  TensorDict first({}, {});
+  first.set_non_tensor("a", "a string");
+  first.set_non_tensor("b", "b string");
+  TensorDict second({}, {});
+  second.set_non_tensor("a", "another string");
+  second.set_non_tensor("b", "bnother string");
+  const TensorDict td = stack({first, second});
+  const TensorDict tdc = td.consolidate();
+  CHECK((tdc == td).all());
+  CHECK((tdc == td).get("a").sizes() == at::IntArrayRef{2});
+  CHECK(tdc.get_non_tensor("a") == Json::parse(R"(["a string","another string"])"));
+  CHECK_FALSE((tdc != td).any());
+}
