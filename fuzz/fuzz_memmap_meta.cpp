@@ -30,7 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr tensordict::KeysOptions kLeaves{.include_nested = true, .leaves_only = true};
+// Non-tensor entries too: a round trip keeps them.
+constexpr tensordict::KeysOptions kLeaves{
+    .include_nested = true, .leaves_only = true, .is_leaf = tensordict::IsLeaf::NonTensor};
 
 bool safe_path(std::string_view p) {
   if (p.empty() || p.size() > 64 || p.front() == '/') return false;

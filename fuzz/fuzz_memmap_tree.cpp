@@ -32,7 +32,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr tensordict::KeysOptions kLeaves{.include_nested = true, .leaves_only = true};
+// Non-tensor entries too: a round trip keeps them.
+constexpr tensordict::KeysOptions kLeaves{
+    .include_nested = true, .leaves_only = true, .is_leaf = tensordict::IsLeaf::NonTensor};
 
 constexpr const char* kOutside = "OUTSIDE!";  // the bytes of the file outside the tree
 

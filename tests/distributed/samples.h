@@ -35,8 +35,9 @@ inline TensorDict sample_template() {
 // Every leaf of `got` equals `expected`'s at the same key (the sorted walk of both).
 inline void check_equal(const tensordict::TensorDict& got, const tensordict::TensorDict& expected,
                         const std::string& what) {
-  const auto keys = expected.keys({.include_nested = true, .leaves_only = true});
-  check(got.keys({.include_nested = true, .leaves_only = true}).size() == keys.size(), what + ": number of leaves");
+  constexpr tensordict::KeysOptions leaves{.include_nested = true, .leaves_only = true, .is_leaf = tensordict::IsLeaf::NonTensor};
+  const auto keys = expected.keys(leaves);
+  check(got.keys(leaves).size() == keys.size(), what + ": number of leaves");
   for (const auto& key : keys) {
     if (expected.get_value(key)->is_non_tensor()) {
       check(got.contains(key) && got.get_non_tensor(key) == expected.get_non_tensor(key), what + ": key " + key.repr());

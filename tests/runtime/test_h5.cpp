@@ -299,3 +299,20 @@ TEST_CASE("h5 modes and bad files give clear errors") {
                                                         std::vector<int64_t>{5})),
                Contains("batch size [5]") && Contains("does not match"));
 }
+
+TEST_CASE("a string written at an index of an h5 tensordict reaches the file") {
+  // tensordict 0.15.3 drops this write silently (the file keeps 'a'; README
+  // differences); here the entry becomes a stack, in the file too.
+  TempDir tmp;
+  const std::string path = tmp / "strings.h5";
+  TensorDict td({{"x", at::zeros({3})}}, {3});
+  td.set_non_tensor("s", "a");
+  {
+    PersistentTensorDict file = PersistentTensorDict::from_dict(td, path);
+    TensorDict row({{"x", at::ones({})}}, {});
+    row.set_non_tensor("s", "b");
+    file.index_put_({1}, row);
+    REQUIRE(file.get_non_tensor("s") == Json::parse(R"(["a","b","a"])"));
+  }
+  REQUIRE(PersistentTensorDict::from_h5(path).get_non_tensor("s") == Json::parse(R"(["a","b","a"])"));
+}

@@ -271,6 +271,32 @@ TEST_CASE("index_put_ with an instance, a tensor and a scalar") {
   CHECK(o.agent.vel[2].eq(1).all().item<bool>());
 }
 
+TEST_CASE("index_put_ of another string into a string field is refused, not dropped") {
+  // tensordict 0.15.3 stores c[1] = C(s="b") per element (a NonTensorStack);
+  // a `string` field holds one value, so the write is refused before any
+  // tensor is written.
+  auto o = make_obs({3});
+  auto src = make_obs({});
+  src.task = "run";
+  src.reward.fill_(9);
+  CHECK(message_of([&] { o.index_put_({1}, src); }) ==
+        "index_put_: non-tensor field Observation.task holds 'walk' for the whole batch and cannot take 'run' at an index "
+        "(one value per object; tensordict would store one per element)");
+  CHECK(o.reward[1].item<float>() == 1.5f);
+  CHECK(o.task == "walk");
+  tensordict::TensorDict row({{"reward", at::tensor(9.f)}, {"task", tensordict::NonTensorData("run")}}, {});
+  CHECK(message_of([&] { o.index_put_({1}, row); }) ==
+        "index_put_: non-tensor field Observation.task holds 'walk' for the whole batch and cannot take 'run' at an index "
+        "(one value per object; tensordict would store one per element)");
+  CHECK(o.reward[1].item<float>() == 1.5f);
+  tensordict::TensorDict stray({{"nope", tensordict::NonTensorData("x")}}, {});
+  CHECK(message_of([&] { o.index_put_({1}, stray); }) == "Observation.index_put_: key 'nope' is not a non-tensor field of Observation");
+  // The same value is written as before.
+  src.task = "walk";
+  o.index_put_({1}, src);
+  CHECK(o.reward[1].item<float>() == 9.f);
+}
+
 // ---- stack, cat, unbind, split, chunk ---------------------------------------------
 TEST_CASE("stack and cat") {
   const auto a = make_obs({2});
@@ -516,7 +542,10 @@ TEST_CASE("masked_select, gather, select, exclude") {
   CHECK(gathered.batch_size() == at::IntArrayRef({4}));
   check_members(gathered, o, [&](const at::Tensor& t) { return t.index({index}); });
   const tensordict::TensorDict some = o.select({"reward", {"agent", "pos"}, "task"});
-  CHECK(some.keys({.include_nested = true, .leaves_only = true}) == std::vector<tensordict::NestedKey>{"reward", {"agent", "pos"}, "task"});
+  // tensordict 0.15: leaves_only lists tensors; non-tensor data with is_leaf.
+  CHECK(some.keys({.include_nested = true, .leaves_only = true}) == std::vector<tensordict::NestedKey>{"reward", {"agent", "pos"}});
+  CHECK(some.keys({.include_nested = true, .leaves_only = true, .is_leaf = tensordict::IsLeaf::NonTensor}) ==
+        std::vector<tensordict::NestedKey>{"reward", {"agent", "pos"}, "task"});
   CHECK(some.get("reward").data_ptr() == o.reward.data_ptr());
   CHECK(some.get_non_tensor("task") == "walk");
   CHECK(!o.exclude({"pixels", "agent", "tags", "scale"}).contains("pixels"));

@@ -233,8 +233,8 @@ class TensorDict {
   TensorDict& create_nested(const NestedKey& key);
 
   // Keys in tensordict's order: with include_nested, a nested tensordict's
-  // keys come before its own key; leaves_only drops nested tensordicts
-  // (non-tensor data counts as a leaf, as in tensordict).
+  // keys come before its own key; leaves_only drops nested tensordicts and,
+  // unless .is_leaf = IsLeaf::NonTensor, non-tensor data (tensordict 0.15).
   std::vector<NestedKey> keys(const KeysOptions& options = {}) const;
   std::vector<Value> values(const KeysOptions& options = {}) const;
   std::vector<std::pair<NestedKey, Value>> items(const KeysOptions& options = {}) const;
@@ -365,6 +365,9 @@ class TensorDict {
   TensorDict& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value);
   at::Tensor get_at(const NestedKey& key, at::ArrayRef<TensorIndex> index) const;
   TensorDict& set_at_(const NestedKey& key, const at::Tensor& value, at::ArrayRef<TensorIndex> index);
+  // A non-tensor entry written at `index` (tensordict's set_at_ with a
+  // string): the entry becomes a stack where the elements differ.
+  TensorDict& set_at_(const NestedKey& key, const NonTensorData& value, at::ArrayRef<TensorIndex> index);
 
   // ---- shape ops on batch dims (negative dims count from the batch's end;
   // src/ops/shape_ops.cpp) ----------------------------------------------------------

@@ -212,7 +212,7 @@ template <DistributedTensorClass T>
 TensorDict tensor_fields(const T& tc) {
   TensorDict td = tc.tensordict();
   std::vector<NestedKey> non_tensor;
-  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
+  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (value.is_non_tensor()) non_tensor.push_back(key);
   }
   return non_tensor.empty() ? td : TensorDict(td.exclude(non_tensor));

@@ -17,12 +17,19 @@
 
 namespace tensordict {
 
+// What leaves_only keeps (tensordict's is_leaf): tensors only, as
+// tensordict's default _default_is_leaf, for which non-tensor data is no
+// leaf; or tensors and non-tensor data (is_leaf=_is_leaf_nontensor).
+enum class IsLeaf : uint8_t { Default, NonTensor };
+
 // keys(), values(), items().
 struct KeysOptions {
   // Nested tensordicts' keys too, each before its tensordict's own key.
   bool include_nested = false;
-  // Leave out nested tensordicts (non-tensor data counts as a leaf).
+  // Only the leaves: no nested tensordict, and no non-tensor data unless
+  // is_leaf says so.
   bool leaves_only = false;
+  IsLeaf is_leaf = IsLeaf::Default;
 };
 
 // select(), select_(), split_keys(), split_keys_().

@@ -183,6 +183,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // obj[index] = value, field by field.
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const Derived& value) {
     const BatchIndex bi(index, tc_batch_size_);
+    check_same_data_(derived(), value);
     for_each_pair_(derived(), value, [&](const at::Tensor& dst, const at::Tensor& src) { bi.put(dst, src); });
     return derived();
   }
@@ -200,9 +201,24 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value) {
     const BatchIndex bi(index, tc_batch_size_);
     std::vector<std::pair<const at::Tensor*, at::Tensor>> writes;
+    if (const auto data = value.non_tensor_items(/*include_nested=*/true); !data.empty()) {
+      const TensorDict form = tensordict_form_(detail::NonTensorFields::All);
+      for (const auto& [key, written] : data) {
+        const auto held = form.get_value(key);
+        if (!held || !held->is_non_tensor()) {
+          throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a non-tensor field of " +
+                         std::string(schema().name));
+        }
+        if (!(held->non_tensor() == written)) {
+          std::string path(schema().name);
+          for (const auto& part : key.path()) path += "." + part;
+          detail::throw_per_element_data(path, tensordict::python_repr(held->non_tensor().data()),
+                                         tensordict::python_repr(written.data()));
+        }
+      }
+    }
     for (const auto& key : value.keys({.include_nested = true, .leaves_only = true})) {
       const auto leaf = value.get_value(key);
-      if (!leaf->is_tensor()) continue;
       const at::Tensor* field = find_tensor_(key.path(), 0, false);
       if (!field) {
         throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a set tensor field of " +
@@ -523,6 +539,23 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
           if (auto* n = detail::present(m)) fn(*n);
         },
         derived());
+  }
+  // A non-tensor field holds one value for the whole batch: an indexed write
+  // of another value is refused before anything is written (tensordict
+  // would make the field a NonTensorStack, which the field cannot hold).
+  static void check_same_data_(const Derived& self, const Derived& other) {
+    visit_fields_(detail::Overloaded{[&](detail::DataField, auto field, const auto& a, const auto& b) {
+                                       if (!(a == b)) {
+                                         detail::throw_per_element_data(field_path_(field), detail::python_repr(a),
+                                                                        detail::python_repr(b));
+                                       }
+                                     },
+                                     [&](detail::NestedField, auto, const auto& a, const auto& b) {
+                                       const auto* x = detail::present(a);
+                                       const auto* y = detail::present(b);
+                                       if (x && y) detail::tc(*x).check_same_data_(*x, *y);
+                                     }},
+                  self, other);
   }
   // fn(ours, theirs) for every tensor field set in both; an optional nested
   // class present in one only is an error (a value would be lost, or missing).

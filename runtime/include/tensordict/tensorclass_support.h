@@ -60,6 +60,10 @@ void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::In
 // std::runtime_error: a non-tensor field differs between the inputs of stack/cat.
 [[noreturn]] void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
                                             const std::string& other, std::size_t index);
+// ValueError: index_put_ writes `written` into the non-tensor field at
+// `path`, which holds `held` for the whole batch and cannot hold one value
+// per element.
+[[noreturn]] void throw_per_element_data(std::string_view path, const std::string& held, const std::string& written);
 // RuntimeError: stack/cat of objects whose tensor field at `path` differs
 // in its feature shape (`first`, `other`: the shapes past the batch dims).
 [[noreturn]] void throw_feature_shape_mismatch(std::string_view op, std::string_view path, at::IntArrayRef first,

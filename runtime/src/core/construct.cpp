@@ -70,7 +70,7 @@ TensorDict merge(const std::vector<TensorDict>& tds, c10::function_ref<const Mer
   TensorDict out = tds.front().empty({.recurse = true});
   std::set<NestedKey> settled;
   for (const auto& td : tds) {
-    for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
+    for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
       if (!settled.insert(key).second) continue;
       const MergeCallback* callback = callback_for(key);
       std::vector<at::Tensor> values;  // gathered only for a callback
@@ -127,7 +127,7 @@ TensorDict pad_sequence(const std::vector<TensorDict>& tds, const PadSequenceOpt
   const auto& padding_value = options.padding_value;
   const auto& return_mask = options.return_mask;
   if (tds.empty()) throw RuntimeError("pad_sequence needs at least one tensordict");
-  const auto keys = tds.front().keys({.include_nested = true, .leaves_only = true});
+  const auto keys = tds.front().keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
   std::vector<TensorDict> padded;
   std::vector<TensorDict> masks;
   for (std::size_t i = 0; i < tds.size(); ++i) {

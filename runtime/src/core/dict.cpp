@@ -415,19 +415,19 @@ namespace {
 
 // Walks keys in tensordict's order (a nested tensordict's keys before its own
 // key) without building values; fn(path, level, key) for each key kept.
-void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
+void walk_keys(const TensorDictImpl& top, const KeysOptions& options,
                c10::function_ref<void(const std::vector<std::string>&, const TensorDictImpl&, const std::string&)> fn) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
     detail::NestingGuard guard("keys");
     level.for_each_key([&](const std::string& key, EntryKind kind) {
       path.push_back(key);
-      const bool leaf = kind != EntryKind::TensorDict;
-      if (include_nested && !leaf) {
+      if (options.include_nested && kind == EntryKind::TensorDict) {
         const auto nested = level.find(key)->impl();  // held while walking: a lazy stack builds it
         self(self, *nested);
       }
-      if (!leaves_only || leaf) fn(path, level, key);
+      const bool leaf = kind == EntryKind::Tensor || (kind == EntryKind::NonTensor && options.is_leaf == IsLeaf::NonTensor);
+      if (!options.leaves_only || leaf) fn(path, level, key);
       path.pop_back();
     });
   };
@@ -438,14 +438,14 @@ void walk_keys(const TensorDictImpl& top, bool include_nested, bool leaves_only,
 
 std::vector<std::pair<NestedKey, Value>> TensorDict::items(const KeysOptions& options) const {
   std::vector<std::pair<NestedKey, Value>> out;
-  walk_keys(*impl_, options.include_nested, options.leaves_only, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
+  walk_keys(*impl_, options, [&](const std::vector<std::string>& path, const TensorDictImpl& level,
                                                      const std::string& key) { out.emplace_back(NestedKey(std::span<const std::string>(path)), *level.find(key)); });
   return out;
 }
 
 std::vector<NestedKey> TensorDict::keys(const KeysOptions& options) const {
   std::vector<NestedKey> out;
-  walk_keys(*impl_, options.include_nested, options.leaves_only,
+  walk_keys(*impl_, options,
             [&](const std::vector<std::string>& path, const TensorDictImpl&, const std::string&) { out.emplace_back(std::span<const std::string>(path)); });
   return out;
 }

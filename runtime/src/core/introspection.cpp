@@ -11,7 +11,7 @@ namespace tensordict {
 
 int64_t TensorDict::depth() const {
   int64_t deepest = 0;
-  for (const auto& key : keys({.include_nested = true, .leaves_only = true})) deepest = std::max<int64_t>(deepest, static_cast<int64_t>(key.size()) - 1);
+  for (const auto& key : keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) deepest = std::max<int64_t>(deepest, static_cast<int64_t>(key.size()) - 1);
   return deepest;
 }
 

@@ -253,6 +253,16 @@ Names read_dim_names(const Json& value, const fs::path& file, std::string_view w
 // Records that `impl` is memory-mapped at `dir` (is_memmap, saved_path; an
 // empty `dir`: anonymous shared memory, no saved path).
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir);
+// The meta.json of a non-tensor entry (NonTensorData or NonTensorStack).
+Json non_tensor_meta(const NonTensorData& data);
+// An indexed write (set_at_, index_put_, update_at_) changes the non-tensor
+// entry `key` of the memory-mapped `level` from `before` to `after`: a
+// NonTensorStack's meta.json is rewritten (atomically, fsynced) so that the
+// files hold what the tensordict holds; one value for the whole batch is
+// shared and cannot change (tensordict 0.15 refuses it: RuntimeError, before
+// anything is written). Anonymous shared memory has no file to write.
+void write_non_tensor_entry(const TensorDictImpl& level, const NestedKey& key, const NonTensorData& before,
+                            const NonTensorData& after);
 
 
 enum class Mode { InPlace, Copy, Like };

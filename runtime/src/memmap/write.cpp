@@ -48,6 +48,21 @@ void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path&
   impl->set_memmap_dir(dir.empty() ? std::string() : fs::absolute(dir).string());
 }
 
+Json non_tensor_meta(const NonTensorData& data) {
+  Json meta = Json::object();
+  if (data.is_stack()) {
+    meta["_type"] = kNonTensorStackType;
+    meta["stack_dim"] = 0;
+    meta["device"] = nullptr;
+    meta["data"] = data.data();
+  } else {
+    meta["_type"] = kNonTensorDataType;
+    meta["data"] = data.data();
+    meta["_metadata"] = nullptr;
+  }
+  return meta;
+}
+
 // ---- writer -----------------------------------------------------------------------
 
 namespace {
@@ -126,20 +141,6 @@ Json names_json(const Names& names) {
   return named ? out : Json(nullptr);
 }
 
-Json non_tensor_meta(const NonTensorData& data) {
-  Json meta = Json::object();
-  if (data.is_stack()) {
-    meta["_type"] = kNonTensorStackType;
-    meta["stack_dim"] = 0;
-    meta["device"] = nullptr;
-    meta["data"] = data.data();
-  } else {
-    meta["_type"] = kNonTensorDataType;
-    meta["data"] = data.data();
-    meta["_metadata"] = nullptr;
-  }
-  return meta;
-}
 
 // Crash safety: the whole tree is written into a staging directory beside
 // the target (data files, then each level's meta.json, children before

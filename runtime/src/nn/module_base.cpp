@@ -87,7 +87,7 @@ TensorDict TensorDictModuleBase::run_selecting(const TensorDict& td, const std::
   // The selected outputs, and the input's leaves with the values the modules
   // gave them (an in_key a module overwrote keeps the new value).
   Keys keys = *selected_out_keys_;
-  for (auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
+  for (auto& key : td.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (!text::contains_key(keys, key)) keys.push_back(std::move(key));
   }
   TensorDict dest = td;

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -201,6 +202,26 @@ NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const 
     ids.push_back(items[i].is_stack() ? items[i].ids() + offset : at::full(batch_sizes[i], offset, at::kLong));
   }
   return NonTensorData::from_ids(std::move(pool), join(ids));
+}
+
+SharedValueIds shared_value_ids(const std::vector<NonTensorData>& items, at::IntArrayRef batch) {
+  auto pool = std::make_shared<std::vector<Json>>();
+  std::map<Json, int64_t> seen;  // Json's ordering: 1 and 1.0 are one value, as in Python
+  SharedValueIds out;
+  for (const auto& item : items) {
+    // The item's pool ids mapped to shared ones.
+    std::vector<int64_t> remap;
+    remap.reserve(item.pool()->size());
+    for (const Json& value : *item.pool()) {
+      const auto [at, fresh] = seen.emplace(value, static_cast<int64_t>(pool->size()));
+      if (fresh) pool->push_back(value);
+      remap.push_back(at->second);
+    }
+    out.ids.push_back(item.is_stack() ? at::tensor(remap, at::kLong).index({item.ids()})
+                                      : at::full(batch, remap.front(), at::kLong));
+  }
+  out.pool = std::move(pool);
+  return out;
 }
 
 NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,

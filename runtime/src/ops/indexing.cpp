@@ -3,6 +3,7 @@
 
 #include "core/format.h"
 #include "core/holding_level.h"
+#include "memmap/memmap_detail.h"
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
@@ -73,7 +74,7 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
       set(level, TensorDict({}, batch, device()));
     }
   };
-  for (const auto& [key, item] : source.items({.include_nested = true, .leaves_only = true})) {
+  for (const auto& [key, item] : source.items({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     // One walk to the level holding the key tells whether we hold it, and
     // where to write a tensor we hold (the common case).
     const auto level = detail::holding_level(impl_, key);
@@ -85,9 +86,17 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
     const bool held = kind.has_value();
     if (!held) create_levels(key);
     if (item.is_non_tensor()) {
-      // tensordict writes non-tensor data at the index too; a missing key
-      // holds None outside it, as a missing tensor holds zeros.
-      if (!held) set(key, NonTensorData(Json()));
+      // tensordict writes non-tensor data at the index too. A missing key
+      // takes one value for the whole batch, written or not; a stack of
+      // values leaves None outside the index, as a missing tensor holds
+      // zeros (base.py, __setitem__).
+      if (!held) {
+        if (!item.non_tensor().is_stack()) {
+          set(key, item);
+          continue;
+        }
+        set(key, NonTensorData(Json()));
+      }
       put_non_tensor_at(key, resolved, item, "index_put_");
       continue;
     }
@@ -139,6 +148,12 @@ TensorDict& TensorDict::set_at_(const NestedKey& key, const at::Tensor& value, a
   return *this;
 }
 
+TensorDict& TensorDict::set_at_(const NestedKey& key, const NonTensorData& value, at::ArrayRef<TensorIndex> index) {
+  (void)get_non_tensor(key);  // the KeyError or kind error of a key we lack
+  put_non_tensor_at(key, BatchIndex(index, batch_size()), Value(value), "set_at_");
+  return *this;
+}
+
 void TensorDict::put_non_tensor_at(const NestedKey& key, const BatchIndex& resolved, const Value& value, const char* op) {
   TensorDict parent = parent_of(key, false);
   const Value current = *parent.impl_->find(key.back());
@@ -147,8 +162,18 @@ void TensorDict::put_non_tensor_at(const NestedKey& key, const BatchIndex& resol
                                  key.repr(), current.is_tensor() ? "a tensor" : "a tensordict"));
   }
   // Like indexed tensor writes, allowed on a locked tensordict.
-  parent.impl_->insert(key.back(), detail::put_non_tensor(current.non_tensor(), parent.batch_size(), resolved, value.non_tensor()));
+  detail::put_non_tensor_entry(*parent.impl_, key, current.non_tensor(), parent.batch_size(), resolved, value.non_tensor());
 }
+
+namespace detail {
+void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
+                          const BatchIndex& index, const NonTensorData& value) {
+  NonTensorData written = put_non_tensor(current, batch, index, value);
+  // A memory-mapped level keeps its files in step (or refuses).
+  if (level.memmap_dir()) memmap::write_non_tensor_entry(level, key, current, written);
+  level.insert(key.back(), std::move(written));
+}
+}  // namespace detail
 
 TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                                            const std::optional<std::vector<NestedKey>>& keys_to_update) {
@@ -156,7 +181,7 @@ TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorI
   const BatchIndex resolved(index, batch_size());
   // The keys named are the keys written, as update()'s keys_to_update.
   const TensorDict source = keys_to_update ? TensorDict(other.select(*keys_to_update, {.strict = false})) : other;
-  for (const auto& [key, item] : source.items({.include_nested = true, .leaves_only = true})) {
+  for (const auto& [key, item] : source.items({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (item.is_tensor()) {
       put_at(key, resolved, index, item.tensor(), "update_at_");
     } else {

@@ -262,7 +262,7 @@ void rebatch(TensorDict dest, const TensorDict& source) {
 // The leaf keys of `dest` that `source` lacks (update_batch_size needs none).
 std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& source) {
   std::vector<std::string> out;
-  for (const auto& key : dest.keys({.include_nested = true, .leaves_only = true})) {
+  for (const auto& key : dest.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (!source.contains(key)) out.push_back(key.repr());
   }
   return out;
@@ -333,7 +333,7 @@ TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& opt
   TensorDict source = options.keys_to_update ? TensorDict(other.select(*options.keys_to_update, {.strict = false})) : other;
   if (options.clone) source = source.clone();
   if (!options.inplace) return update(source);
-  for (const auto& [key, value] : source.items({.include_nested = true, .leaves_only = true})) set(key, value, {.inplace = true});
+  for (const auto& [key, value] : source.items({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) set(key, value, {.inplace = true});
   return *this;
 }
 
@@ -505,7 +505,7 @@ TensorDict TensorDict::separates(const std::vector<NestedKey>& keys, const Separ
 
 std::vector<std::pair<NestedKey, NonTensorData>> TensorDict::non_tensor_items(bool include_nested) const {
   std::vector<std::pair<NestedKey, NonTensorData>> out;
-  for (auto& [key, value] : items({.include_nested = include_nested, .leaves_only = true})) {
+  for (auto& [key, value] : items({.include_nested = include_nested, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (value.is_non_tensor()) out.emplace_back(key, value.non_tensor());
   }
   return out;

@@ -116,6 +116,12 @@ void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& 
 NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,
                              const NonTensorData& value);
 
+// put_non_tensor into the entry `key.back()` of `level` (of batch size
+// `batch`), which holds `current`; a memory-mapped level's files follow
+// (memmap::write_non_tensor_entry). `key`: the path, for errors.
+void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
+                          const BatchIndex& index, const NonTensorData& value);
+
 // Replaces the entry at an existing key path without validating it (for ops
 // that rewrite leaves they just derived, whose shapes they control).
 void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
@@ -125,6 +131,16 @@ void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
 // their elements' ids are joined like tensors (`join`: at::stack or at::cat).
 NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
                                  c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join);
+
+// The elements of `items` (non-tensor data over `batch`) as ids into one
+// pool of their distinct values: equal values get equal ids whichever item
+// holds them, so that comparing ids compares values and picking ids picks
+// values (NonTensorData::from_ids(pool, picked)).
+struct SharedValueIds {
+  std::shared_ptr<const std::vector<Json>> pool;
+  std::vector<at::Tensor> ids;  // int64, `batch` shaped, one per item
+};
+SharedValueIds shared_value_ids(const std::vector<NonTensorData>& items, at::IntArrayRef batch);
 
 // Rethrows the exception in flight naming `op` and `key` (libtorch's message
 // without its backtrace): libtorch's IndexError, ValueError and TypeError as

@@ -9,6 +9,7 @@
 #include "ops/map_leaves.h"
 #include "core/nesting.h"
 #include "core/value_kind.h"
+#include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {
 
@@ -24,6 +25,7 @@ struct Pairer {
   PairFn fn;
   const MissingKeys& missing;
   const char* op;
+  NonTensorPairs non_tensor;
   std::vector<std::string> path;
   const PairNestedOp* nested_op = nullptr;
   std::size_t source_dims = 0;
@@ -41,6 +43,15 @@ struct Pairer {
     } catch (...) {
       rethrow_for_key(op, here(key));
     }
+  }
+
+  // Two non-tensor entries of a level of batch size `batch`.
+  Value non_tensor_pair(const NonTensorData& x, const NonTensorData& y, at::IntArrayRef batch, const std::string& key) {
+    if (non_tensor == NonTensorPairs::Carry) return Value(x);
+    const SharedValueIds shared = shared_value_ids({x, y}, batch);
+    at::Tensor result = call(shared.ids[0], shared.ids[1], key);
+    if (non_tensor == NonTensorPairs::Compare) return Value(std::move(result));
+    return Value(NonTensorData::from_ids(shared.pool, std::move(result)));
   }
 
   // One side is absent: fill it, or recurse against an empty level.
@@ -99,7 +110,7 @@ struct Pairer {
         out->insert(key, nested(va.tensordict(), vb->tensordict()));
         path.pop_back();
       } else {
-        out->insert(key, va);  // non-tensor data is carried from the first operand
+        out->insert(key, non_tensor_pair(va.non_tensor(), vb->non_tensor(), a.batch_size(), key));
       }
     });
     b.for_each([&](const std::string& key, const Value& vb) {
@@ -114,8 +125,8 @@ struct Pairer {
 }  // namespace
 
 std::shared_ptr<DenseImpl> map_pairs(const TensorDictImpl& a, const TensorDictImpl& b, PairFn fn, const MissingKeys& missing,
-                                     const char* op, const PairNestedOp* nested) {
-  Pairer pairer{fn, missing, op, {}, nested, a.batch_size().size()};
+                                     const char* op, NonTensorPairs non_tensor, const PairNestedOp* nested) {
+  Pairer pairer{fn, missing, op, non_tensor, {}, nested, a.batch_size().size()};
   return pairer.run(a, b);
 }
 

@@ -20,8 +20,17 @@ using PairFn = c10::function_ref<at::Tensor(const at::Tensor& a, const at::Tenso
 // by member with fn.
 using PairNestedOp = c10::function_ref<TensorDict(const TensorDict& a, const TensorDict& b)>;
 
+// What a pair op makes of two non-tensor entries at one key. Carry: the
+// first operand's (arithmetic). Otherwise fn runs on their elements' value
+// ids (shared_value_ids: equal values, equal ids) over the level's batch:
+// Compare keeps fn's result, a bool tensor (==, != compare element-wise, as
+// in tensordict); Select reads the ids fn picks back as values (where picks
+// per element).
+enum class NonTensorPairs { Carry, Compare, Select };
+
 std::shared_ptr<DenseImpl> map_pairs(const TensorDictImpl& a, const TensorDictImpl& b, PairFn fn, const MissingKeys& missing,
-                                     const char* op, const PairNestedOp* nested = nullptr);
+                                     const char* op, NonTensorPairs non_tensor = NonTensorPairs::Carry,
+                                     const PairNestedOp* nested = nullptr);
 
 // In place: a's leaves are updated by fn(a_leaf, b_leaf) (fn writes into
 // a_leaf), with map_pairs' pairing rules.

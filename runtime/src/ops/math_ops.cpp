@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "core/format.h"
@@ -131,20 +132,22 @@ bool inplace_on_members(const TensorDict& td, c10::function_ref<void(TensorDict&
 
 // fn pointwise over td's leaves and the operand's (a tensor operand is shaped
 // like the batch, a scalar is leafwise).
-TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op) {
+// `non_tensor`: what two non-tensor entries at one key give (map_pairs).
+TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn, const MissingKeys& missing, const char* op,
+                  detail::NonTensorPairs non_tensor = detail::NonTensorPairs::Carry) {
   const TensorDict* o = other.tensordict();
   const at::Tensor t = o ? at::Tensor() : other.tensor();
   if (!o && t.dim() > 0) {
     const std::vector<int64_t> batch = operand_batch(td, t, op);
-    if (batch != td.batch_size()) return binary(td.expand(batch), other, fn, missing, op);
+    if (batch != td.batch_size()) return binary(td.expand(batch), other, fn, missing, op, non_tensor);
   }
   // A lazy stack: member by member, each with its part of the operand.
   if (auto lazy = detail::as_lazy(*td.impl())) {
     const auto operands = member_operands(td, *lazy, other, op);
     return TensorDict(
-        lazy->map_members([&](const TensorDict& m, std::size_t i) { return binary(m, operands[i], fn, missing, op); }));
+        lazy->map_members([&](const TensorDict& m, std::size_t i) { return binary(m, operands[i], fn, missing, op, non_tensor); }));
   }
-  if (o) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op));
+  if (o) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op, non_tensor));
   if (t.dim() == 0) return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op);
   const at::Tensor shaped = t.expand(td.batch_size());  // once, not per leaf
   // A nested lazy stack inside the batch meets the operand over its own
@@ -152,7 +155,7 @@ TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn,
   auto nested_binary = [&](const TensorDict& n) {
     std::vector<int64_t> sizes = shaped.sizes().vec();
     sizes.resize(static_cast<std::size_t>(n.batch_dims()), 1);
-    return std::vector<TensorDict>{binary(n, shaped.reshape(sizes), fn, missing, op)};
+    return std::vector<TensorDict>{binary(n, shaped.reshape(sizes), fn, missing, op, non_tensor)};
   };
   const detail::NestedOp nested = nested_binary;
   return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, detail::align_to_leaf(shaped, leaf)); }, op, OpKind::Value,
@@ -420,9 +423,15 @@ TensorDict& TensorDict::fill_(const NestedKey& key, const at::Scalar& value) {
 
 // ---- comparisons ----------------------------------------------------------------
 
+// == and != compare non-tensor entries element-wise (tensordict); the
+// orderings carry them, as arithmetic does.
+constexpr detail::NonTensorPairs non_tensor_pairs_of(std::string_view op) {
+  return op == "eq" || op == "ne" ? detail::NonTensorPairs::Compare : detail::NonTensorPairs::Carry;
+}
 #define TENSORDICT_DEFINE_COMPARISON(name)                                                                         \
   TensorDict TensorDict::name(const Operand& other, MissingKeys missing) const {                               \
-    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name); \
+    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { return at::name(a, b); }, missing, #name, \
+                  non_tensor_pairs_of(#name));                                                                \
   }
 TENSORDICT_COMPARISONS(TENSORDICT_DEFINE_COMPARISON)
 #undef TENSORDICT_DEFINE_COMPARISON
@@ -499,8 +508,8 @@ bool TensorDict::allclose(const TensorDict& other, const AllcloseOptions& option
   const auto rtol = options.rtol;
   const auto atol = options.atol;
   const auto equal_nan = options.equal_nan;
-  auto mine = keys({.include_nested = true, .leaves_only = true});
-  auto theirs = other.keys({.include_nested = true, .leaves_only = true});
+  auto mine = keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
+  auto theirs = other.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
   std::sort(mine.begin(), mine.end());
   std::sort(theirs.begin(), theirs.end());
   if (mine != theirs) return false;
@@ -555,7 +564,9 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
     // The condition is shaped like the batch: a lazy stack in `other` alone
     // meets it whole (stacked).
     const TensorDict theirs = holds_nested_lazy(*o->impl()) && !holds_nested_lazy(*impl_) ? o->to_tensordict() : *o;
-    return wrap(detail::map_pairs(*impl_, *theirs.impl(), select, missing, "where", &pair_nested));
+    // Non-tensor entries are picked element by element, as tensors are.
+    return wrap(detail::map_pairs(*impl_, *theirs.impl(), select, missing, "where", detail::NonTensorPairs::Select,
+                                  &pair_nested));
   }
   const at::Tensor t = other.tensor();
   return unary(*this, [&](const at::Tensor& leaf) { return select(leaf, t); }, "where", OpKind::Value, &nested);

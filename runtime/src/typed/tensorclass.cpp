@@ -102,6 +102,12 @@ void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const
                                        first, other, index));
 }
 
+void throw_per_element_data(std::string_view path, const std::string& held, const std::string& written) {
+  throw ValueError(fmt::format("index_put_: non-tensor field {} holds {} for the whole batch and cannot take {} at an "
+                               "index (one value per object; tensordict would store one per element)",
+                               path, held, written));
+}
+
 void throw_feature_shape_mismatch(std::string_view op, std::string_view path, at::IntArrayRef first,
                                   at::IntArrayRef other, std::size_t index) {
   throw RuntimeError(fmt::format("{}: tensor field {} has feature shape {} in element 0 but {} in element {} "

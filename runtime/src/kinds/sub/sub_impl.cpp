@@ -85,7 +85,8 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
     TensorDict(source_).set(key, NonTensorData(Json()));
     existing = source_.impl()->find(key);
   }
-  source_.impl()->insert(key, put_non_tensor(existing->non_tensor(), source_.batch_size(), resolved_, value.non_tensor()));
+  put_non_tensor_entry(*source_.impl(), NestedKey(key), existing->non_tensor(), source_.batch_size(), resolved_,
+                       value.non_tensor());
 }
 
 bool SubTensorDictImpl::erase(const std::string& key) { return source_.impl()->erase(key); }
