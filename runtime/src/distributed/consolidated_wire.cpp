@@ -418,7 +418,7 @@ void detail::mark_class(TensorDict& level, std::string_view python_type) {
 
 TensorDict detail::without_class(const TensorDict& td) {
   std::vector<NestedKey> classes;
-  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true})) {
+  for (const auto& [key, value] : td.items({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (key.path().back() == kLoadedClassKey && value.is_non_tensor()) classes.push_back(key);
   }
   return classes.empty() ? td : TensorDict(td.exclude(classes));
