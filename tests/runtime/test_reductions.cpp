@@ -271,7 +271,7 @@ TEST_CASE("quantile with a 1-d tensor q puts a dim of its size first in every le
   CHECK(at::equal(same.reduce_quantile(q, 1, {.keepdim = true}), at::quantile(joined, q, 1, true)));
 }
 
-TEST_CASE("quantile refuses a tensor q of more than one dim or outside [0, 1] with libtorch's messages") {
+TEST_CASE("quantile refuses an undefined tensor q, or one of more than one dim or outside [0, 1] (libtorch's messages)") {
   TensorDict td({{"a", at::arange(6.0).reshape({2, 3})}}, {2, 3});
   const std::string two_dims = "quantile() q must be a scalar or 1D tensor";
   const at::Tensor q2 = at::full({1, 1}, 0.5f);
@@ -290,6 +290,8 @@ TEST_CASE("quantile refuses a tensor q of more than one dim or outside [0, 1] wi
   CHECK(TD_MESSAGE(td.reduce_quantile(at::tensor({0.5f, 2.0f}))) == range);
   CHECK(TD_MESSAGE(td.reduce_quantile(at::tensor({2.0f}), feature)) == range);
   CHECK_THROWS_AS(td.quantile(at::tensor({2.0f})), RuntimeError);
+  CHECK(TD_MESSAGE(td.quantile(at::Tensor(), 0)) == "quantile() q is an undefined tensor");
+  CHECK_THROWS_AS(td.reduce_quantile(at::Tensor()), ValueError);
   // feature with keepdim: tensordict's message, as for a double q
   CHECK(TD_MESSAGE(td.quantile(at::tensor({0.5f}), feature, {.keepdim = true})) ==
         "dim='feature' is incompatible with keepdim=True.");

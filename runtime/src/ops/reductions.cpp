@@ -275,6 +275,7 @@ std::vector<int64_t> quantile_dims(std::optional<int64_t> dim) {
 // messages, so that a tensordict without leaves refuses it too.
 std::optional<int64_t> quantile_leading(double) { return std::nullopt; }
 std::optional<int64_t> quantile_leading(const at::Tensor& q) {
+  if (!q.defined()) throw ValueError("quantile() q is an undefined tensor");
   if (q.dim() > 1) throw RuntimeError("quantile() q must be a scalar or 1D tensor");
   if (!at::logical_and(q.ge(0), q.le(1)).all().item<bool>()) {
     throw RuntimeError("quantile() q values must be in the range [0, 1]");
@@ -304,7 +305,7 @@ TensorDict quantile_over_features(const TensorDict& td, const Q& q, const Quanti
 
 template <class Q>
 at::Tensor quantile_together(const TensorDict& td, const Q& q, std::optional<int64_t> dim, const QuantileOptions& options) {
-  quantile_leading(q);
+  quantile_leading(q);  // checks q: the result's shape is libtorch's
   auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
     return quantile_leaf(t, q, over, keepdim, options.interpolation);
   };
@@ -314,7 +315,7 @@ at::Tensor quantile_together(const TensorDict& td, const Q& q, std::optional<int
 template <class Q>
 at::Tensor quantile_features_together(const TensorDict& td, const Q& q, const QuantileOptions& options) {
   check_feature_keepdim(options.keepdim);
-  quantile_leading(q);
+  quantile_leading(q);  // checks q: the result's shape is libtorch's
   auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
     return quantile_leaf(t, q, over, false, options.interpolation);
   };
