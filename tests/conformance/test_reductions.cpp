@@ -25,6 +25,25 @@ TEST_CASE("quantile over a batch dim or every element, per leaf (test_generic.py
   CHECK_THROWS_AS(td.quantile(0.5, 0, {.keepdim = false, .interpolation = "cubic"}), std::runtime_error);
 }
 
+// test_quantile's "multiple quantiles" asserts batch size [4] for q of three
+// quantiles over dim 0; tensordict 0.15.3 run on this tensordict gives [3, 4]
+// (a leading dim of size len(q)), which this port checks, with each leaf
+// [3, 4, 5] as the Python test says.
+TEST_CASE("quantile with a 1-d tensor of quantiles over a batch dim (test_generic.py::test_quantile)",
+          "[conformance][test_generic.py]") {
+  TensorDict td({{"a", at::randn({3, 4, 5})}}, {3, 4});
+  td.set("b", TensorDict({{"c", at::randn({3, 4, 5, 6})}, {"d", at::randn({3, 4, 5})}}, {3, 4, 5}));
+  const at::Tensor quantiles = at::tensor({0.25f, 0.5f, 0.75f});
+  const TensorDict multi = td.quantile(quantiles, 0);
+  CHECK(multi.batch_size() == at::IntArrayRef({3, 4}));
+  CHECK(multi.get("a").sizes() == at::IntArrayRef({3, 4, 5}));
+  CHECK(multi.get_td("b").batch_size() == at::IntArrayRef({3, 4, 5}));
+  for (const auto& key : td.keys({.include_nested = true, .leaves_only = true})) {
+    CAPTURE(key.repr());
+    CHECK(multi.get(key).equal(at::quantile(td.get(key), quantiles, 0)));
+  }
+}
+
 TEST_CASE("cummax and cummin give values and indices with the batch size kept (test_methods.py::test_min_max_cummin_cummax)",
           "[conformance][test_methods.py]") {
   for (const char* name : {"td", "nested_td", "stacked_td", "sub_td", "permute_td", "memmap_td"}) {

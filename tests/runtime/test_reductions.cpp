@@ -1,6 +1,8 @@
 // Reductions over batch dims, compared with libtorch per leaf.
 #include <tensordict/persistent.h>
 
+#include <cmath>
+
 #include "helpers.h"
 #include "../temp_dir.h"
 
@@ -193,4 +195,108 @@ TEST_CASE("reductions keep single non-tensor values and refuse stacks") {
   REQUIRE(td.sum().get_non_tensor("s") == "v");
   td.set("st", NonTensorData::stack({"p", "q"}, {2}));
   REQUIRE_THAT(TD_MESSAGE(td.sum({0})), Contains("sum: key 'st' holds a non-tensor stack"));
+}
+
+// Batch sizes and names: tensordict 0.15.3 run on the same tensordicts,
+// pasted; values: libtorch's at::quantile per leaf.
+TEST_CASE("quantile with a 1-d tensor q puts a dim of its size first in every leaf and the batch size",
+          "[ports:test_generic.py::TestGeneric::test_quantile]") {
+  TempDir dir;
+  TensorDict dense({{"a", at::arange(24.0).reshape({2, 3, 4})}}, {2, 3}, std::nullopt, {"x", "y"});
+  dense.set("n", TensorDict({{"c", at::arange(30.0).reshape({2, 3, 5}).flip(-1) * 0.5}}, {2, 3, 5}));
+  const at::Tensor q = at::tensor({0.25f, 0.5f});
+  for (const auto& [kind, td] : every_kind(dense, dir)) {
+    INFO(kind);
+    const at::Tensor a = td.get("a");
+    const at::Tensor c = td.get({"n", "c"});
+    // td.quantile(q): batch [], each leaf [2]
+    const TensorDict whole = td.quantile(q);
+    CHECK(whole.batch_size().empty());
+    CHECK(whole.get_td("n").batch_size().empty());
+    CHECK(at::equal(whole.get("a"), at::quantile(a, q)));
+    CHECK(at::equal(whole.get({"n", "c"}), at::quantile(c, q)));
+    // td.quantile(q, dim=1): batch [2, 2], ("n",) batch [2, 2, 5]
+    const TensorDict over1 = td.quantile(q, 1);
+    CHECK(over1.batch_size() == at::IntArrayRef({2, 2}));
+    CHECK(over1.get_td("n").batch_size() == at::IntArrayRef({2, 2, 5}));
+    CHECK(at::equal(over1.get("a"), at::quantile(a, q, 1)));
+    CHECK(at::equal(over1.get({"n", "c"}), at::quantile(c, q, 1)));
+    // td.quantile(q, dim=-1, keepdim=True): batch [2, 2, 1], ("n",) [2, 2, 1, 5]
+    const TensorDict kept = td.quantile(q, -1, {.keepdim = true});
+    CHECK(kept.batch_size() == at::IntArrayRef({2, 2, 1}));
+    CHECK(kept.get_td("n").batch_size() == at::IntArrayRef({2, 2, 1, 5}));
+    CHECK(at::equal(kept.get("a"), at::quantile(a, q, 1, true)));
+    CHECK(at::equal(kept.get({"n", "c"}), at::quantile(c, q, 1, true)));
+    // td.quantile(q, keepdim=True): batch [2, 1, 1], ("n",) [2, 1, 1, 1]
+    const TensorDict all_kept = td.quantile(q, std::nullopt, {.keepdim = true});
+    CHECK(all_kept.batch_size() == at::IntArrayRef({2, 1, 1}));
+    CHECK(all_kept.get_td("n").batch_size() == at::IntArrayRef({2, 1, 1, 1}));
+    CHECK(at::equal(all_kept.get("a"), at::quantile(a, q, c10::nullopt, true)));
+    CHECK(at::equal(all_kept.get({"n", "c"}), at::quantile(c, q, c10::nullopt, true)));
+    // td.quantile(q, dim="feature"): batch [2, 2, 3], ("n",) [2, 2, 3, 5]
+    const TensorDict features = td.quantile(q, feature);
+    CHECK(features.batch_size() == at::IntArrayRef({2, 2, 3}));
+    CHECK(features.get_td("n").batch_size() == at::IntArrayRef({2, 2, 3, 5}));
+    CHECK(at::equal(features.get("a"), at::quantile(a, q, -1)));
+    CHECK(at::equal(features.get({"n", "c"}), at::quantile(c.unsqueeze(-1), q, -1)));
+    // interpolation reaches every leaf
+    CHECK(at::equal(td.quantile(q, 0, {.interpolation = "nearest"}).get("a"), at::quantile(a, q, 0, false, "nearest")));
+    // A 0-d q adds no dim: td.quantile(torch.tensor(0.25), dim=0) has batch [3].
+    const TensorDict scalar_q = td.quantile(at::scalar_tensor(0.25, at::kFloat), 0);
+    CHECK(scalar_q.batch_size() == at::IntArrayRef({3}));
+    CHECK(at::equal(scalar_q.get("a"), at::quantile(a, 0.25, 0)));
+    // reduce=True: td.quantile(q, reduce=True) has shape [2],
+    // td.quantile(q, dim="feature", reduce=True) [2, 2, 3].
+    const at::Tensor together = td.reduce_quantile(q);
+    CHECK(together.sizes() == at::IntArrayRef({2}));
+    CHECK(at::equal(together, at::quantile(at::cat({a.reshape({-1}), c.reshape({-1})}), q)));
+    const at::Tensor features_together = td.reduce_quantile(q, feature);
+    CHECK(features_together.sizes() == at::IntArrayRef({2, 2, 3}));
+    CHECK(at::equal(features_together, at::quantile(at::cat({a, c}, -1), q, -1)));
+  }
+  // The leading dim has no name: td.quantile(q, dim=1).names == [None, 'x'],
+  // dim="feature" and dim=0 with keepdim: [None, 'x', 'y'] (a dim kept as
+  // size 1 keeps its name, as with a double q: ['x', 'y']).
+  CHECK((dense.quantile(q, 1).names() == Names{std::nullopt, "x"}));
+  CHECK((dense.quantile(q, feature).names() == Names{std::nullopt, "x", "y"}));
+  CHECK((dense.quantile(q, 0, {.keepdim = true}).names() == Names{std::nullopt, "x", "y"}));
+  CHECK((dense.quantile(0.5, 0, {.keepdim = true}).names() == Names{"x", "y"}));
+  CHECK((dense.sum({0}, {.keepdim = true}).names() == Names{"x", "y"}));
+  // reduce=True over a batch dim: td.quantile(q, dim=1, reduce=True) has
+  // shape [2, 2], with keepdim [2, 2, 1].
+  TensorDict same({{"a", at::arange(6.0).reshape({2, 3})}, {"b", at::arange(6.0).reshape({2, 3}) * 10}}, {2, 3});
+  const at::Tensor joined = at::cat({same.get("a"), same.get("b")}, 1);
+  CHECK(at::equal(same.reduce_quantile(q, 1), at::quantile(joined, q, 1)));
+  CHECK(same.reduce_quantile(q, 1).sizes() == at::IntArrayRef({2, 2}));
+  CHECK(at::equal(same.reduce_quantile(q, 1, {.keepdim = true}), at::quantile(joined, q, 1, true)));
+}
+
+TEST_CASE("quantile refuses an undefined tensor q, or one of more than one dim or outside [0, 1] (libtorch's messages)") {
+  TensorDict td({{"a", at::arange(6.0).reshape({2, 3})}}, {2, 3});
+  const std::string two_dims = "quantile() q must be a scalar or 1D tensor";
+  const at::Tensor q2 = at::full({1, 1}, 0.5f);
+  CHECK(TD_MESSAGE(td.quantile(q2)) == two_dims);
+  CHECK(TD_MESSAGE(td.quantile(q2, 0)) == two_dims);
+  CHECK(TD_MESSAGE(td.quantile(q2, feature)) == two_dims);
+  CHECK(TD_MESSAGE(td.reduce_quantile(q2)) == two_dims);
+  CHECK(TD_MESSAGE(td.reduce_quantile(q2, feature)) == two_dims);
+  CHECK_THROWS_AS(td.quantile(q2, 0), RuntimeError);
+  // Checked before any leaf: a tensordict without leaves refuses it too.
+  CHECK(TD_MESSAGE(TensorDict({}, {3}).quantile(q2, 0)) == two_dims);
+  const std::string range = "quantile() q values must be in the range [0, 1]";
+  CHECK(TD_MESSAGE(td.quantile(at::tensor({0.5f, 1.5f}), 0)) == range);
+  CHECK(TD_MESSAGE(td.quantile(at::tensor({-0.1f}), feature)) == range);
+  CHECK(TD_MESSAGE(td.quantile(at::scalar_tensor(std::nan(""), at::kFloat))) == range);
+  CHECK(TD_MESSAGE(td.reduce_quantile(at::tensor({0.5f, 2.0f}))) == range);
+  CHECK(TD_MESSAGE(td.reduce_quantile(at::tensor({2.0f}), feature)) == range);
+  CHECK_THROWS_AS(td.quantile(at::tensor({2.0f})), RuntimeError);
+  CHECK(TD_MESSAGE(td.quantile(at::Tensor(), 0)) == "quantile() q is an undefined tensor");
+  CHECK_THROWS_AS(td.reduce_quantile(at::Tensor()), ValueError);
+  // feature with keepdim: tensordict's message, as for a double q
+  CHECK(TD_MESSAGE(td.quantile(at::tensor({0.5f}), feature, {.keepdim = true})) ==
+        "dim='feature' is incompatible with keepdim=True.");
+  CHECK_THROWS_AS(td.reduce_quantile(at::tensor({0.5f}), feature, {.keepdim = true}), TypeError);
+  // libtorch wants q of the leaf's dtype; the error names the leaf.
+  CHECK(TD_MESSAGE(td.quantile(at::tensor({0.5}, at::kDouble), 0)) ==
+        "quantile failed for key 'a': quantile() q tensor must be same dtype as the input tensor");
 }

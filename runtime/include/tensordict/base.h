@@ -562,6 +562,12 @@ class TensorDict {
   TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, const QuantileOptions& options = {}) const;
   // Over each leaf's feature dims, keeping the batch size (dim="feature").
   TensorDict quantile(double q, FeatureDims, const QuantileOptions& options = {}) const;
+  // A 0-d or 1-d tensor q, as torch.quantile takes: a 1-d q of n quantiles
+  // gives every leaf a first dim of size n, and the batch size too, unless
+  // the result's batch size is [] (no dim, no keepdim).
+  TensorDict quantile(const at::Tensor& q, std::optional<int64_t> dim = std::nullopt,
+                      const QuantileOptions& options = {}) const;
+  TensorDict quantile(const at::Tensor& q, FeatureDims, const QuantileOptions& options = {}) const;
   // The max / min over one batch dim: (values, indices), as at::max(t, dim)
   // and tensordict's max(dim=...) (whose named tuple has the same two
   // tensordicts). max() and max(dims) above give the values only.
@@ -583,6 +589,9 @@ class TensorDict {
   // quantile's reduce=True, as reduce() above.
   at::Tensor reduce_quantile(double q, std::optional<int64_t> dim = std::nullopt, const QuantileOptions& options = {}) const;
   at::Tensor reduce_quantile(double q, FeatureDims, const QuantileOptions& options = {}) const;
+  at::Tensor reduce_quantile(const at::Tensor& q, std::optional<int64_t> dim = std::nullopt,
+                             const QuantileOptions& options = {}) const;
+  at::Tensor reduce_quantile(const at::Tensor& q, FeatureDims, const QuantileOptions& options = {}) const;
 
   // ---- state dicts (include <tensordict/state_dict.h> to use them;
   // src/storage/state_dict.cpp, src/core/dict_convert.cpp) -----------------------

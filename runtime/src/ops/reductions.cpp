@@ -102,14 +102,14 @@ std::vector<int64_t> batch_dims_of(const std::vector<int64_t>& dims, int64_t bat
 }
 
 // The batch size and names left after reducing over the sorted batch dims
-// `over` (kept as size 1 with keepdim).
+// `over` (kept as size 1 with keepdim, keeping their names, as tensordict).
 detail::PieceMeta reduced_meta(const TensorDict& td, const std::vector<int64_t>& over, bool keepdim) {
   detail::PieceMeta meta;
   for (int64_t d = 0; d < td.batch_dims(); ++d) {
     const bool gone = std::binary_search(over.begin(), over.end(), d);
     if (!gone || keepdim) {
       meta.batch_size.push_back(gone ? 1 : td.batch_size()[d]);
-      meta.names.push_back(gone ? std::nullopt : td.names()[d]);
+      meta.names.push_back(td.names()[d]);
     }
   }
   return meta;
@@ -118,11 +118,20 @@ detail::PieceMeta reduced_meta(const TensorDict& td, const std::vector<int64_t>&
 // A leaf reduced over `dims` (every dim when empty), keeping them with keepdim.
 using LeafReduction = c10::function_ref<at::Tensor(const at::Tensor&, const std::vector<int64_t>&, bool)>;
 
+// A first batch dim of size `leading` (unnamed) when given: the n quantiles
+// of a 1-d q, which torch.quantile puts before each leaf's dims.
+void with_leading_dim(detail::PieceMeta& meta, std::optional<int64_t> leading) {
+  if (!leading) return;
+  meta.batch_size.insert(meta.batch_size.begin(), *leading);
+  if (!meta.names.empty()) meta.names.insert(meta.names.begin(), std::nullopt);
+}
+
 // Each leaf reduced over the sorted batch dims `over`, or over all its
 // elements when empty: a scalar, or with keepdim every dim as size 1 and a
 // batch size of ones at every level (tensordict's sum(keepdim=True)).
+// `leading`: with_leading_dim, unless every leaf loses its batch dims.
 TensorDict reduced_leaves(const TensorDict& td, const std::vector<int64_t>& over, bool keepdim, LeafReduction fn,
-                          const char* name) {
+                          const char* name, std::optional<int64_t> leading = std::nullopt) {
   detail::PieceMeta meta;
   if (!over.empty()) {
     meta = reduced_meta(td, over, keepdim);
@@ -133,6 +142,7 @@ TensorDict reduced_leaves(const TensorDict& td, const std::vector<int64_t>& over
   } else {
     meta.keep_nested_dims = false;  // every leaf becomes a scalar
   }
+  if (meta.keep_nested_dims) with_leading_dim(meta, leading);
   auto each = [&](const at::Tensor& t) { return fn(t, over, keepdim); };
   return TensorDict(TensorDict(detail::map_leaves(*td.impl(), meta, td.device(), detail::OpKind::Fold, each, name)));
 }
@@ -144,9 +154,11 @@ at::Tensor features_joined(const at::Tensor& t, int64_t level_dims) {
 }
 
 // Each leaf reduced over its feature dims; every level keeps its batch size
-// (tensordict's dim="feature").
-TensorDict reduced_features(const TensorDict& td, LeafReduction fn, const char* name) {
+// (tensordict's dim="feature"), after `leading` (with_leading_dim).
+TensorDict reduced_features(const TensorDict& td, LeafReduction fn, const char* name,
+                            std::optional<int64_t> leading = std::nullopt) {
   detail::PieceMeta meta{td.batch_size().vec(), td.has_names() ? td.names() : Names{}};
+  with_leading_dim(meta, leading);
   auto each = [&](const at::Tensor& t, int64_t level_dims) { return fn(features_joined(t, level_dims), {level_dims}, false); };
   return TensorDict(TensorDict(detail::map_leaves_by_level(*td.impl(), meta, td.device(), detail::OpKind::Fold, each, name)));
 }
@@ -244,8 +256,10 @@ TensorDict TensorDict::logsumexp(std::vector<int64_t> dims, const ReduceOptions&
 }
 
 namespace {
-// torch.quantile of `t` over `dims` (at most one; every element when empty).
-at::Tensor quantile_leaf(const at::Tensor& t, double q, const std::vector<int64_t>& dims, bool keepdim,
+// torch.quantile of `t` over `dims` (at most one; every element when empty);
+// `Q`: a double or a tensor of quantiles.
+template <class Q>
+at::Tensor quantile_leaf(const at::Tensor& t, const Q& q, const std::vector<int64_t>& dims, bool keepdim,
                          std::string_view interpolation) {
   const c10::string_view mode(interpolation.data(), interpolation.size());
   if (dims.empty()) return at::quantile(t, q, c10::nullopt, keepdim, mode);
@@ -255,36 +269,83 @@ at::Tensor quantile_leaf(const at::Tensor& t, double q, const std::vector<int64_
 std::vector<int64_t> quantile_dims(std::optional<int64_t> dim) {
   return dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
 }
+
+// The dim a 1-d q of n quantiles adds before each leaf's (none for a
+// scalar q). A tensor q is checked once, before any leaf, with libtorch's
+// messages, so that a tensordict without leaves refuses it too.
+std::optional<int64_t> quantile_leading(double) { return std::nullopt; }
+std::optional<int64_t> quantile_leading(const at::Tensor& q) {
+  if (!q.defined()) throw ValueError("quantile() q is an undefined tensor");
+  if (q.dim() > 1) throw RuntimeError("quantile() q must be a scalar or 1D tensor");
+  if (!at::logical_and(q.ge(0), q.le(1)).all().item<bool>()) {
+    throw RuntimeError("quantile() q values must be in the range [0, 1]");
+  }
+  return q.dim() == 1 ? std::optional<int64_t>(q.size(0)) : std::nullopt;
+}
+
+template <class Q>
+TensorDict quantile_over(const TensorDict& td, const Q& q, std::optional<int64_t> dim, const QuantileOptions& options) {
+  const auto leading = quantile_leading(q);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
+    return quantile_leaf(t, q, over, keepdim, options.interpolation);
+  };
+  const auto over = batch_dims_of(quantile_dims(dim), td.batch_dims(), "quantile");
+  return reduced_leaves(td, over, options.keepdim, fn, "quantile", leading);
+}
+
+template <class Q>
+TensorDict quantile_over_features(const TensorDict& td, const Q& q, const QuantileOptions& options) {
+  check_feature_keepdim(options.keepdim);
+  const auto leading = quantile_leading(q);
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
+    return quantile_leaf(t, q, over, false, options.interpolation);
+  };
+  return reduced_features(td, fn, "quantile", leading);
+}
+
+template <class Q>
+at::Tensor quantile_together(const TensorDict& td, const Q& q, std::optional<int64_t> dim, const QuantileOptions& options) {
+  quantile_leading(q);  // checks q: the result's shape is libtorch's
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
+    return quantile_leaf(t, q, over, keepdim, options.interpolation);
+  };
+  return reduced_together(td, quantile_dims(dim), options.keepdim, fn, "quantile");
+}
+
+template <class Q>
+at::Tensor quantile_features_together(const TensorDict& td, const Q& q, const QuantileOptions& options) {
+  check_feature_keepdim(options.keepdim);
+  quantile_leading(q);  // checks q: the result's shape is libtorch's
+  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
+    return quantile_leaf(t, q, over, false, options.interpolation);
+  };
+  return reduced_together(td, feature, fn, "quantile");
+}
 }  // namespace
 
 TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
-  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
-    return quantile_leaf(t, q, over, keepdim, options.interpolation);
-  };
-  return reduced_leaves(*this, batch_dims_of(quantile_dims(dim), batch_dims(), "quantile"), options.keepdim, fn, "quantile");
+  return quantile_over(*this, q, dim, options);
 }
-
+TensorDict TensorDict::quantile(const at::Tensor& q, std::optional<int64_t> dim, const QuantileOptions& options) const {
+  return quantile_over(*this, q, dim, options);
+}
 TensorDict TensorDict::quantile(double q, FeatureDims, const QuantileOptions& options) const {
-  check_feature_keepdim(options.keepdim);
-  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
-    return quantile_leaf(t, q, over, false, options.interpolation);
-  };
-  return reduced_features(*this, fn, "quantile");
+  return quantile_over_features(*this, q, options);
 }
-
+TensorDict TensorDict::quantile(const at::Tensor& q, FeatureDims, const QuantileOptions& options) const {
+  return quantile_over_features(*this, q, options);
+}
 at::Tensor TensorDict::reduce_quantile(double q, std::optional<int64_t> dim, const QuantileOptions& options) const {
-  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool keepdim) {
-    return quantile_leaf(t, q, over, keepdim, options.interpolation);
-  };
-  return reduced_together(*this, quantile_dims(dim), options.keepdim, fn, "quantile");
+  return quantile_together(*this, q, dim, options);
 }
-
+at::Tensor TensorDict::reduce_quantile(const at::Tensor& q, std::optional<int64_t> dim, const QuantileOptions& options) const {
+  return quantile_together(*this, q, dim, options);
+}
 at::Tensor TensorDict::reduce_quantile(double q, FeatureDims, const QuantileOptions& options) const {
-  check_feature_keepdim(options.keepdim);
-  auto fn = [&](const at::Tensor& t, const std::vector<int64_t>& over, bool) {
-    return quantile_leaf(t, q, over, false, options.interpolation);
-  };
-  return reduced_together(*this, feature, fn, "quantile");
+  return quantile_features_together(*this, q, options);
+}
+at::Tensor TensorDict::reduce_quantile(const at::Tensor& q, FeatureDims, const QuantileOptions& options) const {
+  return quantile_features_together(*this, q, options);
 }
 
 namespace {
