@@ -317,20 +317,30 @@ T from_remote_init(const ProcessGroupPtr& group, int src, const RemoteInitOption
 // init_process_group with the same environment form one group, whichever
 // holds rank 0.
 struct InitProcessGroupOptions {
-  // "gloo" (CPU tensors; CUDA tensors go through the host).
+  // "gloo" (CPU tensors; CUDA tensors go through the host) or, in a build
+  // with NCCL (is_nccl_available()), "nccl": CUDA tensors only, each rank on
+  // one GPU (LOCAL_RANK % device count, else rank % device count, as torch
+  // binds it). As in Python, object lists and init_remote's metadata travel
+  // on the current CUDA device unless a device is given.
   std::string backend = "gloo";
   // "env://" (MASTER_ADDR, MASTER_PORT, and RANK, WORLD_SIZE unless given),
   // "tcp://host:port" or "file:///path"; a query may give rank= and world_size=.
   std::string init_method = "env://";
   int rank = -1;        // -1: from init_method (env: RANK)
   int world_size = -1;  // -1: from init_method (env: WORLD_SIZE)
-  // Bounds the rendezvous and every operation of the group (torch's default for gloo: 30 minutes).
-  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  // Bounds the rendezvous and every operation of the group; nullopt:
+  // torch's default for the backend (gloo: 30 minutes, nccl: 10).
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
 };
 // Rendezvous as torch.distributed does (rank 0 serves a TCPStore, or every
 // rank opens the FileStore), then the group on the same store prefixes
-// ("default_pg", "0/", "cpu/"); GLOO_SOCKET_IFNAME picks the interfaces.
+// ("default_pg", "0/", then "cpu/" for Gloo, "cuda/" for NCCL);
+// GLOO_SOCKET_IFNAME picks Gloo's interfaces.
 ProcessGroupPtr init_process_group(const InitProcessGroupOptions& options = {});
+// Whether this build has init_process_group("nccl") (torch's
+// is_nccl_available): a CUDA libtorch with c10d NCCL, such as PyPI's torch;
+// Debian's libtorch 1.13 has none.
+bool is_nccl_available();
 
 // A Gloo process group (CPU tensors) of `world_size` ranks meeting through
 // `store` (a c10d::TCPStore or FileStore), the same object on libtorch 1.x

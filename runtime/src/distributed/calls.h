@@ -34,6 +34,23 @@ ProcessGroupPtr gloo_group_for_torch(const c10::intrusive_ptr<c10d::Store>& grou
                                      const c10::intrusive_ptr<c10d::Store>& backend_store, int rank, int world_size,
                                      std::chrono::milliseconds timeout, const std::string& context);
 
+// An NCCL group as torch.distributed.init_process_group("nccl") makes it
+// (nccl_group.cpp, built only where libtorch has c10d NCCL): NCCL meets
+// through `backend_store` ("cuda/"), the group keeps `group_store`.
+ProcessGroupPtr nccl_group_for_torch(const c10::intrusive_ptr<c10d::Store>& group_store,
+                                     const c10::intrusive_ptr<c10d::Store>& backend_store, int rank, int world_size,
+                                     std::chrono::milliseconds timeout, const std::string& context);
+// torch's default timeout of an NCCL group (10 minutes; Gloo's is 30).
+std::chrono::milliseconds nccl_default_timeout();
+
+// NCCL moves CUDA tensors only: a tensor on another device about to reach a
+// group whose backend is NCCL is a ValueError naming `context` (the call)
+// and `what` (the key, or "the consolidated storage"), before anything is
+// posted, rather than c10d's "No backend type associated with device type"
+// after the peers started (device_check.cpp).
+void check_device(const ProcessGroupPtr& group, const at::Device& device, const std::string& context,
+                  const std::string& what);
+
 // One c10d work posted under `context`; its wait() goes through guarded().
 struct Posted {
   c10::intrusive_ptr<c10d::Work> work;

@@ -69,6 +69,7 @@ void check_structure(const ProcessGroupPtr& group, const dist::Leaves& leaves, c
   // 62 bits, so that -hash is an int64 and MAX(hash) == -MAX(-hash) means all equal.
   const int64_t h = static_cast<int64_t>(dist::structure_hash(descriptor) >> 2);
   const at::Device device = on(leaves, at::kLong).device();
+  dist::check_device(group, device, context, "the tensordict");
   std::vector<at::Tensor> check{int64s({h, -h}, device)};
   c10d::AllreduceOptions max;
   max.reduceOp = c10d::ReduceOp::MAX;

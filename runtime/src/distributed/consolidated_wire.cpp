@@ -141,12 +141,15 @@ TensorDict broadcast_tensordict(const TensorDict& td, const ProcessGroupPtr& gro
   options.rootRank = src;
   if (group->getRank() == src) {
     Consolidated c = consolidated(td, /*reuse=*/true, device);
+    dist::check_device(group, c.storage.device(), context, "the consolidated storage");
     const std::string pickle = metadata_pickle(c, tensorclass_type, /*with_device=*/true, context);
     dist::broadcast_pickles({pickle}, 1, group, src, wire, context);
     std::vector<at::Tensor> tensors{c.storage};
     dist::guarded(context, [&] { group->broadcast(tensors, options)->wait(); });
     return c.td;
   }
+  // A CPU device asked for on an NCCL group fails before the broadcast starts.
+  if (device) dist::check_device(group, *device, context, "the device asked for");
   Json meta = read_metadata(dist::broadcast_pickles({}, 1, group, src, wire, context)[0], context);
   const int64_t total = pop_size(meta, "_total_bytes", context);
   const auto storage_device = pop_string(meta, "_storage_device", context);
@@ -162,6 +165,7 @@ TensorDict broadcast_tensordict(const TensorDict& td, const ProcessGroupPtr& gro
                                      Json(*storage_device).dump()));
     }
   }
+  dist::check_device(group, on, context, "the storage (the sender's device)");
   std::vector<at::Tensor> tensors{storage_buffer(total, on, context)};
   dist::guarded(context, [&] { group->broadcast(tensors, options)->wait(); });
   return rebuild(meta, tensors[0], context, type);
@@ -295,6 +299,7 @@ void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst, co
   }
   const std::string context = fmt::format("init_remote to rank {}", dst);
   Consolidated c = consolidated(td, /*reuse=*/false, std::nullopt);
+  dist::check_device(group, c.storage.device(), context, "the consolidated storage");
   const std::string pickle = metadata_pickle(c, options.tensorclass_type, /*with_device=*/false, context);
   dist::send_pickles({pickle}, group, dst, options.device.value_or(object_device(group)), context);
   std::vector<at::Tensor> tensors{c.storage};
@@ -309,6 +314,8 @@ TensorDict from_remote_init(const ProcessGroupPtr& group, int src, const RemoteI
   if (options.use_broadcast) return broadcast_tensordict(TensorDict(), group, src, options.device, {});
   const std::string context = fmt::format("from_remote_init from rank {}", src);
   const at::Device wire = options.device.value_or(object_device(group));
+  // tensordict receives the storage on `device`, the CPU by default: with NCCL, pass a CUDA device.
+  dist::check_device(group, options.device.value_or(at::kCPU), context, "the storage (RemoteInitOptions::device)");
   Json meta = read_metadata(dist::recv_pickles(1, group, src, wire, context)[0], context);
   const int64_t total = pop_size(meta, "_total_bytes", context);
   const auto type = pop_string(meta, "_tensorclass_type", context);
@@ -332,6 +339,7 @@ std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& 
   const std::string context = "all_gather";
   const int world = group->getSize();
   Consolidated c = consolidated(td, /*reuse=*/true, std::nullopt);
+  dist::check_device(group, c.storage.device(), context, "the consolidated storage");
   const std::string pickle = metadata_pickle(c, {}, /*with_device=*/false, context);
   const auto pickles = dist::all_gather_pickles(pickle, group, object_device(group), context);
   std::vector<Json> metas;

@@ -8,6 +8,8 @@
 // - the group's store is PrefixStore("0/", PrefixStore("default_pg", store))
 //   (the default group is named "0"), its Gloo backend's is that with
 //   "cpu/" (the first device gloo serves; torch registers one backend for all);
+//   an NCCL backend's "cuda/" (nccl_group.cpp: which NCCL, on which device);
+// - the timeout defaults to torch's for the backend (Gloo 30 min, NCCL 10);
 // - torch 2.x's sequence-number handshake (_set_sequence_number_for_group) is
 //   a no-op in the torch this speaks to, and no barrier follows unless
 //   TORCH_DIST_INIT_BARRIER=1, which is not followed here.
@@ -119,15 +121,39 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const std::string& host, const std::st
                        [&] { return c10::make_intrusive<c10d::TCPStore>(host, options); });
 }
 
+#ifdef TENSORCLASS_HAS_NCCL
+constexpr bool kHasNccl = true;
+#else
+constexpr bool kHasNccl = false;
+#endif
+// The backends this build has, as the error names them.
+constexpr const char* kAvailable = kHasNccl ? "'gloo', 'nccl'" : "'gloo'";
+
+// torch's default timeout for the backend (its _get_default_timeout).
+std::chrono::milliseconds default_timeout(bool nccl) {
+#ifdef TENSORCLASS_HAS_NCCL
+  if (nccl) return dist::nccl_default_timeout();
+#endif
+  return std::chrono::minutes(30);
+}
+
 }  // namespace
 
 ProcessGroupPtr init_process_group(const InitProcessGroupOptions& options) {
-  if (options.backend != "gloo") {
-    throw ValueError(fmt::format("{}: backend '{}' is not available in tensorclass::distributed (available: 'gloo')",
-                                 kContext, options.backend));
+  const bool nccl = options.backend == "nccl";
+  if (nccl && !kHasNccl) {
+    throw ValueError(fmt::format("{}: backend 'nccl' is not available: this build of tensorclass::distributed has no "
+                                 "NCCL, as its libtorch has no c10d NCCL (build against a CUDA libtorch such as "
+                                 "PyPI's torch; available: {})",
+                                 kContext, kAvailable));
   }
-  if (options.timeout.count() <= 0) {
-    throw ValueError(fmt::format("{}: the timeout must be positive, got {} ms", kContext, options.timeout.count()));
+  if (!nccl && options.backend != "gloo") {
+    throw ValueError(fmt::format("{}: backend '{}' is not available in tensorclass::distributed (available: {})",
+                                 kContext, options.backend, kAvailable));
+  }
+  const std::chrono::milliseconds timeout = options.timeout.value_or(default_timeout(nccl));
+  if (timeout.count() <= 0) {
+    throw ValueError(fmt::format("{}: the timeout must be positive, got {} ms", kContext, timeout.count()));
   }
   const Url url = parse_url(options.init_method);
   if (url.scheme != "env" && url.scheme != "tcp" && url.scheme != "file") {
@@ -148,18 +174,23 @@ ProcessGroupPtr init_process_group(const InitProcessGroupOptions& options) {
     const std::size_t colon = url.location.rfind(':');
     if (colon == std::string::npos || colon + 1 == url.location.size()) rendezvous_error("tcp", "port number missing");
     store = tcp_store(url.location.substr(0, colon), url.location.substr(colon + 1), url, rank, world_size,
-                      options.timeout);
+                      timeout);
   } else {
     const std::string addr = env_or_raise("MASTER_ADDR");  // checked first, as in Python
     const std::string port = env_or_raise("MASTER_PORT");
-    store = tcp_store(addr, port, url, rank, world_size, options.timeout);
+    store = tcp_store(addr, port, url, rank, world_size, timeout);
   }
-  store->setTimeout(options.timeout);
+  store->setTimeout(timeout);
   auto default_pg = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("0/", default_pg);
-  auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", group_store);
-  return dist::gloo_group_for_torch(group_store, backend_store, rank, world_size, options.timeout,
-                                    fmt::format("{}(rank {} of {})", kContext, rank, world_size));
+  auto backend_store = c10::make_intrusive<c10d::PrefixStore>(nccl ? "cuda/" : "cpu/", group_store);
+  const std::string context = fmt::format("{}(rank {} of {})", kContext, rank, world_size);
+#ifdef TENSORCLASS_HAS_NCCL
+  if (nccl) return dist::nccl_group_for_torch(group_store, backend_store, rank, world_size, timeout, context);
+#endif
+  return dist::gloo_group_for_torch(group_store, backend_store, rank, world_size, timeout, context);
 }
+
+bool is_nccl_available() { return kHasNccl; }
 
 }  // namespace tensordict

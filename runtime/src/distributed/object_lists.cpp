@@ -85,6 +85,7 @@ int64_t sum(const std::vector<int64_t>& sizes) {
 
 void send_pickles(const std::vector<std::string>& pickles, const ProcessGroupPtr& group, int dst, at::Device device,
                   const std::string& context) {
+  check_device(group, device, context, "the object list's device");
   std::vector<at::Tensor> sizes{sizes_tensor(pickles, device)};
   std::vector<at::Tensor> bytes{bytes_tensor(pickles, device)};
   guarded(context, [&] {
@@ -95,6 +96,7 @@ void send_pickles(const std::vector<std::string>& pickles, const ProcessGroupPtr
 
 std::vector<std::string> recv_pickles(std::size_t count, const ProcessGroupPtr& group, int src, at::Device device,
                                       const std::string& context) {
+  check_device(group, device, context, "the object list's device");
   const std::string peer = fmt::format("rank {}", src);
   std::vector<at::Tensor> sizes{at::zeros({static_cast<int64_t>(count)}, at::TensorOptions().dtype(at::kLong).device(device))};
   guarded(context, [&] { group->recv(sizes, src, kTag)->wait(); });
@@ -107,6 +109,7 @@ std::vector<std::string> recv_pickles(std::size_t count, const ProcessGroupPtr& 
 std::vector<std::string> broadcast_pickles(const std::vector<std::string>& pickles, std::size_t count,
                                            const ProcessGroupPtr& group, int src, at::Device device,
                                            const std::string& context) {
+  check_device(group, device, context, "the object list's device");
   const bool sending = group->getRank() == src;
   const std::string peer = fmt::format("rank {}", src);
   c10d::BroadcastOptions options;
@@ -123,6 +126,7 @@ std::vector<std::string> broadcast_pickles(const std::vector<std::string>& pickl
 
 std::vector<std::string> all_gather_pickles(const std::string& pickle, const ProcessGroupPtr& group, at::Device device,
                                             const std::string& context) {
+  check_device(group, device, context, "the object list's device");
   const int world = group->getSize();
   // all_gather_single of the sizes, then of the pickles padded to the largest
   // (one flat output of world * largest bytes): Gloo's allgather into a list

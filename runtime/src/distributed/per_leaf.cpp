@@ -44,6 +44,8 @@ PerLeafResult post_per_leaf(const TensorDict& td, const ProcessGroupPtr& group, 
   auto state = std::make_shared<Work::State>();
   if (options.consolidated) {
     at::Tensor storage = consolidated_storage_for(td, sending, op, peer);
+    check_device(group, storage.device(), fmt::format("{}(consolidated=True) {} rank {}", op, sending ? "to" : "from", peer),
+                 "the consolidated storage");
     post(*state, group, sending, storage, peer, 0,
          fmt::format("{}(consolidated=True) {} rank {} ({} bytes)", op, sending ? "to" : "from", peer,
                      storage.numel()),
@@ -52,6 +54,11 @@ PerLeafResult post_per_leaf(const TensorDict& td, const ProcessGroupPtr& group, 
   }
   check_init_tag(options, op);
   Leaves leaves = collect_leaves(td, op);
+  // Every leaf checked before the first is posted: none is left half sent.
+  for (const Leaf& leaf : leaves.leaves) {
+    check_device(group, leaf.tensor.device(), fmt::format("{} {} rank {}", op, sending ? "to" : "from", peer),
+                 "key " + leaf.path);
+  }
   int tag = options.init_tag - 1;
   std::vector<std::pair<std::size_t, at::Tensor>> copies_back;  // leaf index, its buffer
   for (std::size_t i = 0; i < leaves.leaves.size(); ++i) {

@@ -121,6 +121,7 @@ Work post_packed_recv(const TensorDict& td, const ProcessGroupPtr& group, int sr
   p->src = src;
   p->tag = init_tag;
   p->context = dist::peer_context(op, "from", src, init_tag);
+  dist::check_device(group, dist::device_of(p->leaves), p->context, "the tensordict");
   p->first = at::empty({dist::kFirstBytes}, at::TensorOptions().dtype(at::kByte).device(dist::device_of(p->leaves)));
   auto state = std::make_shared<Work::State>();
   {

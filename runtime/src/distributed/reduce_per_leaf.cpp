@@ -30,6 +30,7 @@ namespace tensordict::dist {
 namespace {
 
 struct Entry {
+  std::string path;  // as the messages show it: ('a', 'b')
   at::Tensor buffer;  // reduced in place: the leaf itself, or a copy
   bool packable = true;  // may join a bucket (Python: strided and contiguous)
   std::optional<Leaf> write_back;  // the leaf `buffer` is a copy of
@@ -41,10 +42,11 @@ void add_leaf(std::vector<Entry>& out, const TensorDict& level, const std::strin
   Leaf leaf{path_repr(parts), level, key, t, 0};
   parts.pop_back();
   if (t.is_contiguous() && !stacked_copy) {
-    out.push_back({t.detach(), true, std::nullopt});
+    out.push_back({leaf.path, t.detach(), true, std::nullopt});
   } else {
     // c10d reduces contiguous tensors only; the result is written back.
-    out.push_back({t.detach().contiguous(), stacked_copy, std::move(leaf)});
+    std::string path = leaf.path;
+    out.push_back({std::move(path), t.detach().contiguous(), stacked_copy, std::move(leaf)});
   }
 }
 
@@ -114,6 +116,7 @@ Work reduce_per_leaf(const TensorDict& td, const ProcessGroupPtr& group, bool al
   auto entries = std::make_shared<std::vector<Entry>>();
   std::vector<std::string> parts;
   walk(td, /*sorted=*/!all, parts, *entries);
+  for (const Entry& entry : *entries) check_device(group, entry.buffer.device(), context, "key " + entry.path);
   // Python's reduce on a rank other than dst neither copies back nor writes into lazy members.
   const bool result_here = all || group->getRank() == dst;
 

@@ -14,6 +14,7 @@ namespace dist {
 void post(Work::State& state, const ProcessGroupPtr& group, bool sending, at::Tensor t, int peer, int tag,
           const std::string& context, bool skip_empty) {
   if (skip_empty && t.numel() == 0) return;
+  check_device(group, t.device(), context, "the message");
   std::vector<at::Tensor> tensors{t};
   auto work = guarded(context, [&] { return sending ? group->send(tensors, peer, tag) : group->recv(tensors, peer, tag); });
   state.posted.push_back({std::move(work), context});
