@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <sstream>
@@ -66,7 +67,9 @@ int main(int argc, char** argv) {
   }
   try {
     mixed::Rank r;
-    r.group = tensordict::init_process_group({.timeout = std::chrono::seconds(60)});
+    // run_mixed.py --backend nccl sets MIXED_BACKEND (and LOCAL_RANK, which picks the GPU).
+    const char* backend = std::getenv("MIXED_BACKEND");
+    r.group = tensordict::init_process_group({.backend = backend ? backend : "gloo", .timeout = std::chrono::seconds(60)});
     r.rank = r.group->getRank();
     r.world = r.group->getSize();
     r.args.assign(argv + 2, argv + argc);

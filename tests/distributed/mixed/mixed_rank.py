@@ -9,6 +9,7 @@ MASTER_PORT set: joins the group with torch.distributed.init_process_group
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 import traceback
 
@@ -458,13 +459,54 @@ def typed(rank, world, args):
     expect_equal(got.pixels, observation(2, 7).pixels, "broadcast Observation.pixels")
 
 
+# ---- NCCL (scenarios_nccl.cpp has the C++ side; run_mixed.py --backend nccl) ----
+
+
+def nccl_sample(v, device):
+    return TensorDict(
+        obs=(torch.arange(6, dtype=torch.float32).reshape(2, 3) + v).to(device),
+        nested=TensorDict(act=(torch.arange(2, dtype=torch.int64) * (v + 1)).to(device), batch_size=[2]),
+        batch_size=[2],
+    )
+
+
+@scenario
+def nccl(rank, world, args):
+    device = torch.device("cuda", torch.cuda.current_device())
+    if rank == 0:
+        nccl_sample(3, device).send(1, init_tag=2)
+        nccl_sample(4, device).init_remote(dst=1, device=device)
+    else:
+        got = nccl_sample(0, device)
+        got.recv(0, init_tag=2)
+        expect_td(got.cpu(), nccl_sample(3, "cpu"), "recv")
+        remote = TensorDict.from_remote_init(src=0, device=device)
+        if not remote.is_consolidated() or remote["obs"].device != device:
+            raise AssertionError("check failed: from_remote_init: consolidated on this rank's GPU")
+        expect_td(remote.cpu(), nccl_sample(4, "cpu"), "from_remote_init")
+    mine = nccl_sample(rank, device)
+    mine.all_reduce()
+    expect_equal(
+        mine["obs"].cpu(),
+        torch.arange(6, dtype=torch.float32).reshape(2, 3) * world + world * (world - 1) // 2,
+        "all_reduce: obs",
+    )
+    expect_equal(
+        mine["nested", "act"].cpu(), torch.arange(2, dtype=torch.int64) * (world * (world + 1) // 2), "all_reduce: act"
+    )
+
+
 def main() -> int:
     name, args = sys.argv[1], sys.argv[2:]
     if name not in SCENARIOS:
         print(f"mixed_rank.py: no scenario {name!r}", file=sys.stderr)
         return 2
     try:
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        # run_mixed.py --backend nccl: one GPU per rank, the LOCAL_RANK-th, made current as torch's docs ask.
+        backend = os.environ.get("MIXED_BACKEND", "gloo")
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
         rank, world = dist.get_rank(), dist.get_world_size()
         SCENARIOS[name](rank, world, args)
         print(f"rank {rank} (Python): {name} ok")

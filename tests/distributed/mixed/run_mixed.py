@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# CTest's SKIP_RETURN_CODE for a scenario this machine cannot run.
+SKIP_CODE = 77
 
 
 def free_port() -> int:
@@ -38,6 +40,12 @@ def main() -> int:
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--ranks", required=True, help="comma-separated roles, rank 0 first: cpp or py")
     parser.add_argument("--deadline", type=float, default=90.0)
+    parser.add_argument(
+        "--backend",
+        choices=("gloo", "nccl"),
+        default="gloo",
+        help="nccl: one GPU per rank (LOCAL_RANK); exits with SKIP_CODE when there are fewer GPUs than ranks",
+    )
     parser.add_argument("extra", nargs="*", help="passed to every rank after the scenario")
     args = parser.parse_args()
 
@@ -45,6 +53,14 @@ def main() -> int:
     if not roles or any(r not in ("cpp", "py") for r in roles):
         print(f"--ranks must list cpp or py, got {args.ranks!r}")
         return 2
+    if args.backend == "nccl":
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if gpus < len(roles):
+            # NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
+            print(f"SKIP {args.scenario} [{args.ranks}]: nccl needs {len(roles)} GPUs, found {gpus}")
+            return SKIP_CODE
     port = free_port()
     procs = []
     logs = []
@@ -56,6 +72,8 @@ def main() -> int:
             RANK=str(rank),
             WORLD_SIZE=str(len(roles)),
             GLOO_SOCKET_IFNAME="lo",
+            LOCAL_RANK=str(rank),
+            MIXED_BACKEND=args.backend,
             # The Python ranks must not pick up the build tree's own modules.
             PYTHONDONTWRITEBYTECODE="1",
         )
