@@ -130,34 +130,34 @@ TEST_CASE("nccl: a build with NCCL checks its options and needs a CUDA device", 
 TEST_CASE("nccl: a CPU leaf meeting an NCCL group is a ValueError naming the call and the key, before anything moves",
           "[distributed][nccl]") {
   const auto group = nccl_named();
-  const TensorDict td = sample(1);
+  const TensorDict host = sample(1);
   // tensordict's order: ('a', 'x') is the first leaf sent; all_reduce goes in insertion order ('b' first).
-  CHECK(message_of([&] { td::send(td, group, 1); }) == "send to rank 1: key ('a', 'x') " + kCpuRefused);
-  CHECK(message_of([&] { td::recv(td, group, 1); }) == "recv from rank 1: key ('a', 'x') " + kCpuRefused);
-  CHECK(message_of([&] { td::isend(td, group, 1, {.init_tag = 4}); }) == "isend to rank 1: key ('a', 'x') " + kCpuRefused);
-  CHECK(message_of([&] { td::irecv(td, group, 1, {.pseudo_rand = true}); }) ==
+  CHECK(message_of([&] { td::send(host, group, 1); }) == "send to rank 1: key ('a', 'x') " + kCpuRefused);
+  CHECK(message_of([&] { td::recv(host, group, 1); }) == "recv from rank 1: key ('a', 'x') " + kCpuRefused);
+  CHECK(message_of([&] { td::isend(host, group, 1, {.init_tag = 4}); }) == "isend to rank 1: key ('a', 'x') " + kCpuRefused);
+  CHECK(message_of([&] { td::irecv(host, group, 1, {.pseudo_rand = true}); }) ==
         "irecv from rank 1: key ('a', 'x') " + kCpuRefused);
-  CHECK(message_of([&] { td::send(td, group, 1, {.consolidated = true}); }) ==
+  CHECK(message_of([&] { td::send(host, group, 1, {.consolidated = true}); }) ==
         "send(consolidated=True) to rank 1: the consolidated storage " + kCpuRefused);
-  CHECK(message_of([&] { td::all_reduce(td, group); }) == "all_reduce: key 'b' " + kCpuRefused);
-  CHECK(message_of([&] { td::reduce(td, group, 0); }) == "reduce to rank 0: key ('a', 'x') " + kCpuRefused);
-  CHECK(message_of([&] { td::all_reduce(td, group, {.bucket_bytes = 1024}); }) == "all_reduce: key 'b' " + kCpuRefused);
-  CHECK_THROWS_AS(td::all_reduce(td, group), td::ValueError);
+  CHECK(message_of([&] { td::all_reduce(host, group); }) == "all_reduce: key 'b' " + kCpuRefused);
+  CHECK(message_of([&] { td::reduce(host, group, 0); }) == "reduce to rank 0: key ('a', 'x') " + kCpuRefused);
+  CHECK(message_of([&] { td::all_reduce(host, group, {.bucket_bytes = 1024}); }) == "all_reduce: key 'b' " + kCpuRefused);
+  CHECK_THROWS_AS(td::all_reduce(host, group), td::ValueError);
   // The packed protocol.
-  CHECK(message_of([&] { td::send(td, group, 1, packed()); }) == "send to rank 1 (tag 0): the message " + kCpuRefused);
-  CHECK(message_of([&] { td::recv(td, group, 1, packed()); }) ==
+  CHECK(message_of([&] { td::send(host, group, 1, packed()); }) == "send to rank 1 (tag 0): the message " + kCpuRefused);
+  CHECK(message_of([&] { td::recv(host, group, 1, packed()); }) ==
         "recv from rank 1 (tag 0): the tensordict " + kCpuRefused);
-  CHECK(message_of([&] { td::all_reduce(td, group, packed_reduce()); }) == "all_reduce: the tensordict " + kCpuRefused);
+  CHECK(message_of([&] { td::all_reduce(host, group, packed_reduce()); }) == "all_reduce: the tensordict " + kCpuRefused);
   // The consolidated protocol.
-  CHECK(message_of([&] { td::init_remote(td, group, 1); }) ==
+  CHECK(message_of([&] { td::init_remote(host, group, 1); }) ==
         "init_remote to rank 1: the consolidated storage " + kCpuRefused);
   CHECK(message_of([&] { td::from_remote_init(group, 1); }) ==
         "from_remote_init from rank 1: the storage (RemoteInitOptions::device) " + kCpuRefused);
-  CHECK(message_of([&] { td::broadcast(td, group, 0); }) ==
+  CHECK(message_of([&] { td::broadcast(host, group, 0); }) ==
         "broadcast from rank 0: the consolidated storage " + kCpuRefused);
-  CHECK(message_of([&] { td::broadcast(td, group, 1, {.device = at::Device(at::kCPU)}); }) ==
+  CHECK(message_of([&] { td::broadcast(host, group, 1, {.device = at::Device(at::kCPU)}); }) ==
         "broadcast from rank 1: the device asked for " + kCpuRefused);
-  CHECK(message_of([&] { td::all_gather(td, group); }) == "all_gather: the consolidated storage " + kCpuRefused);
+  CHECK(message_of([&] { td::all_gather(host, group); }) == "all_gather: the consolidated storage " + kCpuRefused);
   // Object lists on a device the caller names.
   std::vector<td::Json> objects{td::Json(1)};
   CHECK(message_of([&] { td::send_object_list(objects, group, 1, at::Device(at::kCPU)); }) ==

@@ -50,6 +50,8 @@ std::chrono::milliseconds nccl_default_timeout();
 // after the peers started (device_check.cpp).
 void check_device(const ProcessGroupPtr& group, const at::Device& device, const std::string& context,
                   const std::string& what);
+// Whether `group` moves CUDA tensors only (NCCL): per-leaf loops ask once.
+bool cuda_only(const ProcessGroupPtr& group);
 
 // One c10d work posted under `context`; its wait() goes through guarded().
 struct Posted {

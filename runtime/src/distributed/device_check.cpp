@@ -6,9 +6,11 @@
 
 namespace tensordict::dist {
 
+bool cuda_only(const ProcessGroupPtr& group) { return group->getBackendName() == "nccl"; }
+
 void check_device(const ProcessGroupPtr& group, const at::Device& device, const std::string& context,
                   const std::string& what) {
-  if (device.is_cuda() || group->getBackendName() != "nccl") return;
+  if (device.is_cuda() || !cuda_only(group)) return;
   throw ValueError(fmt::format("{}: {} is on {}, and an NCCL group moves CUDA tensors only (move the tensordict to "
                                "a CUDA device, or pass a CUDA device)",
                                context, what, device.str()));

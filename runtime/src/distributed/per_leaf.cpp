@@ -56,6 +56,7 @@ PerLeafResult post_per_leaf(const TensorDict& td, const ProcessGroupPtr& group, 
   Leaves leaves = collect_leaves(td, op);
   // Every leaf checked before the first is posted: none is left half sent.
   for (const Leaf& leaf : leaves.leaves) {
+    if (leaf.tensor.is_cuda() || !cuda_only(group)) continue;
     check_device(group, leaf.tensor.device(), fmt::format("{} {} rank {}", op, sending ? "to" : "from", peer),
                  "key " + leaf.path);
   }

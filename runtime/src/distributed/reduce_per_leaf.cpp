@@ -42,7 +42,7 @@ void add_leaf(std::vector<Entry>& out, const TensorDict& level, const std::strin
   Leaf leaf{path_repr(parts), level, key, t, 0};
   parts.pop_back();
   if (t.is_contiguous() && !stacked_copy) {
-    out.push_back({leaf.path, t.detach(), true, std::nullopt});
+    out.push_back({std::move(leaf.path), t.detach(), true, std::nullopt});
   } else {
     // c10d reduces contiguous tensors only; the result is written back.
     std::string path = leaf.path;
@@ -116,7 +116,9 @@ Work reduce_per_leaf(const TensorDict& td, const ProcessGroupPtr& group, bool al
   auto entries = std::make_shared<std::vector<Entry>>();
   std::vector<std::string> parts;
   walk(td, /*sorted=*/!all, parts, *entries);
-  for (const Entry& entry : *entries) check_device(group, entry.buffer.device(), context, "key " + entry.path);
+  for (const Entry& entry : *entries) {
+    if (!entry.buffer.is_cuda() && cuda_only(group)) check_device(group, entry.buffer.device(), context, "key " + entry.path);
+  }
   // Python's reduce on a rank other than dst neither copies back nor writes into lazy members.
   const bool result_here = all || group->getRank() == dst;
 
