@@ -81,6 +81,13 @@ td::ProcessGroupPtr nccl_group(const std::string& path, int rank, int world) {
                                  .timeout = std::chrono::seconds(30)});
 }
 
+// run_ranks with a FileStore path for init_process_group, fresh for the case.
+std::string run_with_store(int world, const std::function<void(const std::string& store, const Rank&)>& body) {
+  TempDir dir;
+  const std::string store = (dir.path() / "store").string();
+  return run_ranks(world, [&](const Rank& r) { body(store, r); });
+}
+
 at::Device cuda(int index) { return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index)); }
 
 }  // namespace
@@ -115,9 +122,7 @@ TEST_CASE("nccl: a build with NCCL checks its options and needs a CUDA device", 
           td::init_process_group({.backend = "nccl", .rank = 0, .world_size = 1, .timeout = std::chrono::seconds(-1)});
         }) == "init_process_group: the timeout must be positive, got -1000 ms");
   // On a machine without a GPU the group cannot bind a device (torch's _nccl2_device).
-  TempDir dir;
-  const std::string path = (dir.path() / "store").string();
-  const std::string failures = run_ranks(1, [&](const Rank&) {
+  const std::string failures = run_with_store(1, [](const std::string& path, const Rank&) {
     if (torch::cuda::device_count() > 0) return;  // the CUDA cases below cover that machine
     ::unsetenv("TORCH_DIST_USE_NCCL2");
     check(message_of([&] { nccl_group(path, 0, 1); }) ==
@@ -184,9 +189,7 @@ TEST_CASE("nccl: gather_and_stack in tensordict's protocol is refused on an NCCL
 TEST_CASE("nccl (CUDA, 1 GPU): every collective of a one-rank group, exact values, storage kept on CUDA",
           "[distributed][nccl][cuda]") {
   if (!cuda_ready(1)) return;
-  TempDir dir;
-  const std::string path = (dir.path() / "store").string();
-  const std::string failures = run_ranks(1, [&](const Rank&) {
+  const std::string failures = run_with_store(1, [](const std::string& path, const Rank&) {
     const auto group = nccl_group(path, 0, 1);
     check(group->getBackendName() == "nccl" && group->getRank() == 0 && group->getSize() == 1, "the group");
     const at::Device gpu = cuda(0);
@@ -238,9 +241,7 @@ TEST_CASE("nccl (CUDA, 1 GPU): every collective of a one-rank group, exact value
 
 TEST_CASE("nccl (CUDA, 1 GPU): LOCAL_RANK picks the device and must be an integer", "[distributed][nccl][cuda]") {
   if (!cuda_ready(1)) return;
-  TempDir dir;
-  const std::string path = (dir.path() / "store").string();
-  const std::string failures = run_ranks(1, [&](const Rank&) {
+  const std::string failures = run_with_store(1, [](const std::string& path, const Rank&) {
     ::unsetenv("TORCH_DIST_USE_NCCL2");
     ::setenv("LOCAL_RANK", "x1", 1);
     check(message_of([&] { nccl_group(path, 0, 1); }) ==
@@ -252,9 +253,7 @@ TEST_CASE("nccl (CUDA, 1 GPU): LOCAL_RANK picks the device and must be an intege
 
 TEST_CASE("nccl (CUDA, 2 GPUs): send, recv and init_remote between two ranks", "[distributed][nccl][cuda]") {
   if (!cuda_ready(2)) return;
-  TempDir dir;
-  const std::string path = (dir.path() / "store").string();
-  const std::string failures = run_ranks(2, [&](const Rank& r) {
+  const std::string failures = run_with_store(2, [](const std::string& path, const Rank& r) {
     ::unsetenv("LOCAL_RANK");
     const auto group = nccl_group(path, r.rank, 2);  // rank r on cuda:r (rank % device count)
     const at::Device gpu = cuda(r.rank);
