@@ -34,6 +34,9 @@ namespace tensordict::dist {
 
 namespace {
 
+// The default group's name and description, as _new_process_group_helper sets them.
+const std::string kGroupName = "0", kGroupDesc = "default_pg";
+
 // Python's int(os.environ["LOCAL_RANK"]): a value that is not an integer fails.
 std::optional<int64_t> local_rank(const std::string& context) {
   const char* text = std::getenv("LOCAL_RANK");
@@ -75,7 +78,7 @@ ProcessGroupPtr nccl_group_for_torch(const c10::intrusive_ptr<c10d::Store>& grou
   return guarded(context, [&] {
     auto options = c10d::ProcessGroupNCCL::Options::create(/*is_high_priority_stream=*/false);
     options->timeout = timeout;
-    options->group_name = "0";
+    options->group_name = kGroupName;
     auto group = c10::make_intrusive<c10d::ProcessGroup>(group_store, rank, world_size);
     c10::intrusive_ptr<c10d::Backend> backend;
 #ifdef TENSORCLASS_NCCL2
@@ -86,8 +89,8 @@ ProcessGroupPtr nccl_group_for_torch(const c10::intrusive_ptr<c10d::Store>& grou
     // setBackend binds the backend to the group's device (nccl2 connects there).
     if (device) group->setBoundDeviceId(device);
     group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
-    group->setGroupName("0");
-    group->setGroupDesc("default_pg");
+    group->setGroupName(kGroupName);
+    group->setGroupDesc(kGroupDesc);
     return ProcessGroupPtr(group);
   });
 }

@@ -463,10 +463,12 @@ def typed(rank, world, args):
 
 
 def nccl_sample(v, device):
+    # The tensordict's own device: consolidate() (init_remote) puts the storage there.
     return TensorDict(
-        obs=(torch.arange(6, dtype=torch.float32).reshape(2, 3) + v).to(device),
-        nested=TensorDict(act=(torch.arange(2, dtype=torch.int64) * (v + 1)).to(device), batch_size=[2]),
+        obs=torch.arange(6, dtype=torch.float32).reshape(2, 3) + v,
+        nested=TensorDict(act=torch.arange(2, dtype=torch.int64) * (v + 1), batch_size=[2]),
         batch_size=[2],
+        device=device,
     )
 
 

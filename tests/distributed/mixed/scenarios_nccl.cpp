@@ -14,13 +14,13 @@ namespace {
 
 namespace td = tensordict;
 
-// mixed_rank.py's nccl_sample(v), on `device`.
+// mixed_rank.py's nccl_sample(v), on `device`: the tensordict's own device,
+// which consolidate() (init_remote) puts the storage on, as in Python.
 td::TensorDict nccl_sample(int64_t v, at::Device device) {
-  const auto on = at::TensorOptions().device(device);
   return td::TensorDict(
-      {{"obs", (at::arange(6, on.dtype(at::kFloat)).reshape({2, 3}) + double(v))},
-       {"nested", td::TensorDict({{"act", at::arange(2, on.dtype(at::kLong)) * (v + 1)}}, {2})}},
-      {2});
+      {{"obs", (at::arange(6, at::kFloat).reshape({2, 3}) + double(v))},
+       {"nested", td::TensorDict({{"act", at::arange(2, at::kLong) * (v + 1)}}, {2})}},
+      {2}, device);
 }
 
 void expect_sample(const td::TensorDict& got, int64_t v, const std::string& what) {
