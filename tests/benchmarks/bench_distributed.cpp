@@ -99,7 +99,7 @@ void step(int64_t c, const td::ProcessGroupPtr& g, Data& d, int rank) {
     case kSendTd:
     case kSendConsolidated: {
       TensorDict& t = c == kSendTd ? d.plain : d.consolidated;
-      // The packed protocol (C++ ranks only); bench_mixed.py measures tensordict's against Python.
+      // The packed protocol (C++ ranks only); bench_mixed measures tensordict's against Python.
       const td::SendOptions packed{.protocol = td::WireProtocol::packed};
       if (rank == 0) {
         td::send(t, g, peer, packed);
