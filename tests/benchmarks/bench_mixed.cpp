@@ -17,6 +17,8 @@
 //                               Python receiver; its vs_python counter is the
 //                               ratio to the fastest BM_python_to_python/<mode>
 //                               of this run
+//   BM_loop_to_python/<mode>    the hand-written libtorch loop of c10d sends
+//                               putting the same messages on the wire
 //
 // The interpreter: $TENSORCLASS_BENCH_PYTHON (./dev bench-mixed sets the
 // venv's), else the one CMake was given (TENSORCLASS_INTEROP_PYTHON).
@@ -172,12 +174,48 @@ void cpp_to_python(benchmark::State& state, const std::string& mode) {
   if (reference != g_python_seconds.end()) state.counters["vs_python"] = total / kIterations / reference->second;
 }
 
+// The hand-written libtorch loop that puts the same messages on the wire:
+// each leaf in tensordict's order (keys sorted at each level: group0..9,
+// leaf0..9) with tag i, each send waited before the next, or the storage as
+// one message.
+void loop_to_python(benchmark::State& state, const std::string& mode) {
+  const bool consolidated = mode == "consolidated";
+  td::TensorDict t = bench_td();
+  std::vector<at::Tensor> messages;
+  if (consolidated) {
+    messages.push_back(*t.consolidate().consolidated_storage());
+  } else {
+    for (int i = 0; i < 10; ++i)
+      for (int j = 0; j < 10; ++j)
+        messages.push_back(t.get(td::NestedKey({"group" + std::to_string(i), "leaf" + std::to_string(j)})));
+  }
+  const int port = free_port();
+  PythonRank receiver(1, port, mode, log_path("receiver"));
+  auto group = td::init_process_group(
+      {.init_method = "tcp://127.0.0.1:" + std::to_string(port), .rank = 0, .world_size = 2});
+  std::vector<at::Tensor> go{at::zeros({1})};
+  group->recv(go, 1, 999)->wait();
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t m = 0; m < messages.size(); ++m) {
+      std::vector<at::Tensor> one{messages[m]};
+      group->send(one, 1, static_cast<int>(m))->wait();
+    }
+    if (++i == kIterations) group->recv(go, 1, 998)->wait();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  receiver.join();
+}
+
 void register_all() {
   for (const std::string mode : {"per_leaf", "consolidated"}) {
     // Python's first: cpp_to_python's ratio reads its figure.
     benchmark::RegisterBenchmark(("BM_python_to_python/" + mode).c_str(), python_to_python, mode)
         ->Iterations(kIterations)->UseManualTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("BM_cpp_to_python/" + mode).c_str(), cpp_to_python, mode)
+        ->Iterations(kIterations)->UseManualTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_loop_to_python/" + mode).c_str(), loop_to_python, mode)
         ->Iterations(kIterations)->UseManualTime()->Unit(benchmark::kMillisecond);
   }
 }

@@ -1,6 +1,7 @@
 // all_reduce, reduce, broadcast, gather_and_stack, init_remote / from_remote_init.
 #include <catch2/catch.hpp>
 
+#include "../message_of.h"
 #include "samples.h"
 #include "tensordict/non_tensor.h"
 
@@ -87,6 +88,19 @@ TEST_CASE("gather_and_stack stacks every other rank's tensordict on the destinat
     } else {
       td::gather_and_stack(sample(10 + r.rank), r.group, dst, {.protocol = td::WireProtocol::packed});
     }
+  });
+  REQUIRE(failures == "");
+}
+
+TEST_CASE("gather_and_stack in a group of one leaves the destination's empty stack as it is", "[distributed][gather]") {
+  const std::string failures = run_ranks(1, [](const Rank& r) {
+    TensorDict none({{"x", at::full({0, 3}, 5.0)}}, {0});
+    td::gather_and_stack(none, r.group, 0, {.protocol = td::WireProtocol::packed});
+    check(none.get("x").sizes() == at::IntArrayRef({0, 3}), "nothing gathered");
+    TensorDict one({{"x", at::zeros({1, 3})}}, {1});
+    check(message_of([&] { td::gather_and_stack(one, r.group, 0, {.protocol = td::WireProtocol::packed}); }) ==
+              "gather_and_stack to rank 0: the destination's batch size [1] must start with world_size - 1 = 0",
+          "a destination with rows in a group of one");
   });
   REQUIRE(failures == "");
 }

@@ -32,6 +32,13 @@ constexpr bool kBuiltWithNccl = true;
 #else
 constexpr bool kBuiltWithNccl = false;
 #endif
+// torch's nccl2 engine (torch 2.15+) binds the group to LOCAL_RANK's device at
+// once; the classic ProcessGroupNCCL (older torch) does not read LOCAL_RANK.
+#if __has_include(<torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp>)
+constexpr bool kHasNccl2 = true;
+#else
+constexpr bool kHasNccl2 = false;
+#endif
 
 const std::string kCpuRefused =
     "is on cpu, and an NCCL group moves CUDA tensors only (move the tensordict to a CUDA device, or pass a CUDA "
@@ -241,6 +248,10 @@ TEST_CASE("nccl (CUDA, 1 GPU): every collective of a one-rank group, exact value
 
 TEST_CASE("nccl (CUDA, 1 GPU): LOCAL_RANK picks the device and must be an integer", "[distributed][nccl][cuda]") {
   if (!cuda_ready(1)) return;
+  if (!kHasNccl2) {
+    WARN("skipped: this libtorch has no nccl2 engine, and its classic NCCL backend does not read LOCAL_RANK");
+    return;
+  }
   const std::string failures = run_with_store(1, [](const std::string& path, const Rank&) {
     ::unsetenv("TORCH_DIST_USE_NCCL2");
     ::setenv("LOCAL_RANK", "x1", 1);

@@ -250,12 +250,15 @@ void dist::gather_and_stack_packed(const TensorDict& td, const ProcessGroupPtr& 
   if (destination && (td.batch_dims() == 0 || td.batch_size()[0] != world - 1)) {
     descriptor = kLocalError + fmt::format("the destination's batch size {} must start with world_size - 1 = {}",
                                            shape_string(td.batch_size()), world - 1);
+    if (world == 1) throw ValueError(context + ": " + descriptor.substr(2));
+  } else if (world == 1) {
+    return;  // a group of one: no element to describe, nothing to gather
   } else {
     leaves = dist::collect_leaves(destination ? element(td, 0) : td, "gather_and_stack");
     descriptor = dist::describe(leaves);
   }
   check_structure(group, leaves, descriptor, context);
-  if (world == 1 || leaves.bytes == 0) return;
+  if (leaves.bytes == 0) return;
 
   at::Tensor input = destination ? at::Tensor() : dist::storage_in_wire_layout(td, leaves);
   if (!input.defined()) input = destination ? at::empty({leaves.bytes}, on(leaves, at::kByte)) : dist::pack(leaves);
