@@ -95,6 +95,9 @@ class LazyStackedImpl final : public TensorDictImpl {
   void reset_members(std::vector<TensorDict> members);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
+  // Whether the entries every member has stack: their tensors agree in shape
+  // at every depth (tensordict's _entry_shapes finds no None).
+  bool entries_stack() const;
 
  protected:
   void release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) override;

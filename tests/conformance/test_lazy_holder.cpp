@@ -1,0 +1,123 @@
+// A tensordict that holds a jagged lazy stack under a key
+// (TensorDict{s: lazy_stack([{a: [3]}, {a: [4]}])}, batch [2]): the
+// batch-shape ops hand themselves to the nested stack, which runs them member
+// by member, as tensordict 0.15.3 does. Expected values: tensordict 0.15.3
+// run in the test venv on the same members, pasted as constants.
+#include "fixtures.h"
+
+using namespace conformance;
+using at::indexing::Slice;
+using tensordict::LazyStackedTensorDict;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// {s: lazy_stack([{a: [0, 1, 2]}, {a: [10, 11, 12, 13]}]), b: [2]}, batch [2].
+TensorDict holder() {
+  auto s = tensordict::lazy_stack({TensorDict({{"a", at::arange(3, at::kFloat)}}, {}),
+                                   TensorDict({{"a", at::arange(4, at::kFloat) + 10}}, {})});
+  return TensorDict({{"s", s}, {"b", at::arange(2, at::kFloat)}}, {2});
+}
+
+LazyStackedTensorDict nested_stack(const TensorDict& td) {
+  const TensorDict s = td.get_td("s");
+  REQUIRE(is_lazy(s));
+  return LazyStackedTensorDict(s);
+}
+
+// The tensors at "a" of the nested stack's members.
+std::vector<at::Tensor> nested_a(const TensorDict& td) { return nested_stack(td).get_list("a"); }
+
+const at::Tensor kA0 = at::arange(3, at::kFloat);
+const at::Tensor kA1 = at::arange(4, at::kFloat) + 10;
+
+}  // namespace
+
+TEST_CASE("reshape, view, flatten and unflatten of a holder of a jagged lazy stack regroup its members (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict o = holder();
+  // tensordict 0.15.3: reshape(2, 1) keeps the stack dim at 0, members of
+  // batch [1] (a [1, 3] and [1, 4]); view(1, 2) is a stack of one member,
+  // the [2] stack; flatten and unflatten regroup the same way.
+  const auto r = o.reshape({2, 1});
+  CHECK(r.batch_size() == at::IntArrayRef({2, 1}));
+  CHECK(nested_stack(r).stack_dim() == 0);
+  CHECK(nested_stack(r).batch_size() == at::IntArrayRef({2, 1}));
+  CHECK(nested_a(r)[0].equal(kA0.view({1, 3})));
+  CHECK(nested_a(r)[1].equal(kA1.view({1, 4})));
+  CHECK(r.get("b").equal(at::arange(2, at::kFloat).view({2, 1})));
+  const auto v = o.view({1, 2});
+  CHECK(v.batch_size() == at::IntArrayRef({1, 2}));
+  CHECK(nested_stack(v).stack_dim() == 0);
+  REQUIRE(nested_stack(v).tensordicts().size() == 1);
+  CHECK(LazyStackedTensorDict(nested_stack(v).tensordicts()[0]).get_list("a")[1].equal(kA1));
+  const auto u = o.unflatten(0, {2, 1});
+  CHECK(nested_a(u)[1].equal(kA1.view({1, 4})));
+  const auto f = u.flatten(0, 1);
+  CHECK(f.batch_size() == at::IntArrayRef({2}));
+  CHECK(nested_a(f)[0].equal(kA0));
+  CHECK(nested_a(f)[1].equal(kA1));
+  CHECK(nested_a(o.reshape({-1}))[1].equal(kA1));
+}
+
+TEST_CASE("squeeze of a holder of a jagged lazy stack squeezes its members (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict u = holder().unsqueeze(0);
+  for (const auto& s : {u.squeeze(0), u.squeeze()}) {
+    CHECK(s.batch_size() == at::IntArrayRef({2}));
+    CHECK(nested_stack(s).stack_dim() == 0);
+    CHECK(nested_a(s)[0].equal(kA0));
+    CHECK(nested_a(s)[1].equal(kA1));
+  }
+  // Nothing to squeeze: the nested stack stays as it is.
+  CHECK(nested_a(holder().squeeze())[1].equal(kA1));
+}
+
+TEST_CASE("split, chunk, tensor_split and unbind of a holder of a jagged lazy stack (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict o = holder();
+  // tensordict 0.15.3: each piece holds a lazy stack of its member; unbind
+  // gives the members themselves (dense).
+  for (const auto& pieces : {o.split(1, 0), o.split({1, 1}, 0), o.chunk(2, 0), o.tensor_split(2, 0)}) {
+    REQUIRE(pieces.size() == 2);
+    CHECK(pieces[0].batch_size() == at::IntArrayRef({1}));
+    CHECK(nested_a(pieces[0])[0].equal(kA0));
+    CHECK(nested_a(pieces[1])[0].equal(kA1));
+    CHECK(pieces[1].get("b").equal(at::ones({1})));
+  }
+  const auto parts = o.unbind(0);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[1].get_td("s").kind() == tensordict::Kind::Dense);
+  CHECK(parts[1].get({"s", "a"}).equal(kA1));
+  CHECK(o.unbind(-1)[0].get({"s", "a"}).equal(kA0));
+}
+
+TEST_CASE("softmax and broadcast_to of a holder of a jagged lazy stack run on its members (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict o = holder();
+  // tensordict 0.15.3 (_lazy.py _softmax): along the stack dim of members
+  // whose entries differ in shape, each member's leaves along their own dim.
+  const auto sm = o.softmax(0);
+  CHECK(nested_stack(sm).stack_dim() == 0);
+  CHECK(at::allclose(nested_a(sm)[0], at::softmax(kA0, 0)));
+  CHECK(at::allclose(nested_a(sm)[1], at::softmax(kA1, 0)));
+  CHECK(at::allclose(sm.get("b"), at::softmax(at::arange(2, at::kFloat), 0)));
+  // Across another dim: each member along its own place of it.
+  const auto sm1 = o.unsqueeze(0).expand({3, 2}).softmax(0);
+  CHECK(at::allclose(LazyStackedTensorDict(sm1.get_td("s")).get_list("a")[1], at::full({3, 4}, 1.0f / 3)));
+  const auto b = o.broadcast_to({3, 2});
+  CHECK(nested_stack(b).stack_dim() == 1);
+  CHECK(nested_a(b)[1].equal(kA1.expand({3, 4})));
+}
+
+TEST_CASE("ops tensordict 0.15.3 refuses on a holder of a jagged lazy stack name the key they cannot stack",
+          "[conformance][test_lazy.py]") {
+  const TensorDict o = holder();
+  // tensordict 0.15.3: "Failed to stack tensors within a tensordict under
+  // the key 'a'" (RuntimeError) for gather, narrow, flip and contiguous.
+  CHECK_THROWS_AS(o.gather(0, at::tensor({1, 0}, at::kLong)), tensordict::RuntimeError);
+  CHECK_THAT(CONF_MESSAGE(o.gather(0, at::tensor({1, 0}, at::kLong))), Contains("cannot stack key 'a'"));
+  CHECK_THAT(CONF_MESSAGE(o.narrow(0, 0, 1)), Contains("cannot stack key 'a'"));
+  CHECK_THAT(CONF_MESSAGE(o.flip({0})), Contains("cannot stack key 'a'"));
+  CHECK_THAT(CONF_MESSAGE(o.contiguous()), Contains("cannot stack key 'a'"));
+}
