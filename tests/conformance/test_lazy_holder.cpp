@@ -121,3 +121,75 @@ TEST_CASE("ops tensordict 0.15.3 refuses on a holder of a jagged lazy stack name
   CHECK_THAT(CONF_MESSAGE(o.flip({0})), Contains("cannot stack key 'a'"));
   CHECK_THAT(CONF_MESSAGE(o.contiguous()), Contains("cannot stack key 'a'"));
 }
+
+namespace {
+// lazy_stack([{x: [0, 1]}, {x: [10, 11, 12]}, {x: [20, 21]}]).
+LazyStackedTensorDict three() {
+  return tensordict::lazy_stack({TensorDict({{"x", at::arange(2, at::kFloat)}}, {}),
+                                 TensorDict({{"x", at::arange(3, at::kFloat) + 10}}, {}),
+                                 TensorDict({{"x", at::arange(2, at::kFloat) + 20}}, {})});
+}
+
+// Which members of `ls` hold `key`.
+std::vector<bool> holders_of(const LazyStackedTensorDict& ls, const tensordict::NestedKey& key) {
+  std::vector<bool> out;
+  for (const auto& m : ls.tensordicts()) out.push_back(m.contains(key));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a new key written at an index of a lazy stack goes into the selected members only (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  // tensordict 0.15.3 (_lazy.py _setitem_index): ls[0] = td updates member 0
+  // in place (x overwritten, y added); ls[1:], ls[[0, 2]] and ls[mask] give
+  // each selected member its part.
+  auto ls = three();
+  ls.index_put_({0}, TensorDict({{"x", at::zeros({2})}, {"y", at::ones({4})}}, {}));
+  CHECK(holders_of(ls, "y") == std::vector<bool>{true, false, false});
+  CHECK(ls.tensordicts()[0].get("x").equal(at::zeros({2})));
+  CHECK(ls.tensordicts()[1].get("x").equal(at::arange(3, at::kFloat) + 10));
+
+  ls = three();
+  ls.index_put_({Slice(1, at::indexing::None)},
+                tensordict::lazy_stack({TensorDict({{"y", at::ones({4})}}, {}), TensorDict({{"y", at::ones({5})}}, {})}));
+  CHECK(holders_of(ls, "y") == std::vector<bool>{false, true, true});
+  CHECK(ls.tensordicts()[2].get("y").sizes() == at::IntArrayRef({5}));
+
+  ls = three();
+  ls.index_put_({at::tensor({0, 2}, at::kLong)}, TensorDict({{"y", at::arange(8, at::kFloat).view({2, 4})}}, {2}));
+  CHECK(holders_of(ls, "y") == std::vector<bool>{true, false, true});
+  CHECK(ls.tensordicts()[2].get("y").equal(at::arange(4, at::kFloat) + 4));
+
+  ls = three();
+  ls.index_put_({at::tensor({1, 0, 1}, at::kLong).to(at::kBool)}, TensorDict({{"n", TensorDict({{"z", at::ones({2, 1})}}, {2})}}, {2}));
+  CHECK(holders_of(ls, {"n", "z"}) == std::vector<bool>{true, false, true});
+  // A sub-view's write reaches the same members.
+  ls = three();
+  ls.index({Slice(1, at::indexing::None)}).set("y", at::ones({2, 4}));
+  CHECK(holders_of(ls, "y") == std::vector<bool>{false, true, true});
+}
+
+TEST_CASE("a new key written at an index across a lazy stack's dim goes into every member at that index (test_lazy.py::test_setitem_hetero)",
+          "[conformance][test_lazy.py]") {
+  // Members of batch [2] stacked at dim 1; tensordict 0.15.3: ls[0] = {y: [2, 4]}
+  // gives every member y, ones at row 0 and zeros at row 1.
+  auto ls = tensordict::lazy_stack({TensorDict({{"x", at::zeros({2, 2})}}, {2}), TensorDict({{"x", at::zeros({2, 3})}}, {2})}, 1);
+  ls.index_put_({0}, TensorDict({{"y", at::ones({2, 4})}}, {2}));
+  for (const auto& m : ls.tensordicts()) {
+    CHECK(m.get("y").equal(at::cat({at::ones({1, 4}), at::zeros({1, 4})})));
+  }
+}
+
+TEST_CASE("a new key written at an index of a holder of a lazy stack goes into the selected members (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  TensorDict o({{"s", three()}, {"b", at::zeros({3})}}, {3});
+  o.index_put_({0}, TensorDict({{"s", TensorDict({{"y", at::ones({4})}}, {})}, {"b", at::full({}, 5.0f)}}, {}));
+  CHECK(holders_of(LazyStackedTensorDict(o.get_td("s")), "y") == std::vector<bool>{true, false, false});
+  CHECK(o.get("b").equal(at::tensor({5.0f, 0.0f, 0.0f})));
+  TensorDict p({{"s", three()}}, {3});
+  p.index_put_({Slice(1, at::indexing::None)}, TensorDict({{"s", TensorDict({{"y", at::ones({2, 4})}}, {2})}}, {2}));
+  CHECK(holders_of(LazyStackedTensorDict(p.get_td("s")), "y") == std::vector<bool>{false, true, true});
+  // set_at_ of a key the stack lacks: tensordict's KeyError.
+  CHECK_THAT(CONF_MESSAGE(p.set_at_({"s", "z"}, at::ones({4}), {1})), Contains("z"));
+  CHECK_THROWS_AS(p.set_at_({"s", "z"}, at::ones({4}), {1}), tensordict::KeyError);
+}

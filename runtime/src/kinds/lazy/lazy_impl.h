@@ -61,6 +61,15 @@ class LazyStackedImpl final : public TensorDictImpl {
   };
   // nullopt when the index has items a per-dim split cannot express.
   std::optional<Selection> select_members(at::ArrayRef<TensorIndex> index) const;
+  // select_members for a write: also nullopt when an Ellipsis is followed by
+  // items (other dims to a level with more batch dims than the caller's).
+  std::optional<Selection> select_written(at::ArrayRef<TensorIndex> index) const;
+  // tensordict's _setitem_index with a tensordict: each selected member
+  // takes its part of `value` (of the indexed batch size), updated in place
+  // for an int along the stack dim alone, else written at the member's
+  // index, so a key the value brings goes into those members only. False
+  // when the index cannot be split per member.
+  bool put_members(at::ArrayRef<TensorIndex> index, const TensorDict& value) const;
   // Along the stack dim: the members themselves; across it, lazy stacks of
   // the members' slices.
   std::vector<TensorDict> unbind(int64_t dim) const override;
