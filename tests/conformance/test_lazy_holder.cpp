@@ -110,6 +110,29 @@ TEST_CASE("softmax and broadcast_to of a holder of a jagged lazy stack run on it
   CHECK(nested_a(b)[1].equal(kA1.expand({3, 4})));
 }
 
+TEST_CASE("cat and stack of holders of jagged lazy stacks keep the nested stacks lazy (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict o = holder();
+  // tensordict 0.15.3: cat appends the members (4 members, stack dim 0);
+  // stack at 0 stacks member i of each input (2 members of batch [2], stack
+  // dim 1).
+  const auto c = tensordict::cat({o, o}, 0);
+  CHECK(c.batch_size() == at::IntArrayRef({4}));
+  REQUIRE(nested_stack(c).tensordicts().size() == 4);
+  CHECK(nested_a(c)[3].equal(kA1));
+  const auto st = tensordict::stack({o, o}, 0);
+  CHECK(st.batch_size() == at::IntArrayRef({2, 2}));
+  CHECK(nested_stack(st).stack_dim() == 1);
+  REQUIRE(nested_stack(st).tensordicts().size() == 2);
+  CHECK(nested_a(st)[1].equal(at::stack({kA1, kA1})));
+  // A nested stack cat with a dense level appends the level's rows as
+  // members.
+  const TensorDict dense({{"s", TensorDict({{"a", at::zeros({1, 5})}}, {1})}, {"b", at::zeros({1})}}, {1});
+  const auto mixed = tensordict::cat({o, dense}, 0);
+  REQUIRE(nested_stack(mixed).tensordicts().size() == 3);
+  CHECK(nested_a(mixed)[2].equal(at::zeros({5})));
+}
+
 TEST_CASE("ops tensordict 0.15.3 refuses on a holder of a jagged lazy stack name the key they cannot stack",
           "[conformance][test_lazy.py]") {
   const TensorDict o = holder();

@@ -128,6 +128,10 @@ class LazyStackedImpl final : public TensorDictImpl {
 // cat() of `tds` when one of them is a lazy stack: a lazy stack of every
 // member (along the stack dim) or of the members concatenated pairwise.
 TensorDict lazy_cat(const std::vector<TensorDict>& tds, int64_t dim);
+// stack() of lazy stacks of as many members along the same stack dim: a lazy
+// stack of the members stacked pairwise (tensordict's rule, so members of
+// different shapes work); nullopt for other inputs.
+std::optional<TensorDict> lazy_stack_of_stacks(const std::vector<TensorDict>& tds, int64_t dim);
 
 // The lazy stack `impl` is, or null for another kind.
 inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_cast<LazyStackedImpl>(&impl); }

@@ -217,4 +217,28 @@ TensorDict lazy_cat(const std::vector<TensorDict>& tds, int64_t dim) {
   return TensorDict(first->restack(std::move(members), sd));
 }
 
+std::optional<TensorDict> lazy_stack_of_stacks(const std::vector<TensorDict>& tds, int64_t dim) {
+  const LazyStackedImpl* first = as_lazy(*tds.front().impl());
+  if (!first) return std::nullopt;
+  for (const auto& td : tds) {
+    const LazyStackedImpl* lazy = as_lazy(*td.impl());
+    if (!lazy || lazy->stack_dim() != first->stack_dim() || lazy->members().size() != first->members().size() ||
+        td.batch_dims() != tds.front().batch_dims()) {
+      return std::nullopt;
+    }
+  }
+  const int64_t sd = first->stack_dim();
+  const int64_t d = wrap_batch_dim(dim, tds.front().batch_dims(), "stack", 1);
+  // Member i of the result stacks member i of every input, at the new dim's
+  // place among the members' dims; the stack dim moves past a new dim
+  // before it.
+  std::vector<TensorDict> members;
+  for (std::size_t i = 0; i < first->members().size(); ++i) {
+    std::vector<TensorDict> row;
+    for (const auto& td : tds) row.push_back(as_lazy(*td.impl())->members()[i]);
+    members.push_back(tensordict::stack(row, d <= sd ? d : d - 1));
+  }
+  return TensorDict(first->restack(std::move(members), d <= sd ? sd + 1 : sd));
+}
+
 }  // namespace tensordict::detail
