@@ -20,7 +20,7 @@ Json rows(Json a, Json b) { return Json::array({Json::array({a, b}), Json::array
 }  // namespace
 
 TEST_CASE("update(inplace) and update_ of a memory-mapped non-tensor stack reach its files (test_nontensor.py::TestNonTensorData::test_memmap_stack_updates)",
-          "[conformance][test_nontensor.py]") {
+          "[conformance][test_nontensor.py][ports:test_nontensor.py::TestNonTensorData::test_memmap_stack_updates]") {
   td_test::TempDir tmp;
   const std::string dir = (tmp / "stack").string();
   TensorDict data = pairs(0, 1).clone();
@@ -33,6 +33,12 @@ TEST_CASE("update(inplace) and update_ of a memory-mapped non-tensor stack reach
   data.update(pairs(2, 3), {.inplace = true});
   CHECK(data.is_memmap());
   CHECK(data.get_non_tensor("data") == rows(2, 3));
+  CHECK(tensordict::load_memmap(dir).get_non_tensor("data") == rows(2, 3));
+
+  // An element read by index is a copy (tensordict: a leaf that refuses
+  // updates from a memmapped parent); writing it leaves the files alone.
+  TensorDict element = data.index({0, 0});
+  element.update(TensorDict({{"data", NonTensorData(Json(1))}}, {}), {.inplace = true});
   CHECK(tensordict::load_memmap(dir).get_non_tensor("data") == rows(2, 3));
 
   data.update_(pairs(4, 5));
