@@ -133,6 +133,37 @@ TEST_CASE("cat and stack of holders of jagged lazy stacks keep the nested stacks
   CHECK(nested_a(mixed)[2].equal(at::zeros({5})));
 }
 
+TEST_CASE("repeat and repeat_interleave of a jagged lazy stack and of its holder repeat the members (an issue example, checked against tensordict 0.15.3)",
+          "[conformance][test_lazy.py]") {
+  const TensorDict o = holder();
+  // tensordict 0.15.3: repeat(2) gives members 0, 1, 0, 1 and
+  // repeat_interleave(2, 0) members 0, 0, 1, 1, each of batch [].
+  const auto r = o.repeat({2});
+  CHECK(r.batch_size() == at::IntArrayRef({4}));
+  REQUIRE(nested_a(r).size() == 4);
+  CHECK(nested_a(r)[2].equal(kA0));
+  CHECK(nested_a(r)[3].equal(kA1));
+  CHECK(r.get("b").equal(at::tensor({0.0f, 1.0f, 0.0f, 1.0f})));
+  const auto ri = o.repeat_interleave(2, 0);
+  REQUIRE(nested_a(ri).size() == 4);
+  CHECK(nested_a(ri)[1].equal(kA0));
+  CHECK(nested_a(ri)[2].equal(kA1));
+  CHECK(ri.get("b").equal(at::tensor({0.0f, 0.0f, 1.0f, 1.0f})));
+  // As in tensordict, a member's repeats are one tensordict (here a copy of
+  // the source's member, which stays as it was: README, differences).
+  nested_a(ri)[0].fill_(-1);
+  CHECK(nested_a(ri)[1].equal(at::full({3}, -1.0f)));
+  CHECK(nested_a(o)[0].equal(kA0));
+  nested_a(r)[0].fill_(-1);
+  CHECK(nested_a(r)[2].equal(at::full({3}, -1.0f)));
+  CHECK(nested_a(o)[0].equal(kA0));
+  // Across the stack dim: each member's rows.
+  const auto u = o.unsqueeze(1).repeat_interleave(3, 1);
+  CHECK(u.batch_size() == at::IntArrayRef({2, 3}));
+  CHECK(nested_a(u)[1].equal(kA1.expand({3, 4})));
+  CHECK(nested_a(o.unsqueeze(1).repeat({1, 2}))[0].equal(kA0.expand({2, 3})));
+}
+
 TEST_CASE("ops tensordict 0.15.3 refuses on a holder of a jagged lazy stack name the key they cannot stack",
           "[conformance][test_lazy.py]") {
   const TensorDict o = holder();
