@@ -11,6 +11,13 @@ using tensordict::NonTensorData;
 using Catch::Matchers::Contains;
 
 namespace {
+// update()'s inplace=True.
+tensordict::UpdateOptions in_place() {
+  tensordict::UpdateOptions options;
+  options.inplace = true;
+  return options;
+}
+
 // {data: [[a, b]] * 3}, batch [3, 2].
 TensorDict pairs(Json a, Json b) {
   return TensorDict({{"data", NonTensorData::stack({a, b, a, b, a, b}, {3, 2})}}, {3, 2});
@@ -30,7 +37,7 @@ TEST_CASE("update(inplace) and update_ of a memory-mapped non-tensor stack reach
 
   // A memory-mapped tensordict is locked: update() refuses, inplace writes.
   CHECK_THAT(CONF_MESSAGE(data.update(pairs(2, 3))), Contains("locked"));
-  data.update(pairs(2, 3), {.inplace = true});
+  data.update(pairs(2, 3), in_place());
   CHECK(data.is_memmap());
   CHECK(data.get_non_tensor("data") == rows(2, 3));
   CHECK(tensordict::load_memmap(dir).get_non_tensor("data") == rows(2, 3));
@@ -38,7 +45,7 @@ TEST_CASE("update(inplace) and update_ of a memory-mapped non-tensor stack reach
   // An element read by index is a copy (tensordict: a leaf that refuses
   // updates from a memmapped parent); writing it leaves the files alone.
   TensorDict element = data.index({0, 0});
-  element.update(TensorDict({{"data", NonTensorData(Json(1))}}, {}), {.inplace = true});
+  element.update(TensorDict({{"data", NonTensorData(Json(1))}}, {}), in_place());
   CHECK(tensordict::load_memmap(dir).get_non_tensor("data") == rows(2, 3));
 
   data.update_(pairs(4, 5));
@@ -48,7 +55,7 @@ TEST_CASE("update(inplace) and update_ of a memory-mapped non-tensor stack reach
   // One value for the whole batch. tensordict keeps a stack of sixes; here
   // a stack whose elements all agree is one value (README, differences), on
   // disk too, and a memory-mapped single value refuses another one.
-  data.update(TensorDict({{"data", NonTensorData(Json(6))}}, {3, 2}), {.inplace = true});
+  data.update(TensorDict({{"data", NonTensorData(Json(6))}}, {3, 2}), in_place());
   CHECK(data.get_non_tensor("data") == Json(6));
   CHECK(tensordict::load_memmap(dir).get_non_tensor("data") == Json(6));
   data.update_(TensorDict({{"data", NonTensorData(Json(6))}}, {3, 2}));

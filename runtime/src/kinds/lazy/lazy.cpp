@@ -227,7 +227,7 @@ bool LazyStackedImpl::put_members(at::ArrayRef<TensorIndex> index, const TensorD
   for (std::size_t k = 0; k < sel->chosen.size(); ++k) {
     TensorDict m = members_[sel->chosen[k]];
     if (sel->single && sel->others_trivial) {
-      m.update(parts[k], UpdateOptions{.inplace = true});
+      m.update(parts[k], UpdateOptions{false, /*inplace=*/true, std::nullopt, false});
     } else {
       m.index_put_(sel->others, parts[k]);
     }
