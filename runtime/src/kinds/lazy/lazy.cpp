@@ -194,7 +194,7 @@ TensorDict LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
 
 void LazyStackedImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
                                 const at::Tensor& value) {
-  // Otherwise stacked, as written.
+  // An index the members cannot split: stacked, as written.
   const auto sel = select_written(index);
   if (!sel) return TensorDictImpl::assign_at(key, resolved, index, value);
   // tensordict writes into the members the index selects, each its part of
