@@ -118,6 +118,13 @@ LazyStackedTensorDict lazy_hetero() {
   return lazy_stack({a, b}, 0);
 }
 
+// Members of different batch sizes: the stack's batch size is [2, -1].
+LazyStackedTensorDict lazy_batches() {
+  TensorDict a({{"x", values({2, 3}, at::kFloat)}, {"only_a", values({2}, at::kLong)}}, {2});
+  TensorDict b({{"x", values({3, 3}, at::kFloat)}}, {3});
+  return lazy_stack({a, b}, 0);
+}
+
 TensorDict dense_stack() {
   TensorDict a({{"x", values({3, 2}, at::kFloat)}, {"n", TensorDict({{"y", values({3}, at::kLong)}}, {3})}}, {3});
   TensorDict b(a.clone());
@@ -183,6 +190,7 @@ std::vector<WrittenCase> write_cases(const fs::path& dir) {
   memmap_case("encoded_keys", encoded_keys(true));
   memmap_case("non_tensor", non_tensor());
   memmap_case("lazy_hetero", lazy_hetero());
+  memmap_case("lazy_batches", lazy_batches());
   memmap_case("dense_stack", dense_stack());
   memmap_case("consolidated", consolidated());
   memmap_case("jagged", jagged());

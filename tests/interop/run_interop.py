@@ -282,6 +282,13 @@ def py_lazy_hetero() -> LazyStackedTensorDict:
     return lazy_stack([a, b], 0)
 
 
+def py_lazy_batches() -> LazyStackedTensorDict:
+    # members of different batch sizes: the stack's batch size is [2, -1]
+    a = TensorDict({"x": values((2, 3), torch.float32), "only_a": values((2,), torch.int64)}, [2])
+    b = TensorDict({"x": values((3, 3), torch.float32)}, [3])
+    return lazy_stack([a, b], 0)
+
+
 def py_dense_stack() -> TensorDict:
     a = TensorDict({"x": values((3, 2), torch.float32), "n": TensorDict({"y": values((3,), torch.int64)}, [3])}, [3])
     return torch.stack([a, a * 2 + 1], 1)
@@ -332,6 +339,7 @@ PY_CASES = [
     ("encoded_keys", "memmap", py_encoded_keys),
     ("non_tensor", "memmap", py_non_tensor),
     ("lazy_hetero", "memmap", py_lazy_hetero),
+    ("lazy_batches", "memmap", py_lazy_batches),
     ("dense_stack", "memmap", py_dense_stack),
     ("consolidated", "memmap", py_consolidated),
     ("jagged", "memmap", py_jagged),
@@ -345,7 +353,8 @@ PY_CASES = [
 # The C++ cases run_interop expects interop_tool to write; a missing one fails.
 CPP_CASES = [
     "dtypes", "nested_names", "longer_nested_batch", "zero_element", "encoded_keys", "non_tensor",
-    "lazy_hetero", "dense_stack", "consolidated", "jagged", "tensorclass", "nested_tensorclass", "h5_dtypes", "h5_nested",
+    "lazy_hetero", "lazy_batches", "dense_stack", "consolidated", "jagged", "tensorclass", "nested_tensorclass", "h5_dtypes",
+    "h5_nested",
 ]
 
 # Known disagreements, by case ("py->cpp/name" or "cpp->py/name") -> reason.

@@ -160,10 +160,10 @@ TEST_CASE("mismatched lazy-stack directories give errors naming the directory") 
   TempDir tmp;
   const fs::path dir = tmp.path() / "odd";
   sample({2}).memmap((dir / "0").string());
-  sample({3}).memmap((dir / "1").string());
+  sample({2, 3}).memmap((dir / "1").string());
   write_text(dir / "meta.json", kLazyMeta0);
-  REQUIRE_THAT(TD_MESSAGE(load_memmap(dir.string())),
-               Contains(dir.string()) && Contains("member 1") && Contains("batch size [3]"));
+  REQUIRE_THAT(TD_MESSAGE(load_memmap(dir.string())), Contains(dir.string()) && Contains("member 1") &&
+                                                          Contains("batch size [2, 3]") && Contains("as many batch dims"));
   write_text(dir / "meta.json", R"({"_type":"<class 'tensordict._lazy.LazyStackedTensorDict'>","stack_dim":"0"})");
   REQUIRE_THAT(TD_MESSAGE(load_memmap(dir.string())), Contains("integer stack_dim"));
 }
@@ -202,4 +202,33 @@ TEST_CASE("memmap_refresh_ on a loaded lazy stack refreshes every member") {
   loaded.memmap_refresh_();
   REQUIRE(at::equal(loaded.tensordicts()[1].get("x"), iota({2, 5}) * 3));
   REQUIRE(loaded.tensordicts()[1].contains("new"));
+}
+
+TEST_CASE("a lazy stack of members of different batch sizes round-trips, nested too (checked against tensordict 0.15.3)") {
+  TempDir tmp;
+  // tensordict 0.15.3 writes the same tree: meta.json with stack_dim 0, then
+  // 0/ with shape [2] and 1/ with shape [3]; it loads back as batch [2, -1].
+  LazyStackedTensorDict lazy = lazy_stack({TensorDict({{"x", iota({2, 3})}, {"only_a", iota({2}, at::kLong)}}, {2}),
+                                           TensorDict({{"x", iota({3, 3}) + 100}}, {3})});
+  REQUIRE(lazy.batch_size() == at::IntArrayRef{2, -1});
+  const fs::path dir = tmp.path() / "batches";
+  lazy.memmap(dir.string());
+  REQUIRE(read_text(dir / "meta.json") == kLazyMeta0);
+  REQUIRE(tree_of(dir) == std::vector<std::string>{"0", "0/meta.json", "0/only_a.memmap", "0/x.memmap", "1", "1/meta.json",
+                                                   "1/x.memmap", "meta.json"});
+  LazyStackedTensorDict back = LazyStackedTensorDict::load_memmap(dir.string());
+  REQUIRE(back.batch_size() == at::IntArrayRef{2, -1});
+  require_same_tree(back, lazy);
+
+  // Held by a tensordict of batch [2].
+  const fs::path outer_dir = tmp.path() / "outer";
+  TensorDict({{"s", lazy}}, {2}).memmap(outer_dir.string());
+  const TensorDict outer = load_memmap(outer_dir.string());
+  REQUIRE(outer.get_td("s").batch_size() == at::IntArrayRef{2, -1});
+  require_same_tree(outer.get_td("s"), lazy);
+
+  // h5 stores a lazy stack densely: tensordict 0.15.3 fails to stack "x"
+  // too.
+  const std::string h5 = (tmp.path() / "batches.h5").string();
+  REQUIRE_THAT(TD_MESSAGE(lazy.to_h5(h5)), Contains(h5));
 }

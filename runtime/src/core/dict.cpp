@@ -458,8 +458,15 @@ std::vector<Value> TensorDict::values(const KeysOptions& options) const {
 
 TensorDict& TensorDict::set(const NestedKey& key, Value value, const SetOptions& options) {
   const bool inplace = options.inplace;
-  if (inplace && !value.is_non_tensor()) {
+  if (inplace) {
     const auto existing = get_value(key);
+    // Non-tensor data into a non-tensor entry: written over the whole batch
+    // where it is, so a memory-mapped level's files follow (tensordict's
+    // update(inplace=True) of a memmapped NonTensorStack).
+    if (existing && existing->is_non_tensor() && value.is_non_tensor()) {
+      put_non_tensor_at(key, BatchIndex({}, batch_size()), value, "set");
+      return *this;
+    }
     if (existing && existing->is_tensor() && value.is_tensor()) return set_(key, value.tensor());
     if (existing && existing->is_tensordict() && value.is_tensordict()) {
       existing->tensordict().update(value.tensordict(), UpdateOptions{false, true, std::nullopt, false});
@@ -481,12 +488,20 @@ TensorDict& TensorDict::update_(const TensorDict& other) {
       return;
     }
     theirs.impl_->for_each_key([&](const std::string& key, EntryKind kind) {
-      if (kind == EntryKind::NonTensor) return;
       path.push_back(key);
       const NestedKey full{std::span<const std::string>(path)};
       const auto target = mine.impl_->find(key);
       if (!target) throw_missing(full, *mine.impl_, path.size() - 1);
-      if (kind == EntryKind::TensorDict && target->is_tensordict()) {
+      if (kind == EntryKind::NonTensor) {
+        // Written over the whole batch where it is; a memory-mapped level's
+        // files follow (tensordict's update_ of a memmapped NonTensorStack).
+        if (!target->is_non_tensor()) {
+          throw ValueError(fmt::format("update_ failed for key {}: the tensordict holds {} there and the value non-tensor data",
+                                       full.repr(), target->is_tensor() ? "a tensor" : "a tensordict"));
+        }
+        detail::put_non_tensor_entry(*mine.impl_, full, target->non_tensor(), mine.batch_size(),
+                                     BatchIndex({}, mine.batch_size()), theirs.impl_->find(key)->non_tensor());
+      } else if (kind == EntryKind::TensorDict && target->is_tensordict()) {
         self(self, target->tensordict(), theirs.impl_->find(key)->tensordict());
       } else {
         try {

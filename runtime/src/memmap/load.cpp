@@ -270,12 +270,15 @@ TensorDict load_lazy(const fs::path& dir, const Json& meta, std::optional<at::De
     throw RuntimeError(fmt::format("malformed {}: stack_dim {} is out of range for members with {} batch dims",
                                          file.string(), stack_dim, dims));
   }
-  // Members keep their own keys and feature shapes; only batch sizes must agree.
+  // Members keep their own keys, feature shapes and batch sizes (tensordict
+  // 0.15 stacks members of different batch sizes, -1 where they differ);
+  // only their numbers of batch dims must agree.
   for (std::size_t i = 1; i < members.size(); ++i) {
-    if (members[i].batch_size() != members.front().batch_size()) {
-      throw RuntimeError(fmt::format("{}: member {} of the LazyStackedTensorDict has batch size {}, member 0 has {}",
-                                           dir.string(), i, shape_string(members[i].batch_size()),
-                                           shape_string(members.front().batch_size())));
+    if (members[i].batch_dims() != members.front().batch_dims()) {
+      throw RuntimeError(fmt::format("{}: member {} of the LazyStackedTensorDict has batch size {}, member 0 has {}: "
+                                     "the members of a lazy stack have as many batch dims",
+                                     dir.string(), i, shape_string(members[i].batch_size()),
+                                     shape_string(members.front().batch_size())));
     }
   }
   LazyStackedTensorDict lazy(std::move(members), stack_dim);

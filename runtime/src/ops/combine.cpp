@@ -81,6 +81,9 @@ struct Combiner {
   const char* op;
   c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> leaves;
   c10::function_ref<shape::Combined(const std::vector<TensorDict>&)> plan;
+  // The op on nested levels among which is a lazy stack (its members may
+  // differ in shape), or nullopt to combine them level by level.
+  c10::function_ref<std::optional<TensorDict>(const std::vector<TensorDict>&)> lazy_levels;
 
   // This level's plan; a nested level's errors name its key.
   shape::Combined level_plan(const std::vector<TensorDict>& tds, const std::vector<std::string>& prefix) {
@@ -174,6 +177,15 @@ struct Combiner {
     std::vector<TensorDict> nested;
     nested.reserve(members.size());
     for (const auto& m : members) nested.push_back(m.tensordict());
+    if (std::any_of(nested.begin(), nested.end(), [](const TensorDict& n) { return detail::as_lazy(*n.impl()) != nullptr; })) {
+      std::optional<TensorDict> combined;
+      try {
+        combined = lazy_levels(nested);
+      } catch (...) {
+        detail::rethrow_for_key(op, NestedKey(prefix));
+      }
+      if (combined) return Value(*combined);
+    }
     return Value(run(nested, prefix));
   }
 
@@ -262,8 +274,9 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
     return out;
   };
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); };
+  auto lazy_levels = [&](const std::vector<TensorDict>& level) { return detail::lazy_stack_of_stacks(level, d); };
   std::vector<std::string> prefix;
-  Combiner combiner{"stack", leaves, plan, {}};
+  Combiner combiner{"stack", leaves, plan, lazy_levels, {}};
   return combiner.run(tds, prefix);
 }
 
@@ -279,8 +292,9 @@ TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
     return out;
   };
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };
+  auto lazy_levels = [&](const std::vector<TensorDict>& level) { return std::optional<TensorDict>(detail::lazy_cat(level, d)); };
   std::vector<std::string> prefix;
-  Combiner combiner{"cat", leaves, plan, {}};
+  Combiner combiner{"cat", leaves, plan, lazy_levels, {}};
   return combiner.run(tds, prefix);
 }
 

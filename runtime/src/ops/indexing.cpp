@@ -3,6 +3,7 @@
 
 #include "core/format.h"
 #include "core/holding_level.h"
+#include "kinds/lazy/lazy_impl.h"
 #include "memmap/memmap_detail.h"
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
@@ -61,6 +62,18 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
       throw RuntimeError(fmt::format("index_put_: the value's batch size {} cannot be expanded to the indexed batch size {}",
                                            shape_string(value.batch_size()), shape_string(target)));
     }
+  }
+  // A lazy stack writes into the members the index selects, each its part
+  // of the value (tensordict's _setitem_index): a new key goes into those
+  // members only.
+  if (auto lazy = detail::as_lazy(*impl_); lazy && lazy->put_members(index, source)) return *this;
+  // A nested lazy stack takes its part the same way, at the same index.
+  for (const auto& [key, item] : source.items()) {
+    if (!item.is_tensordict()) continue;
+    const auto held = impl_->find(key.front());
+    if (!held || !held->is_tensordict() || !detail::as_lazy(*held->tensordict().impl())) continue;
+    TensorDict(held->tensordict()).index_put_(detail::without_ellipsis(index, batch_dims()), item.tensordict());
+    source = source.exclude({key});
   }
   // A nested level the value has and this tensordict lacks is created with
   // this batch size followed by the level's own extra dims (base.py:18405).

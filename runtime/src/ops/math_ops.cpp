@@ -280,8 +280,22 @@ TensorDict& TensorDict::apply_(const TensorFn& fn) {
 TensorDict TensorDict::softmax(int64_t dim, std::optional<at::ScalarType> dtype) const {
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "softmax");
   // c10::optional: a distinct type before libtorch 2.x
-  return unary(*this, [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); }, "softmax",
-               OpKind::Value);
+  auto leaf_softmax = [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); };
+  // tensordict's LazyStackedTensorDict._softmax: across another dim, each
+  // member along that dim's place in it; along the stack dim of members
+  // whose entries differ in shape (no dense copy), each member's leaves along
+  // their own dim `d` (tensordict 0.15.3's rule, its TODO #2359).
+  if (auto lazy = detail::as_lazy(*impl_)) {
+    const int64_t sd = lazy->stack_dim();
+    if (d != sd) {
+      return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t) { return m.softmax(d < sd ? d : d - 1, dtype); }));
+    }
+    if (!lazy->entries_stack()) return unary(*this, leaf_softmax, "softmax");
+  }
+  // A nested lazy stack inside the batch runs softmax itself.
+  auto softmax_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.softmax(d, dtype)}; };
+  const detail::NestedOp nested = softmax_nested;
+  return unary(*this, leaf_softmax, "softmax", OpKind::Value, &nested);
 }
 
 // ---- unary ops ------------------------------------------------------------------

@@ -6,12 +6,14 @@
 #include <stdexcept>
 
 #include "core/format.h"
+#include "kinds/lazy/lazy_impl.h"
 #include "ops/shape_mapping.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {
 
 using detail::mapped;
+using detail::ShapeCheck;
 
 namespace {
 
@@ -81,8 +83,28 @@ TensorDict TensorDict::repeat(at::IntArrayRef repeats) const {
     if (repeats[d] < 0) throw ValueError(fmt::format("repeat: negative count in {}", shape_string(repeats)));
     batch.push_back(batch_size()[d] * repeats[d]);
   }
+  // A lazy stack repeats its members, each repeated along its own dims once
+  // and that one copy held at each of its places, as tensordict does:
+  // members of different shapes work.
+  if (auto lazy = detail::as_lazy(*impl_)) {
+    const int64_t sd = lazy->stack_dim();
+    std::vector<int64_t> member_counts = repeats.vec();
+    member_counts.erase(member_counts.begin() + sd);
+    std::vector<TensorDict> copies;
+    for (const auto& m : lazy->members()) copies.push_back(m.repeat(member_counts));
+    std::vector<TensorDict> members;
+    for (int64_t r = 0; r < repeats[sd]; ++r) members.insert(members.end(), copies.begin(), copies.end());
+    return TensorDict(lazy->restack(std::move(members), sd));
+  }
+  // A nested lazy stack repeats itself, its own dims once.
+  auto repeat_nested = [&](const TensorDict& n) {
+    std::vector<int64_t> counts = repeats.vec();
+    counts.resize(static_cast<std::size_t>(n.batch_dims()), 1);
+    return std::vector<TensorDict>{n.repeat(counts)};
+  };
+  const detail::NestedOp nested = repeat_nested;
   return mapped(*this, batch, same_names(*this), [&](const at::Tensor& t) { return t.repeat(over_features(repeats, t, nb)); },
-                "repeat");
+                "repeat", ShapeCheck::Results, &nested);
 }
 
 TensorDict TensorDict::tile(at::IntArrayRef reps) const {
@@ -128,9 +150,29 @@ TensorDict TensorDict::repeat_interleave(const at::Tensor& repeats, std::optiona
   std::vector<int64_t> batch = batch_size().vec();
   batch[d] = counts.numel() == n && counts.dim() == 1 ? counts.sum().item<int64_t>() : n * counts.reshape({}).item<int64_t>();
   const int64_t total = batch[d];
+  // A lazy stack: along its stack dim, each member repeated in place (one
+  // copy, held at each of its places); along another dim, each member's
+  // rows (tensordict's rule, so members of different shapes work).
+  if (auto lazy = detail::as_lazy(*impl_)) {
+    const int64_t sd = lazy->stack_dim();
+    std::vector<TensorDict> members;
+    for (std::size_t i = 0; i < lazy->members().size(); ++i) {
+      const TensorDict& m = lazy->members()[i];
+      if (d != sd) {
+        members.push_back(m.repeat_interleave(repeats, d < sd ? d : d - 1));
+        continue;
+      }
+      const int64_t times = counts.numel() == 1 ? counts.reshape({}).item<int64_t>() : counts[static_cast<int64_t>(i)].item<int64_t>();
+      const TensorDict copy = m.clone();
+      for (int64_t k = 0; k < times; ++k) members.push_back(copy);
+    }
+    return TensorDict(lazy->restack(std::move(members), sd));
+  }
+  auto repeat_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.repeat_interleave(repeats, d)}; };
+  const detail::NestedOp nested = repeat_nested;
   return mapped(*this, batch, same_names(*this), [&](const at::Tensor& t) {
     return t.repeat_interleave(counts.to(t.device()), d, total);
-  }, "repeat_interleave");
+  }, "repeat_interleave", ShapeCheck::Results, &nested);
 }
 
 }  // namespace tensordict

@@ -15,12 +15,13 @@ TensorDict mapped(const TensorDict& td, std::vector<int64_t> batch, Names names,
 }
 
 std::vector<TensorDict> mapped_pieces(const TensorDict& td, const std::vector<std::vector<int64_t>>& batches,
-                                      const Names& names, LeafFn fn, const char* op, ShapeCheck check) {
+                                      const Names& names, LeafFn fn, const char* op, ShapeCheck check,
+                                      const NestedOp* nested) {
   std::vector<PieceMeta> metas;
   metas.reserve(batches.size());
   for (const auto& b : batches) metas.push_back({b, names});
   std::vector<TensorDict> out;
-  for (auto& impl : map_leaves(*td.impl(), metas, td.device(), OpKind::Batch, fn, op, check)) {
+  for (auto& impl : map_leaves(*td.impl(), metas, td.device(), OpKind::Batch, fn, op, check, nested)) {
     out.emplace_back(TensorDict(std::move(impl)));
   }
   return out;

@@ -24,9 +24,10 @@ TensorDict mapped(const TensorDict& td, std::vector<int64_t> batch, Names names,
                   ShapeCheck check = ShapeCheck::Results, const NestedOp* nested = nullptr);
 
 // One tensordict per batch size in `batches`; fn writes a leaf's pieces.
+// `nested`: one result per piece.
 std::vector<TensorDict> mapped_pieces(const TensorDict& td, const std::vector<std::vector<int64_t>>& batches,
                                       const Names& names, LeafFn fn, const char* op,
-                                      ShapeCheck check = ShapeCheck::Results);
+                                      ShapeCheck check = ShapeCheck::Results, const NestedOp* nested = nullptr);
 
 // The plans whose leaf results have the planned batch prefix whenever the
 // leaves start with the source's batch size (map_leaves' ShapeCheck::Planned);
@@ -48,11 +49,11 @@ TensorDict mapped(const TensorDict& td, const Plan& plan, const NestedOp* nested
                 plan_check<Plan>, nested);
 }
 template <class Plan>
-std::vector<TensorDict> mapped_pieces(const TensorDict& td, const Plan& plan) {
+std::vector<TensorDict> mapped_pieces(const TensorDict& td, const Plan& plan, const NestedOp* nested = nullptr) {
   std::vector<std::vector<int64_t>> batches;
   batches.reserve(plan.batches.size());
   for (const auto& b : plan.batches) batches.emplace_back(b.begin(), b.end());
-  return mapped_pieces(td, batches, plan.names, plan, plan.op, plan_check<Plan>);
+  return mapped_pieces(td, batches, plan.names, plan, plan.op, plan_check<Plan>, nested);
 }
 
 }  // namespace tensordict::detail

@@ -26,9 +26,26 @@ TensorDict parts_or_mapped(const TensorDict& td, const Plan& plan, BatchShapeOp:
   return mapped(td, plan, nested);
 }
 
-// A nested level's batch dims past `td`'s.
-std::vector<int64_t> own_dims(const TensorDict& td, const TensorDict& nested) {
-  return nested.batch_size().slice(static_cast<std::size_t>(td.batch_dims())).vec();
+// `batch` followed by a nested level's batch dims past `td`'s: the shape a
+// nested lazy stack takes when `td`'s batch becomes `batch`.
+std::vector<int64_t> with_own_dims(at::IntArrayRef batch, const TensorDict& td, const TensorDict& nested) {
+  std::vector<int64_t> out = batch.vec();
+  const auto own = nested.batch_size().slice(static_cast<std::size_t>(td.batch_dims()));
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
+// The nested op of reshape, flatten and unflatten (view: `as_view`): the
+// nested lazy stack takes the new batch followed by its own dims, which
+// regroups its members (tensordict's _view of a nested value).
+template <class Plan>
+TensorDict regrouped(const TensorDict& td, const Plan& plan, bool as_view = false) {
+  auto reshape_nested = [&](const TensorDict& n) {
+    const auto to = with_own_dims(plan.batch, td, n);
+    return std::vector<TensorDict>{as_view ? n.view(to) : n.reshape(to)};
+  };
+  const detail::NestedOp nested = reshape_nested;
+  return parts_or_mapped(td, plan, BatchShapeOp::Kind::Reshape, plan.batch, &nested);
 }
 
 // `order` extended over a nested level's own dims, which stay in place.
@@ -46,13 +63,11 @@ shape::BatchDims identity_order(int64_t n) {
 }  // namespace
 
 TensorDict TensorDict::reshape(at::IntArrayRef shape) const {
-  const shape::Reshape plan(batch_size(), shape);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
+  return regrouped(*this, shape::Reshape(batch_size(), shape));
 }
 
 TensorDict TensorDict::view(at::IntArrayRef shape) const {
-  const shape::Reshape plan(batch_size(), shape, shape::Reshape::Mode::View);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
+  return regrouped(*this, shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View), /*as_view=*/true);
 }
 
 TensorDict TensorDict::permute(at::IntArrayRef dims) const {
@@ -73,12 +88,19 @@ TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
 
 TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
   const shape::Squeeze plan(batch_size(), names(), dim);
-  // Nothing to squeeze: the same dims (an identity permutation).
-  if (plan.dropped().empty()) return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()));
-  // One dim at a time, the highest first (the lower dims keep their place).
   const auto& drop = plan.dropped();
+  // A nested lazy stack squeezes the same dims itself.
+  auto squeeze_nested = [&](const TensorDict& n) {
+    TensorDict out = n;
+    for (int64_t d : drop) out = out.squeeze(d);
+    return std::vector<TensorDict>{out};
+  };
+  const detail::NestedOp nested = squeeze_nested;
+  // Nothing to squeeze: the same dims (an identity permutation).
+  if (drop.empty()) return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()), &nested);
+  // One dim at a time, the highest first (the lower dims keep their place).
   auto first = impl_->reshape_parts(BatchShapeOp{BatchShapeOp::Kind::Squeeze, {drop.front()}});
-  if (!first) return mapped(*this, plan);
+  if (!first) return mapped(*this, plan, &nested);
   TensorDict out = std::move(*first);
   for (std::size_t i = 1; i < drop.size(); ++i) out = out.squeeze(drop[i]);
   return out;
@@ -93,18 +115,16 @@ TensorDict TensorDict::unsqueeze(int64_t dim) const {
 
 TensorDict TensorDict::expand(at::IntArrayRef shape) const {
   const shape::Expand plan(batch_size(), names(), shape);
-  auto expand_nested = [&](const TensorDict& n) {
-    std::vector<int64_t> to(plan.batch.begin(), plan.batch.end());
-    const auto own = own_dims(*this, n);
-    to.insert(to.end(), own.begin(), own.end());
-    return std::vector<TensorDict>{n.expand(to)};
-  };
+  auto expand_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.expand(with_own_dims(plan.batch, *this, n))}; };
   const detail::NestedOp nested = expand_nested;
   return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, plan.batch, &nested);
 }
 
 TensorDict TensorDict::broadcast_to(at::IntArrayRef shape) const {
-  return mapped(*this, shape::Expand(batch_size(), names(), shape, shape::Expand::BroadcastTo));
+  const shape::Expand plan(batch_size(), names(), shape, shape::Expand::BroadcastTo);
+  auto expand_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.expand(with_own_dims(plan.batch, *this, n))}; };
+  const detail::NestedOp nested = expand_nested;
+  return mapped(*this, plan, &nested);
 }
 
 TensorDict TensorDict::expand_as(const at::Tensor& other) const { return expand(other.sizes()); }
@@ -117,13 +137,11 @@ TensorDict TensorDict::expand_as(const TensorDict& other) const {
 }
 
 TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
-  const shape::Flatten plan(batch_size(), names(), start_dim, end_dim);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
+  return regrouped(*this, shape::Flatten(batch_size(), names(), start_dim, end_dim));
 }
 
 TensorDict TensorDict::unflatten(int64_t dim, at::IntArrayRef sizes) const {
-  const shape::Unflatten plan(batch_size(), names(), dim, sizes);
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Reshape, plan.batch);
+  return regrouped(*this, shape::Unflatten(batch_size(), names(), dim, sizes));
 }
 
 std::vector<TensorDict> TensorDict::unbind(int64_t dim) const { return impl_->unbind(dim); }
@@ -136,14 +154,21 @@ std::optional<std::vector<TensorDict>> TensorDictImpl::split_parts(at::IntArrayR
 // Every leaf unbound, dense pieces.
 std::vector<TensorDict> TensorDictImpl::unbind(int64_t dim) const {
   const TensorDict self(std::const_pointer_cast<TensorDictImpl>(shared_from_this()));
-  auto pieces = mapped_pieces(self, shape::Unbind(batch_size(), names(), dim));
+  const shape::Unbind plan(batch_size(), names(), dim);
+  // A nested lazy stack unbinds itself (along its stack dim: its members).
+  const int64_t d = wrap_batch_dim(dim, static_cast<int64_t>(batch_size().size()), "unbind");
+  auto unbind_nested = [&](const TensorDict& n) { return n.unbind(d); };
+  const detail::NestedOp nested = unbind_nested;
+  auto pieces = mapped_pieces(self, plan, &nested);
   return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
 }
 
 std::vector<TensorDict> TensorDict::split(at::IntArrayRef split_sizes, int64_t dim) const {
   const shape::Split plan(batch_size(), names(), split_sizes.vec(), dim);
   if (auto parts = impl_->split_parts(plan.sizes(), plan.dim())) return std::move(*parts);
-  auto pieces = mapped_pieces(*this, plan);
+  auto split_nested = [&](const TensorDict& n) { return n.split(plan.sizes(), plan.dim()); };
+  const detail::NestedOp nested = split_nested;
+  auto pieces = mapped_pieces(*this, plan, &nested);
   return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
 }
 

@@ -194,10 +194,8 @@ TensorDict LazyStackedImpl::index(at::ArrayRef<TensorIndex> index) const {
 
 void LazyStackedImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex> index,
                                 const at::Tensor& value) {
-  // An Ellipsis followed by items means other dims to a level with more
-  // batch dims than the caller's: stacked, as written.
-  const auto ellipsis = std::find_if(index.begin(), index.end(), [](const TensorIndex& i) { return i.is_ellipsis(); });
-  const auto sel = ellipsis == index.end() || ellipsis + 1 == index.end() ? select_members(index) : std::nullopt;
+  // An index the members cannot split: stacked, as written.
+  const auto sel = select_written(index);
   if (!sel) return TensorDictImpl::assign_at(key, resolved, index, value);
   // tensordict writes into the members the index selects, each its part of
   // the value, so members of different shapes take values of their shapes.
@@ -215,6 +213,26 @@ void LazyStackedImpl::assign_at(const std::string& key, const BatchIndex& resolv
     }
     m.impl()->assign_at(key, BatchIndex(sel->others, m.batch_size()), sel->others, part);
   }
+}
+
+std::optional<LazyStackedImpl::Selection> LazyStackedImpl::select_written(at::ArrayRef<TensorIndex> index) const {
+  const auto ellipsis = std::find_if(index.begin(), index.end(), [](const TensorIndex& i) { return i.is_ellipsis(); });
+  return ellipsis == index.end() || ellipsis + 1 == index.end() ? select_members(index) : std::nullopt;
+}
+
+bool LazyStackedImpl::put_members(at::ArrayRef<TensorIndex> index, const TensorDict& value) const {
+  const auto sel = select_written(index);
+  if (!sel || sel->chosen.empty()) return false;
+  const std::vector<TensorDict> parts = sel->single ? std::vector<TensorDict>{value} : value.unbind(sel->result_stack_dim);
+  for (std::size_t k = 0; k < sel->chosen.size(); ++k) {
+    TensorDict m = members_[sel->chosen[k]];
+    if (sel->single && sel->others_trivial) {
+      m.update(parts[k], UpdateOptions{false, /*inplace=*/true, std::nullopt, false});
+    } else {
+      m.index_put_(sel->others, parts[k]);
+    }
+  }
+  return true;
 }
 
 std::vector<TensorDict> LazyStackedImpl::unbind(int64_t dim) const {

@@ -140,6 +140,20 @@ std::vector<std::string> LazyStackedImpl::common_keys() const {
   return keys;
 }
 
+bool LazyStackedImpl::entries_stack() const {
+  for (const auto& key : common_keys()) {
+    const auto kind = entry_kind(key);
+    if (kind == EntryKind::Tensor) {
+      const auto shape = tensor_meta(key).shape;
+      if (std::find(shape.begin(), shape.end(), -1) != shape.end()) return false;
+    } else if (kind == EntryKind::TensorDict) {
+      // The members' levels, stacked lazily (nothing is copied).
+      if (!as_lazy(*find(key)->tensordict().impl())->entries_stack()) return false;
+    }
+  }
+  return true;
+}
+
 std::size_t LazyStackedImpl::num_keys() const { return common_keys().size(); }
 
 void LazyStackedImpl::for_each_key(c10::function_ref<void(const std::string&, EntryKind)> fn) const {

@@ -61,6 +61,15 @@ class LazyStackedImpl final : public TensorDictImpl {
   };
   // nullopt when the index has items a per-dim split cannot express.
   std::optional<Selection> select_members(at::ArrayRef<TensorIndex> index) const;
+  // select_members for a write: also nullopt when an Ellipsis is followed by
+  // items (other dims to a level with more batch dims than the caller's).
+  std::optional<Selection> select_written(at::ArrayRef<TensorIndex> index) const;
+  // tensordict's _setitem_index with a tensordict: each selected member
+  // takes its part of `value` (of the indexed batch size), updated in place
+  // for an int along the stack dim alone, else written at the member's
+  // index, so a key the value brings goes into those members only. False
+  // when the index cannot be split per member.
+  bool put_members(at::ArrayRef<TensorIndex> index, const TensorDict& value) const;
   // Along the stack dim: the members themselves; across it, lazy stacks of
   // the members' slices.
   std::vector<TensorDict> unbind(int64_t dim) const override;
@@ -95,6 +104,9 @@ class LazyStackedImpl final : public TensorDictImpl {
   void reset_members(std::vector<TensorDict> members);
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
+  // Whether the entries every member has stack: their tensors agree in shape
+  // at every depth (tensordict's _entry_shapes finds no None).
+  bool entries_stack() const;
 
  protected:
   void release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) override;
@@ -116,6 +128,10 @@ class LazyStackedImpl final : public TensorDictImpl {
 // cat() of `tds` when one of them is a lazy stack: a lazy stack of every
 // member (along the stack dim) or of the members concatenated pairwise.
 TensorDict lazy_cat(const std::vector<TensorDict>& tds, int64_t dim);
+// stack() of lazy stacks of as many members along the same stack dim: a lazy
+// stack of the members stacked pairwise (tensordict's rule, so members of
+// different shapes work); nullopt for other inputs.
+std::optional<TensorDict> lazy_stack_of_stacks(const std::vector<TensorDict>& tds, int64_t dim);
 
 // The lazy stack `impl` is, or null for another kind.
 inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_cast<LazyStackedImpl>(&impl); }

@@ -71,6 +71,47 @@ std::optional<TensorDict> LazyStackedImpl::reshape_parts(const BatchShapeOp& op)
   return std::nullopt;
 }
 
+namespace {
+// The stack `td` with dims [i, j] flattened: unbound one after the other at
+// i, every piece stacked lazily at i (tensordict's _regroup).
+TensorDict flattened(const TensorDict& td, int64_t i, int64_t j) {
+  std::vector<TensorDict> pieces{td};
+  for (int64_t k = i; k <= j; ++k) {
+    std::vector<TensorDict> next;
+    for (const auto& p : pieces) {
+      for (auto& q : p.unbind(i)) next.push_back(std::move(q));
+    }
+    pieces = std::move(next);
+  }
+  return TensorDict(std::make_shared<LazyStackedImpl>(std::move(pieces), i));
+}
+
+// The stack `td` unflattened into `shape` at dims [i, j): each dim's chunks
+// stacked lazily at it, dim after dim (tensordict's _regroup).
+TensorDict unflattened(TensorDict td, at::IntArrayRef shape, int64_t i, int64_t j) {
+  for (int64_t k = i; k < j; ++k) td = TensorDict(std::make_shared<LazyStackedImpl>(td.chunk(shape[k], k), k));
+  return td;
+}
+
+// tensordict's _check_is_flatten(to, from) (utils.py; _check_is_unflatten
+// swaps them): the first dim where the shapes differ from the front, and the
+// last from the back, each the last index of its loop when no size differs,
+// as dims [i, j] of `from`; nullopt when they do not meet. Both shapes hold
+// the same number of elements.
+std::optional<std::pair<int64_t, int64_t>> flatten_dims(at::IntArrayRef to, at::IntArrayRef from) {
+  const std::size_t m = std::min(to.size(), from.size());
+  if (m == 0) return std::nullopt;
+  std::size_t i = 0;
+  while (i < m && to[i] == from[i]) ++i;
+  if (i == m) i = m - 1;
+  std::size_t j = 0;
+  while (j < m && to[to.size() - 1 - j] == from[from.size() - 1 - j]) ++j;
+  if (j == m) j = m - 1;
+  if (i != to.size() - j - 1) return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(i), static_cast<int64_t>(from.size() - j - 1));
+}
+}  // namespace
+
 // tensordict's lazy view/reshape (_lazy.py:3695 _view): flattening dims
 // [i, j] unbinds them and stacks every piece lazily at i; unflattening dim i
 // chunks it and stacks the chunks lazily, dim after dim. Other shapes (and
@@ -91,21 +132,15 @@ std::optional<TensorDict> LazyStackedImpl::regroup(at::IntArrayRef shape) const 
   if (from == 0 && to == 0) {
     out = TensorDict(restack(members_, stack_dim_));  // the same shape
   } else if (from >= 1 && to == 1) {
-    std::vector<TensorDict> pieces{self};
-    for (std::size_t k = 0; k < from; ++k) {
-      std::vector<TensorDict> next;
-      for (const auto& p : pieces) {
-        for (auto& q : p.unbind(i)) next.push_back(std::move(q));
-      }
-      pieces = std::move(next);
-    }
-    out = TensorDict(std::make_shared<LazyStackedImpl>(std::move(pieces), i));
+    out = flattened(self, i, i + static_cast<int64_t>(from) - 1);
   } else if (from == 1 && to > 1) {
-    TensorDict stacked = self;
-    for (int64_t k = i; k < i + static_cast<int64_t>(to) - 1; ++k) {
-      stacked = TensorDict(std::make_shared<LazyStackedImpl>(stacked.chunk(shape[k], k), k));
-    }
-    out = std::move(stacked);
+    out = unflattened(self, shape, i, i + static_cast<int64_t>(to) - 1);
+  } else if (auto dims = from == 0 || to == 0 ? flatten_dims(shape, batch) : std::nullopt) {
+    // Only dims of size 1 are removed or added ([2, 1] -> [2], [2] -> [1, 2]):
+    // tensordict's _check_is_flatten and _check_is_unflatten pick the dims.
+    out = flattened(self, dims->first, dims->second);
+  } else if (auto dims = from == 0 || to == 0 ? flatten_dims(batch, shape) : std::nullopt) {
+    out = unflattened(self, shape, dims->first, dims->second);
   } else {
     return std::nullopt;
   }
@@ -180,6 +215,30 @@ TensorDict lazy_cat(const std::vector<TensorDict>& tds, int64_t dim) {
     }
   }
   return TensorDict(first->restack(std::move(members), sd));
+}
+
+std::optional<TensorDict> lazy_stack_of_stacks(const std::vector<TensorDict>& tds, int64_t dim) {
+  const LazyStackedImpl* first = as_lazy(*tds.front().impl());
+  if (!first) return std::nullopt;
+  for (const auto& td : tds) {
+    const LazyStackedImpl* lazy = as_lazy(*td.impl());
+    if (!lazy || lazy->stack_dim() != first->stack_dim() || lazy->members().size() != first->members().size() ||
+        td.batch_dims() != tds.front().batch_dims()) {
+      return std::nullopt;
+    }
+  }
+  const int64_t sd = first->stack_dim();
+  const int64_t d = wrap_batch_dim(dim, tds.front().batch_dims(), "stack", 1);
+  // Member i of the result stacks member i of every input, at the new dim's
+  // place among the members' dims; the stack dim moves past a new dim
+  // before it.
+  std::vector<TensorDict> members;
+  for (std::size_t i = 0; i < first->members().size(); ++i) {
+    std::vector<TensorDict> row;
+    for (const auto& td : tds) row.push_back(as_lazy(*td.impl())->members()[i]);
+    members.push_back(tensordict::stack(row, d <= sd ? d : d - 1));
+  }
+  return TensorDict(first->restack(std::move(members), d <= sd ? sd + 1 : sd));
 }
 
 }  // namespace tensordict::detail
