@@ -307,6 +307,7 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
           break;
         }
         case FieldKind::NonTensor:
+        case FieldKind::NonTensorStack:
           break;
       }
       check_default(f, diags);

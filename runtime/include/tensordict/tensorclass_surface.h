@@ -325,7 +325,7 @@ class TensorClassSurface {
   }
   // The tensor fields, shared (tensordict's filter_non_tensor_data; its
   // result is an object of the class with the non-tensor fields None).
-  TensorDict filter_non_tensor_data() const { return tc_().td_form_(); }
+  TensorDict filter_non_tensor_data() const { return tc_().tensordict_form_(detail::NonTensorFields::None); }
   // The device every tensor field is on becomes the object's (tensordict's
   // auto_device_); none when they differ.
   Derived& auto_device_() {
