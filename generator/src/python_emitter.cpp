@@ -116,7 +116,10 @@ std::string default_of(const Field& f) {
 }
 
 std::string field_spec(const Field& f) {
-  const char* kind = f.kind == FieldKind::Tensor ? "tensor" : f.kind == FieldKind::TensorClass ? "class" : "value";
+  const char* kind = f.kind == FieldKind::Tensor            ? "tensor"
+                     : f.kind == FieldKind::TensorClass     ? "class"
+                     : f.kind == FieldKind::NonTensorStack  ? "stack"
+                                                            : "value";
   std::string dims = "None";
   if (f.kind == FieldKind::Tensor && f.shape) {
     std::vector<std::string> items;

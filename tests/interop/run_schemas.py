@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from tensordict import TensorDict, is_tensorclass
+from tensordict import NonTensorStack, TensorDict, is_tensorclass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_interop import Failure, canonical, compare, error_of, run_tool, values  # noqa: E402
@@ -52,6 +52,19 @@ def python_value(annotation, name: str):
     if typing.get_origin(annotation) is tuple:
         return (python_value(typing.get_args(annotation)[0], name),)
     return {str: f"py {name} ü", int: 7 + len(name), float: -1.5 * len(name), bool: True}[annotation]
+
+
+def python_stack(annotation, name: str, batch: list[int]):
+    """One value per element of `batch` for a NonTensorStack field: python_value and the type's zero, alternating."""
+    count = 1
+    for size in batch:
+        count *= size
+    flat = [python_value(annotation, name) if i % 2 == 0 else annotation() for i in range(count)]
+    if not batch:
+        return flat[0]
+    for size in reversed(batch[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
+    return NonTensorStack.from_list(flat)
 
 
 def make_instance(cls: type, batch: list[int], with_optional: bool):
@@ -77,6 +90,8 @@ def make_instance(cls: type, batch: list[int], with_optional: bool):
                 continue  # None, as schema_tool leaves an optional class absent
             nested = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Union else hint
             kwargs[field.name] = make_instance(nested, batch, with_optional)
+        elif field.kind == "stack":
+            kwargs[field.name] = python_stack(hint, field.name, batch)
         else:
             kwargs[field.name] = python_value(hint, field.name)
     return cls(**kwargs, batch_size=batch)

@@ -30,6 +30,7 @@
 #include "tc_common.tc.h"
 #include "tc_names.tc.h"
 #include "tc_obs.tc.h"
+#include "tc_stack.tc.h"
 #include "vision.tc.h"
 #endif
 
@@ -78,6 +79,8 @@ const std::map<std::string, TypedClass>& typed_classes() {
     add<tct::common::Agent>(c);
     add<tct::Observation>(c);
     add<tct::Named>(c);
+    add<tct::stack::Inner>(c);
+    add<tct::stack::Episode>(c);
     add<rl::common::Agent>(c);
     add<rl::Goal>(c);
     add<rl::Observation>(c);

@@ -612,8 +612,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                      }},
                   self, other);
   }
-  // Whether `path` (from `at`) names a NonTensorStack field; with `bi`,
-  // `value` (checked against the field's type) is written there at `bi`.
+  // Whether `path` (from `at`) names a NonTensorStack field, whose type
+  // `value` must fit (else the field's TypeError); with `bi`, `value` is
+  // written there at `bi`. index_put_ checks every key (bi null) before it
+  // writes any.
   bool put_stack_at_(std::span<const std::string> path, std::size_t at, const BatchIndex* bi,
                      const NonTensorData& value) {
     bool found = false;
@@ -622,11 +624,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                        detail::Overloaded{[&](detail::StackField, auto field, auto& m) {
                                             if (!last) return;
                                             found = true;
-                                            if (!bi) return;
                                             using M = std::remove_cvref_t<decltype(m)>;
                                             M written;
                                             read_stack_(written, Value(value), field_path_(field), field.info(), "the written value");
-                                            m = M(detail::put_non_tensor(m.data(), tc_batch_size_, *bi, written.data()));
+                                            if (bi) m = M(detail::put_non_tensor(m.data(), tc_batch_size_, *bi, written.data()));
                                           },
                                           [&](detail::NestedField, auto, auto& m) {
                                             auto* n = detail::present(m);
@@ -1147,7 +1148,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        std::vector<std::vector<int64_t>> batches;
                                        for (const auto* s : srcs) {
                                          items.push_back(field.of(*s).data());
-                                         batches.push_back(detail::tc(*s).tc_batch_size_.vec());
+                                         batches.push_back(detail::tc(*s).batch_size().vec());
                                        }
                                        o = M(detail::combine_non_tensor(items, batches, fn));
                                      }},
