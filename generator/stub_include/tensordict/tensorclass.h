@@ -20,7 +20,9 @@ struct TensorClass {};
 // One value per batch element (the runtime's non_tensor_stack.h).
 template <class T>
 struct NonTensorStack {
+  using value_type = T;
   NonTensorStack() = default;
-  NonTensorStack(T) {}
+  template <class U>
+  NonTensorStack(U&&) {}
 };
 }  // namespace tensordict

@@ -10,3 +10,4 @@ struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {
   tensordict::NonTensorStack<std::vector<int>> tags;
 };
 }  // namespace rl
+// expect: 10:48: error: field 'tags': NonTensorStack holds std::string, int64_t, double or bool values, not 'tensordict::NonTensorStack<std::vector<int>>'

@@ -22,8 +22,10 @@ struct TensorClass {
 // One value per batch element (the runtime's non_tensor_stack.h).
 template <class T>
 struct NonTensorStack {
+  using value_type = T;
   NonTensorStack() = default;
-  NonTensorStack(T) {}
+  template <class U>
+  NonTensorStack(U&&) {}
 };
 // The runtime's way to TensorClass's members whatever the fields are named.
 template <class T>
