@@ -13,6 +13,10 @@ canonical JSON of run_interop.py):
   ``schema_tool load`` loads it into the struct (validated) and prints it.
 - contracts: the same broken contract raises the same words in both languages,
   on construction and on load (memmap and h5).
+- per-element strings: a batch whose ``task`` holds one string per element
+  (tensordict's NonTensorStack) loads typed in C++ (a ``NonTensorStack<string>``
+  field), is changed at one element, stacked and written back; Python reads
+  every element's value.
 
 Plain Python: ``python run_schemas.py --tool <schema_tool> [--tool ...] --modules <dir> --work <dir>``.
 """
@@ -185,6 +189,31 @@ def check_h5_load_contract(tool: Path, work: Path) -> None:
         raise Failure(f"C++: {cpp}\nPython: {python}")
 
 
+def check_per_element_tasks(tool: Path, work: Path) -> None:
+    """tct.stack.Episode: Python's per-element tasks, retasked at element 1 by C++, read back in Python."""
+    from tct.stack import Episode
+
+    tasks = ["walk", "run", "jump"]
+    obs = torch.arange(6, dtype=torch.float32).view(3, 2)
+    episodes = [Episode(obs=obs[i], task=t, seed=i, batch_size=[]) for i, t in enumerate(tasks)]
+    batch = torch.stack(episodes)
+    if not isinstance(batch._tensordict.get("task"), NonTensorStack):
+        raise Failure(f"Python stored {type(batch._tensordict.get('task'))}, not a NonTensorStack")
+    src, dst = work / "per-element-tasks", work / "per-element-tasks-retasked"
+    batch.memmap(src)
+    seen = json.loads(run_tool(tool, "retask", str(src), str(dst)))
+    if seen != tasks:
+        raise Failure(f"C++ read the tasks {seen}, Python wrote {tasks}")
+    back = Episode.load_memmap(dst)
+    expected_tasks = [["walk", "retasked", "jump"]] * 2
+    if [list(row) for row in back.task] != expected_tasks:
+        raise Failure(f"Python read back {back.task}, expected {expected_tasks}")
+    if [list(row) for row in back.seed] != [[0, 99, 2]] * 2:
+        raise Failure(f"Python read back the seeds {back.seed}")
+    if not torch.equal(back.obs, torch.stack([obs, obs])):
+        raise Failure("the tensors changed on the way")
+
+
 # ---- running ---------------------------------------------------------------------
 
 
@@ -242,6 +271,7 @@ def main() -> int:
         checks.append((f"contract/{case}", lambda c=case: check_contract(main_tool, c)))
     checks.append(("contract/on load", lambda: check_load_contract(main_tool, args.work)))
     checks.append(("contract/on h5 load", lambda: check_h5_load_contract(main_tool, args.work)))
+    checks.append(("per-element tasks", lambda: check_per_element_tasks(main_tool, args.work)))
 
     passed = failed = 0
     for label, check in checks:
