@@ -271,3 +271,26 @@ TEST_CASE("the compact repr names a NonTensorStack field's kind", "[tensorclass]
         "Episode(batch_size=[2], fields={\n    obs: f32[2],\n    seed: int,\n    task: NonTensorStack,\n    inner: None})");
   CHECK(episode(2, "a", 0).repr() == "Episode(batch_size=[2], fields={obs: f32[2], seed: int, task: str, inner: None})");
 }
+
+TEST_CASE("obj[i] = other[i] writes other's task into row i only",
+          "[tensorclass][stack][ports:test_tensorclass.py::TestTensorClass::test_setitem]") {
+  auto make = [](const std::string& task, float fill) {
+    return Episode({.obs = at::full({3, 4, 2}, fill), .task = task, .seed = 0}, {3, 4});
+  };
+  Episode data = make("test_tensorclass", 1);
+  const Episode data2 = make("test_bluff", 2);
+  data.index_put_({1}, data2.index({1}));
+  // tensordict 0.15.3: data.z == [["test_tensorclass"] * 4, ["test_bluff"] * 4, ["test_tensorclass"] * 4]
+  Strings expected(4, "test_tensorclass");
+  for (int i = 0; i < 4; ++i) expected.push_back("test_bluff");
+  for (int i = 0; i < 4; ++i) expected.push_back("test_tensorclass");
+  CHECK(tasks_of(data) == expected);
+  CHECK(tasks_of(data.index({1})) == Strings(4, "test_bluff"));
+  CHECK(same(data.obs.select(0, 1), at::full({4, 2}, 2.f)));
+}
+
+TEST_CASE("update_at_ writes a task into a NonTensorStack field", "[tensorclass][stack]") {
+  Episode e = episode(3, "walk", 0);
+  e.update_at_(TensorDict({{"task", NonTensorData(tensordict::Json("run"))}}, {}), {1});
+  CHECK(tasks_of(e) == Strings{"walk", "run", "walk"});
+}

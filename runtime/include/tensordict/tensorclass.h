@@ -914,6 +914,22 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     m = NonTensorStack<V>(value.non_tensor());
   }
 
+  // The NonTensorStack fields (nested ones included) from `form`, a form of
+  // this object an in-place op of the dynamic core wrote into: its tensors
+  // are ours, its non-tensor entries new values.
+  void read_stacks_(const TensorDict& form) {
+    visit_fields_(detail::Overloaded{[&](detail::StackField, auto field, auto& m) {
+                                       if (const auto value = form.get_value(std::string(field.info().name)))
+                                         read_stack_(m, *value, field_path_(field), field.info(), "the entry");
+                                     },
+                                     [&](detail::NestedField, auto field, auto& m) {
+                                       const std::string name(field.info().name);
+                                       if (auto* n = detail::present(m); n && form.contains(name))
+                                         detail::tc(*n).read_stacks_(form.get_td(name));
+                                     }},
+                  derived());
+  }
+
   // ---- new instances --------------------------------------------------------------------
   // A copy of everything but the tensors (metadata and non-tensor fields, at
   // every level): what an op that sets every tensor starts from. Copying the
