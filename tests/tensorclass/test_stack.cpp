@@ -294,3 +294,20 @@ TEST_CASE("update_at_ writes a task into a NonTensorStack field", "[tensorclass]
   e.update_at_(TensorDict({{"task", NonTensorData(tensordict::Json("run"))}}, {}), {1});
   CHECK(tasks_of(e) == Strings{"walk", "run", "walk"});
 }
+
+TEST_CASE("the detailed repr prints a NonTensorStack field as tensordict does", "[tensorclass][stack]") {
+  tensordict::set_printoptions guard({.compact = false});
+  // tensordict 0.15.3, torch.cat of two Episode(task="a"/"b", seed=0) of batch [1], under compact=False
+  CHECK(with_tasks({"a", "b"}).repr() ==
+        "Episode(\n"
+        "    obs=Tensor(shape=torch.Size([2, 2]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+        "    seed=NonTensorData(data=0, batch_size=torch.Size([2]), device=None),\n"
+        "    task=NonTensorStack(\n"
+        "        ['a', 'b'],\n"
+        "        batch_size=torch.Size([2]),\n"
+        "        device=None),\n"
+        "    inner=None,\n"
+        "    batch_size=torch.Size([2]),\n"
+        "    device=None,\n"
+        "    is_shared=False)");
+}
