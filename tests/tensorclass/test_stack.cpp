@@ -204,6 +204,11 @@ TEST_CASE("to_tensordict holds a NonTensorStack entry and from_tensordict reads 
   bad.set("seed", NonTensorData::stack({tensordict::Json(1), tensordict::Json("two")}, {2}));
   CHECK(message_of([&] { (void)Episode::from_tensordict(bad); }) ==
         "Episode.seed: non-tensor field must be an int in int64's range, got \"two\"");
+  // a tensor where the field holds values is refused
+  TensorDict tensor_task = td.clone();
+  tensor_task.set("task", at::zeros({2}));
+  CHECK(message_of([&] { (void)Episode::from_tensordict(tensor_task); }) ==
+        "Episode.task: the entry is not non-tensor data");
   // values over another batch shape are refused
   Episode wrong = with_tasks({"a", "b"});
   wrong.task = NonTensorStack<std::string>::stack({"a", "b", "c"}, {3});
