@@ -79,12 +79,13 @@ std::string member_type(const Schema& s, const Class& c, const Field& f) {
     case FieldKind::NonTensor:
       if (f.value_type == ValueType::List) return "std::vector<" + scalar_cpp_type(f.element_type) + ">";
       return scalar_cpp_type(f.value_type);
+    case FieldKind::NonTensorStack: return "::tensordict::NonTensorStack<" + scalar_cpp_type(f.value_type) + ">";
   }
   return "void";
 }
 
 std::string member_init(const Field& f) {
-  if (f.kind != FieldKind::NonTensor || !f.default_value) return "";
+  if ((f.kind != FieldKind::NonTensor && f.kind != FieldKind::NonTensorStack) || !f.default_value) return "";
   if (f.value_type == ValueType::List) {
     std::vector<std::string> items;
     for (const auto& i : f.default_items) items.push_back(scalar_cpp_value(f.element_type, i));

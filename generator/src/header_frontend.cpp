@@ -524,6 +524,18 @@ class HeaderReader {
         } else {
           supported = false;
         }
+      } else if (q == "tensordict::NonTensorStack" && clang_Type_getNumTemplateArguments(canon) == 1) {
+        // One value per batch element (tensordict's NonTensorStack).
+        auto e = scalar_value_type(clang_Type_getTemplateArgumentAsType(canon, 0));
+        if (e) {
+          f.kind = FieldKind::NonTensorStack;
+          f.value_type = *e;
+        } else {
+          diags_.error(f.loc, fmt::format("field '{}': NonTensorStack holds std::string, int64_t, double or bool "
+                                          "values, not '{}'",
+                                          f.name, spelled));
+          return;
+        }
       } else if (annotation(decl, kClassPrefix)) {
         nested_class(f, decl);
       } else if (q == "std::optional" && clang_Type_getNumTemplateArguments(canon) == 1) {
@@ -544,8 +556,8 @@ class HeaderReader {
     }
     if (!supported) {
       diags_.error(f.loc, fmt::format("unsupported member type '{}' for field '{}'; expected at::Tensor, a "
-                                      "TC_TENSORCLASS struct (or std::optional of one), std::string, int64_t, double, bool "
-                                      "or std::vector of those",
+                                      "TC_TENSORCLASS struct (or std::optional of one), std::string, int64_t, double, bool, "
+                                      "std::vector of those or tensordict::NonTensorStack of a scalar",
                                       spelled, f.name));
       return;
     }
@@ -646,7 +658,7 @@ class HeaderReader {
         if (i < rest.size() && rest[i] == ",") ++i;
       }
       if (ok && i + 1 == rest.size() && rest[i] == "}") {
-        if (f.kind == FieldKind::NonTensor && f.value_type != ValueType::List) {
+        if ((f.kind == FieldKind::NonTensor || f.kind == FieldKind::NonTensorStack) && f.value_type != ValueType::List) {
           if (items.size() == 1) f.default_value = items[0];
           // `{}` on a scalar: value-initialised, no declared default.
         } else {

@@ -7,6 +7,7 @@ const char* to_string(FieldKind k) {
     case FieldKind::Tensor: return "Tensor";
     case FieldKind::TensorClass: return "TensorClass";
     case FieldKind::NonTensor: return "NonTensor";
+    case FieldKind::NonTensorStack: return "NonTensorStack";
   }
   return "?";
 }

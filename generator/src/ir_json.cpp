@@ -32,7 +32,7 @@ json field_json(const Field& f, bool with_locations) {
     j["cpp_type"] = f.type_cpp;
     j["python_module"] = f.type_python;
   }
-  if (f.kind == FieldKind::NonTensor) {
+  if (f.kind == FieldKind::NonTensor || f.kind == FieldKind::NonTensorStack) {
     j["value_type"] = to_string(f.value_type);
     if (f.value_type == ValueType::List) j["element_type"] = to_string(f.element_type);
   }

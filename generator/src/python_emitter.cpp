@@ -96,13 +96,17 @@ std::string annotation_of(const Field& f) {
       // element along the first batch dim, where a tuple stays one value.
       return f.value_type == ValueType::List ? "_Tuple[" + type_alias(scalar_python_type(f.element_type)) + ", ...]"
                                              : type_alias(scalar_python_type(f.value_type));
+    case FieldKind::NonTensorStack:
+      // A plain annotation: tensordict keeps one value per element when
+      // instances with different values are stacked or written at an index.
+      return type_alias(scalar_python_type(f.value_type));
   }
   return f.optional ? "_Optional[" + type + "]" : type;
 }
 
 // The default of a field the constructor may omit (a literal); "" for required ones.
 std::string default_of(const Field& f) {
-  if (f.kind != FieldKind::NonTensor) return f.optional ? "None" : "";
+  if (f.kind != FieldKind::NonTensor && f.kind != FieldKind::NonTensorStack) return f.optional ? "None" : "";
   if (f.value_type == ValueType::List) {
     std::vector<std::string> items;
     for (const auto& i : f.default_items) items.push_back(scalar_python_value(f.element_type, i));
@@ -112,7 +116,10 @@ std::string default_of(const Field& f) {
 }
 
 std::string field_spec(const Field& f) {
-  const char* kind = f.kind == FieldKind::Tensor ? "tensor" : f.kind == FieldKind::TensorClass ? "class" : "value";
+  const char* kind = f.kind == FieldKind::Tensor            ? "tensor"
+                     : f.kind == FieldKind::TensorClass     ? "class"
+                     : f.kind == FieldKind::NonTensorStack  ? "stack"
+                                                            : "value";
   std::string dims = "None";
   if (f.kind == FieldKind::Tensor && f.shape) {
     std::vector<std::string> items;
@@ -143,6 +150,7 @@ std::string field_summary(const Field& f) {
   std::vector<std::string> parts;
   if (f.kind == FieldKind::TensorClass) parts.push_back(f.type_name);
   if (f.kind == FieldKind::NonTensor) parts.push_back(value_type_spelling(f.value_type, f.element_type));
+  if (f.kind == FieldKind::NonTensorStack) parts.push_back("NonTensorStack<" + value_type_spelling(f.value_type, f.element_type) + ">");
   if (f.kind == FieldKind::Tensor) {
     if (f.dtype) parts.push_back(*f.dtype);
     if (f.shape) {

@@ -206,7 +206,8 @@ void check_default(const Field& f, Diagnostics& diags) {
     diags.error(f.default_loc, fmt::format("tensorclass field '{}' cannot have a default", f.name));
     return;
   }
-  const std::string type = value_type_spelling(f.value_type, f.element_type);
+  const std::string spelling = value_type_spelling(f.value_type, f.element_type);
+  const std::string type = f.kind == FieldKind::NonTensorStack ? "NonTensorStack<" + spelling + ">" : spelling;
   if (f.value_type == ValueType::List) {
     if (!f.default_is_list) {
       diags.error(f.default_loc, fmt::format("invalid default '{}' for {} field '{}'; expected a list, e.g. []",
@@ -307,6 +308,7 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
           break;
         }
         case FieldKind::NonTensor:
+        case FieldKind::NonTensorStack:
           break;
       }
       check_default(f, diags);

@@ -227,6 +227,17 @@ class YamlReader {
           f.kind = FieldKind::NonTensor;
           f.value_type = vt->type;
           f.element_type = vt->element;
+        } else if (t.rfind("NonTensorStack<", 0) == 0) {
+          // One value per batch element, as tensordict's NonTensorStack.
+          const auto inner = t.back() == '>' ? parse_value_type(t.substr(15, t.size() - 16)) : std::nullopt;
+          if (inner && inner->type != ValueType::List) {
+            f.kind = FieldKind::NonTensorStack;
+            f.value_type = inner->type;
+          } else {
+            error(f.type_loc, fmt::format("unknown NonTensorStack type '{}'; expected NonTensorStack<string>, "
+                                          "NonTensorStack<int>, NonTensorStack<float> or NonTensorStack<bool>",
+                                          t));
+          }
         } else if (t.rfind("list<", 0) == 0) {
           error(f.type_loc, fmt::format("unknown list type '{}'; expected list<string>, list<int>, "
                                         "list<float> or list<bool>",

@@ -4,6 +4,7 @@
 #include "literals.tc.h"
 #include "misc.tc.h"
 #include "rollout.tc.h"
+#include "stack.tc.h"
 
 namespace {
 
@@ -11,6 +12,13 @@ using tensordict::schema::DimKind;
 using tensordict::schema::FieldKind;
 using tensordict::schema::FieldTable;
 using tensordict::schema::ValueType;
+
+// NonTensorStack fields: the member type and the table's kind.
+using StackEnv = FieldTable<tc::test::stack::Env>;
+static_assert(StackEnv::info.fields[1].kind == FieldKind::NonTensorStack);
+static_assert(StackEnv::info.fields[1].value_type == ValueType::String);
+static_assert(StackEnv::info.fields[1].default_value == "reach");
+static_assert(std::is_same_v<decltype(tc::test::stack::Env::seed), tensordict::NonTensorStack<std::int64_t>>);
 
 using Obs = FieldTable<rl::Observation>;
 static_assert(Obs::info.name == "Observation");

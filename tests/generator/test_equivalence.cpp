@@ -49,6 +49,18 @@ TEST_CASE("YAML and header frontends give the same Python module", "[equivalence
   CHECK(from_yaml.find("class Observation:") != std::string::npos);
 }
 
+TEST_CASE("YAML and header frontends read NonTensorStack fields alike", "[equivalence]") {
+  const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
+  auto yaml = tcgen::load_schema((dir / "stack.yaml").string(), {});
+  auto header = tcgen::load_schema((dir / "stack_header.h").string(), {});
+  const auto yj = tcgen::to_json(yaml.schema, false);
+  CHECK(yj.dump(2) == tcgen::to_json(header.schema, false).dump(2));
+  CHECK(yj["classes"][0]["fields"][1]["kind"] == "NonTensorStack");
+  CHECK(yj["classes"][0]["fields"][1]["value_type"] == "String");
+  CHECK(yj["classes"][0]["fields"][2]["value_type"] == "Int");
+  CHECK(field_tables(tcgen::emit_header(yaml.schema, {})) == field_tables(tcgen::emit_header(header.schema, {})));
+}
+
 TEST_CASE("IR JSON with locations points at the declarations", "[equivalence]") {
   const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
   auto yaml = tcgen::load_schema((dir / "agent.yaml").string(), {});

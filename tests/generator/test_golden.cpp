@@ -29,7 +29,7 @@ TEST_CASE("generated headers match the golden files", "[golden]") {
   const char* update = std::getenv("TC_UPDATE_GOLDEN");
   const bool updating = update && std::string(update) == "1";
   const std::string names[] = {"common.yaml", "rollout.yaml", "agent.yaml", "agent_header.h", "misc.yaml",
-                               "literals.yaml"};
+                               "literals.yaml", "stack.yaml"};
   for (const auto& name : names) {
     // agent_header's Python module is agent's (test_equivalence.cpp).
     for (const bool python : {false, name != "agent_header.h"}) {

@@ -13,6 +13,10 @@ canonical JSON of run_interop.py):
   ``schema_tool load`` loads it into the struct (validated) and prints it.
 - contracts: the same broken contract raises the same words in both languages,
   on construction and on load (memmap and h5).
+- per-element strings: a batch whose ``task`` holds one string per element
+  (tensordict's NonTensorStack) loads typed in C++ (a ``NonTensorStack<string>``
+  field), is changed at one element, stacked and written back; Python reads
+  every element's value.
 
 Plain Python: ``python run_schemas.py --tool <schema_tool> [--tool ...] --modules <dir> --work <dir>``.
 """
@@ -30,7 +34,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from tensordict import TensorDict, is_tensorclass
+from tensordict import NonTensorStack, TensorDict, is_tensorclass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_interop import Failure, canonical, compare, error_of, run_tool, values  # noqa: E402
@@ -52,6 +56,19 @@ def python_value(annotation, name: str):
     if typing.get_origin(annotation) is tuple:
         return (python_value(typing.get_args(annotation)[0], name),)
     return {str: f"py {name} ü", int: 7 + len(name), float: -1.5 * len(name), bool: True}[annotation]
+
+
+def python_stack(annotation, name: str, batch: list[int]):
+    """One value per element of `batch` for a NonTensorStack field: python_value and the type's zero, alternating."""
+    count = 1
+    for size in batch:
+        count *= size
+    flat = [python_value(annotation, name) if i % 2 == 0 else annotation() for i in range(count)]
+    if not batch:
+        return flat[0]
+    for size in reversed(batch[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
+    return NonTensorStack.from_list(flat)
 
 
 def make_instance(cls: type, batch: list[int], with_optional: bool):
@@ -77,6 +94,8 @@ def make_instance(cls: type, batch: list[int], with_optional: bool):
                 continue  # None, as schema_tool leaves an optional class absent
             nested = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Union else hint
             kwargs[field.name] = make_instance(nested, batch, with_optional)
+        elif field.kind == "stack":
+            kwargs[field.name] = python_stack(hint, field.name, batch)
         else:
             kwargs[field.name] = python_value(hint, field.name)
     return cls(**kwargs, batch_size=batch)
@@ -170,6 +189,31 @@ def check_h5_load_contract(tool: Path, work: Path) -> None:
         raise Failure(f"C++: {cpp}\nPython: {python}")
 
 
+def check_per_element_tasks(tool: Path, work: Path) -> None:
+    """tct.stack.Episode: Python's per-element tasks, retasked at element 1 by C++, read back in Python."""
+    from tct.stack import Episode
+
+    tasks = ["walk", "run", "jump"]
+    obs = torch.arange(6, dtype=torch.float32).view(3, 2)
+    episodes = [Episode(obs=obs[i], task=t, seed=i, batch_size=[]) for i, t in enumerate(tasks)]
+    batch = torch.stack(episodes)
+    if not isinstance(batch._tensordict.get("task"), NonTensorStack):
+        raise Failure(f"Python stored {type(batch._tensordict.get('task'))}, not a NonTensorStack")
+    src, dst = work / "per-element-tasks", work / "per-element-tasks-retasked"
+    batch.memmap(src)
+    seen = json.loads(run_tool(tool, "retask", str(src), str(dst)))
+    if seen != tasks:
+        raise Failure(f"C++ read the tasks {seen}, Python wrote {tasks}")
+    back = Episode.load_memmap(dst)
+    expected_tasks = [["walk", "retasked", "jump"]] * 2
+    if [list(row) for row in back.task] != expected_tasks:
+        raise Failure(f"Python read back {back.task}, expected {expected_tasks}")
+    if [list(row) for row in back.seed] != [[0, 99, 2]] * 2:
+        raise Failure(f"Python read back the seeds {back.seed}")
+    if not torch.equal(back.obs, torch.stack([obs, obs])):
+        raise Failure("the tensors changed on the way")
+
+
 # ---- running ---------------------------------------------------------------------
 
 
@@ -227,6 +271,7 @@ def main() -> int:
         checks.append((f"contract/{case}", lambda c=case: check_contract(main_tool, c)))
     checks.append(("contract/on load", lambda: check_load_contract(main_tool, args.work)))
     checks.append(("contract/on h5 load", lambda: check_h5_load_contract(main_tool, args.work)))
+    checks.append(("per-element tasks", lambda: check_per_element_tasks(main_tool, args.work)))
 
     passed = failed = 0
     for label, check in checks:

@@ -8,6 +8,9 @@
 //                                            prints its canonical JSON
 //   schema_tool contract <case>              prints the error of a broken contract (run_schemas.py
 //                                            breaks the same one in Python)
+//   schema_tool retask <src> <dst>           loads the tct.stack.Episode at <src> (one task per element),
+//                                            prints its tasks, writes "retasked" at element 1 (and a seed
+//                                            of 99 there), stacks it with itself and memmaps that to <dst>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -30,6 +33,7 @@
 #include "tc_common.tc.h"
 #include "tc_names.tc.h"
 #include "tc_obs.tc.h"
+#include "tc_stack.tc.h"
 #include "vision.tc.h"
 #endif
 
@@ -78,6 +82,8 @@ const std::map<std::string, TypedClass>& typed_classes() {
     add<tct::common::Agent>(c);
     add<tct::Observation>(c);
     add<tct::Named>(c);
+    add<tct::stack::Inner>(c);
+    add<tct::stack::Episode>(c);
     add<rl::common::Agent>(c);
     add<rl::Goal>(c);
     add<rl::Observation>(c);
@@ -142,8 +148,25 @@ int write(const fs::path& dir) {
   return 0;
 }
 
+#ifndef SCHEMA_TOOL_AGENT
+// A Python batch with per-element tasks, loaded typed, changed at one
+// element, stacked and written back (run_schemas.py checks both ends).
+int retask(const fs::path& src, const fs::path& dst) {
+  using tct::stack::Episode;
+  Episode e = Episode::load_memmap(src.string());
+  std::cout << Json(e.task.tolist(e.batch_size())).dump() << "\n";
+  Episode one = e.index({1}).clone();
+  one.task = "retasked";
+  one.seed = 99;
+  e = e.clone();
+  e.index_put_({1}, one);
+  Episode::stack({e, e}).memmap(dst.string());
+  return 0;
+}
+#endif
+
 int usage() {
-  std::cerr << "usage: schema_tool classes | write <dir> | load <class> <dir> | contract <case>\n";
+  std::cerr << "usage: schema_tool classes | write <dir> | load <class> <dir> | contract <case> | retask <src> <dst>\n";
   return 2;
 }
 
@@ -158,6 +181,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "write" && argc == 3) return write(argv[2]);
+#ifndef SCHEMA_TOOL_AGENT
+    if (command == "retask" && argc == 4) return retask(argv[2], argv[3]);
+#endif
     if (command == "load" && argc == 4) {
       const auto it = typed_classes().find(argv[2]);
       if (it == typed_classes().end()) throw std::invalid_argument(std::string("no class ") + argv[2]);

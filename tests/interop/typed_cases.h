@@ -61,6 +61,22 @@ template <class M>
 tensordict::Json value_json(const M& v) {
   return {{"kind", "non_tensor"}, {"value", tensordict::Json(v)}};
 }
+// A Python tensorclass's field reads a NonTensorStack as its nested list (one
+// value: the value itself), which is what data() gives.
+template <class V>
+tensordict::Json value_json(const tensordict::NonTensorStack<V>& v) {
+  return {{"kind", "non_tensor"}, {"value", v.data().data()}};
+}
+// One value per element of `batch`: field_value and V{}, alternating (as
+// run_schemas.py's python_stack).
+template <class V>
+tensordict::NonTensorStack<V> stack_value(std::string_view name, const std::vector<int64_t>& batch) {
+  int64_t count = 1;
+  for (int64_t s : batch) count *= s;
+  std::vector<V> values;
+  for (int64_t i = 0; i < count; ++i) values.push_back(i % 2 == 0 ? field_value<V>(name) : V{});
+  return tensordict::NonTensorStack<V>::stack(values, batch);
+}
 
 }  // namespace detail
 
@@ -86,6 +102,8 @@ T make_instance(const std::vector<int64_t>& batch, bool with_optional) {
                 m = make_instance<M>(batch, with_optional);
               } else if constexpr (tensordict::is_optional_nested_v<M>) {
                 if (with_optional) m = make_instance<tensordict::nested_class_t<M>>(batch, with_optional);
+              } else if constexpr (tensordict::is_non_tensor_stack_v<M>) {
+                m = detail::stack_value<typename M::value_type>(info.name, batch);
               } else {
                 m = detail::field_value<M>(info.name);
               }

@@ -17,4 +17,12 @@ using DeviceArg = std::optional<at::Device>;
 using Names = std::vector<std::optional<std::string>>;
 template <class Derived>
 struct TensorClass {};
+// One value per batch element (the runtime's non_tensor_stack.h).
+template <class T>
+struct NonTensorStack {
+  using value_type = T;
+  NonTensorStack() = default;
+  template <class U>
+  NonTensorStack(U&&) {}
+};
 }  // namespace tensordict

@@ -12,6 +12,7 @@ enum class FieldKind : std::uint8_t {
   Tensor,       // a torch::Tensor member
   TensorClass,  // a nested generated tensorclass member
   NonTensor,    // a string / number / bool / list member carried through ops
+  NonTensorStack,  // one string / number / bool per batch element (NonTensorStack<T>)
 };
 
 // One entry of a field's declared shape.

@@ -16,7 +16,9 @@
 // Member kinds are read from the member types: at::Tensor members are tensors,
 // members deriving from TensorClass<M> are nested tensorclasses (visited
 // recursively, their batch size starting with the parent's), anything else is
-// non-tensor data, copied through ops and required equal by stack/cat.
+// non-tensor data, copied through ops and required equal by stack/cat, except
+// NonTensorStack<T> members (one value per element), which batch ops move as
+// the dynamic core moves a non-tensor stack entry (non_tensor_ops.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -39,6 +41,8 @@
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
 #include "tensordict/non_tensor.h"
+#include "tensordict/non_tensor_ops.h"
+#include "tensordict/non_tensor_stack.h"
 #include "tensordict/schema.h"
 #include "tensordict/shape_plan.h"
 #include "tensordict/tensorclass_fields.h"
@@ -177,7 +181,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     detail::tc(out).tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
     detail::tc(out).set_locked_tree_(false);
     map_into_(
-        out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims());
+        out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims(), /*moves_batch=*/true);
     return out;
   }
   // obj[index] = value, field by field.
@@ -185,6 +189,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     const BatchIndex bi(index, tc_batch_size_);
     check_same_data_(derived(), value);
     for_each_pair_(derived(), value, [&](const at::Tensor& dst, const at::Tensor& src) { bi.put(dst, src); });
+    put_stacks_(derived(), value, bi);
     return derived();
   }
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
@@ -201,9 +206,14 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value) {
     const BatchIndex bi(index, tc_batch_size_);
     std::vector<std::pair<const at::Tensor*, at::Tensor>> writes;
+    std::vector<std::pair<NestedKey, NonTensorData>> stack_writes;  // into NonTensorStack fields
     if (const auto data = value.non_tensor_items(/*include_nested=*/true); !data.empty()) {
       const TensorDict form = tensordict_form_(detail::NonTensorFields::All);
       for (const auto& [key, written] : data) {
+        if (put_stack_at_(key.path(), 0, nullptr, written)) {
+          stack_writes.emplace_back(key, written);
+          continue;
+        }
         const auto held = form.get_value(key);
         if (!held || !held->is_non_tensor()) {
           throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a non-tensor field of " +
@@ -227,6 +237,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
       writes.emplace_back(field, leaf->tensor());
     }
     for (const auto& [field, tensor] : writes) bi.put(*field, tensor);
+    for (const auto& [key, written] : stack_writes) put_stack_at_(key.path(), 0, &bi, written);
     return derived();
   }
 
@@ -377,9 +388,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // Elementwise where(condition, self, other): `condition` covers the batch
   // dims (or a prefix of them) and broadcasts over the feature dims.
   Derived where(const at::Tensor& condition, const Derived& other) const {
-    return apply(
+    Derived out = apply(
         [&](const at::Tensor& a, const at::Tensor& b) { return a.where(detail::align_to_leaf(condition, a), b); },
         other);
+    where_stacks_(out, other, condition);
+    return out;
   }
   Derived where(const at::Tensor& condition, const at::Scalar& other) const {
     return apply(
@@ -470,6 +483,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
             },
             [&](detail::DataField, auto field, const auto& m) {
               set.push_back(node(field.info().name, detail::python_type_name(m)));
+            },
+            [&](detail::StackField, auto field, const auto& m) {
+              using V = typename std::remove_cvref_t<decltype(m)>::value_type;
+              set.push_back(node(field.info().name, m.is_stack() ? "NonTensorStack" : detail::python_type_name(V{})));
             }},
         derived());
     detail::sort_compact(set, options);
@@ -495,6 +512,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        tensors.push_back(std::string(field.info().name) + "=" +
                                                          detail::non_tensor_data_repr(detail::python_str(m),
                                                                                       tc_batch_size_, tc_device_));
+                                     },
+                                     [&](detail::StackField, auto field, const auto& m) {
+                                       tensors.push_back(std::string(field.info().name) + "=" +
+                                                         detail::non_tensor_repr(m.data(), tc_batch_size_, tc_device_));
                                      }},
                   derived());
     return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared(),
@@ -574,6 +595,64 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        }
                                      }},
                   self, other);
+  }
+
+  // index_put_'s writes into the NonTensorStack fields of `self`, nested
+  // ones included: `other`'s values at `bi` (put_non_tensor, as the dynamic
+  // core writes a non-tensor entry at an index).
+  static void put_stacks_(Derived& self, const Derived& other, const BatchIndex& bi) {
+    visit_fields_(detail::Overloaded{[&](detail::StackField, auto, auto& a, const auto& b) {
+                                       using M = std::remove_cvref_t<decltype(a)>;
+                                       a = M(detail::put_non_tensor(a.data(), detail::tc(self).tc_batch_size_, bi, b.data()));
+                                     },
+                                     [&](detail::NestedField, auto, auto& a, const auto& b) {
+                                       auto* x = detail::present(a);
+                                       const auto* y = detail::present(b);
+                                       if (x && y) detail::tc(*x).put_stacks_(*x, *y, bi);
+                                     }},
+                  self, other);
+  }
+  // Whether `path` (from `at`) names a NonTensorStack field, whose type
+  // `value` must fit (else the field's TypeError); with `bi`, `value` is
+  // written there at `bi`. index_put_ checks every key (bi null) before it
+  // writes any.
+  bool put_stack_at_(std::span<const std::string> path, std::size_t at, const BatchIndex* bi,
+                     const NonTensorData& value) {
+    bool found = false;
+    const bool last = at + 1 == path.size();
+    visit_field_named_(path[at],
+                       detail::Overloaded{[&](detail::StackField, auto field, auto& m) {
+                                            if (!last) return;
+                                            found = true;
+                                            using M = std::remove_cvref_t<decltype(m)>;
+                                            M written;
+                                            read_stack_(written, Value(value), field_path_(field), field.info(), "the written value");
+                                            if (bi) m = M(detail::put_non_tensor(m.data(), tc_batch_size_, *bi, written.data()));
+                                          },
+                                          [&](detail::NestedField, auto, auto& m) {
+                                            auto* n = detail::present(m);
+                                            if (!last && n) found = detail::tc(*n).put_stack_at_(path, at + 1, bi, value);
+                                          }},
+                       derived());
+    return found;
+  }
+  // where(condition, other) for the NonTensorStack fields of `out` (a result
+  // holding this instance's values): each element from us where `condition`
+  // holds, else from `other`, picked as the dynamic core picks non-tensor
+  // elements (shared_value_ids).
+  void where_stacks_(Derived& out, const Derived& other, const at::Tensor& condition) const {
+    visit_fields_(detail::Overloaded{[&](detail::StackField, auto, const auto& a, const auto& b, auto& o) {
+                                       using M = std::remove_cvref_t<decltype(o)>;
+                                       const auto shared = detail::shared_value_ids({a.data(), b.data()}, tc_batch_size_);
+                                       const at::Tensor& x = shared.ids[0];
+                                       o = M(NonTensorData::from_ids(shared.pool, x.where(detail::align_to_leaf(condition, x), shared.ids[1])));
+                                     },
+                                     [&](detail::NestedField, auto, const auto& a, const auto& b, auto& o) {
+                                       const auto* x = detail::present(a);
+                                       const auto* y = detail::present(b);
+                                       if (x && y) detail::tc(*x).where_stacks_(*detail::present(o), *y, condition);
+                                     }},
+                  derived(), other, out);
   }
 
   // detail::present(dst), after giving the nested field `dst` the presence
@@ -677,6 +756,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        const detail::FieldPath sub{&path, field.info().name};
                                        detail::validate_nested_batch(sub, detail::tc(*n).tc_batch_size_, tc_batch_size_);
                                        if (!(trust_built && detail::tc(*n).tc_validated_)) detail::tc(*n).validate_(sub, trust_built);
+                                     },
+                                     [&](detail::StackField, auto field, const auto& m) {
+                                       if (!m.is_stack()) return;
+                                       const detail::FieldPath sub{&path, field.info().name};
+                                       detail::validate_stack_field(sub, m.data().ids().sizes(), tc_batch_size_);
                                      }},
                   derived());
   }
@@ -719,13 +803,22 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                              }
                            },
                            [&](detail::DataField, auto field, const auto& m) {
-                             if (which == detail::NonTensorFields::None) return;
+                             if (which == detail::NonTensorFields::None || which == detail::NonTensorFields::Stacks) return;
                              if (which == detail::NonTensorFields::H5 &&
                                  field.info().value_type != schema::ValueType::String) {
                                if (m == field.of(defaults_())) return;
                                detail::throw_h5_non_tensor(schema().name, field.info(), detail::python_repr(m));
                              }
                              entries.emplace_back(std::string(field.info().name), NonTensorData(Json(m)));
+                           },
+                           [&](detail::StackField, auto field, const auto& m) {
+                             if (which == detail::NonTensorFields::None) return;
+                             if (which == detail::NonTensorFields::H5 &&
+                                 field.info().value_type != schema::ValueType::String) {
+                               if (m == field.of(defaults_())) return;
+                               detail::throw_h5_non_tensor(schema().name, field.info(), tensordict::python_repr(m.data().data()));
+                             }
+                             entries.emplace_back(std::string(field.info().name), m.data());
                            }},
         derived());
     return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
@@ -740,7 +833,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // The tensordict form with our consolidated storage (if any), so that the
   // dynamic core's moves treat it as one block.
   TensorDict td_form_() const {
-    TensorDict td = tensordict_form_(detail::NonTensorFields::None);
+    TensorDict td = tensordict_form_(detail::NonTensorFields::Stacks);
     if (tc_consolidated_storage_.defined()) td.impl()->set_consolidated_storage(tc_consolidated_storage_);
     return td;
   }
@@ -785,6 +878,11 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        if (const auto value = td.get_value(std::string(field.info().name))) {
                                          read_non_tensor_(m, *value, field_path_(field), field.info(), "the entry");
                                        }
+                                     },
+                                     [&](detail::StackField, auto field, auto& m) {
+                                       if (const auto value = td.get_value(std::string(field.info().name))) {
+                                         read_stack_(m, *value, field_path_(field), field.info(), "the entry");
+                                       }
                                      }},
                   derived());
   }
@@ -802,6 +900,34 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     } catch (const Json::exception&) {
       detail::throw_bad_non_tensor(sub, field, json);
     }
+  }
+
+  // A NonTensorStack field from the non-tensor entry `value`: every value
+  // must fit the element type V (errors as read_non_tensor_'s).
+  template <class V>
+  static void read_stack_(NonTensorStack<V>& m, const Value& value, const std::string& sub,
+                          const schema::FieldInfo& field, std::string_view what) {
+    if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
+    for (const Json& json : *value.non_tensor().pool()) {
+      if (!detail::json_fits<V>(json)) detail::throw_bad_non_tensor(sub, field, json);
+    }
+    m = NonTensorStack<V>(value.non_tensor());
+  }
+
+  // The NonTensorStack fields (nested ones included) from `form`, a form of
+  // this object an in-place op of the dynamic core wrote into: its tensors
+  // are ours, its non-tensor entries new values.
+  void read_stacks_(const TensorDict& form) {
+    visit_fields_(detail::Overloaded{[&](detail::StackField, auto field, auto& m) {
+                                       if (const auto value = form.get_value(std::string(field.info().name)))
+                                         read_stack_(m, *value, field_path_(field), field.info(), "the entry");
+                                     },
+                                     [&](detail::NestedField, auto field, auto& m) {
+                                       const std::string name(field.info().name);
+                                       if (auto* n = detail::present(m); n && form.contains(name))
+                                         detail::tc(*n).read_stacks_(form.get_td(name));
+                                     }},
+                  derived());
   }
 
   // ---- new instances --------------------------------------------------------------------
@@ -825,7 +951,8 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                          detail::reset_if_optional(dst);
                                        }
                                      },
-                                     [](detail::DataField, auto, auto& dst, const auto& from) { dst = from; }},
+                                     [](detail::DataField, auto, auto& dst, const auto& from) { dst = from; },
+                                     [](detail::StackField, auto, auto& dst, const auto& from) { dst = from; }},
                   derived(), src);
   }
 
@@ -836,7 +963,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     detail::tc(out).tc_batch_size_ = std::move(batch);
     detail::tc(out).tc_names_ = unnamed_if_empty_(std::move(names));
     detail::tc(out).set_locked_tree_(false);
-    map_into_(out, fn, batch_dims());
+    map_into_(out, fn, batch_dims(), /*moves_batch=*/true);
     return out;
   }
   // Same batch size and names.
@@ -844,7 +971,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   Derived same_batch_(Fn&& fn) const {
     Derived out = shell_();
     detail::tc(out).set_locked_tree_(false);
-    map_into_(out, fn, batch_dims());
+    map_into_(out, fn, batch_dims(), /*moves_batch=*/false);
     return out;
   }
   // `out` (a conversion of this instance: to(dtype), to(device)) locked when
@@ -894,11 +1021,18 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // out.member = fn(this->member) for every tensor member (recursing); `nb` is
-  // the number of batch dims of the op's source.
+  // the number of batch dims of the op's source. `moves_batch`: fn is a batch
+  // op (index, shape plan), which NonTensorStack members go through too;
+  // else (a value op: clone, to, apply) they keep the shell's values.
   template <class Fn>
-  void map_into_(Derived& out, Fn&& fn, int64_t nb) const {
+  void map_into_(Derived& out, Fn&& fn, int64_t nb, bool moves_batch) const {
     visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, const auto& src, auto& dst) {
                                        if (src.defined()) dst = fn(src);
+                                     },
+                                     [&](detail::StackField, auto, const auto& src, auto& dst) {
+                                       using M = std::remove_cvref_t<decltype(dst)>;
+                                       if (moves_batch && src.is_stack())
+                                         dst = M(detail::map_non_tensor(src.data(), [&](const at::Tensor& ids) { return fn(ids); }));
                                      },
                                      [&](detail::NestedField, auto, const auto& src, auto& dst) {
                                        const auto* s = detail::present(src);
@@ -909,7 +1043,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                          if (detail::tc(*d).tc_names_.size() != detail::tc(*d).tc_batch_size_.size()) detail::tc(*d).tc_names_.clear();
                                          detail::tc(*d).tc_locked_ = false;
                                        }
-                                       detail::tc(*s).map_into_(*d, fn, nb);
+                                       detail::tc(*s).map_into_(*d, fn, nb, moves_batch);
                                      }},
                   derived(), out);
   }
@@ -945,6 +1079,13 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        fn(src, parts.data());
                                        for (std::size_t i = 0; i < outs.size(); ++i)
                                          field.of(*outs[i]) = std::move(parts[i]);
+                                     },
+                                     [&](detail::StackField, auto field, const auto& src) {
+                                       using M = std::remove_cvref_t<decltype(src)>;
+                                       if (!src.is_stack()) return;  // the pieces are shells holding its value
+                                       fn(src.data().ids(), parts.data());
+                                       for (std::size_t i = 0; i < outs.size(); ++i)
+                                         field.of(*outs[i]) = M(NonTensorData::from_ids(src.data().pool(), std::move(parts[i])));
                                      },
                                      [&](detail::NestedField, auto field, const auto& src) {
                                        pieces_nested_(outs, field, detail::present(src), fn, nb);
@@ -1016,6 +1157,16 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                          detail::throw_non_tensor_mismatch(op, sub(field), detail::python_repr(first),
                                                                            detail::python_repr(x), i);
                                        }
+                                     },
+                                     [&](detail::StackField, auto field, auto& o) {
+                                       using M = std::remove_cvref_t<decltype(o)>;
+                                       std::vector<NonTensorData> items;
+                                       std::vector<std::vector<int64_t>> batches;
+                                       for (const auto* s : srcs) {
+                                         items.push_back(field.of(*s).data());
+                                         batches.push_back(detail::tc(*s).batch_size().vec());
+                                       }
+                                       o = M(detail::combine_non_tensor(items, batches, fn));
                                      }},
                   out);
   }
@@ -1086,6 +1237,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                            [&](detail::DataField, auto, const auto&) {
                              if (required)
                                detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
+                           },
+                           [&](detail::StackField, auto, const auto&) {
+                             if (required)
+                               detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
                            }},
         derived());
     if (!matched && required) detail::throw_no_field(schema().name, path[at]);
@@ -1119,6 +1274,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                              detail::tc(*n).set_path_(path, at + 1, value);
                            },
                            [&](detail::DataField, auto, auto&) {
+                             detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
+                           },
+                           [&](detail::StackField, auto, auto&) {
                              detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
                            }},
         derived());
@@ -1165,6 +1323,13 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        } else if (!field.info().has_default && !field.info().optional) {
                                          throw ValueError(sub(field) + ": required non-tensor field is not stored");
                                        }  // else it keeps the schema default
+                                     },
+                                     [&](detail::StackField, auto field, auto& m) {
+                                       if (const auto value = stored(field)) {
+                                         read_stack_(m, *value, sub(field), field.info(), "stored entry");
+                                       } else if (!field.info().has_default && !field.info().optional) {
+                                         throw ValueError(sub(field) + ": required non-tensor field is not stored");
+                                       }
                                      }},
                   derived());
     name_from_schema_();

@@ -6,8 +6,9 @@
 //
 // A field's kind is read from its member type: at::Tensor members are
 // tensors, members deriving from TensorClass<M> (or std::optional of one, a
-// field the schema marks optional) are nested tensorclasses, anything else
-// is non-tensor data.
+// field the schema marks optional) are nested tensorclasses, NonTensorStack<T>
+// members hold one value per batch element, anything else is non-tensor data
+// (one value for the whole batch).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -19,6 +20,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tensordict/non_tensor_stack.h"
 #include "tensordict/schema.h"
 
 namespace tensordict {
@@ -89,9 +91,11 @@ constexpr const TensorClass<T>& tc(const T& obj) noexcept {
 struct TensorField {};
 struct NestedField {};
 struct DataField {};
+struct StackField {};  // NonTensorStack<T>: moved by batch ops like a tensor
 template <class M>
-using field_kind_t = std::conditional_t<std::is_same_v<M, at::Tensor>, TensorField,
-                                        std::conditional_t<is_nested_v<M>, NestedField, DataField>>;
+using field_kind_t = std::conditional_t<
+    std::is_same_v<M, at::Tensor>, TensorField,
+    std::conditional_t<is_nested_v<M>, NestedField, std::conditional_t<is_non_tensor_stack_v<M>, StackField, DataField>>>;
 
 // One handler made of several lambdas, one per field kind.
 template <class... Fs>
@@ -134,7 +138,8 @@ void visit_field(H& handler, Objs&... objs) {
 // `objs` (instances of T), const where the object is:
 //   handler(TensorField, field, at::Tensor&...)
 //   handler(NestedField, field, M&...)   M: the class, or std::optional of it (see present)
-//   handler(DataField, field, M&...)     non-tensor data
+//   handler(DataField, field, M&...)     non-tensor data, one value
+//   handler(StackField, field, NonTensorStack<T>&...)  one value per element
 // A kind the handler has no overload for is skipped (so members are taken as
 // `auto&`: an overload whose member types do not match is skipped too).
 // Recursing into a nested member is the handler's choice.

@@ -200,7 +200,7 @@ class TensorClassPersistence {
     MemmapClassTags tags;
     collect_tags_(tags, {});
     const TensorDict mapped =
-        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::None), prefix, tags, options, like);
+        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::Stacks), prefix, tags, options, like);
     Derived out = tc_().shell_();
     detail::tc(out).set_locked_tree_(false);
     detail::tc(out).from_td_(mapped);
@@ -239,7 +239,7 @@ class TensorClassPersistence {
   void append_to_(const std::string& prefix, const MemmapOptions& options) const {
     MemmapClassTags tags;
     collect_tags_(tags, {});
-    append_memmap_tensorclass(prefix, tc_().tensordict_form_(detail::NonTensorFields::None), tags, options);
+    append_memmap_tensorclass(prefix, tc_().tensordict_form_(detail::NonTensorFields::Stacks), tags, options);
   }
 
   // An instance from a loaded tensordict form (memmap: batch sizes as stored;

@@ -17,10 +17,11 @@
 namespace tensordict::detail {
 
 // Which non-tensor fields a tensorclass's tensordict form holds (as
-// non-tensor data): all (to_tensordict), none (the dynamic core's ops carry
-// them through the shell), or what h5 stores (strings; a field at its default
-// is left out, any other value refused).
-enum class NonTensorFields { All, None, H5 };
+// non-tensor data): all (to_tensordict), none, the NonTensorStack fields only
+// (the dynamic core's ops move those; the others are carried through the
+// shell), or what h5 stores (strings and stacks; a field at its default is
+// left out, any other value refused).
+enum class NonTensorFields { All, None, Stacks, H5 };
 
 // Symbolic dims seen so far while validating one instance: symbol -> (size, field).
 struct SymbolBinding {
@@ -50,6 +51,9 @@ void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, a
 
 // A nested tensorclass's batch size must start with its parent's.
 void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::IntArrayRef parent);
+// A NonTensorStack field holds one value per element of its level's batch:
+// ValueError naming the field when its values span another shape.
+void validate_stack_field(const FieldPath& path, at::IntArrayRef element_shape, at::IntArrayRef batch_size);
 
 // "Cannot modify locked TensorDict. ..." (tensordict's message), as RuntimeError.
 [[noreturn]] void throw_locked(std::string_view class_name, std::string_view key);
@@ -162,6 +166,9 @@ std::vector<std::string> header_parts(at::IntArrayRef batch_size, const std::opt
 // tensordict's NonTensorData repr: "NonTensorData(data=walk, batch_size=torch.Size([2]), device=None)",
 // `data` being Python's str() of the value.
 std::string non_tensor_data_repr(std::string data, at::IntArrayRef batch_size, const std::optional<at::Device>& device);
+// The same for non-tensor data that may be a stack: a NonTensorStack prints
+// its tolist() on its own line.
+std::string non_tensor_repr(const NonTensorData& data, at::IntArrayRef batch_size, const std::optional<at::Device>& device);
 // Python's str() of a typed non-tensor field's value: a string as is, a
 // list<T> as the tuple the generated Python class holds.
 inline std::string python_str(const std::string& v) { return v; }

@@ -277,7 +277,9 @@ class TensorClassSurface {
   Derived& update(const Derived& other) { return update(detail::tc(other).tensordict()); }
   // In place: every tensor of `other` is written into the field's tensor.
   Derived& update_(const TensorDict& other) {
-    tc_().td_form_().update_(other);
+    TensorDict form = tc_().td_form_();
+    form.update_(other);
+    tc_().read_stacks_(form);  // the form's NonTensorStack entries are values, not views
     return self_();
   }
   Derived& update_(const Derived& other) { return update_(detail::tc(other).td_form_()); }
@@ -285,7 +287,9 @@ class TensorClassSurface {
   // fields, or an object of this class shaped like obj[index]) written into
   // the field's tensor at batch `index`.
   Derived& update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index) {
-    tc_().td_form_().update_at_(other, index);
+    TensorDict form = tc_().td_form_();
+    form.update_at_(other, index);
+    tc_().read_stacks_(form);
     return self_();
   }
   Derived& update_at_(const Derived& other, at::ArrayRef<TensorIndex> index) {
@@ -325,7 +329,7 @@ class TensorClassSurface {
   }
   // The tensor fields, shared (tensordict's filter_non_tensor_data; its
   // result is an object of the class with the non-tensor fields None).
-  TensorDict filter_non_tensor_data() const { return tc_().td_form_(); }
+  TensorDict filter_non_tensor_data() const { return tc_().tensordict_form_(detail::NonTensorFields::None); }
   // The device every tensor field is on becomes the object's (tensordict's
   // auto_device_); none when they differ.
   Derived& auto_device_() {

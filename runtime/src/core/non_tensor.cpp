@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "tensordict/errors.h"
+#include "tensordict/non_tensor_ops.h"
 #include "tensordict/tensorclass_support.h"
 
 #include <stdexcept>
@@ -92,5 +93,43 @@ std::string python_repr(const Json& value) {
 std::string python_str(const Json& value) {
   return value.is_string() ? value.get<std::string>() : python_repr(value);
 }
+
+namespace detail {
+
+NonTensorData map_non_tensor(const NonTensorData& data, c10::function_ref<at::Tensor(const at::Tensor&)> fn) {
+  if (!data.is_stack()) return data;
+  return NonTensorData::from_ids(data.pool(), fn(data.ids()));
+}
+
+const Json& non_tensor_element(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index,
+                               std::string_view what) {
+  if (index.size() != batch.size()) {
+    throw IndexError(fmt::format("{}: got {} indices for batch size [{}]", what, index.size(), fmt::join(batch, ", ")));
+  }
+  int64_t flat = 0;
+  for (std::size_t d = 0; d < batch.size(); ++d) {
+    if (index[d] < 0 || index[d] >= batch[d]) {
+      throw IndexError(fmt::format("{}: index {} is out of range for dim {} of size {}", what, index[d], d, batch[d]));
+    }
+    flat = flat * batch[d] + index[d];
+  }
+  if (!data.is_stack()) return data.pool()->front();
+  const auto ids = data.ids().reshape({-1}).contiguous();
+  return (*data.pool())[ids.data_ptr<int64_t>()[flat]];
+}
+
+std::vector<Json> non_tensor_elements(const NonTensorData& data, at::IntArrayRef batch) {
+  int64_t n = 1;
+  for (auto s : batch) n *= s;
+  if (!data.is_stack()) return std::vector<Json>(static_cast<std::size_t>(n), data.pool()->front());
+  const auto ids = data.ids().reshape({-1}).contiguous();
+  const int64_t* p = ids.data_ptr<int64_t>();
+  std::vector<Json> out;
+  out.reserve(static_cast<std::size_t>(ids.numel()));
+  for (int64_t i = 0; i < ids.numel(); ++i) out.push_back((*data.pool())[p[i]]);
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace tensordict

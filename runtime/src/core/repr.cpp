@@ -95,6 +95,13 @@ std::string tensor_repr(const at::Tensor& t, const PrintOptions& o, std::string_
   return data_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}, t, o, type_name);
 }
 
+std::string non_tensor_repr(const NonTensorData& data, at::IntArrayRef batch_size, const std::optional<at::Device>& device) {
+  if (!data.is_stack()) return non_tensor_data_repr(data.str(), batch_size, device);
+  const std::string where = device ? device->str() : "None";
+  return fmt::format("NonTensorStack(\n{},\n{},\n{})", indent(data.str(), 4),
+                     indent("batch_size=" + torch_size(data.ids().sizes()), 4), indent("device=" + where, 4));
+}
+
 std::string non_tensor_data_repr(std::string data, at::IntArrayRef batch_size, const std::optional<at::Device>& device) {
   // tensordict's NonTensorData.__repr__ shortens a long value
   if (data.size() > 200) data = data.substr(0, 20) + "  ...  " + data.substr(data.size() - 20);
@@ -151,14 +158,8 @@ using detail::torch_size;
 
 namespace {
 
-std::string device_str(const std::optional<at::Device>& device) { return device ? device->str() : "None"; }
-
-// NonTensorData(data=zero!, batch_size=torch.Size([3]), device=None), or a
-// NonTensorStack with its tolist() on its own line.
 std::string non_tensor_repr(const NonTensorData& data, const TensorDict& level) {
-  if (!data.is_stack()) return detail::non_tensor_data_repr(data.str(), level.batch_size(), level.device());
-  return fmt::format("NonTensorStack(\n{},\n{},\n{})", indent(data.str(), 4),
-                     indent("batch_size=" + torch_size(data.ids().sizes()), 4), indent("device=" + device_str(level.device()), 4));
+  return detail::non_tensor_repr(data, level.batch_size(), level.device());
 }
 
 // The first member of a lazy stack that is not one, descending (the level

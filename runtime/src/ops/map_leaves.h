@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kinds/dense/dense_impl.h"
+#include "tensordict/non_tensor_ops.h"
 
 namespace tensordict::detail {
 
@@ -110,12 +111,6 @@ bool writes_through(const TensorDictImpl& td);
 void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
                const at::Tensor& value);
 
-// `dest` (non-tensor data over `batch`) with `value` written at `index`: the
-// non-tensor counterpart of BatchIndex::put. Collapses to one value when
-// every element holds the same one.
-NonTensorData put_non_tensor(const NonTensorData& dest, at::IntArrayRef batch, const BatchIndex& index,
-                             const NonTensorData& value);
-
 // put_non_tensor into the entry `key.back()` of `level` (of batch size
 // `batch`), which holds `current`; a memory-mapped level's files follow
 // (memmap::write_non_tensor_entry). `key`: the path, for errors.
@@ -125,22 +120,6 @@ void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const Non
 // Replaces the entry at an existing key path without validating it (for ops
 // that rewrite leaves they just derived, whose shapes they control).
 void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
-
-// Non-tensor data of several tensordicts (of the given batch sizes) as one
-// entry: equal single values stay one value (tensordict's rule); otherwise
-// their elements' ids are joined like tensors (`join`: at::stack or at::cat).
-NonTensorData combine_non_tensor(const std::vector<NonTensorData>& items, const std::vector<std::vector<int64_t>>& batch_sizes,
-                                 c10::function_ref<at::Tensor(const std::vector<at::Tensor>&)> join);
-
-// The elements of `items` (non-tensor data over `batch`) as ids into one
-// pool of their distinct values: equal values get equal ids whichever item
-// holds them, so that comparing ids compares values and picking ids picks
-// values (NonTensorData::from_ids(pool, picked)).
-struct SharedValueIds {
-  std::shared_ptr<const std::vector<Json>> pool;
-  std::vector<at::Tensor> ids;  // int64, `batch` shaped, one per item
-};
-SharedValueIds shared_value_ids(const std::vector<NonTensorData>& items, at::IntArrayRef batch);
 
 // Rethrows the exception in flight naming `op` and `key` (libtorch's message
 // without its backtrace): libtorch's IndexError, ValueError and TypeError as

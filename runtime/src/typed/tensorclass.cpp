@@ -81,6 +81,13 @@ void validate_nested_batch(const FieldPath& path, at::IntArrayRef nested, at::In
   }
 }
 
+void validate_stack_field(const FieldPath& path, at::IntArrayRef element_shape, at::IntArrayRef batch_size) {
+  if (element_shape != batch_size) {
+    throw ValueError(fmt::format("{}: NonTensorStack holds values over batch size {}, expected the batch size {}",
+                                 path.str(), shape_string(element_shape), shape_string(batch_size)));
+  }
+}
+
 void throw_locked(std::string_view class_name, std::string_view key) {
   throw RuntimeError(fmt::format(
       "Cannot modify locked TensorDict. For in-place modification, consider using the `set_()` method and make sure "

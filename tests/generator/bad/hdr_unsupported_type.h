@@ -10,4 +10,4 @@ struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {
   std::map<int, int> table;
 };
 }  // namespace rl
-// expect: 10:22: error: unsupported member type 'std::map<int, int>' for field 'table'; expected at::Tensor, a TC_TENSORCLASS struct (or std::optional of one), std::string, int64_t, double, bool or std::vector of those
+// expect: 10:22: error: unsupported member type 'std::map<int, int>' for field 'table'; expected at::Tensor, a TC_TENSORCLASS struct (or std::optional of one), std::string, int64_t, double, bool, std::vector of those or tensordict::NonTensorStack of a scalar

@@ -110,7 +110,7 @@ _tc__Observation = Observation
 
 class _Field(_NamedTuple):
     name: str
-    kind: str  # "tensor", "class" or "value"
+    kind: str  # "tensor", "class", "value" or "stack" (one value per batch element)
     dtype: _Optional[str]  # tensor fields: the declared dtype; None: any
     dims: _Optional[_Tuple[_Union[int, str], ...]]  # the declared dims after the batch dims; None: any
     optional: bool
@@ -165,7 +165,7 @@ def _check(obj: _Any, contract: _Contract, path: str) -> None:
         )
     symbols: _Dict[str, _Tuple[int, str]] = {}  # symbol -> (size, the field that set it)
     for field in contract.fields:
-        if field.kind == "value":
+        if field.kind in ("value", "stack"):
             continue
         where = f"{path}.{field.name}"
         value = getattr(obj, field.name)

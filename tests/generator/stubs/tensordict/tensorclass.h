@@ -19,6 +19,14 @@ struct TensorClass {
   TensorClass() = default;
   Derived& init_(BatchSizeArg, DeviceArg = {}, Names = {}) { return static_cast<Derived&>(*this); }
 };
+// One value per batch element (the runtime's non_tensor_stack.h).
+template <class T>
+struct NonTensorStack {
+  using value_type = T;
+  NonTensorStack() = default;
+  template <class U>
+  NonTensorStack(U&&) {}
+};
 // The runtime's way to TensorClass's members whatever the fields are named.
 template <class T>
 TensorClass<T>& methods(T& obj) noexcept {
