@@ -300,6 +300,14 @@ TEST_CASE("update_at_ writes a task into a NonTensorStack field", "[tensorclass]
   CHECK(tasks_of(e) == Strings{"walk", "run", "walk"});
 }
 
+TEST_CASE("update_ writes one task into every element of a NonTensorStack field", "[tensorclass][stack]") {
+  // tensordict 0.15.3: td.update_(TensorDict(task=NonTensorData("jump", batch_size=[3]), batch_size=[3]))
+  // turns a NonTensorStack('walk', 'run', 'walk') into ['jump', 'jump', 'jump'].
+  Episode e = with_tasks({"walk", "run", "walk"});
+  e.update_(TensorDict({{"task", NonTensorData(tensordict::Json("jump"))}}, {3}));
+  CHECK(tasks_of(e) == Strings{"jump", "jump", "jump"});
+}
+
 TEST_CASE("the detailed repr prints a NonTensorStack field as tensordict does", "[tensorclass][stack]") {
   tensordict::set_printoptions guard({.compact = false});
   // tensordict 0.15.3, torch.cat of two Episode(task="a"/"b", seed=0) of batch [1], under compact=False
