@@ -67,13 +67,20 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
   // of the value (tensordict's _setitem_index): a new key goes into those
   // members only.
   if (auto lazy = detail::as_lazy(*impl_); lazy && lazy->put_members(index, source)) return *this;
-  // A nested lazy stack takes its part the same way, at the same index.
-  for (const auto& [key, item] : source.items()) {
-    if (!item.is_tensordict()) continue;
-    const auto held = impl_->find(key.front());
-    if (!held || !held->is_tensordict() || !detail::as_lazy(*held->tensordict().impl())) continue;
-    TensorDict(held->tensordict()).index_put_(detail::without_ellipsis(index, batch_dims()), item.tensordict());
-    source = source.exclude({key});
+  // A nested lazy stack takes its part the same way, at the same index. The
+  // value's entries are looked through only when this level holds one: the
+  // common write pays a pass over this level's children, not a copy of the
+  // value's items.
+  bool holds_lazy = false;
+  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::as_lazy(*child.impl()); });
+  if (holds_lazy) {
+    for (const auto& [key, item] : source.items()) {
+      if (!item.is_tensordict()) continue;
+      const auto held = impl_->find(key.front());
+      if (!held || !held->is_tensordict() || !detail::as_lazy(*held->tensordict().impl())) continue;
+      TensorDict(held->tensordict()).index_put_(detail::without_ellipsis(index, batch_dims()), item.tensordict());
+      source = source.exclude({key});
+    }
   }
   // A nested level the value has and this tensordict lacks is created with
   // this batch size followed by the level's own extra dims (base.py:18405).
