@@ -12,7 +12,18 @@ by key (a JSON object)::
      "in_keys":  [{"key": ["agent", "obs"], "arg": "agent_obs", "dtype": "float32", "event_shape": [4]}],
      "out_keys": [{"key": ["action"], "dtype": "float32", "event_shape": [2]}],
      "batch_size": [5], "dynamic_batch": true,
-     "schema": "<class 'robot.PolicyStep'>"}
+     "schema": "<class 'robot.PolicyStep'>",
+     "interaction_type": "deterministic",
+     "weights": {"swappable": true,
+                 "params": [{"key": ["module", "0", "weight"], "fqn": "module.0.weight",
+                             "dtype": "float32", "shape": [16, 4]}]}}
+
+``weights`` is what ``tensordict::nn::to_module`` needs to load new weights
+into the running package: every parameter and buffer of the module, keyed as
+``TensorDict.from_module(module)`` keys it, with the name the package gives
+its constant. ``swappable`` says that the package was compiled with runtime
+constant folding (``aot_inductor.use_runtime_constant_folding``), so that no
+weight was folded into the code: each is a constant that can be replaced.
 
 ``tensordict::nn::AOTIModule`` (C++, the optional ``tensorclass::aoti``
 library) reads it, gathers the inputs by key and writes the outputs at the
@@ -25,7 +36,8 @@ import json
 from typing import Any, Dict, List, Optional
 
 import torch
-from tensordict import TensorDictBase, is_tensorclass
+from tensordict import TensorDict, TensorDictBase, is_tensorclass
+from tensordict.nn import InteractionType, set_interaction_type
 from tensordict.utils import unravel_key
 
 __all__ = ["export", "FORMAT", "METADATA_KEY"]
@@ -36,6 +48,11 @@ FORMAT = 1
 METADATA_KEY = "tensorclass"
 # tensordict's dispatch joins a nested key's parts with this separator.
 _SEPARATOR = "_"
+# Keeps every parameter and buffer a constant of the package (folding runs
+# when the package loads, and again after each weight swap): without it,
+# inductor folds some weights into others or into the code, and those can no
+# longer be replaced.
+_SWAPPABLE = {"aot_inductor.use_runtime_constant_folding": True}
 
 
 def _key_list(key) -> List[str]:
@@ -53,6 +70,8 @@ def export(
     path: str,
     *,
     dynamic_batch: bool = True,
+    interaction_type: "InteractionType | str" = InteractionType.DETERMINISTIC,
+    swappable_weights: bool = True,
     inductor_configs: Optional[Dict[str, Any]] = None,
 ) -> str:
     """Exports ``module`` called on ``example`` to the AOTInductor package ``path``.
@@ -71,6 +90,18 @@ def export(
             must be at least 2 in ``example``: torch.export specialises a dim
             of size 0 or 1). ``False``: the package takes ``example``'s batch
             size only.
+        interaction_type: how the probabilistic modules act, as under
+            ``set_interaction_type``: ``DETERMINISTIC`` (the default: the
+            distribution's deterministic sample, the mean of a Normal) or
+            ``RANDOM`` (a sample each call, for an exploring actor), or any
+            other ``InteractionType``, by value or name. It is baked into the
+            package: the C++ side's ``InteractionTypeGuard`` does not change
+            it. Recorded in the metadata.
+        swappable_weights: compile with runtime constant folding, so that
+            every parameter and buffer stays a constant that
+            ``tensordict::nn::to_module`` can replace (checked after
+            compiling). ``False`` lets inductor fold weights into the code
+            (``to_module`` then refuses the package).
         inductor_configs: more options for ``aoti_compile_and_package``.
 
     Returns:
@@ -104,8 +135,12 @@ def export(
             f"export: dynamic_batch needs every batch dim of the example to be at least 2, got {batch_size}"
         )
 
+    interaction_type = InteractionType(interaction_type.lower()) if isinstance(interaction_type, str) else interaction_type
+    if not isinstance(interaction_type, InteractionType):
+        raise TypeError(f"export: interaction_type must be an InteractionType or its name, got {interaction_type!r}")
+
     module = module.eval()
-    with torch.no_grad():
+    with torch.no_grad(), set_interaction_type(interaction_type):
         outputs = module(**kwargs)
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
@@ -120,8 +155,14 @@ def export(
     if dynamic_batch and batch_size:
         dims = [torch.export.Dim(f"batch_{i}") for i in range(len(batch_size))]
         dynamic_shapes = {"kwargs": {arg: dict(enumerate(dims)) for arg in kwargs}}
-    with torch.no_grad():
+    with torch.no_grad(), set_interaction_type(interaction_type):
         program = torch.export.export(module, args=(), kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+
+    params = TensorDict.from_module(module)
+    weights = [
+        {"key": _key_list(key), "fqn": ".".join(_key_list(key)), "dtype": _dtype_name(value.dtype), "shape": list(value.shape)}
+        for key, value in params.items(include_nested=True, leaves_only=True)
+    ]
 
     metadata = {
         "format": FORMAT,
@@ -130,7 +171,24 @@ def export(
         "batch_size": batch_size,
         "dynamic_batch": bool(dynamic_batch and batch_size),
         "schema": str(type(example)) if is_tensorclass(example) else None,
+        "interaction_type": interaction_type.value,
+        "weights": {"swappable": bool(swappable_weights), "params": weights},
     }
-    configs = dict(inductor_configs or {})
+    configs = dict(_SWAPPABLE if swappable_weights else {})
+    configs.update(inductor_configs or {})
     configs["aot_inductor.metadata"] = {**configs.get("aot_inductor.metadata", {}), METADATA_KEY: json.dumps(metadata)}
-    return torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+    path = torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+    if swappable_weights:
+        _check_swappable(path, weights)
+    return path
+
+
+def _check_swappable(path: str, weights: List[Dict[str, Any]]) -> None:
+    """Every parameter and buffer must have stayed a constant of the package."""
+    constants = set(torch._inductor.aoti_load_package(path).get_constant_fqns())
+    lost = [w["fqn"] for w in weights if w["fqn"] not in constants]
+    if lost:
+        raise RuntimeError(
+            f"export: the package {path} folded {lost} into its code, so they cannot be updated; "
+            "do not turn aot_inductor.use_runtime_constant_folding off with swappable_weights=True"
+        )

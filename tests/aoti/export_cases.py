@@ -3,8 +3,12 @@
 For each case: <out>/<case>.pt2 (tensorclass.export), <case>_inputs (a memmap
 tree of inputs at a batch size other than the export's, for the dynamic
 cases) and <case>_expected (the module's outputs on those inputs, computed by
-Python tensordict). Also packages edited into the broken forms the error
-tests need (another device, a newer format, no metadata).
+Python tensordict). For the live-weights cases also <case>_params
+(TensorDict.from_module of the exported module), <case>_new_params (other
+weights, as a learner sends them) and <case>_expected_new (the outputs with
+those, Python eager). Also packages edited into the broken forms the error
+tests need (another device, a newer format, no metadata, weights not
+swappable).
 """
 
 import argparse
@@ -45,6 +49,17 @@ def case(out, name, module, example, inputs, **kwargs):
     save(result.select(*module.out_keys), os.path.join(out, f"{name}_expected"))
 
 
+def new_weights(out, name, module, inputs):
+    """<name>_params, <name>_new_params and <name>_expected_new (see above)."""
+    params = TensorDict.from_module(module).data
+    save(params, os.path.join(out, f"{name}_params"))
+    new = params.apply(lambda t: t + 0.25 * torch.randn_like(t))
+    save(new, os.path.join(out, f"{name}_new_params"))
+    with torch.no_grad(), new.to_module(module):
+        result = module(inputs.clone())
+    save(result.select(*module.out_keys), os.path.join(out, f"{name}_expected_new"))
+
+
 def gaussian_policy():
     return ProbabilisticTensorDictSequential(
         TensorDictModule(mlp(3, 4), in_keys=["obs"], out_keys=["params"]),
@@ -81,8 +96,9 @@ def main():
 
     # An MLP, exported at batch 5, run at batch 7.
     module = TensorDictModule(mlp(3, 2), in_keys=["obs"], out_keys=["action"])
-    case(args.out, "mlp", module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]),
-         TensorDict(obs=torch.randn(7, 3), batch_size=[7]))
+    inputs = TensorDict(obs=torch.randn(7, 3), batch_size=[7])
+    case(args.out, "mlp", module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), inputs)
+    new_weights(args.out, "mlp", module, inputs)
 
     # The same at a fixed batch size.
     export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "mlp_static.pt2"),
@@ -101,8 +117,12 @@ def main():
     # A Gaussian policy (deterministic: the action is the mean), on a
     # TensorDict and on the generated @tensorclass.
     policy = gaussian_policy()
-    case(args.out, "gaussian", policy, TensorDict(obs=torch.randn(5, 3), batch_size=[5]),
-         TensorDict(obs=torch.randn(6, 3), batch_size=[6]))
+    inputs = TensorDict(obs=torch.randn(6, 3), batch_size=[6])
+    case(args.out, "gaussian", policy, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), inputs)
+    new_weights(args.out, "gaussian", policy, inputs)
+    # The same exploring: a sample each call, baked into the package.
+    export(policy, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "gaussian_random.pt2"),
+           interaction_type="random")
     typed = gaussian_policy()
     export(typed, PolicyStep(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "typed.pt2"))
     typed_inputs = TensorDict(obs=torch.randn(6, 3), batch_size=[6])
@@ -112,6 +132,7 @@ def main():
     with torch.no_grad():
         result = typed(typed_inputs.clone())
     save(result.select(*typed.out_keys), os.path.join(args.out, "typed_expected"))
+    new_weights(args.out, "typed", typed, typed_inputs)
 
     # Broken forms of the MLP's package.
     mlp_path = os.path.join(args.out, "mlp.pt2")
@@ -124,6 +145,13 @@ def main():
 
     edited(mlp_path, os.path.join(args.out, "newer.pt2"), newer)
     edited(mlp_path, os.path.join(args.out, "plain.pt2"), lambda m: m.pop("tensorclass"))
+
+    def folded(meta):
+        spec = json.loads(meta["tensorclass"])
+        spec["weights"]["swappable"] = False
+        meta["tensorclass"] = json.dumps(spec)
+
+    edited(mlp_path, os.path.join(args.out, "folded.pt2"), folded)
     with open(mlp_path, "rb") as f:
         data = f.read()
     with open(os.path.join(args.out, "truncated.pt2"), "wb") as f:

@@ -9,9 +9,13 @@
 #include <tensordict/nn.h>
 #include <tensordict/nn/aoti.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "../message_of.h"
 #include "deploy.tc.h"
@@ -218,4 +222,250 @@ TEST_CASE("AOTIModule prints its package and keys", "[aoti]") {
   tnn::AOTIModule module(package("mlp"));
   CHECK(module->repr() == "AOTIModule(\n    package=" + package("mlp") +
                               ",\n    device=cpu,\n    in_keys=['obs'],\n    out_keys=['action'])");
+}
+
+// ---- live weights: from_module / to_module of an exported package ----
+
+namespace {
+
+// Every weight of `got` equals `expected`'s exactly (same keys, same values).
+void check_same_weights(const TensorDict& got, const TensorDict& expected) {
+  CHECK(got.keys({.include_nested = true, .leaves_only = true}) ==
+        expected.keys({.include_nested = true, .leaves_only = true}));
+  for (const auto& key : expected.keys({.include_nested = true, .leaves_only = true})) {
+    INFO("key " << key.repr());
+    CHECK(torch::equal(got.get(key), expected.get(key)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("from_module of an exported MLP gives Python's TensorDict.from_module, keys and values", "[aoti][weights]") {
+  tnn::AOTIModule module(package("mlp"));
+  CHECK(module->spec().swappable_weights);
+  CHECK(module->spec().interaction_type == "deterministic");
+  REQUIRE(module->spec().weights.size() == 4);
+  CHECK(module->spec().weights[0].key == NestedKey{"module", "0", "weight"});
+  CHECK(module->spec().weights[0].fqn == "module.0.weight");
+  CHECK(module->spec().weights[0].shape == std::vector<int64_t>{16, 3});
+  const TensorDict params = tnn::from_module(module);
+  check_same_weights(params, load("mlp_params"));
+  CHECK(params.batch_size().empty());
+  // Copies: writing into them changes nothing in the package.
+  params.get({"module", "0", "weight"}).zero_();
+  check_same_weights(tnn::from_module(module), load("mlp_params"));
+}
+
+TEST_CASE("to_module loads a learner's weights into a running package: Python eager's outputs, to 1e-5",
+          "[aoti][weights]") {
+  tnn::AOTIModule module(package("mlp"));
+  const TensorDict original = tnn::from_module(module);
+  {
+    // Until the guard goes: the new weights.
+    tnn::ToModuleGuard guard = tnn::to_module(module, load("mlp_new_params"));
+    check_equal(module(load("mlp_inputs")), load("mlp_expected_new"));
+    check_same_weights(tnn::from_module(module), load("mlp_new_params"));
+  }
+  check_equal(module(load("mlp_inputs")), load("mlp_expected"));
+  check_same_weights(tnn::from_module(module), original);
+
+  // release(): for good. The member form, as tensordict spells it.
+  load("mlp_new_params").to_module(module).release();
+  check_equal(module(load("mlp_inputs")), load("mlp_expected_new"));
+  // The weights as a learner sends them may be views of one storage
+  // (consolidated) or on another dtype's storage: they are copied as they are.
+  original.consolidate().to_module(module).release();
+  check_equal(module(load("mlp_inputs")), load("mlp_expected"));
+
+  // A partial update, when asked: the other weights stay.
+  const TensorDict fresh = load("mlp_new_params");
+  TensorDict first_layer = fresh.select({{"module", "0"}});
+  {
+    auto guard = tnn::to_module(module, first_layer, {.partial = true});
+    TensorDict mixed = original.clone();
+    mixed.update(first_layer);
+    check_same_weights(tnn::from_module(module), mixed);
+  }
+  check_same_weights(tnn::from_module(module), original);
+}
+
+TEST_CASE("to_module guards restore what each replaced, in any order", "[aoti][weights]") {
+  tnn::AOTIModule module(package("mlp"));
+  const TensorDict original = tnn::from_module(module);
+  const TensorDict a = load("mlp_new_params");
+  const TensorDict b = original.apply([](const at::Tensor& t) { return t * 2; });
+  {
+    auto first = std::make_optional(tnn::to_module(module, a));
+    auto second = std::make_optional(tnn::to_module(module, b));
+    check_same_weights(tnn::from_module(module), b);
+    second.reset();  // back to a (a swap)
+    check_same_weights(tnn::from_module(module), a);
+    second.emplace(tnn::to_module(module, b));
+    first.reset();  // out of order: first puts back what it replaced, the original
+    check_same_weights(tnn::from_module(module), original);
+    second.reset();  // and second what it replaced: a
+    check_same_weights(tnn::from_module(module), a);
+  }
+  check_equal(module(load("mlp_inputs")), load("mlp_expected_new"));
+}
+
+TEST_CASE("to_module of an exported Gaussian policy, on a TensorDict and on a generated struct", "[aoti][weights]") {
+  tnn::AOTIModule gaussian(package("gaussian"));
+  check_same_weights(tnn::from_module(gaussian), load("gaussian_params"));
+  load("gaussian_new_params").to_module(gaussian).release();
+  check_equal(gaussian(load("gaussian_inputs")), load("gaussian_expected_new"));
+
+  tnn::AOTIModule typed(package("typed"));
+  tnn::to_module(typed, load("typed_new_params")).release();
+  deploy::PolicyStep step({.obs = load("typed_inputs").get("obs")}, {6});
+  typed(step);
+  CHECK(torch::allclose(step.action, load("typed_expected_new").get("action"), 1e-5, 1e-5));
+  CHECK(torch::allclose(step.action_log_prob, load("typed_expected_new").get("action_log_prob"), 1e-5, 1e-5));
+}
+
+TEST_CASE("an exported policy inside a C++ TensorDictSequential is updated with the rest", "[aoti][weights]") {
+  tnn::AOTIModule exported(package("mlp"));
+  tnn::TensorDictSequential chain(
+      {exported, tnn::TensorDictModule(torch::nn::Linear(2, 2), {"action"}, {"value"})});
+  const TensorDict params = tnn::from_module(chain);
+  // The package's weights sit where its module does: module.0 (the
+  // sequence's first), as in Python's from_module of the same sequence.
+  check_same_weights(params.get({"module", "0"}).tensordict(), load("mlp_params"));
+  CHECK(params.contains({"module", "1", "module", "weight"}));
+  TensorDict update = params.clone();
+  update.set({"module", "0"}, load("mlp_new_params"));
+  update.set({"module", "1", "module", "weight"}, torch::eye(2));
+  update.set({"module", "1", "module", "bias"}, torch::zeros({2}));
+  {
+    auto guard = update.to_module(chain);
+    TensorDict out = chain(load("mlp_inputs"));
+    check_equal(out, load("mlp_expected_new"));
+    CHECK(torch::allclose(out.get("value"), out.get("action")));
+  }
+  check_equal(chain(load("mlp_inputs")), load("mlp_expected"));
+}
+
+TEST_CASE("a C++ policy of the same structure takes the Python learner's weights the same way", "[aoti][weights]") {
+  // Python: TensorDictModule(Sequential(Linear(3, 16), Tanh(), Linear(16, 2))).
+  tnn::TensorDictModule policy(
+      torch::nn::Sequential(torch::nn::Linear(3, 16), torch::nn::Tanh(), torch::nn::Linear(16, 2)), {"obs"}, {"action"});
+  CHECK(tnn::from_module(policy).keys({.include_nested = true, .leaves_only = true}) ==
+        load("mlp_params").keys({.include_nested = true, .leaves_only = true}));
+  load("mlp_new_params").to_module(policy).release();
+  torch::NoGradGuard no_grad;
+  check_equal(policy(load("mlp_inputs")), load("mlp_expected_new"));
+}
+
+TEST_CASE("to_module(AOTIModule): wrong weights are refused by key before anything changes",
+          "[aoti][weights][errors]") {
+  tnn::AOTIModule module(package("mlp"));
+  const TensorDict original = tnn::from_module(module);
+  const std::string name = "to_module(AOTIModule('" + package("mlp") + "')): ";
+  const TensorDict good = load("mlp_new_params");
+
+  // Missing (the first weight is right: still nothing changes).
+  TensorDict missing = good.exclude({{"module", "2", "bias"}});
+  CHECK_THROWS_AS((void)tnn::to_module(module, missing), KeyError);
+  CHECK(message_of([&] { (void)tnn::to_module(module, missing); }) ==
+        name + "params have no weight ('module', '2', 'bias') (the package takes all 4 of its weights; "
+               "{.partial = true} keeps the others)");
+  // Unknown.
+  TensorDict extra = good.clone();
+  extra.set({"module", "3", "weight"}, torch::zeros({2}));
+  CHECK_THROWS_AS((void)tnn::to_module(module, extra), KeyError);
+  CHECK(message_of([&] { (void)tnn::to_module(module, extra); }) ==
+        name + "the package has no weight ('module', '3', 'weight')");
+  CHECK(message_of([&] { (void)tnn::to_module(module, extra, {.partial = true}); }) ==
+        name + "the package has no weight ('module', '3', 'weight')");
+  // Wrong shape, dtype, device; not a tensor.
+  TensorDict wide = good.clone();
+  wide.set({"module", "2", "weight"}, torch::zeros({2, 17}));
+  CHECK_THROWS_AS((void)tnn::to_module(module, wide), tensordict::ValueError);
+  CHECK(message_of([&] { (void)tnn::to_module(module, wide); }) ==
+        name + "weight ('module', '2', 'weight') has shape [2, 17], the package's is [2, 16]");
+  TensorDict doubles = good.apply([](const at::Tensor& t) { return t.to(torch::kDouble); });
+  CHECK_THROWS_AS((void)tnn::to_module(module, doubles), tensordict::TypeError);
+  CHECK(message_of([&] { (void)tnn::to_module(module, doubles); }) ==
+        name + "weight ('module', '0', 'weight') has dtype float64, the package's is float32");
+  TensorDict meta = good.clone();
+  meta.set({"module", "0", "bias"}, torch::empty({16}, torch::TensorOptions().device(torch::kMeta)));
+  CHECK_THROWS_AS((void)tnn::to_module(module, meta), tensordict::RuntimeError);
+  CHECK(message_of([&] { (void)tnn::to_module(module, meta); }) ==
+        name + "weight ('module', '0', 'bias') is on meta, the package runs on cpu (or give it on the cpu)");
+  TensorDict text = good.clone();
+  text.set_non_tensor({"module", "0", "bias"}, "zero");
+  CHECK_THROWS_AS((void)tnn::to_module(module, text), tensordict::TypeError);
+  CHECK(message_of([&] { (void)tnn::to_module(module, text); }) ==
+        name + "params' ('module', '0', 'bias') is not a tensor");
+  // Nothing changed.
+  check_same_weights(tnn::from_module(module), original);
+  check_equal(module(load("mlp_inputs")), load("mlp_expected"));
+
+  // A package whose weights were folded into its code is refused, saying how
+  // to export it.
+  tnn::AOTIModule folded(package("folded"));
+  const std::string how = "' was exported without swappable weights, so some are folded into its code; export it "
+                          "again with tensorclass.export.export(..., swappable_weights=True) (the default) to update "
+                          "its weights";
+  CHECK_THROWS_AS((void)tnn::to_module(folded, good), tensordict::RuntimeError);
+  CHECK(message_of([&] { (void)tnn::to_module(folded, good); }) ==
+        "to_module(AOTIModule): package '" + package("folded") + how);
+  CHECK(message_of([&] { tnn::from_module(folded); }) ==
+        "from_module(AOTIModule): package '" + package("folded") + how);
+}
+
+TEST_CASE("to_module while another thread runs the module: every call sees old or new weights whole",
+          "[aoti][weights][threads]") {
+  tnn::AOTIModule module(package("mlp"));
+  const TensorDict a = tnn::from_module(module);
+  const TensorDict b = load("mlp_new_params");
+  const at::Tensor obs = load("mlp_inputs").get("obs");
+  const at::Tensor out_a = load("mlp_expected").get("action");
+  const at::Tensor out_b = load("mlp_expected_new").get("action");
+  REQUIRE(!torch::allclose(out_a, out_b, 1e-3, 1e-3));
+
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> calls{0}, saw_a{0}, saw_b{0}, mixed{0};
+  std::thread actor([&] {
+    while (!stop) {
+      const at::Tensor action = module->run_tensors({obs})[0];
+      if (torch::allclose(action, out_a, 1e-5, 1e-5)) {
+        ++saw_a;
+      } else if (torch::allclose(action, out_b, 1e-5, 1e-5)) {
+        ++saw_b;
+      } else {
+        ++mixed;
+      }
+      ++calls;
+    }
+  });
+  int64_t updates = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < until) {
+    (updates % 2 == 0 ? b : a).to_module(module).release();
+    ++updates;
+  }
+  stop = true;
+  actor.join();
+  INFO(calls << " calls, " << updates << " updates: " << saw_a << " old, " << saw_b << " new, " << mixed << " mixed");
+  CHECK(mixed == 0);
+  CHECK(saw_a > 0);
+  CHECK(saw_b > 0);
+  CHECK(updates > 10);
+}
+
+TEST_CASE("an exploring policy: the interaction type given to tensorclass.export is baked into the package",
+          "[aoti][weights]") {
+  tnn::AOTIModule random(package("gaussian_random"));
+  CHECK(random->spec().interaction_type == "random");
+  // The guard does not change a package's behaviour: the action is a sample,
+  // not the mean, with Normal's log-probability.
+  tnn::InteractionTypeGuard mode(tnn::InteractionType::MODE);
+  TensorDict td = random(load("gaussian_inputs"));
+  const at::Tensor loc = td.get("loc"), scale = td.get("scale"), action = td.get("action");
+  CHECK(!torch::allclose(action, loc, 1e-3, 1e-3));
+  const at::Tensor log_prob = -((action - loc) / scale).pow(2) / 2 - scale.log() - 0.5 * std::log(2 * M_PI);
+  CHECK(torch::allclose(td.get("action_log_prob"), log_prob, 1e-4, 1e-4));
+  TensorDict again = random(load("gaussian_inputs"));
+  CHECK(!torch::equal(again.get("action"), action));
 }

@@ -44,6 +44,11 @@ struct IValue;
 
 namespace tensordict {
 
+namespace nn {
+class ToModuleGuard;
+struct ToModuleOptions;
+}  // namespace nn
+
 // tensordict's `default=` for an op between two tensordicts whose keys differ.
 class MissingKeys {
  public:
@@ -610,6 +615,13 @@ class TensorDict {
   // copied) and non-tensor values (strings, numbers, bools, None and lists
   // of them); TensorDict::from_dict takes it back.
   c10::Dict<std::string, c10::IValue> to_dict() const;
+
+  // tensordict's params.to_module(module): loads these weights into a module
+  // of any kind (a torch::nn module, a tensordict::nn module, an exported
+  // AOTIModule) until the guard is destroyed, or for good with release().
+  // Include <tensordict/nn/params.h> to use it (nn::to_module there).
+  template <class Module>
+  [[nodiscard]] nn::ToModuleGuard to_module(Module&& module, const nn::ToModuleOptions& options = {}) const;
 
   // ---- device, dtype, copies (src/storage/device_moves.cpp, src/ops/copies.cpp) ----
   // Every leaf on `device`, with as few copies and synchronisations as the

@@ -45,7 +45,7 @@ EnsembleModuleImpl::EnsembleModuleImpl(ModuleRef module, int64_t num_copies, boo
 
 TensorDict EnsembleModuleImpl::reset_parameters_recursive(const TensorDict& parameters) {
   if (parameters.batch_dims() == 0) {
-    ToModuleGuard guard(*module_, parameters);
+    ToModuleGuard guard = to_module(*module_, parameters);
     nn::reset_parameters_recursive(*module_);
     return parameters;
   }

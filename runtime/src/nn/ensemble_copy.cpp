@@ -140,7 +140,7 @@ struct CopyFunction : torch::autograd::Function<CopyFunction> {
                                at::TensorList /*differentiated: params then inputs*/) {
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     {
-      ToModuleGuard guard(*state->module, state->params);
+      ToModuleGuard guard = to_module(*state->module, state->params);
       // On a copy: `input` keeps its own tensors, to tell the outputs by.
       state->result = state->module->run(TensorDict(state->input.clone({.recurse = false})), std::nullopt);
     }
@@ -161,7 +161,7 @@ struct CopyFunction : torch::autograd::Function<CopyFunction> {
     const auto state = c10::static_intrusive_pointer_cast<CopyState>(ctx->saved_data["state"].toCapsule());
     at::AutoGradMode grad_mode(true);
     RandomStateGuard replay(state->rng);
-    ToModuleGuard guard(*state->module, state->snapshot);
+    ToModuleGuard guard = to_module(*state->module, state->snapshot);
     // The differentiated tensors: the module's parameters (which now hold
     // this copy's data) and fresh leaves for the inputs.
     const TensorDict own = from_module(*state->module);
@@ -202,7 +202,7 @@ struct CopyFunction : torch::autograd::Function<CopyFunction> {
 
 TensorDict run_copy(const ModulePtr& module, const TensorDict& params, const TensorDict& input) {
   if (!at::GradMode::is_enabled() || (!any_requires_grad(params) && !any_requires_grad(input))) {
-    ToModuleGuard guard(*module, params);
+    ToModuleGuard guard = to_module(*module, params);
     return module->run(input, std::nullopt);
   }
   auto state = c10::make_intrusive<CopyState>();

@@ -9,6 +9,7 @@
 namespace tensordict::nn {
 
 TensorDict from_module(const torch::nn::Module& module) {
+  if (const auto* holder = dynamic_cast<const WeightsHolder*>(&module)) return holder->weights();
   TensorDict td;
   for (const auto& item : module.named_parameters(/*recurse=*/false)) {
     if (item.value().defined()) td.set(item.key(), item.value());
@@ -38,8 +39,15 @@ TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& m
 
 namespace {
 
+// (a module's tensor, its former data)
+using Saved = std::vector<std::pair<at::Tensor, at::Tensor>>;
+
 void swap_in(torch::nn::Module& module, const TensorDict& params, const std::string& prefix,
-             std::vector<std::pair<at::Tensor, at::Tensor>>& saved) {
+             const ToModuleOptions& options, Saved& saved, ToModuleGuard& guard) {
+  if (auto* holder = dynamic_cast<WeightsHolder*>(&module)) {
+    holder->load_weights(params, options, guard);
+    return;
+  }
   auto parameters = module.named_parameters(/*recurse=*/false);
   auto buffers = module.named_buffers(/*recurse=*/false);
   auto children = module.named_children();
@@ -49,7 +57,7 @@ void swap_in(torch::nn::Module& module, const TensorDict& params, const std::str
     if (value.is_tensordict()) {
       auto* child = children.find(name);
       if (!child) throw KeyError(fmt::format("to_module: the module has no submodule '{}'", path));
-      swap_in(**child, value.tensordict(), path, saved);
+      swap_in(**child, value.tensordict(), path, options, saved, guard);
       continue;
     }
     if (!value.is_tensor()) throw TypeError(fmt::format("to_module: '{}' is not a tensor", path));
@@ -65,31 +73,22 @@ void swap_in(torch::nn::Module& module, const TensorDict& params, const std::str
 
 }  // namespace
 
-ToModuleGuard::ToModuleGuard(torch::nn::Module& module, const TensorDict& params) {
-  try {
-    swap_in(module, params, "", saved_);
-  } catch (...) {
-    restore();
-    throw;
-  }
-}
-
-ToModuleGuard::ToModuleGuard(ToModuleGuard&& other) noexcept : saved_(std::move(other.saved_)) { other.saved_.clear(); }
-
-ToModuleGuard::~ToModuleGuard() { restore(); }
-
-void ToModuleGuard::restore() noexcept {
-  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-    try {
-      it->first.set_data(it->second);
-    } catch (...) {
-      // set_data of the module's own former data cannot fail in practice.
+ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params, const ToModuleOptions& options) {
+  ToModuleGuard guard;
+  auto saved = std::make_shared<Saved>();
+  guard.on_restore([saved] {
+    for (auto it = saved->rbegin(); it != saved->rend(); ++it) {
+      try {
+        it->first.set_data(it->second);
+      } catch (...) {
+        // set_data of the module's own former data cannot fail in practice.
+      }
     }
-  }
-  saved_.clear();
+  });
+  // On an error the guard, destroyed, puts back what was swapped in so far.
+  swap_in(module, params, "", options, *saved, guard);
+  return guard;
 }
-
-ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params) { return ToModuleGuard(module, params); }
 
 TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input,
                             bool expand_input) {
@@ -101,7 +100,7 @@ TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& para
   std::vector<TensorDict> outs;
   outs.reserve(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    ToModuleGuard guard(module, params.index({i}));
+    ToModuleGuard guard = to_module(module, params.index({i}));
     outs.push_back(module.run(detail::ensemble_input(input, i, expand_input), std::nullopt));
   }
   return stack(outs, 0);

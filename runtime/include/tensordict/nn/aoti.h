@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tensordict/nn/module_base.h"
+#include "tensordict/nn/weights.h"
 
 namespace tensordict::nn {
 
@@ -28,6 +29,17 @@ struct AOTIEntry {
   at::ScalarType dtype = at::kFloat;
   // The shape past the batch dims.
   std::vector<int64_t> event_shape;
+};
+
+// One weight (parameter or buffer) of a package, as its metadata records it.
+struct AOTIWeight {
+  // Its key in TensorDict.from_module(module): module.0.weight is
+  // ("module", "0", "weight").
+  NestedKey key;
+  // The package's name for the constant holding it (the module's fqn).
+  std::string fqn;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> shape;
 };
 
 // What a package takes and gives, from its metadata.
@@ -44,6 +56,15 @@ struct AOTISpec {
   std::optional<std::string> schema;
   // The device type the package was compiled for ("cpu", "cuda").
   std::string device_type;
+  // The interaction type it was exported under ("deterministic", "random",
+  // ...: tensorclass.export's interaction_type, baked into the code); empty
+  // for packages exported before it was recorded.
+  std::string interaction_type;
+  // Its weights, in from_module's order, and whether each stayed a constant
+  // that to_module can replace (tensorclass.export's swappable_weights, the
+  // default).
+  std::vector<AOTIWeight> weights;
+  bool swappable_weights = false;
 };
 
 // Options in the library's one style (op_options.h):
@@ -66,7 +87,13 @@ struct AOTIModuleOptions {
 // (RuntimeError), a package that is not a readable AOTInductor package, has
 // no tensorclass metadata, has a newer metadata format, or was compiled for a
 // device this libtorch lacks (RuntimeError, from the constructor).
-class AOTIModuleImpl : public TensorDictModuleBase {
+//
+// Live weights: from_module(policy) gives the package's weights (copies) and
+// to_module(policy, params) loads new ones while other threads keep calling
+// the module: the values go into the package's inactive constant buffer,
+// which is then swapped in whole, so a call sees the old weights or the new
+// ones, never a mix. No recompilation, no file written.
+class AOTIModuleImpl : public TensorDictModuleBase, public WeightsHolder {
  public:
   explicit AOTIModuleImpl(std::string package_path, AOTIModuleOptions options = {});
   ~AOTIModuleImpl() override;
@@ -83,6 +110,22 @@ class AOTIModuleImpl : public TensorDictModuleBase {
   // loader's own call.
   std::vector<at::Tensor> run_tensors(const std::vector<at::Tensor>& inputs);
 
+  // from_module(policy): the package's weights, keyed as Python's
+  // TensorDict.from_module(module) keys the exported module. Copies (on the
+  // package's device) of the values the module runs with now: later updates
+  // do not change them. RuntimeError for a package whose weights are not
+  // swappable (exported with swappable_weights=False, or before it existed).
+  TensorDict weights() const override;
+  // to_module(policy, params): checks every key, dtype, shape and device of
+  // `params` against the package before anything changes (a missing weight,
+  // unless options.partial, or an unknown key: KeyError; another dtype:
+  // TypeError; another shape: ValueError; another device: RuntimeError; a
+  // non-tensor: TypeError), then copies the values into the inactive buffer
+  // (CPU values into a CUDA package: one host-to-device copy), folds its
+  // constants and swaps it in. The guard's restore puts the former weights
+  // back (a swap when nothing was loaded since, else a copy kept for it).
+  void load_weights(const TensorDict& params, const ToModuleOptions& options, ToModuleGuard& guard) override;
+
  protected:
   TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
   void check_schema(std::string_view python_type) const override;
@@ -96,10 +139,11 @@ class AOTIModuleImpl : public TensorDictModuleBase {
   AOTISpec spec_;
   // The device type the inputs must be on (check_device refused the others).
   c10::DeviceType device_type_ = c10::DeviceType::CPU;
-  // The loader (torch::inductor::AOTIModelPackageLoader), behind a pointer so
-  // that this header does not include it.
+  // The loader (torch::inductor::AOTIModelPackageLoader) and the state of
+  // weight updates, behind a pointer so that this header does not include
+  // it; shared with the guards that restore weights.
   struct Loader;
-  std::unique_ptr<Loader> loader_;
+  std::shared_ptr<Loader> loader_;
 };
 
 //   AOTIModule policy("policy.pt2");

@@ -12,13 +12,15 @@
 
 #include "tensordict/base.h"
 #include "tensordict/nn/module.h"
+#include "tensordict/nn/weights.h"
 
 namespace tensordict::nn {
 
 // A tensordict (batch size []) of the module's parameters and buffers, nested
 // by submodule name: a Sequential's "0" -> {"weight", "bias"}. The tensors are
 // the module's own (same storage, requires_grad kept). Submodules without
-// parameters or buffers are left out.
+// parameters or buffers are left out. A WeightsHolder (an AOTIModule, also as
+// a submodule) gives its weights() there.
 TensorDict from_module(const torch::nn::Module& module);
 template <class M>
 TensorDict from_module(const torch::nn::ModuleHolder<M>& module) {
@@ -38,33 +40,20 @@ TensorDict from_modules(const std::vector<H>& modules) {
 
 // Swaps `params` into `module` (every key must name a parameter or buffer of
 // the module, nested by submodule) for the guard's lifetime; the destructor
-// puts the originals back. Like libtorch's Module::to, the module's parameter
-// objects are kept and their data replaced (set_data): they alias the given
-// tensors' storage, so the forward computes with the given values, and
-// in-place updates reach them; autograd sees the module's parameters, so
-// gradients land in their .grad.
-class ToModuleGuard {
- public:
-  ToModuleGuard(torch::nn::Module& module, const TensorDict& params);
-  ~ToModuleGuard();
-  ToModuleGuard(ToModuleGuard&& other) noexcept;
-  ToModuleGuard& operator=(ToModuleGuard&&) = delete;
-  ToModuleGuard(const ToModuleGuard&) = delete;
-  ToModuleGuard& operator=(const ToModuleGuard&) = delete;
-
-  // Keeps the swapped-in values (the destructor restores nothing).
-  void release() { saved_.clear(); }
-
- private:
-  void restore() noexcept;
-  // (the module's tensor, its original data)
-  std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
-};
-
-[[nodiscard]] ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params);
+// puts the originals back, release() keeps the new values. Like libtorch's
+// Module::to, the module's parameter objects are kept and their data replaced
+// (set_data): they alias the given tensors' storage, so the forward computes
+// with the given values, and in-place updates reach them; autograd sees the
+// module's parameters, so gradients land in their .grad. A submodule that is
+// a WeightsHolder (an AOTIModule) loads its part itself, checked whole
+// (see weights.h and aoti.h). Also spelled params.to_module(module), as in
+// tensordict.
+[[nodiscard]] ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params,
+                                      const ToModuleOptions& options = {});
 template <class M>
-[[nodiscard]] ToModuleGuard to_module(const torch::nn::ModuleHolder<M>& module, const TensorDict& params) {
-  return ToModuleGuard(*module.ptr(), params);
+[[nodiscard]] ToModuleGuard to_module(const torch::nn::ModuleHolder<M>& module, const TensorDict& params,
+                                      const ToModuleOptions& options = {}) {
+  return to_module(*module.ptr(), params, options);
 }
 
 // The ensemble forward, as a loop: for each model i of `params` (stacked by
@@ -105,3 +94,12 @@ bool reset_parameters_recursive(const torch::nn::ModuleHolder<M>& module) {
 }
 
 }  // namespace tensordict::nn
+
+namespace tensordict {
+// tensordict's `params.to_module(module)`, the member form of to_module for
+// every module kind (declared in base.h).
+template <class Module>
+nn::ToModuleGuard TensorDict::to_module(Module&& module, const nn::ToModuleOptions& options) const {
+  return nn::to_module(std::forward<Module>(module), *this, options);
+}
+}  // namespace tensordict

@@ -5,23 +5,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/stat.h>
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
 #include <exception>
 #include <utility>
 
+#include "nn/aoti/aoti_loader.h"
 #include "nn/aoti/aoti_spec.h"
 #include "nn/text.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 
 namespace tensordict::nn {
-
-struct AOTIModuleImpl::Loader {
-  Loader(const std::string& path, const AOTIModuleOptions& options)
-      : loader(path, options.model_name, /*run_single_threaded=*/false, /*num_runners=*/1, options.device_index) {}
-  torch::inductor::AOTIModelPackageLoader loader;
-};
 
 namespace {
 
@@ -68,7 +62,7 @@ AOTIModuleImpl::AOTIModuleImpl(std::string package_path, AOTIModuleOptions optio
   const auto device = metadata_.find("AOTI_DEVICE_KEY");
   check_device(path_, device == metadata_.end() ? "" : device->second);
   try {
-    loader_ = std::make_unique<Loader>(path_, options);
+    loader_ = std::make_shared<Loader>(path_, options);
   } catch (const std::exception&) {
     rethrow_reworded([&](std::string_view what) {
       return fmt::format("AOTIModule: package '{}' cannot be loaded: {}", path_, what);

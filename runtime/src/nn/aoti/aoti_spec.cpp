@@ -43,9 +43,8 @@ std::vector<int64_t> sizes(const std::string& path, const Json& list, std::strin
   return out;
 }
 
-AOTIEntry entry(const std::string& path, const Json& item, bool input, std::size_t i) {
-  const std::string where = fmt::format("{}[{}]", input ? "in_keys" : "out_keys", i);
-  if (!item.is_object()) fail(path, fmt::format("{} is a JSON {}, not an object", where, item.type_name()));
+// An item's "key": a non-empty list of non-empty strings.
+NestedKey key(const std::string& path, const Json& item, const std::string& where) {
   std::vector<std::string> parts;
   for (const Json& part : member(path, item, "key", Json::value_t::array, where)) {
     if (!part.is_string() || part.get<std::string>().empty()) {
@@ -54,12 +53,40 @@ AOTIEntry entry(const std::string& path, const Json& item, bool input, std::size
     parts.push_back(part.get<std::string>());
   }
   if (parts.empty()) fail(path, fmt::format("{}'s key is empty", where));
+  return NestedKey(std::move(parts));
+}
+
+// An item's "dtype", by tensordict's name ("float32").
+at::ScalarType dtype(const std::string& path, const Json& item, const std::string& where) {
+  const auto text = member(path, item, "dtype", Json::value_t::string, where).get<std::string>();
+  const auto dtype = dtype_from_name(text);
+  if (!dtype) fail(path, fmt::format("{}'s dtype '{}' is no dtype", where, text));
+  return *dtype;
+}
+
+AOTIEntry entry(const std::string& path, const Json& item, bool input, std::size_t i) {
+  const std::string where = fmt::format("{}[{}]", input ? "in_keys" : "out_keys", i);
+  if (!item.is_object()) fail(path, fmt::format("{} is a JSON {}, not an object", where, item.type_name()));
   std::string arg = input ? member(path, item, "arg", Json::value_t::string, where).get<std::string>() : "";
-  const auto dtype_text = member(path, item, "dtype", Json::value_t::string, where).get<std::string>();
-  const auto dtype = dtype_from_name(dtype_text);
-  if (!dtype) fail(path, fmt::format("{}'s dtype '{}' is no dtype", where, dtype_text));
   const Json& event_shape = member(path, item, "event_shape", Json::value_t::array, where);
-  return AOTIEntry{NestedKey(std::move(parts)), std::move(arg), *dtype, sizes(path, event_shape, where + "'s event_shape")};
+  return AOTIEntry{key(path, item, where), std::move(arg), dtype(path, item, where),
+                   sizes(path, event_shape, where + "'s event_shape")};
+}
+
+// The "weights" object: {"swappable": bool, "params": [{"key", "fqn", "dtype", "shape"}]}.
+void read_weights(const std::string& path, const Json& weights, AOTISpec& spec) {
+  if (!weights.is_object()) fail(path, fmt::format("its \"weights\" is a JSON {}, not an object", weights.type_name()));
+  spec.swappable_weights = member(path, weights, "swappable", Json::value_t::boolean, "weights").get<bool>();
+  std::size_t i = 0;
+  for (const Json& item : member(path, weights, "params", Json::value_t::array, "weights")) {
+    const std::string where = fmt::format("weights.params[{}]", i++);
+    if (!item.is_object()) fail(path, fmt::format("{} is a JSON {}, not an object", where, item.type_name()));
+    spec.weights.push_back(AOTIWeight{key(path, item, where),
+                                      member(path, item, "fqn", Json::value_t::string, where).get<std::string>(),
+                                      dtype(path, item, where),
+                                      sizes(path, member(path, item, "shape", Json::value_t::array, where),
+                                            where + "'s shape")});
+  }
 }
 
 // The keyword argument names of the input spec, in the order the package
@@ -131,6 +158,10 @@ AOTISpec read_spec(const std::string& path, const std::unordered_map<std::string
   if (const auto schema = meta.find("schema"); schema != meta.end() && schema->is_string()) {
     spec.schema = schema->get<std::string>();
   }
+  if (const auto type = meta.find("interaction_type"); type != meta.end() && type->is_string()) {
+    spec.interaction_type = type->get<std::string>();
+  }
+  if (const auto weights = meta.find("weights"); weights != meta.end()) read_weights(path, *weights, spec);
   if (const auto device = metadata.find("AOTI_DEVICE_KEY"); device != metadata.end()) {
     spec.device_type = device->second;
   }
