@@ -460,6 +460,30 @@ def typed(rank, world, args):
     expect_equal(got.pixels, observation(2, 7).pixels, "broadcast Observation.pixels")
 
 
+# ---- live weights (scenarios_weights.cpp has the C++ actor's side) ----
+
+
+@scenario
+def weights(rank, world, args):
+    """The learner (rank 0) sends TensorDict.from_module(policy).data to the C++ actor (rank 1)."""
+    from tensordict.nn import TensorDictModule
+    from torch import nn
+
+    packages = os.environ["TENSORCLASS_AOTI_PACKAGES"]
+    # The exported policy's structure (tests/aoti/export_cases.py's mlp), as
+    # the learner holds it, with the exported weights, then trained on.
+    policy = TensorDictModule(nn.Sequential(nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 2)), in_keys=["obs"],
+                              out_keys=["action"])
+    TensorDict.load_memmap(os.path.join(packages, "mlp_params")).to_module(policy)
+    exported = TensorDict.from_module(policy).data.clone()
+    TensorDict.load_memmap(os.path.join(packages, "mlp_new_params")).to_module(policy)
+    trained = TensorDict.from_module(policy).data
+    trained.send(1)
+    for work in exported.isend(1, return_early=True):
+        work.wait()
+    trained.broadcast(src=0)
+
+
 # ---- NCCL (scenarios_nccl.cpp has the C++ side; run_mixed.py --backend nccl) ----
 
 
