@@ -189,6 +189,7 @@ def _check_swappable(path: str, weights: List[Dict[str, Any]]) -> None:
     lost = [w["fqn"] for w in weights if w["fqn"] not in constants]
     if lost:
         raise RuntimeError(
-            f"export: the package {path} folded {lost} into its code, so they cannot be updated; "
+            f"export: the package {path} lost {lost} as constants (folded into its code, or unused), "
+            "so they cannot be updated; "
             "do not turn aot_inductor.use_runtime_constant_folding off with swappable_weights=True"
         )

@@ -29,7 +29,17 @@ from tensordict.nn import (
 )
 from torch import nn
 
-from tensorclass.export import export
+from tensorclass.export import _check_swappable, export
+
+
+def expect_error(call, kind, message):
+    try:
+        call()
+    except kind as e:
+        if str(e) != message:
+            raise AssertionError(f"{kind.__name__}: {e} instead of {message}")
+        return
+    raise AssertionError(f"no {kind.__name__}: {message}")
 
 
 def mlp(n_in, n_out):
@@ -134,6 +144,13 @@ def main():
     save(result.select(*typed.out_keys), os.path.join(args.out, "typed_expected"))
     new_weights(args.out, "typed", typed, typed_inputs)
 
+    # On a GPU machine: the MLP as a CUDA package (its weights updated from
+    # the CPU ones above in C++).
+    if torch.cuda.is_available():
+        export(module.to("cuda"), TensorDict(obs=torch.randn(5, 3), batch_size=[5], device="cuda"),
+               os.path.join(args.out, "mlp_cuda.pt2"))
+        module.to("cpu")
+
     # Broken forms of the MLP's package.
     mlp_path = os.path.join(args.out, "mlp.pt2")
     edited(mlp_path, os.path.join(args.out, "cuda.pt2"), lambda m: m.update(AOTI_DEVICE_KEY="cuda"))
@@ -146,12 +163,18 @@ def main():
     edited(mlp_path, os.path.join(args.out, "newer.pt2"), newer)
     edited(mlp_path, os.path.join(args.out, "plain.pt2"), lambda m: m.pop("tensorclass"))
 
-    def folded(meta):
-        spec = json.loads(meta["tensorclass"])
-        spec["weights"]["swappable"] = False
-        meta["tensorclass"] = json.dumps(spec)
-
-    edited(mlp_path, os.path.join(args.out, "folded.pt2"), folded)
+    # The MLP compiled with its weights folded into the code: to_module
+    # refuses it, and export's own check names what was lost.
+    folded = export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "folded.pt2"),
+                    swappable_weights=False)
+    weights = json.loads(torch._inductor.aoti_load_package(mlp_path).get_metadata()["tensorclass"])["weights"]
+    expect_error(lambda: _check_swappable(folded, weights["params"]), RuntimeError,
+                 f"export: the package {folded} lost ['module.2.bias'] as constants (folded into its code, or unused), "
+                 "so they cannot be updated; do not turn aot_inductor.use_runtime_constant_folding off with "
+                 "swappable_weights=True")
+    expect_error(lambda: export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), folded,
+                                interaction_type=3), TypeError,
+                 "export: interaction_type must be an InteractionType or its name, got 3")
     with open(mlp_path, "rb") as f:
         data = f.read()
     with open(os.path.join(args.out, "truncated.pt2"), "wb") as f:

@@ -469,3 +469,27 @@ TEST_CASE("an exploring policy: the interaction type given to tensorclass.export
   TensorDict again = random(load("gaussian_inputs"));
   CHECK(!torch::equal(again.get("action"), action));
 }
+
+TEST_CASE("a CUDA package takes CPU weights (one host-to-device copy each)", "[aoti][weights][cuda]") {
+  if (!at::hasCUDA() || !std::filesystem::exists(package("mlp_cuda"))) {
+    WARN("no CUDA device: the CUDA package is exported and updated on GPU machines only");
+    return;
+  }
+  tnn::AOTIModule module(package("mlp_cuda"));
+  CHECK(module->spec().device_type == "cuda");
+  const at::Device cuda(at::kCUDA, 0);
+  TensorDict inputs = load("mlp_inputs").to(cuda);
+  CHECK(torch::allclose(module(inputs).get("action").cpu(), load("mlp_expected").get("action"), 1e-5, 1e-5));
+  const TensorDict cpu_weights = load("mlp_new_params");
+  const auto start = std::chrono::steady_clock::now();
+  cpu_weights.to_module(module).release();
+  const auto took = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  WARN("to_module of CPU weights into the CUDA package: " << took << " us");
+  check_same_weights(tnn::from_module(module).to(at::kCPU), cpu_weights);
+  CHECK(torch::allclose(module(load("mlp_inputs").to(cuda)).get("action").cpu(),
+                        load("mlp_expected_new").get("action"), 1e-5, 1e-5));
+  // Weights already on the device go as they are.
+  load("mlp_params").to(cuda).to_module(module).release();
+  CHECK(torch::allclose(module(load("mlp_inputs").to(cuda)).get("action").cpu(), load("mlp_expected").get("action"),
+                        1e-5, 1e-5));
+}
