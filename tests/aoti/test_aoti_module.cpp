@@ -330,7 +330,7 @@ TEST_CASE("an exported policy inside a C++ TensorDictSequential is updated with 
   const TensorDict params = tnn::from_module(chain);
   // The package's weights sit where its module does: module.0 (the
   // sequence's first), as in Python's from_module of the same sequence.
-  check_same_weights(params.get({"module", "0"}).tensordict(), load("mlp_params"));
+  check_same_weights(params.get_td({"module", "0"}), load("mlp_params"));
   CHECK(params.contains({"module", "1", "module", "weight"}));
   TensorDict update = params.clone();
   update.set({"module", "0"}, load("mlp_new_params"));
@@ -387,8 +387,11 @@ TEST_CASE("to_module(AOTIModule): wrong weights are refused by key before anythi
   CHECK_THROWS_AS((void)tnn::to_module(module, doubles), tensordict::TypeError);
   CHECK(message_of([&] { (void)tnn::to_module(module, doubles); }) ==
         name + "weight ('module', '0', 'weight') has dtype float64, the package's is float32");
-  TensorDict meta = good.clone();
-  meta.set({"module", "0", "bias"}, torch::empty({16}, torch::TensorOptions().device(torch::kMeta)));
+  // (a tensordict without a device: one with a device would move the value)
+  TensorDict meta({{{"module", "0", "weight"}, good.get({"module", "0", "weight"})},
+                   {{"module", "0", "bias"}, torch::empty({16}, torch::TensorOptions().device(torch::kMeta))},
+                   {{"module", "2", "weight"}, good.get({"module", "2", "weight"})},
+                   {{"module", "2", "bias"}, good.get({"module", "2", "bias"})}});
   CHECK_THROWS_AS((void)tnn::to_module(module, meta), tensordict::RuntimeError);
   CHECK(message_of([&] { (void)tnn::to_module(module, meta); }) ==
         name + "weight ('module', '0', 'bias') is on meta, the package runs on cpu (or give it on the cpu)");

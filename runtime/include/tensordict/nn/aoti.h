@@ -126,6 +126,12 @@ class AOTIModuleImpl : public TensorDictModuleBase, public WeightsHolder {
   // back (a swap when nothing was loaded since, else a copy kept for it).
   void load_weights(const TensorDict& params, const ToModuleOptions& options, ToModuleGuard& guard) override;
 
+  // The loader (torch::inductor::AOTIModelPackageLoader) and the state of
+  // weight updates, defined in the library's sources so that this header
+  // does not include the loader's; shared with the guards that restore
+  // weights.
+  struct Loader;
+
  protected:
   TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) override;
   void check_schema(std::string_view python_type) const override;
@@ -139,10 +145,6 @@ class AOTIModuleImpl : public TensorDictModuleBase, public WeightsHolder {
   AOTISpec spec_;
   // The device type the inputs must be on (check_device refused the others).
   c10::DeviceType device_type_ = c10::DeviceType::CPU;
-  // The loader (torch::inductor::AOTIModelPackageLoader) and the state of
-  // weight updates, behind a pointer so that this header does not include
-  // it; shared with the guards that restore weights.
-  struct Loader;
   std::shared_ptr<Loader> loader_;
 };
 

@@ -33,14 +33,15 @@ void check_swappable(const std::string& path, const AOTISpec& spec, std::string_
 }
 
 // The leaves of `td` by key (non-tensor values too: they are refused by key).
-void leaves(const TensorDict& td, const NestedKey& prefix, std::map<NestedKey, Value>& out) {
+void leaves(const TensorDict& td, std::vector<std::string>& path, std::map<NestedKey, Value>& out) {
   for (const auto& [key, value] : td.items()) {
-    NestedKey path = prefix.size() == 0 ? key : prefix + key;
+    path.push_back(key.front());
     if (value.is_tensordict()) {
       leaves(value.tensordict(), path, out);
     } else {
-      out.emplace(std::move(path), value);
+      out.emplace(NestedKey(path), value);
     }
+    path.pop_back();
   }
 }
 
@@ -66,7 +67,8 @@ ConstantMap constants_of(const std::string& path, const AOTISpec& spec, Loader& 
     for (const auto& [name, fqn] : runner->getConstantNamesToOriginalFQNs()) loader.constant_names[fqn] = name;
   }
   std::map<NestedKey, Value> given;
-  leaves(params, NestedKey(std::vector<std::string>{}), given);
+  std::vector<std::string> at;
+  leaves(params, at, given);
   const c10::DeviceType device_type = spec.device_type == "cuda" ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
   const std::string prefix = fmt::format("to_module(AOTIModule('{}'))", path);
   ConstantMap out;
