@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <fstream>
 #include <string>
 
 #include "../message_of.h"
@@ -36,6 +38,32 @@ const Json kMeta = Json::parse(R"({"cls": "TensorDict", "non_tensors": {"s": ["h
   "leaves": {"a": ["torch.float32", [2], 0, 8, 0]},
   "cls_metadata": {"device": null, "names": [null], "batch_size": [2], "is_locked": false}, "_total_bytes": 8})",
                                  nullptr, true, false);
+
+// The peak resident memory (VmHWM) `f` adds to this process, in MiB: the
+// peak is reset first (clear_refs 5).
+template <class F>
+double peak_mib_of(F&& f) {
+  const auto hwm_kib = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6));
+    }
+    return 0.0;
+  };
+  const auto rss_kib = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6));
+    }
+    return 0.0;
+  };
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const double before = rss_kib();
+  f();
+  return (hwm_kib() - before) / 1024;
+}
 
 }  // namespace
 
@@ -156,4 +184,42 @@ TEST_CASE("pickle: values the subset cannot write are refused, naming the call",
         }) == "init_remote to rank 1: \"cls\" <class 'NoModule'> names no module");
   CHECK(message_of([] { pickle::dumps(Json::binary({1, 2}), pickle::Layout::Plain, "send_object_list to rank 1"); }) ==
         "send_object_list to rank 1: a binary value has no pickle form in the subset");
+}
+
+TEST_CASE("pickle: memory while reading is bounded per byte of the message", "[distributed][pickle][hostile]") {
+  // 8 MB of EMPTY_LIST: each once cost about 125 bytes (20 MB reached 2.86 GB);
+  // the stack now refuses past 2^20 values waiting on it.
+  const std::string lists = framed(std::string(8 << 20, ']') + ".");
+  std::string message;
+  const double lists_mib = peak_mib_of([&] { message = message_of([&] { pickle::loads(lists, "recv_object_list from rank 1"); }); });
+  CHECK(message == "recv_object_list from rank 1: malformed pickle at byte 1048587 (opcode 0x5d): more than 1048576 "
+                   "values wait on the stack");
+  CHECK(lists_mib < 128);
+  // 8 MB of MEMOIZE, a memo entry per byte: 8 bytes each.
+  const std::string memos = framed("N" + std::string(8 << 20, '\x94') + ".");
+  Json value;
+  const double memos_mib = peak_mib_of([&] { value = pickle::loads(memos, "test"); });
+  CHECK(value.is_null());
+  CHECK(memos_mib < 128);
+}
+
+TEST_CASE("pickle: a dict of 100,000 keys reads in linear time, repeated keys as Python's dict",
+          "[distributed][pickle][hostile]") {
+  // {'k0': 0, 'k1': 1, ...} by SETITEM, then 'k0' again: first position, last value.
+  std::string body = "}";
+  const auto key = [](int i) {
+    const std::string k = "k" + std::to_string(i);
+    return "\x8c" + std::string(1, static_cast<char>(k.size())) + k;
+  };
+  constexpr int kKeys = 100000;
+  for (int i = 0; i < kKeys; ++i) body += key(i) + "J" + std::string(reinterpret_cast<const char*>(&i), 4) + "s";
+  body += key(0) + "K\x07s.";
+  const auto start = std::chrono::steady_clock::now();
+  const Json got = pickle::loads(framed(body), "test");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(got.size() == kKeys);
+  CHECK(got.begin().key() == "k0");
+  CHECK(got["k0"] == 7);
+  CHECK(got["k99999"] == 99999);
+  CHECK(seconds < 1.0);  // was 7.1 s (quadratic)
 }

@@ -42,6 +42,14 @@ namespace tensordict {
 
 using ProcessGroupPtr = c10::intrusive_ptr<c10d::ProcessGroup>;
 
+// A peer is untrusted input: what one peer announces it sends (a storage's
+// "_total_bytes", gather_and_stack's header, an object list's sizes, the
+// packed init_remote's structure and leaves) is checked against the call's
+// `max_receive_bytes` before anything is allocated, and more is refused with
+// a ValueError naming the call, the peer and the size. The default, 1 GiB;
+// raise it in the options of a call that receives more.
+inline constexpr int64_t kDefaultMaxReceiveBytes = int64_t{1} << 30;
+
 // What isend, irecv and the asynchronous collectives return: wait() blocks
 // until the transfer is done (for irecv: until the tensordict holds the
 // received values) and rethrows its error (a closed peer, the group's
@@ -128,6 +136,9 @@ struct BroadcastOptions {
   // On `src`: the Python class the other ranks rebuild ("module.Name";
   // tensordict's _tensorclass_type). A generated tensorclass sets its own.
   std::string tensorclass_type = {};
+  // Elsewhere than `src`: the most bytes the storage may have (tensordict's
+  // protocol; kDefaultMaxReceiveBytes says how it is checked).
+  int64_t max_receive_bytes = kDefaultMaxReceiveBytes;
 };
 // tensordict's broadcast: rank `src`'s tensordict on every rank. On `src`,
 // `td` itself when consolidated, else a consolidated copy; elsewhere a new
@@ -138,7 +149,16 @@ struct BroadcastOptions {
 TensorDict broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src, const BroadcastOptions& options = {});
 // tensordict's all_gather: every rank's tensordict (their structures may
 // differ), on every rank, in rank order, each a new consolidated tensordict.
-std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& group);
+// all_gather's and gather_and_stack's options.
+struct GatherOptions {
+  // gather_and_stack only (all_gather speaks tensordict's protocol).
+  WireProtocol protocol = WireProtocol::tensordict;
+  // The most bytes one rank's storage and metadata may have (tensordict's
+  // protocol; kDefaultMaxReceiveBytes says how it is checked).
+  int64_t max_receive_bytes = kDefaultMaxReceiveBytes;
+};
+std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& group,
+                                   const GatherOptions& options = {});
 // Rank `dst` holds a tensordict whose first batch dim is world_size - 1; each
 // other rank sends one element of it, and rank r's lands at index r (r < dst)
 // or r - 1 (r > dst), as tensordict's gather_and_stack stacks them.
@@ -146,9 +166,6 @@ std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& 
 // and pickled metadata, gathered; a Python rank whose tensordict cannot be
 // consolidated sends a pickled tensordict, which is refused here (naming
 // the rank), as is a group whose backend is not Gloo.
-struct GatherOptions {
-  WireProtocol protocol = WireProtocol::tensordict;
-};
 void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int dst, const GatherOptions& options = {});
 
 // ---- without a template on the receiver ----
@@ -167,6 +184,11 @@ struct RemoteInitOptions {
   // The Python class the receiver rebuilds ("module.Name"; tensordict's
   // _tensorclass_type): a generated tensorclass sets its own.
   std::string tensorclass_type = {};
+  // On the receiver: the most bytes the sender may announce for the
+  // metadata, and for the storage (tensordict's protocol) or the structure
+  // and for the leaves together (packed); kDefaultMaxReceiveBytes says how
+  // it is checked.
+  int64_t max_receive_bytes = kDefaultMaxReceiveBytes;
 };
 // Sends the whole structure (keys in their order, batch sizes, names,
 // dtypes, shapes, non-tensor data, lazy stacks) and the content to a rank
@@ -188,15 +210,29 @@ TensorDict from_remote_init(const ProcessGroupPtr& group, int src, const RemoteI
 // (default: the CPU; a CUDA device for NCCL).
 void send_object_list(const std::vector<Json>& object_list, const ProcessGroupPtr& group, int dst,
                       std::optional<at::Device> device = std::nullopt);
+// The object-list calls' options (the forms taking a device alone keep the
+// defaults).
+struct ObjectListOptions {
+  // Where the tensors travel (default: the CPU; a CUDA device for NCCL).
+  std::optional<at::Device> device = std::nullopt;
+  // On a receiver: the most bytes of pickles one peer may announce in the
+  // call (kDefaultMaxReceiveBytes says how it is checked).
+  int64_t max_receive_bytes = kDefaultMaxReceiveBytes;
+};
 // Fills every element of `object_list` (its size says how many objects
 // arrive, as in Python) and returns the sender's rank.
 int recv_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
                      std::optional<at::Device> device = std::nullopt);
+int recv_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
+                     const ObjectListOptions& options);
 // On `src`, sends `object_list`; elsewhere fills it (same size on every rank).
 void broadcast_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src = 0,
                            std::optional<at::Device> device = std::nullopt);
+void broadcast_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
+                           const ObjectListOptions& options);
 // Every rank's `obj` into `object_list` (of world_size elements), in rank order.
-void all_gather_object(std::vector<Json>& object_list, const Json& obj, const ProcessGroupPtr& group);
+void all_gather_object(std::vector<Json>& object_list, const Json& obj, const ProcessGroupPtr& group,
+                       const ObjectListOptions& options = {});
 
 // ---- generated tensorclasses: through their fields' tensordict (the fields themselves) ----
 template <class T>

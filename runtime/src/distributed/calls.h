@@ -50,6 +50,12 @@ std::chrono::milliseconds nccl_default_timeout();
 // after the peers started (device_check.cpp).
 void check_device(const ProcessGroupPtr& group, const at::Device& device, const std::string& context,
                   const std::string& what);
+// What a peer announced it sends (`bytes` of `what`: "pickles", "a
+// storage") against the call's max_receive_bytes, before anything is
+// allocated for it: more is a ValueError naming `context` (the call), `peer`
+// ("rank 1") and the size (object_lists.cpp).
+void check_announced(int64_t bytes, int64_t max_receive_bytes, const std::string& context, const std::string& peer,
+                     const char* what);
 // Whether `group` moves CUDA tensors only (NCCL): per-leaf loops ask once.
 bool cuda_only(const ProcessGroupPtr& group);
 

@@ -125,17 +125,25 @@ std::string metadata_pickle(Consolidated& c, const std::string& tensorclass_type
   return dist::pickle::dumps(c.metadata, dist::pickle::Layout::ConsolidatedMetadata, context);
 }
 
-at::Tensor storage_buffer(int64_t bytes, at::Device device, const std::string& context) {
+// The buffer a peer's storage of `bytes` is received into, once `bytes` is
+// checked against the call's limit. Zeroed: Gloo cannot tell a message
+// shorter than the posted buffer apart, and what it does not overwrite must
+// read as zeros, not as an earlier allocation of this process.
+at::Tensor storage_buffer(int64_t bytes, at::Device device, const std::string& context, const std::string& peer,
+                          int64_t max_receive_bytes) {
+  dist::check_announced(bytes, max_receive_bytes, context, peer, "a storage");
   try {
-    return at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+    return at::zeros({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
   } catch (const std::exception& e) {
     throw RuntimeError(fmt::format("{}: cannot hold a storage of {} bytes: {}", context, bytes, e.what()));
   }
 }
 
 TensorDict broadcast_tensordict(const TensorDict& td, const ProcessGroupPtr& group, int src,
-                                std::optional<at::Device> device, const std::string& tensorclass_type) {
+                                std::optional<at::Device> device, const std::string& tensorclass_type,
+                                int64_t max_receive_bytes) {
   const std::string context = fmt::format("broadcast from rank {}", src);
+  const std::string peer = fmt::format("rank {}", src);
   const at::Device wire = object_device(group);
   c10d::BroadcastOptions options;
   options.rootRank = src;
@@ -143,14 +151,14 @@ TensorDict broadcast_tensordict(const TensorDict& td, const ProcessGroupPtr& gro
     Consolidated c = consolidated(td, /*reuse=*/true, device);
     dist::check_device(group, c.storage.device(), context, "the consolidated storage");
     const std::string pickle = metadata_pickle(c, tensorclass_type, /*with_device=*/true, context);
-    dist::broadcast_pickles({pickle}, 1, group, src, wire, context);
+    dist::broadcast_pickles({pickle}, 1, group, src, wire, context, max_receive_bytes);
     std::vector<at::Tensor> tensors{c.storage};
     dist::guarded(context, [&] { group->broadcast(tensors, options)->wait(); });
     return c.td;
   }
   // A CPU device asked for on an NCCL group fails before the broadcast starts.
   if (device) dist::check_device(group, *device, context, "the device asked for");
-  Json meta = read_metadata(dist::broadcast_pickles({}, 1, group, src, wire, context)[0], context);
+  Json meta = read_metadata(dist::broadcast_pickles({}, 1, group, src, wire, context, max_receive_bytes)[0], context);
   const int64_t total = pop_size(meta, "_total_bytes", context);
   const auto storage_device = pop_string(meta, "_storage_device", context);
   const auto type = pop_string(meta, "_tensorclass_type", context);
@@ -166,7 +174,7 @@ TensorDict broadcast_tensordict(const TensorDict& td, const ProcessGroupPtr& gro
     }
   }
   dist::check_device(group, on, context, "the storage (the sender's device)");
-  std::vector<at::Tensor> tensors{storage_buffer(total, on, context)};
+  std::vector<at::Tensor> tensors{storage_buffer(total, on, context, peer, max_receive_bytes)};
   dist::guarded(context, [&] { group->broadcast(tensors, options)->wait(); });
   return rebuild(meta, tensors[0], context, type);
 }
@@ -182,7 +190,8 @@ bool consolidates_losslessly(const TensorDict& td) {
   return true;
 }
 
-void gather_and_stack_tensordict(const TensorDict& td, const ProcessGroupPtr& group, int dst) {
+void gather_and_stack_tensordict(const TensorDict& td, const ProcessGroupPtr& group, int dst,
+                                 int64_t max_receive_bytes) {
   const std::string context = fmt::format("gather_and_stack to rank {}", dst);
   if (group->getBackendName() != "gloo") {
     throw NotImplementedError(fmt::format(
@@ -229,6 +238,9 @@ void gather_and_stack_tensordict(const TensorDict& td, const ProcessGroupPtr& gr
       throw RuntimeError(fmt::format("{}: rank {} sent the header [{}, {}, {}], not [kind, storage size, size]",
                                      context, r, h[0], h[1], h[2]));
     }
+    // Every rank allocates the largest (the padded input; the outputs on
+    // `dst`), so every rank checks every header, and all refuse together.
+    dist::check_announced(h[2], max_receive_bytes, context, fmt::format("rank {}", r), "a storage and metadata");
     largest = std::max(largest, h[2]);
   }
   at::Tensor buffer = at::zeros({largest}, at::TensorOptions().dtype(at::kByte));
@@ -238,7 +250,8 @@ void gather_and_stack_tensordict(const TensorDict& td, const ProcessGroupPtr& gr
   std::vector<std::vector<at::Tensor>> outputs;
   if (destination) {
     outputs.emplace_back();
-    for (int r = 0; r < world; ++r) outputs[0].push_back(at::empty({largest}, at::TensorOptions().dtype(at::kByte)));
+    // Zeroed, as storage_buffer says.
+    for (int r = 0; r < world; ++r) outputs[0].push_back(at::zeros({largest}, at::TensorOptions().dtype(at::kByte)));
   }
   c10d::GatherOptions options;
   options.rootRank = dst;
@@ -294,7 +307,8 @@ void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst, co
     return;
   }
   if (options.use_broadcast) {
-    broadcast_tensordict(td, group, group->getRank(), options.device, options.tensorclass_type);
+    broadcast_tensordict(td, group, group->getRank(), options.device, options.tensorclass_type,
+                         options.max_receive_bytes);
     return;
   }
   const std::string context = fmt::format("init_remote to rank {}", dst);
@@ -309,17 +323,21 @@ void init_remote(const TensorDict& td, const ProcessGroupPtr& group, int dst, co
 TensorDict from_remote_init(const ProcessGroupPtr& group, int src, const RemoteInitOptions& options) {
   if (options.protocol == WireProtocol::packed) {
     if (options.use_broadcast) throw ValueError("from_remote_init: use_broadcast belongs to WireProtocol::tensordict");
-    return dist::from_remote_init_packed(group, src, options.device);
+    return dist::from_remote_init_packed(group, src, options.device, options.max_receive_bytes);
   }
-  if (options.use_broadcast) return broadcast_tensordict(TensorDict(), group, src, options.device, {});
+  if (options.use_broadcast) {
+    return broadcast_tensordict(TensorDict(), group, src, options.device, {}, options.max_receive_bytes);
+  }
   const std::string context = fmt::format("from_remote_init from rank {}", src);
+  const std::string peer = fmt::format("rank {}", src);
   const at::Device wire = options.device.value_or(object_device(group));
   // tensordict receives the storage on `device`, the CPU by default: with NCCL, pass a CUDA device.
   dist::check_device(group, options.device.value_or(at::kCPU), context, "the storage (RemoteInitOptions::device)");
-  Json meta = read_metadata(dist::recv_pickles(1, group, src, wire, context)[0], context);
+  Json meta = read_metadata(dist::recv_pickles(1, group, src, wire, context, options.max_receive_bytes)[0], context);
   const int64_t total = pop_size(meta, "_total_bytes", context);
   const auto type = pop_string(meta, "_tensorclass_type", context);
-  std::vector<at::Tensor> tensors{storage_buffer(total, options.device.value_or(at::kCPU), context)};
+  std::vector<at::Tensor> tensors{
+      storage_buffer(total, options.device.value_or(at::kCPU), context, peer, options.max_receive_bytes)};
   dist::guarded(context, [&] { group->recv(tensors, src, 0)->wait(); });
   return rebuild(meta, tensors[0], context, type);
 }
@@ -332,16 +350,20 @@ TensorDict broadcast(const TensorDict& td, const ProcessGroupPtr& group, int src
     dist::broadcast_packed(td, group, src);
     return td;
   }
-  return broadcast_tensordict(td, group, src, options.device, options.tensorclass_type);
+  return broadcast_tensordict(td, group, src, options.device, options.tensorclass_type, options.max_receive_bytes);
 }
 
-std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& group) {
+std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& group, const GatherOptions& options) {
   const std::string context = "all_gather";
+  if (options.protocol != WireProtocol::tensordict) {
+    throw ValueError("all_gather: only WireProtocol::tensordict is implemented");
+  }
   const int world = group->getSize();
   Consolidated c = consolidated(td, /*reuse=*/true, std::nullopt);
   dist::check_device(group, c.storage.device(), context, "the consolidated storage");
   const std::string pickle = metadata_pickle(c, {}, /*with_device=*/false, context);
-  const auto pickles = dist::all_gather_pickles(pickle, group, object_device(group), context);
+  const auto pickles =
+      dist::all_gather_pickles(pickle, group, object_device(group), context, options.max_receive_bytes);
   std::vector<Json> metas;
   std::vector<int64_t> sizes;
   int64_t largest = 0;
@@ -349,14 +371,18 @@ std::vector<TensorDict> all_gather(const TensorDict& td, const ProcessGroupPtr& 
     const std::string from = fmt::format("{} from rank {}", context, r);
     metas.push_back(read_metadata(pickles[static_cast<std::size_t>(r)], from));
     sizes.push_back(pop_size(metas.back(), "_total_bytes", from));
+    // (Every rank checks every rank's size, so all of them refuse together.)
+    dist::check_announced(sizes.back(), options.max_receive_bytes, context, fmt::format("rank {}", r), "a storage");
     largest = std::max(largest, sizes.back());
   }
-  const auto options = at::TensorOptions().dtype(at::kByte).device(c.storage.device());
-  at::Tensor padded = at::zeros({largest}, options);
+  at::Tensor padded = at::zeros({largest}, at::TensorOptions().dtype(at::kByte).device(c.storage.device()));
   if (c.storage.numel() > 0) padded.narrow(0, 0, c.storage.numel()).copy_(c.storage);
   std::vector<at::Tensor> in{padded};
   std::vector<std::vector<at::Tensor>> out(1);
-  for (int r = 0; r < world; ++r) out[0].push_back(storage_buffer(largest, c.storage.device(), context));
+  for (int r = 0; r < world; ++r) {
+    out[0].push_back(storage_buffer(largest, c.storage.device(), context, fmt::format("rank {}", r),
+                                    options.max_receive_bytes));
+  }
   dist::guarded(context, [&] { group->allgather(out, in)->wait(); });
   std::vector<TensorDict> result;
   for (int r = 0; r < world; ++r) {
@@ -372,7 +398,7 @@ void gather_and_stack(const TensorDict& td, const ProcessGroupPtr& group, int ds
     dist::gather_and_stack_packed(td, group, dst);
     return;
   }
-  gather_and_stack_tensordict(td, group, dst);
+  gather_and_stack_tensordict(td, group, dst, options.max_receive_bytes);
 }
 
 // ---- object lists ----
@@ -387,14 +413,25 @@ void send_object_list(const std::vector<Json>& object_list, const ProcessGroupPt
 
 int recv_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
                      std::optional<at::Device> device) {
+  return recv_object_list(object_list, group, src, ObjectListOptions{.device = device});
+}
+
+int recv_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
+                     const ObjectListOptions& options) {
   const std::string context = fmt::format("recv_object_list from rank {}", src);
-  const auto pickles = dist::recv_pickles(object_list.size(), group, src, device.value_or(object_device(group)), context);
+  const auto pickles = dist::recv_pickles(object_list.size(), group, src, options.device.value_or(object_device(group)),
+                                          context, options.max_receive_bytes);
   for (std::size_t i = 0; i < pickles.size(); ++i) object_list[i] = dist::pickle::loads(pickles[i], context);
   return src;
 }
 
 void broadcast_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
                            std::optional<at::Device> device) {
+  broadcast_object_list(object_list, group, src, ObjectListOptions{.device = device});
+}
+
+void broadcast_object_list(std::vector<Json>& object_list, const ProcessGroupPtr& group, int src,
+                           const ObjectListOptions& options) {
   const std::string context = fmt::format("broadcast_object_list from rank {}", src);
   const bool sending = group->getRank() == src;
   std::vector<std::string> pickles;
@@ -402,19 +439,22 @@ void broadcast_object_list(std::vector<Json>& object_list, const ProcessGroupPtr
     for (const Json& obj : object_list) pickles.push_back(dist::pickle::dumps(obj, dist::pickle::Layout::Plain, context));
   }
   const auto got = dist::broadcast_pickles(pickles, object_list.size(), group, src,
-                                           device.value_or(object_device(group)), context);
+                                           options.device.value_or(object_device(group)), context,
+                                           options.max_receive_bytes);
   if (sending) return;
   for (std::size_t i = 0; i < got.size(); ++i) object_list[i] = dist::pickle::loads(got[i], context);
 }
 
-void all_gather_object(std::vector<Json>& object_list, const Json& obj, const ProcessGroupPtr& group) {
+void all_gather_object(std::vector<Json>& object_list, const Json& obj, const ProcessGroupPtr& group,
+                       const ObjectListOptions& options) {
   const std::string context = "all_gather_object";
   if (object_list.size() != static_cast<std::size_t>(group->getSize())) {
     throw ValueError(fmt::format("{}: object_list has {} elements, expected one per rank ({})", context,
                                  object_list.size(), group->getSize()));
   }
   const auto got = dist::all_gather_pickles(dist::pickle::dumps(obj, dist::pickle::Layout::Plain, context), group,
-                                            object_device(group), context);
+                                            options.device.value_or(object_device(group)), context,
+                                            options.max_receive_bytes);
   for (std::size_t i = 0; i < got.size(); ++i) {
     object_list[i] = dist::pickle::loads(got[i], fmt::format("{} from rank {}", context, i));
   }

@@ -1,6 +1,7 @@
 // The object-list calls as torch issues them (object_lists.h). A peer's
 // sizes are checked before they size a buffer: a negative size or a total
-// past what an int64 holds is refused, naming the call and the peer.
+// past what an int64 holds is refused, naming the call and the peer, and so
+// is a total past the call's max_receive_bytes, before the buffer exists.
 #include "distributed/object_lists.h"
 
 #include <ATen/ops/empty.h>
@@ -83,6 +84,14 @@ int64_t sum(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
+void check_announced(int64_t bytes, int64_t max_receive_bytes, const std::string& context, const std::string& peer,
+                     const char* what) {
+  if (bytes <= max_receive_bytes) return;
+  throw ValueError(fmt::format("{}: {} announced {} of {} bytes, more than max_receive_bytes ({}); raise it in the "
+                               "call's options to receive more",
+                               context, peer, what, bytes, max_receive_bytes));
+}
+
 void send_pickles(const std::vector<std::string>& pickles, const ProcessGroupPtr& group, int dst, at::Device device,
                   const std::string& context) {
   check_device(group, device, context, "the object list's device");
@@ -95,12 +104,13 @@ void send_pickles(const std::vector<std::string>& pickles, const ProcessGroupPtr
 }
 
 std::vector<std::string> recv_pickles(std::size_t count, const ProcessGroupPtr& group, int src, at::Device device,
-                                      const std::string& context) {
+                                      const std::string& context, int64_t max_receive_bytes) {
   check_device(group, device, context, "the object list's device");
   const std::string peer = fmt::format("rank {}", src);
   std::vector<at::Tensor> sizes{at::zeros({static_cast<int64_t>(count)}, at::TensorOptions().dtype(at::kLong).device(device))};
   guarded(context, [&] { group->recv(sizes, src, kTag)->wait(); });
   const std::vector<int64_t> each = checked_sizes(sizes[0], context, peer);
+  check_announced(sum(each), max_receive_bytes, context, peer, "pickles");
   std::vector<at::Tensor> bytes{buffer(sum(each), device, context, peer)};
   guarded(context, [&] { group->recv(bytes, src, kTag)->wait(); });
   return split_pickles(bytes[0], each);
@@ -108,7 +118,7 @@ std::vector<std::string> recv_pickles(std::size_t count, const ProcessGroupPtr& 
 
 std::vector<std::string> broadcast_pickles(const std::vector<std::string>& pickles, std::size_t count,
                                            const ProcessGroupPtr& group, int src, at::Device device,
-                                           const std::string& context) {
+                                           const std::string& context, int64_t max_receive_bytes) {
   check_device(group, device, context, "the object list's device");
   const bool sending = group->getRank() == src;
   const std::string peer = fmt::format("rank {}", src);
@@ -119,13 +129,14 @@ std::vector<std::string> broadcast_pickles(const std::vector<std::string>& pickl
                                                     at::TensorOptions().dtype(at::kLong).device(device))};
   guarded(context, [&] { group->broadcast(sizes, options)->wait(); });
   const std::vector<int64_t> each = checked_sizes(sizes[0], context, peer);
+  if (!sending) check_announced(sum(each), max_receive_bytes, context, peer, "pickles");
   std::vector<at::Tensor> bytes{sending ? bytes_tensor(pickles, device) : buffer(sum(each), device, context, peer)};
   guarded(context, [&] { group->broadcast(bytes, options)->wait(); });
   return sending ? pickles : split_pickles(bytes[0], each);
 }
 
 std::vector<std::string> all_gather_pickles(const std::string& pickle, const ProcessGroupPtr& group, at::Device device,
-                                            const std::string& context) {
+                                            const std::string& context, int64_t max_receive_bytes) {
   check_device(group, device, context, "the object list's device");
   const int world = group->getSize();
   // all_gather_single of the sizes, then of the pickles padded to the largest
@@ -138,7 +149,10 @@ std::vector<std::string> all_gather_pickles(const std::string& pickle, const Pro
   std::vector<int64_t> sizes;
   int64_t largest = 0;
   for (int r = 0; r < world; ++r) {
-    const auto s = checked_sizes(size_out[0][static_cast<std::size_t>(r)], context, fmt::format("rank {}", r));
+    const std::string peer = fmt::format("rank {}", r);
+    const auto s = checked_sizes(size_out[0][static_cast<std::size_t>(r)], context, peer);
+    // (Every rank checks every rank's size, so all of them refuse together.)
+    check_announced(s[0], max_receive_bytes, context, peer, "pickles");
     sizes.push_back(s[0]);
     largest = std::max(largest, s[0]);
   }

@@ -20,14 +20,15 @@ namespace tensordict::dist {
 void send_pickles(const std::vector<std::string>& pickles, const ProcessGroupPtr& group, int dst, at::Device device,
                   const std::string& context);
 // `count` pickles from `src` (the receiver must know how many, as in Python).
+// `max_receive_bytes`: the most bytes of pickles the peer may announce (check_announced).
 std::vector<std::string> recv_pickles(std::size_t count, const ProcessGroupPtr& group, int src, at::Device device,
-                                      const std::string& context);
+                                      const std::string& context, int64_t max_receive_bytes);
 // On `src`, `pickles` are sent; elsewhere, `count` pickles are returned.
 std::vector<std::string> broadcast_pickles(const std::vector<std::string>& pickles, std::size_t count,
                                            const ProcessGroupPtr& group, int src, at::Device device,
-                                           const std::string& context);
+                                           const std::string& context, int64_t max_receive_bytes);
 // Every rank's pickle, in rank order.
 std::vector<std::string> all_gather_pickles(const std::string& pickle, const ProcessGroupPtr& group, at::Device device,
-                                            const std::string& context);
+                                            const std::string& context, int64_t max_receive_bytes);
 
 }  // namespace tensordict::dist

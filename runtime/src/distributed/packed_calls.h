@@ -12,7 +12,8 @@ namespace tensordict::dist {
 
 // The structure as a JSON header, then the leaves as send() sends them (remote_init.cpp).
 void init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst);
-TensorDict from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device);
+TensorDict from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device,
+                                   int64_t max_receive_bytes);
 // A structure check, then the leaves in one buffer (collectives.cpp).
 void broadcast_packed(const TensorDict& td, const ProcessGroupPtr& group, int src);
 void gather_and_stack_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst);

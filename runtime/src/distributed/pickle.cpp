@@ -6,6 +6,13 @@
 // JSON under a budget: shared references can make a small pickle name a huge
 // value, and a bound proportional to the message keeps the expansion
 // (and every allocation) in line with what the peer actually sent.
+//
+// Memory while reading is bounded per opcode: an object is 32 bytes in an
+// arena that never reallocates (a deque), a str is a view of the message, the
+// memo is an array for the indices Python's pickler writes (0, 1, 2, ...),
+// and at most kMaxStackValues values wait on the stack: 20 MB of EMPTY_LIST
+// once took 2.86 GB (125 bytes per byte). A dict's keys are found through a
+// hash index, so a dict of n keys costs O(n) (ordered_json searches linearly).
 #include "distributed/pickle.h"
 
 #include <fmt/format.h>
@@ -13,6 +20,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -40,22 +48,34 @@ enum Op : unsigned char {
 // string) per byte of the message, plus a constant for tiny messages.
 constexpr std::size_t kExpansionPerByte = 8, kExpansionSlack = 4096;
 
+// The most values the stack may hold at once. Python's pickler batches
+// APPENDS and SETITEMS by 1000 items, so only a huge tuple (MARK ... TUPLE)
+// comes near it; a run of pushes that nothing consumes is refused here
+// instead of growing with the message.
+constexpr std::size_t kMaxStackValues = std::size_t{1} << 20;
+
 // An object: its index in the arena.
 using Ref = std::size_t;
+// A str: a view of the message (valid while it is read).
+using Str = std::string_view;
+// A class reference: the str objects naming its module and name.
 struct Class {
-  std::string module, name;
+  Ref module, name;
 };
 struct List {
   std::vector<Ref> items;
-  bool tuple = false;
+};
+struct Tuple {
+  std::vector<Ref> items;
 };
 struct Dict {
   std::vector<std::pair<Ref, Ref>> items;
 };
-// One Python object of the subset.
+// One Python object of the subset (32 bytes).
 struct Object {
-  std::variant<std::nullptr_t, bool, int64_t, double, std::string, Class, List, Dict> v;
+  std::variant<std::nullptr_t, bool, int64_t, double, Str, Tuple, List, Dict, Class> v;
 };
+static_assert(sizeof(Object) <= 32, "an opcode of one byte makes an Object: keep it small");
 
 class Reader {
  public:
@@ -111,15 +131,20 @@ class Reader {
     if (stack_.size() <= floor()) fail("the stack is empty");
     return stack_.back();
   }
+  void push_ref(Ref r) {
+    if (stack_.size() >= kMaxStackValues) {
+      fail(fmt::format("more than {} values wait on the stack", kMaxStackValues));
+    }
+    stack_.push_back(r);
+  }
   void push(Object o) {
+    push_ref(arena_.size());  // (checked before the arena grows)
     arena_.push_back(std::move(o));
-    stack_.push_back(arena_.size() - 1);
   }
 
-  // (References into the arena: valid until the next push.)
   List& list_at(Ref r) {
     auto* l = std::get_if<List>(&arena_[r].v);
-    if (!l || l->tuple) fail("appends to something that is not a list");
+    if (!l) fail("appends to something that is not a list");
     return *l;
   }
   Dict& dict_at(Ref r) {
@@ -127,18 +152,30 @@ class Reader {
     if (!d) fail("sets an item of something that is not a dict");
     return *d;
   }
+  // Python's memo: a dict of index -> object. The indices Python writes are
+  // 0, 1, 2, ... (MEMOIZE is always the next one): those live in an array,
+  // any other in a map. (Deques: growing never holds two copies.)
+  std::size_t memo_size() const { return memo_.size() + sparse_memo_.size(); }
   void memo_put(uint64_t index) {
     if (stack_.size() <= floor()) fail("memoizes an empty stack");
-    memo_[index] = stack_.back();
+    if (index < memo_.size()) {
+      memo_[static_cast<std::size_t>(index)] = stack_.back();
+    } else if (index == memo_.size()) {
+      memo_.push_back(stack_.back());
+      sparse_memo_.erase(index);
+    } else {
+      sparse_memo_[index] = stack_.back();
+    }
   }
   void memo_get(uint64_t index) {
-    auto it = memo_.find(index);
-    if (it == memo_.end()) fail(fmt::format("reads memo entry {}, which was never stored", index));
-    stack_.push_back(it->second);
+    if (index < memo_.size()) return push_ref(memo_[static_cast<std::size_t>(index)]);
+    auto it = sparse_memo_.find(index);
+    if (it == sparse_memo_.end()) fail(fmt::format("reads memo entry {}, which was never stored", index));
+    push_ref(it->second);
   }
   // A str: Python decodes it as UTF-8, and JSON holds only valid UTF-8
   // (its writer throws on anything else), so anything else is refused here.
-  std::string text(uint64_t n) {
+  Str text(uint64_t n) {
     const std::string_view s = take(n);
     for (std::size_t i = 0; i < s.size();) {
       const auto c = static_cast<unsigned char>(s[i]);
@@ -170,10 +207,10 @@ class Reader {
       }
       i += extra + 1;
     }
-    return std::string(s);
+    return s;
   }
   void tuple_of(std::vector<Ref> items) {
-    push(Object{List{std::move(items), true}});
+    push(Object{Tuple{std::move(items)}});
   }
 
   Ref parse() {
@@ -268,7 +305,7 @@ class Reader {
           for (std::size_t i = 0; i < items.size(); i += 2) dict.emplace_back(items[i], items[i + 1]);
           break;
         }
-        case MEMOIZE: memo_put(memo_.size()); break;
+        case MEMOIZE: memo_put(memo_size()); break;
         case BINPUT: memo_put(little(1)); break;
         case LONG_BINPUT: memo_put(little(4)); break;
         case BINGET: memo_get(little(1)); break;
@@ -276,10 +313,10 @@ class Reader {
         case STACK_GLOBAL: {
           const Ref name = pop();
           const Ref module = pop();
-          const auto* n = std::get_if<std::string>(&arena_[name].v);
-          const auto* m = std::get_if<std::string>(&arena_[module].v);
+          const auto* n = std::get_if<Str>(&arena_[name].v);
+          const auto* m = std::get_if<Str>(&arena_[module].v);
           if (!n || !m) fail("a class reference whose module and name are not strings");
-          push(Object{Class{*m, *n}});
+          push(Object{Class{module, name}});
           break;
         }
         default:
@@ -290,7 +327,7 @@ class Reader {
   }
 
   // The JSON of `o`, spending `budget`; `key`: the dict key it is the value of.
-  Json expand(Ref ref, const std::string* key, std::size_t depth, std::size_t& budget) {
+  Json expand(Ref ref, const Str* key, std::size_t depth, std::size_t& budget) {
     if (depth > detail::kMaxNestingDepth) {
       refuse(fmt::format("the value nests deeper than {} levels (or holds itself)", detail::kMaxNestingDepth));
     }
@@ -305,26 +342,37 @@ class Reader {
     return std::visit(
         [&](const auto& v) -> Json {
           using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::string>) {
+          if constexpr (std::is_same_v<V, Str>) {
             spend(v.size());
-            return Json(v);
+            return Json(std::string(v));
           } else if constexpr (std::is_same_v<V, Class>) {
+            const Str module = std::get<Str>(arena_[v.module].v), name = std::get<Str>(arena_[v.name].v);
             if (!key || *key != "cls") {
-              refuse(fmt::format("a class reference {}.{} outside a \"cls\" entry", v.module, v.name));
+              refuse(fmt::format("a class reference {}.{} outside a \"cls\" entry", module, name));
             }
-            spend(v.module.size() + v.name.size());
-            return Json(fmt::format("<class '{}.{}'>", v.module, v.name));
-          } else if constexpr (std::is_same_v<V, List>) {
+            spend(module.size() + name.size());
+            return Json(fmt::format("<class '{}.{}'>", module, name));
+          } else if constexpr (std::is_same_v<V, List> || std::is_same_v<V, Tuple>) {
             Json out = Json::array();
             for (const Ref& item : v.items) out.push_back(expand(item, nullptr, depth + 1, budget));
             return out;
           } else if constexpr (std::is_same_v<V, Dict>) {
+            // As Python's dict: a repeated key keeps its first position and its last value.
             Json out = Json::object();
+            auto& object = out.get_ref<Json::object_t&>();
+            std::unordered_map<Str, std::size_t> slots;
             for (const auto& [k, value] : v.items) {
-              const auto* name = std::get_if<std::string>(&arena_[k].v);
+              const auto* name = std::get_if<Str>(&arena_[k].v);
               if (!name) refuse("a dict key that is not a str");
               spend(name->size());
-              out[*name] = expand(value, name, depth + 1, budget);
+              Json item = expand(value, name, depth + 1, budget);
+              const auto [slot, added] = slots.try_emplace(*name, object.size());
+              if (added) {
+                object.emplace_back(std::string(*name), std::move(item));
+              } else {
+                // (ordered_map's operator[] takes a key: index the vector through begin())
+                (object.begin() + static_cast<std::ptrdiff_t>(slot->second))->second = std::move(item);
+              }
             }
             return out;
           } else {
@@ -338,10 +386,11 @@ class Reader {
   const std::string& context_;
   std::size_t pos_ = 0, op_at_ = 0;
   unsigned op_ = 0;
-  std::vector<Object> arena_;
+  std::deque<Object> arena_;
   std::vector<Ref> stack_;
   std::vector<std::size_t> marks_;
-  std::unordered_map<uint64_t, Ref> memo_;
+  std::deque<Ref> memo_;
+  std::unordered_map<uint64_t, Ref> sparse_memo_;
 };
 
 // Python's pickler batches APPENDS and SETITEMS by this many items.

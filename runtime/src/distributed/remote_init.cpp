@@ -4,13 +4,22 @@
 // Tags (kept clear of the small tags users give send/recv):
 // kRemoteTag: int64 {magic, JSON bytes}; kRemoteTag + 1: the JSON;
 // kRemoteTag + 2 on: the tensordict, as send() sends it.
+//
+// The header comes from a peer: its JSON's depth is bounded while it is
+// parsed (build() recurses once per level), and the JSON's size and the
+// leaves' bytes together are checked against max_receive_bytes before
+// anything is allocated for them.
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <string_view>
 
+#include "core/nesting.h"  // kMaxNestingDepth
 #include "distributed/calls.h"
 #include "distributed/packed_calls.h"
 #include "tensordict/dtype.h"
@@ -23,6 +32,12 @@ namespace {
 
 constexpr int kRemoteTag = 0x7d000000;
 constexpr int64_t kMagic = 0x7464696374000101;  // "tdict", init_remote, protocol 1
+
+// The deepest JSON a header may hold: a nested tensordict is 4 levels below
+// its parent's (node, "entries", [key, entry], entry), a lazy stack's member
+// 2, so a tensordict nested as deep as the library holds fits, and the
+// nesting check of set() names the level past it.
+constexpr std::size_t kMaxHeaderDepth = 4 * (detail::kMaxNestingDepth + 2);
 
 Json names_json(const TensorDict& td) {
   if (!td.has_names()) return nullptr;
@@ -77,10 +92,34 @@ at::Device leaf_device(const Json& node, std::optional<at::Device> wanted) {
   return at::kCPU;
 }
 
-TensorDict build(const Json& node, std::optional<at::Device> device) {
+// What build() reads the header with; `total`: the bytes announced so far
+// (the JSON's, then each leaf's).
+struct Build {
+  std::optional<at::Device> device;
+  int64_t max_receive_bytes;
+  const std::string& context;
+  std::string peer;
+  int64_t total = 0;
+};
+
+// Adds the bytes of a leaf of `dtype` and `shape` to b.total and checks them
+// against the limit, before the leaf exists.
+void count_leaf(const std::vector<int64_t>& shape, at::ScalarType dtype, const std::string& key, Build& b) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t bytes = static_cast<int64_t>(c10::elementSize(dtype));
+  for (const int64_t d : shape) {
+    if (d < 0) throw RuntimeError(fmt::format("{}: the structure header gives key {} a negative dim", b.context, key));
+    bytes = d != 0 && bytes > kMax / d ? kMax : bytes * d;
+  }
+  b.total = bytes > kMax - b.total ? kMax : b.total + bytes;
+  dist::check_announced(b.total, b.max_receive_bytes, b.context, b.peer, "a structure header and leaves");
+}
+
+TensorDict build(const Json& node, Build& b) {
+  const std::optional<at::Device>& device = b.device;
   if (node.contains("lazy_stack_dim")) {
     std::vector<TensorDict> members;
-    for (const auto& m : node["members"]) members.push_back(build(m, device));
+    for (const auto& m : node["members"]) members.push_back(build(m, b));
     return LazyStackedTensorDict(std::move(members), node["lazy_stack_dim"].get<int64_t>());
   }
   const at::Device on = leaf_device(node, device);
@@ -96,9 +135,12 @@ TensorDict build(const Json& node, std::optional<at::Device> device) {
     if (entry.contains("dtype")) {
       const auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
       if (!dtype) throw RuntimeError("from_remote_init: unknown dtype " + entry["dtype"].dump() + " at key " + key);
-      td.set(key, at::empty(entry["shape"].get<std::vector<int64_t>>(), at::TensorOptions().dtype(*dtype).device(on)));
+      const auto shape = entry["shape"].get<std::vector<int64_t>>();
+      count_leaf(shape, *dtype, key, b);
+      // (Received whole by recv() below, which checks the structure first.)
+      td.set(key, at::empty(shape, at::TensorOptions().dtype(*dtype).device(on)));
     } else if (entry.contains("tensordict")) {
-      td.set(key, build(entry["tensordict"], device));
+      td.set(key, build(entry["tensordict"], b));
     } else {
       const Json& nt = entry["non_tensor"];
       td.set(key, nt.contains("value") ? NonTensorData(nt["value"])
@@ -131,8 +173,10 @@ void dist::init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group
   send(td, group, dst, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
 }
 
-TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device) {
+TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device,
+                                         int64_t max_receive_bytes) {
   const std::string context = fmt::format("from_remote_init from rank {}", src);
+  const std::string peer = fmt::format("rank {}", src);
   const at::Device wire = device.value_or(at::kCPU);
   std::vector<at::Tensor> h{at::empty({2}, at::TensorOptions().dtype(at::kLong).device(wire))};
   dist::guarded(context, [&] { group->recv(h, src, kRemoteTag)->wait(); });
@@ -140,16 +184,36 @@ TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, 
   if (header.data_ptr<int64_t>()[0] != kMagic) {
     throw RuntimeError(context + ": the message is not a header sent by tensordict::init_remote");
   }
-  std::vector<at::Tensor> j{at::empty({header.data_ptr<int64_t>()[1]}, at::TensorOptions().dtype(at::kByte).device(wire))};
+  const int64_t json_bytes = header.data_ptr<int64_t>()[1];
+  if (json_bytes < 0) {
+    throw RuntimeError(fmt::format("{}: the header announces a structure of {} bytes", context, json_bytes));
+  }
+  dist::check_announced(json_bytes, max_receive_bytes, context, peer, "a structure header");
+  // Zeroed: what a shorter message leaves of it is then not valid JSON.
+  std::vector<at::Tensor> j{at::zeros({json_bytes}, at::TensorOptions().dtype(at::kByte).device(wire))};
   dist::guarded(context, [&] { group->recv(j, src, kRemoteTag + 1)->wait(); });
   const at::Tensor json = j[0].cpu();
+  // nlohmann's parser keeps its own stack, but build() (and any recursive
+  // walk of the value) would overflow the thread's on a deep one: the depth
+  // is refused as it is read (a header of 100,000 levels crashed the receiver).
+  const Json::parser_callback_t bounded = [&](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        static_cast<std::size_t>(depth) >= kMaxHeaderDepth) {
+      throw RuntimeError(fmt::format("{}: the structure header nests deeper than {} levels", context, kMaxHeaderDepth));
+    }
+    return true;
+  };
   Json node;
   try {
-    node = Json::parse(std::string(static_cast<const char*>(json.data_ptr()), static_cast<std::size_t>(json.numel())));
+    node = Json::parse(std::string_view(static_cast<const char*>(json.data_ptr()), static_cast<std::size_t>(json.numel())),
+                       bounded);
+  } catch (const RuntimeError&) {
+    throw;
   } catch (const std::exception& e) {
     throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
   }
-  TensorDict td = build(node, device);
+  Build b{device, max_receive_bytes, context, peer, json_bytes};
+  TensorDict td = build(node, b);
   recv(td, group, src, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
   return td;
 }
