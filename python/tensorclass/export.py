@@ -14,16 +14,18 @@ by key (a JSON object)::
      "batch_size": [5], "dynamic_batch": true,
      "schema": "<class 'robot.PolicyStep'>",
      "interaction_type": "deterministic",
-     "weights": {"swappable": true,
+     "weights": {"swappable": true, "folding": "none",
                  "params": [{"key": ["module", "0", "weight"], "fqn": "module.0.weight",
                              "dtype": "float32", "shape": [16, 4]}]}}
 
 ``weights`` is what ``tensordict::nn::to_module`` needs to load new weights
 into the running package: every parameter and buffer of the module, keyed as
 ``TensorDict.from_module(module)`` keys it, with the name the package gives
-its constant. ``swappable`` says that the package was compiled with runtime
-constant folding (``aot_inductor.use_runtime_constant_folding``), so that no
-weight was folded into the code: each is a constant that can be replaced.
+its constant. ``swappable`` says that the package was compiled so that no
+weight was folded into the code (``_SWAPPABLE``): each is a constant that
+can be replaced. ``folding`` is ``"runtime"`` when the package also folds
+constants of its own at run time (then redone after each update), else
+``"none"``.
 
 ``tensordict::nn::AOTIModule`` (C++, the optional ``tensorclass::aoti``
 library) reads it, gathers the inputs by key and writes the outputs at the
@@ -48,11 +50,21 @@ FORMAT = 1
 METADATA_KEY = "tensorclass"
 # tensordict's dispatch joins a nested key's parts with this separator.
 _SEPARATOR = "_"
-# Keeps every parameter and buffer a constant of the package (folding runs
-# when the package loads, and again after each weight swap): without it,
-# inductor folds some weights into others or into the code, and those can no
-# longer be replaced.
-_SWAPPABLE = {"aot_inductor.use_runtime_constant_folding": True}
+# Keeps every parameter and buffer a constant of the package: no folding of
+# constants at compile time (inductor would fold a Linear's weight into a
+# transposed copy) and small constants kept as constants (not inlined into
+# the code). An update is then a copy of the new values and nothing more.
+_SWAPPABLE = {
+    "joint_graph_constant_folding": False,
+    "always_keep_tensor_constants": True,
+    "aot_inductor.use_runtime_constant_folding": False,
+}
+# The fallback when the package has constants of its own besides the
+# weights (a tensor made in forward, or one inductor derived from weights
+# anyway): fold them at run time, when the package loads and again after each
+# weight swap, so that nothing derived from the weights goes stale. Updates
+# then also run the folding.
+_RUNTIME_FOLDING = {"aot_inductor.use_runtime_constant_folding": True}
 
 
 def _key_list(key) -> List[str]:
@@ -97,10 +109,14 @@ def export(
             other ``InteractionType``, by value or name. It is baked into the
             package: the C++ side's ``InteractionTypeGuard`` does not change
             it. Recorded in the metadata.
-        swappable_weights: compile with runtime constant folding, so that
-            every parameter and buffer stays a constant that
-            ``tensordict::nn::to_module`` can replace (checked after
-            compiling). ``False`` lets inductor fold weights into the code
+        swappable_weights: compile so that every parameter and buffer
+            stays a constant that ``tensordict::nn::to_module`` can replace
+            (checked after compiling): no constant folding at compile time
+            and small constants kept (the inductor options in
+            ``_SWAPPABLE``). A package with constants of its own besides the
+            weights is compiled again with runtime constant folding, so that
+            nothing derived from the weights goes stale.
+            ``False`` lets inductor fold weights into the code
             (``to_module`` then refuses the package).
         inductor_configs: more options for ``aoti_compile_and_package``.
 
@@ -172,24 +188,37 @@ def export(
         "dynamic_batch": bool(dynamic_batch and batch_size),
         "schema": str(type(example)) if is_tensorclass(example) else None,
         "interaction_type": interaction_type.value,
-        "weights": {"swappable": bool(swappable_weights), "params": weights},
+        "weights": {"swappable": bool(swappable_weights), "folding": "none", "params": weights},
     }
     configs = dict(_SWAPPABLE if swappable_weights else {})
     configs.update(inductor_configs or {})
-    configs["aot_inductor.metadata"] = {**configs.get("aot_inductor.metadata", {}), METADATA_KEY: json.dumps(metadata)}
-    path = torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+    if configs.get("aot_inductor.use_runtime_constant_folding"):
+        metadata["weights"]["folding"] = "runtime"
+    path = _compile(program, path, configs, metadata)
     if swappable_weights:
-        _check_swappable(path, weights)
+        others = _check_swappable(path, weights)
+        if others and metadata["weights"]["folding"] == "none":
+            metadata["weights"]["folding"] = "runtime"
+            path = _compile(program, path, {**configs, **_RUNTIME_FOLDING}, metadata)
+            _check_swappable(path, weights)
     return path
 
 
-def _check_swappable(path: str, weights: List[Dict[str, Any]]) -> None:
-    """Every parameter and buffer must have stayed a constant of the package."""
+def _compile(program, path: str, configs: Dict[str, Any], metadata: Dict[str, Any]) -> str:
+    configs = {**configs, "aot_inductor.metadata": {**configs.get("aot_inductor.metadata", {}),
+                                                    METADATA_KEY: json.dumps(metadata)}}
+    return torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+
+
+def _check_swappable(path: str, weights: List[Dict[str, Any]]) -> List[str]:
+    """Every parameter and buffer must have stayed a constant of the package;
+    returns the package's other constants."""
     constants = set(torch._inductor.aoti_load_package(path).get_constant_fqns())
     lost = [w["fqn"] for w in weights if w["fqn"] not in constants]
     if lost:
         raise RuntimeError(
             f"export: the package {path} lost {lost} as constants (folded into its code, or unused), "
-            "so they cannot be updated; "
-            "do not turn aot_inductor.use_runtime_constant_folding off with swappable_weights=True"
+            "so they cannot be updated; leave the inductor options in _SWAPPABLE as they are with "
+            "swappable_weights=True"
         )
+    return sorted(constants - {w["fqn"] for w in weights})

@@ -59,6 +59,17 @@ def case(out, name, module, example, inputs, **kwargs):
     save(result.select(*module.out_keys), os.path.join(out, f"{name}_expected"))
 
 
+class Scaled(nn.Module):
+    """A Linear layer scaled by a constant made in forward (not a weight)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, obs):
+        return self.linear(obs) * torch.tensor([1.0, -2.0])
+
+
 def new_weights(out, name, module, inputs):
     """<name>_params, <name>_new_params and <name>_expected_new (see above)."""
     params = TensorDict.from_module(module).data
@@ -109,6 +120,13 @@ def main():
     inputs = TensorDict(obs=torch.randn(7, 3), batch_size=[7])
     case(args.out, "mlp", module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), inputs)
     new_weights(args.out, "mlp", module, inputs)
+
+    # A module with a constant of its own besides its weights: exported with
+    # runtime constant folding (redone after each update).
+    scaled = TensorDictModule(Scaled(), in_keys=["obs"], out_keys=["action"])
+    inputs = TensorDict(obs=torch.randn(7, 3), batch_size=[7])
+    case(args.out, "scaled", scaled, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), inputs)
+    new_weights(args.out, "scaled", scaled, inputs)
 
     # The same at a fixed batch size.
     export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "mlp_static.pt2"),
@@ -163,6 +181,34 @@ def main():
     edited(mlp_path, os.path.join(args.out, "newer.pt2"), newer)
     edited(mlp_path, os.path.join(args.out, "plain.pt2"), lambda m: m.pop("tensorclass"))
 
+    def relabelled(event_shape, key):
+        def edit(meta):
+            spec = json.loads(meta["tensorclass"])
+            spec["out_keys"][0].update(event_shape=event_shape, key=key)
+            meta["tensorclass"] = json.dumps(spec)
+
+        return edit
+
+    # Its metadata says the output is [*, 3]; the model returns [*, 2].
+    edited(mlp_path, os.path.join(args.out, "mislabelled.pt2"), relabelled([3], ["action"]))
+    # Its out_key is its in_key.
+    edited(mlp_path, os.path.join(args.out, "in_place.pt2"), relabelled([2], ["obs"]))
+
+    # Entries that would be extracted outside the loader's directory.
+    def with_entry(dst, name, symlink=False):
+        with zipfile.ZipFile(mlp_path) as zin, zipfile.ZipFile(os.path.join(args.out, dst), "w") as zout:
+            for item in zin.infolist():
+                zout.writestr(item, zin.read(item.filename))
+            entry = zipfile.ZipInfo(name)
+            if symlink:
+                entry.create_system = 3
+                entry.external_attr = 0o120777 << 16
+            zout.writestr(entry, b"/tmp" if symlink else b"outside")
+
+    with_entry("climbing.pt2", "data/aotinductor/model/" + "../" * 12 + "tmp/tensorclass_zip_slip_probe")
+    with_entry("absolute.pt2", "/tmp/tensorclass_zip_slip_probe")
+    with_entry("linked.pt2", "data/aotinductor/model/link", symlink=True)
+
     # The MLP compiled with its weights folded into the code: to_module
     # refuses it, and export's own check names what was lost.
     folded = export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), os.path.join(args.out, "folded.pt2"),
@@ -170,7 +216,7 @@ def main():
     weights = json.loads(torch._inductor.aoti_load_package(mlp_path).get_metadata()["tensorclass"])["weights"]
     expect_error(lambda: _check_swappable(folded, weights["params"]), RuntimeError,
                  f"export: the package {folded} lost ['module.2.bias'] as constants (folded into its code, or unused), "
-                 "so they cannot be updated; do not turn aot_inductor.use_runtime_constant_folding off with "
+                 "so they cannot be updated; leave the inductor options in _SWAPPABLE as they are with "
                  "swappable_weights=True")
     expect_error(lambda: export(module, TensorDict(obs=torch.randn(5, 3), batch_size=[5]), folded,
                                 interaction_type=3), TypeError,

@@ -65,6 +65,9 @@ struct AOTISpec {
   // default).
   std::vector<AOTIWeight> weights;
   bool swappable_weights = false;
+  // The package also folds constants of its own at run time (a constant
+  // made in forward): an update folds them again before the swap.
+  bool runtime_folding = false;
 };
 
 // Options in the library's one style (op_options.h):

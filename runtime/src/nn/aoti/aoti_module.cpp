@@ -11,6 +11,7 @@
 
 #include "nn/aoti/aoti_loader.h"
 #include "nn/aoti/aoti_spec.h"
+#include "nn/aoti/package_entries.h"
 #include "nn/text.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
@@ -50,6 +51,9 @@ AOTIModuleImpl::AOTIModuleImpl(std::string package_path, AOTIModuleOptions optio
   if (::stat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw RuntimeError(fmt::format("AOTIModule: package '{}' is not a file", path_));
   }
+  // Nothing is extracted before the entry names and the metadata are
+  // checked: torch's loader writes the entries out by name.
+  aoti::check_package_entries(path_);
   // The metadata first: it says which device the model's library needs.
   try {
     metadata_ = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(path_, options.model_name);
@@ -59,8 +63,8 @@ AOTIModuleImpl::AOTIModuleImpl(std::string package_path, AOTIModuleOptions optio
                          options.model_name, what);
     });
   }
-  const auto device = metadata_.find("AOTI_DEVICE_KEY");
-  check_device(path_, device == metadata_.end() ? "" : device->second);
+  spec_ = aoti::read_spec(path_, metadata_);
+  check_device(path_, spec_.device_type);
   try {
     loader_ = std::make_shared<Loader>(path_, options);
   } catch (const std::exception&) {
@@ -68,7 +72,7 @@ AOTIModuleImpl::AOTIModuleImpl(std::string package_path, AOTIModuleOptions optio
       return fmt::format("AOTIModule: package '{}' cannot be loaded: {}", path_, what);
     });
   }
-  spec_ = aoti::read_spec(path_, metadata_, loader_->loader.get_call_spec());
+  aoti::apply_call_spec(path_, loader_->loader.get_call_spec(), spec_);
   device_type_ = spec_.device_type == "cuda" ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
   for (const AOTIEntry& entry : spec_.inputs) in_keys_.push_back(entry.key);
   for (const AOTIEntry& entry : spec_.outputs) out_keys_.push_back(entry.key);
@@ -136,6 +140,28 @@ TensorDict AOTIModuleImpl::run_impl(const TensorDict& td, const std::optional<Te
     throw RuntimeError(fmt::format("AOTIModule('{}'): the model returned {} tensor(s) for out_keys={}", path_,
                                    outputs.size(), text::keys_repr(out_keys_)));
   }
+  // The outputs are what the metadata says (a package is trusted code, but
+  // one edited or mislabelled must not write tensors of another shape
+  // under a key): the inputs' batch dims, then the event shape.
+  const at::IntArrayRef batch = inputs.empty() ? at::IntArrayRef(spec_.batch_size)
+                                               : inputs[0].sizes().slice(0, batch_dims);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const AOTIEntry& entry = spec_.outputs[i];
+    const auto sizes = outputs[i].sizes();
+    const bool fits = outputs[i].scalar_type() == entry.dtype &&
+                      sizes.size() == batch.size() + entry.event_shape.size() &&
+                      sizes.slice(0, batch.size()) == batch &&
+                      sizes.slice(batch.size()) == at::IntArrayRef(entry.event_shape);
+    if (!fits) {
+      throw RuntimeError(fmt::format("AOTIModule('{}'): output {} is {}[{}]; the package's metadata says {}{} at "
+                                     "batch [{}]",
+                                     path_, entry.key.repr(), dtype_name(outputs[i].scalar_type()),
+                                     fmt::join(sizes, ", "), dtype_name(entry.dtype), shape_text(spec_, entry),
+                                     fmt::join(batch, ", ")));
+    }
+  }
+  // An out_key that is also an in_key replaces the input, as tensordict's
+  // TensorDictModule does (a normalising module writes back its input).
   TensorDict dest = out ? *out : td;
   for (std::size_t i = 0; i < outputs.size(); ++i) dest.set(spec_.outputs[i].key, std::move(outputs[i]));
   return dest;

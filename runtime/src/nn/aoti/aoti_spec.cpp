@@ -77,6 +77,9 @@ AOTIEntry entry(const std::string& path, const Json& item, bool input, std::size
 void read_weights(const std::string& path, const Json& weights, AOTISpec& spec) {
   if (!weights.is_object()) fail(path, fmt::format("its \"weights\" is a JSON {}, not an object", weights.type_name()));
   spec.swappable_weights = member(path, weights, "swappable", Json::value_t::boolean, "weights").get<bool>();
+  const std::string folding = member(path, weights, "folding", Json::value_t::string, "weights").get<std::string>();
+  if (folding != "none" && folding != "runtime") fail(path, fmt::format("weights' folding '{}' is unknown", folding));
+  spec.runtime_folding = folding == "runtime";
   std::size_t i = 0;
   for (const Json& item : member(path, weights, "params", Json::value_t::array, "weights")) {
     const std::string where = fmt::format("weights.params[{}]", i++);
@@ -130,8 +133,7 @@ std::size_t output_count(const std::string& path, const std::string& out_spec) {
 
 }  // namespace
 
-AOTISpec read_spec(const std::string& path, const std::unordered_map<std::string, std::string>& metadata,
-                   const std::vector<std::string>& call_spec) {
+AOTISpec read_spec(const std::string& path, const std::unordered_map<std::string, std::string>& metadata) {
   const auto found = metadata.find(kMetadataKey);
   if (found == metadata.end()) {
     fail(path, "no \"tensorclass\" metadata: export it with tensorclass.export.export()");
@@ -165,7 +167,10 @@ AOTISpec read_spec(const std::string& path, const std::unordered_map<std::string
   if (const auto device = metadata.find("AOTI_DEVICE_KEY"); device != metadata.end()) {
     spec.device_type = device->second;
   }
+  return spec;
+}
 
+void apply_call_spec(const std::string& path, const std::vector<std::string>& call_spec, AOTISpec& spec) {
   if (call_spec.size() != 2) fail(path, fmt::format("its call spec has {} parts, not 2", call_spec.size()));
   // The package takes its inputs in its spec's order, which the metadata
   // names by keyword.
@@ -184,7 +189,6 @@ AOTISpec read_spec(const std::string& path, const std::unordered_map<std::string
   if (returned != spec.outputs.size()) {
     fail(path, fmt::format("it returns {} tensors, its metadata names {} out_keys", returned, spec.outputs.size()));
   }
-  return spec;
 }
 
 }  // namespace tensordict::nn::aoti

@@ -1,11 +1,12 @@
 // Live weights of an AOTInductor package: from_module and to_module.
 //
-// A package compiled with runtime constant folding (tensorclass.export's
-// swappable_weights) keeps every parameter and buffer as a constant, in two
-// buffers: the active one the model runs with, and an inactive one. An update
-// writes the new values into the inactive buffer while calls go on, folds its
-// constants, and swaps it in; torch's container takes the swap under the lock
-// each call holds while it runs, so a call sees one buffer whole.
+// A package exported with swappable weights (tensorclass.export's default)
+// keeps every parameter and buffer as a constant, in two buffers: the active
+// one the model runs with, and an inactive one. An update writes the new
+// values into the inactive buffer while calls go on, folds the package's own
+// constants if it folds at run time, and swaps it in; torch's container
+// takes the swap under the lock each call holds while it runs, so a call
+// sees one buffer whole.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -115,8 +116,9 @@ ConstantMap constants_of(const std::string& path, const AOTISpec& spec, Loader& 
   return out;
 }
 
-// Copies `constants` into the inactive buffer, folds it and swaps it in (the
-// caller holds the update lock). CPU values into a CUDA package take one
+// Copies `constants` into the inactive buffer, folds its constants (for a
+// package that folds at run time) and swaps it in (the caller holds the
+// update lock). CPU values into a CUDA package take one
 // host-to-device copy each.
 void write_and_swap(const AOTISpec& spec, Loader& loader, ConstantMap constants) {
   auto* runner = loader.loader.get_runner();
@@ -141,7 +143,7 @@ void write_and_swap(const AOTISpec& spec, Loader& loader, ConstantMap constants)
   } else {
     runner->update_constant_buffer(constants, /*use_inactive=*/true, /*validate_full_updates=*/false);
   }
-  runner->run_const_fold(/*use_inactive=*/true);
+  if (spec.runtime_folding) runner->run_const_fold(/*use_inactive=*/true);
   runner->swap_constant_buffer();
 }
 
