@@ -5,6 +5,8 @@
 #include <c10/core/Device.h>
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "tensordict/distributed.h"
 
@@ -14,6 +16,13 @@ namespace tensordict::dist {
 void init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst);
 TensorDict from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device,
                                    int64_t max_receive_bytes);
+// The tensordict a received structure header describes (its depth bounded
+// while it is parsed, its leaves' bytes checked against max_receive_bytes
+// before they are allocated, zeroed), ready for its leaves: the part of
+// from_remote_init_packed that reads the peer's bytes, apart for the fuzzer
+// (fuzz/fuzz_packed_header.cpp). RuntimeError/ValueError naming `context`.
+TensorDict structure_from_header(std::string_view json, std::optional<at::Device> device, int64_t max_receive_bytes,
+                                 const std::string& context, const std::string& peer);
 // A structure check, then the leaves in one buffer (collectives.cpp).
 void broadcast_packed(const TensorDict& td, const ProcessGroupPtr& group, int src);
 void gather_and_stack_packed(const TensorDict& td, const ProcessGroupPtr& group, int dst);

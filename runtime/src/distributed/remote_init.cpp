@@ -85,8 +85,8 @@ Json structure(const TensorDict& td) {
 // process has it, else the CPU.
 at::Device leaf_device(const Json& node, std::optional<at::Device> wanted) {
   if (wanted) return *wanted;
-  if (node.contains("device") && node["device"].is_string()) {
-    const at::Device d(node["device"].get<std::string>());
+  if (node.contains("device") && node.at("device").is_string()) {
+    const at::Device d(node.at("device").get<std::string>());
     if (d.is_cpu() || (d.is_cuda() && at::hasCUDA())) return d;
   }
   return at::kCPU;
@@ -119,33 +119,33 @@ TensorDict build(const Json& node, Build& b) {
   const std::optional<at::Device>& device = b.device;
   if (node.contains("lazy_stack_dim")) {
     std::vector<TensorDict> members;
-    for (const auto& m : node["members"]) members.push_back(build(m, b));
-    return LazyStackedTensorDict(std::move(members), node["lazy_stack_dim"].get<int64_t>());
+    for (const auto& m : node.at("members")) members.push_back(build(m, b));
+    return LazyStackedTensorDict(std::move(members), node.at("lazy_stack_dim").get<int64_t>());
   }
   const at::Device on = leaf_device(node, device);
   Names names;
-  if (node["names"].is_array()) {
-    for (const auto& n : node["names"]) names.push_back(n.is_null() ? std::nullopt : std::optional(n.get<std::string>()));
+  if (node.at("names").is_array()) {
+    for (const auto& n : node.at("names")) names.push_back(n.is_null() ? std::nullopt : std::optional(n.get<std::string>()));
   }
-  const bool has_device = device.has_value() || node["device"].is_string();
-  TensorDict td({}, node["batch_size"].get<std::vector<int64_t>>(), has_device ? std::optional(on) : std::nullopt, names);
-  for (const auto& pair : node["entries"]) {
-    const std::string key = pair[0].get<std::string>();
-    const Json& entry = pair[1];
+  const bool has_device = device.has_value() || node.at("device").is_string();
+  TensorDict td({}, node.at("batch_size").get<std::vector<int64_t>>(), has_device ? std::optional(on) : std::nullopt, names);
+  for (const auto& pair : node.at("entries")) {
+    const std::string key = pair.at(0).get<std::string>();
+    const Json& entry = pair.at(1);
     if (entry.contains("dtype")) {
-      const auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
-      if (!dtype) throw RuntimeError("from_remote_init: unknown dtype " + entry["dtype"].dump() + " at key " + key);
-      const auto shape = entry["shape"].get<std::vector<int64_t>>();
+      const auto dtype = dtype_from_name(entry.at("dtype").get<std::string>());
+      if (!dtype) throw RuntimeError("from_remote_init: unknown dtype " + entry.at("dtype").dump() + " at key " + key);
+      const auto shape = entry.at("shape").get<std::vector<int64_t>>();
       count_leaf(shape, *dtype, key, b);
       // (Received whole by recv() below, which checks the structure first.)
       td.set(key, at::empty(shape, at::TensorOptions().dtype(*dtype).device(on)));
     } else if (entry.contains("tensordict")) {
-      td.set(key, build(entry["tensordict"], b));
+      td.set(key, build(entry.at("tensordict"), b));
     } else {
-      const Json& nt = entry["non_tensor"];
-      td.set(key, nt.contains("value") ? NonTensorData(nt["value"])
-                                       : NonTensorData::stack(nt["stack"].get<std::vector<Json>>(),
-                                                              nt["shape"].get<std::vector<int64_t>>()));
+      const Json& nt = entry.at("non_tensor");
+      td.set(key, nt.contains("value") ? NonTensorData(nt.at("value"))
+                                       : NonTensorData::stack(nt.at("stack").get<std::vector<Json>>(),
+                                                              nt.at("shape").get<std::vector<int64_t>>()));
     }
   }
   return td;
@@ -173,6 +173,36 @@ void dist::init_remote_packed(const TensorDict& td, const ProcessGroupPtr& group
   send(td, group, dst, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
 }
 
+TensorDict dist::structure_from_header(std::string_view json, std::optional<at::Device> device,
+                                       int64_t max_receive_bytes, const std::string& context,
+                                       const std::string& peer) {
+  // nlohmann's parser keeps its own stack, but build() (and any recursive
+  // walk of the value) would overflow the thread's on a deep one: the depth
+  // is refused as it is read (a header of 100,000 levels crashed the receiver).
+  const Json::parser_callback_t bounded = [&](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        static_cast<std::size_t>(depth) >= kMaxHeaderDepth) {
+      throw RuntimeError(fmt::format("{}: the structure header nests deeper than {} levels", context, kMaxHeaderDepth));
+    }
+    return true;
+  };
+  Json node;
+  try {
+    node = Json::parse(json, bounded);
+  } catch (const RuntimeError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
+  }
+  Build b{device, max_receive_bytes, context, peer, static_cast<int64_t>(json.size())};
+  try {
+    return build(node, b);
+  } catch (const Json::exception& e) {
+    // A member missing or of another JSON type than the sender writes.
+    throw RuntimeError(context + ": the structure header is malformed: " + e.what());
+  }
+}
+
 TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, std::optional<at::Device> device,
                                          int64_t max_receive_bytes) {
   const std::string context = fmt::format("from_remote_init from rank {}", src);
@@ -193,27 +223,9 @@ TensorDict dist::from_remote_init_packed(const ProcessGroupPtr& group, int src, 
   std::vector<at::Tensor> j{at::zeros({json_bytes}, at::TensorOptions().dtype(at::kByte).device(wire))};
   dist::guarded(context, [&] { group->recv(j, src, kRemoteTag + 1)->wait(); });
   const at::Tensor json = j[0].cpu();
-  // nlohmann's parser keeps its own stack, but build() (and any recursive
-  // walk of the value) would overflow the thread's on a deep one: the depth
-  // is refused as it is read (a header of 100,000 levels crashed the receiver).
-  const Json::parser_callback_t bounded = [&](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        static_cast<std::size_t>(depth) >= kMaxHeaderDepth) {
-      throw RuntimeError(fmt::format("{}: the structure header nests deeper than {} levels", context, kMaxHeaderDepth));
-    }
-    return true;
-  };
-  Json node;
-  try {
-    node = Json::parse(std::string_view(static_cast<const char*>(json.data_ptr()), static_cast<std::size_t>(json.numel())),
-                       bounded);
-  } catch (const RuntimeError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw RuntimeError(context + ": the structure header is not valid JSON: " + e.what());
-  }
-  Build b{device, max_receive_bytes, context, peer, json_bytes};
-  TensorDict td = build(node, b);
+  TensorDict td = structure_from_header(
+      std::string_view(static_cast<const char*>(json.data_ptr()), static_cast<std::size_t>(json.numel())), device,
+      max_receive_bytes, context, peer);
   recv(td, group, src, {.init_tag = kRemoteTag + 2, .protocol = WireProtocol::packed});
   return td;
 }
