@@ -123,7 +123,9 @@ class TensorDict {
   // Loads a tree written by memmap()/memmap_() (or Python tensordict) at any
   // level; leaves map their files (no data is read). With a device, leaves are
   // copied there. The result has the kind the tree was written from.
-  static TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+  // `options.copy`: leaves read into memory, nothing mapped (LoadOptions).
+  static TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt,
+                                const LoadOptions& options = {});
   static TensorDict load(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
   // Reads a file written by consolidate({.filename = ...}) here or by Python
   // tensordict's consolidate(filename=...): a consolidated tensordict whose
@@ -132,7 +134,8 @@ class TensorDict {
   // stacks and non-tensor data the file records; not locked unless the file
   // says so. A bad file throws RuntimeError naming it and what was expected
   // (src/storage/consolidated_file_read.cpp).
-  static TensorDict from_consolidated(const std::string& filename);
+  // `options.copy`: the storage is read into memory, nothing mapped (LoadOptions).
+  static TensorDict from_consolidated(const std::string& filename, const LoadOptions& options = {});
 
   // ---- kind (kind.h; the conversion: src/core/dict.cpp) ------------------------
   Kind kind() const { return impl_->kind(); }
@@ -812,6 +815,6 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
 
 // tensordict.from_consolidated: TensorDict::from_consolidated.
-TensorDict from_consolidated(const std::string& filename);
+TensorDict from_consolidated(const std::string& filename, const LoadOptions& options = {});
 
 }  // namespace tensordict

@@ -41,7 +41,9 @@ inline constexpr std::string_view kLoadedClassKey = "__class__";
 // names: a TensorDict, a LazyStackedTensorDict, what a registered loader
 // returns, or for any other class a TensorDict of its fields (see
 // kLoadedClassKey). TensorDict::load_memmap is the same.
-TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
+// `options.copy`: read the leaves into memory instead of mapping them (LoadOptions).
+TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt,
+                       const LoadOptions& options = {});
 
 // ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------
 // How a level is written in tensorclass layout: `type` is its meta.json

@@ -27,6 +27,20 @@ struct MemmapOptions {
   double lock_timeout = 600;
 };
 
+// Options of load_memmap and from_consolidated (C++ only; tensordict always maps).
+struct LoadOptions {
+  // false (tensordict's behaviour): the leaves map their files; no data is
+  // read until used, and in-place writes of a loaded tree reach its files.
+  // A mapped file that another process truncates makes the next read or
+  // write of the pages past its new end raise SIGBUS, which kills the
+  // process (as with numpy.memmap and LMDB). true: the leaves are read into
+  // memory at load, checked against the sizes meta.json gives, and nothing
+  // stays mapped: for trees and files that processes you do not trust may
+  // write. In-place writes of the result then stay in memory (memmap()
+  // writes it anew).
+  bool copy = false;
+};
+
 // Dataset creation options for to_h5 (h5py's create_dataset kwargs), applied to
 // every tensor leaf.
 struct H5Options {

@@ -16,13 +16,20 @@
 // exchange leaves the old tree (its data files longer than it says, which
 // loads as before: the next append writes over the extra bytes).
 #include <ATen/ATen.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
 
 #include <algorithm>
 #include <utility>
 
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
+#include "tensordict/detail/test_hooks.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
@@ -39,10 +46,15 @@ namespace {
 
 // A data file that grows: `rel` is its path in the tree, `saved_bytes` what
 // the saved rows take of it (0: the saved leaf has no elements, hence no file).
+// `file`, held open from the check (while the tree was read) to the write: a
+// name flipped meanwhile to another file (a hard link to a file outside the
+// tree) never receives the rows.
 struct GrownLeaf {
   fs::path rel;
   std::size_t saved_bytes;
   at::Tensor rows;  // CPU, contiguous
+  std::shared_ptr<UniqueFd> file;  // open read/write when saved_bytes > 0
+  struct ::stat st {};
 };
 
 at::IntArrayRef beyond_first(at::IntArrayRef sizes) { return sizes.empty() ? sizes : sizes.slice(1); }
@@ -207,9 +219,20 @@ class Planner {
                                      dtype_text(rows.scalar_type()), shape_tuple(rows.sizes()), where,
                                      dtype_text(saved.scalar_type()), shape_tuple(saved.sizes())));
       }
-      leaves_.push_back(GrownLeaf{relative(leaf_file(dir, name)),
-                                  static_cast<std::size_t>(saved.numel()) * saved.element_size(),
-                                  rows.detach().cpu().resolve_conj().resolve_neg().contiguous()});
+      GrownLeaf leaf{relative(leaf_file(dir, name)), static_cast<std::size_t>(saved.numel()) * saved.element_size(),
+                     rows.detach().cpu().resolve_conj().resolve_neg().contiguous(), nullptr};
+      if (leaf.saved_bytes > 0) {
+        // Opened and checked as loading checks it, through the tree's descriptor.
+        const fs::path file = leaf_file(dir, name);
+        leaf.file = std::make_shared<UniqueFd>(
+            open_tree_file(file, O_RDWR, &leaf.st, fmt::format("the data file of key '{}'", name)));
+        if (leaf.file->get() < 0) {
+          throw RuntimeError(
+              fmt::format("cannot open {} to append to it: {}", file.string(), std::strerror(errno)));
+        }
+        refuse_linked_leaf(leaf.file->get(), leaf.st, file, name);
+      }
+      leaves_.push_back(std::move(leaf));
     }
   }
 
@@ -232,15 +255,61 @@ void set_rows(Json& meta, int64_t rows) {
   }
 }
 
+// Copies the open file `in` to the new file `staged` of the staging tree;
+// false with errno set on failure.
+bool copy_to(int in, const fs::path& staged, const StagingDir& staging) {
+  struct stat st {};
+  if (::fstat(in, &st) != 0) return false;
+  UniqueFd out(::openat(staging.fd(), staging.rel(staged).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        st.st_mode & 07777));
+  if (out.get() < 0) return false;
+  char buffer[1 << 16];
+  for (off_t offset = 0;;) {
+    const ssize_t n = ::pread(in, buffer, sizeof buffer, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(out.get(), buffer + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return false;
+      done += w;
+    }
+    offset += n;
+  }
+}
+
 // `staged` (a new name in the staging tree) becomes the file `file` of the tree:
 // a hard link, else (a file system without them) a copy.
-void keep_file(const fs::path& file, const fs::path& staged) {
-  if (link_file(file, staged)) return;
-  std::error_code ec;
-  if (!fs::copy_file(file, staged, ec)) {
-    throw RuntimeError(fmt::format("cannot append to the tensordict: cannot keep {} in the new tree ({})",
-                                   file.string(), ec.message()));
+void keep_file(const fs::path& file, const fs::path& staged, const StagingDir& staging) {
+  if (link_file(file, staged, staging)) return;
+  UniqueFd in(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (in.get() < 0 || !copy_to(in.get(), staged, staging)) {
+    throw RuntimeError(fmt::format("cannot append to the tensordict: cannot keep {} in the new tree ({})", file.string(),
+                                   std::strerror(errno)));
   }
+}
+
+// The staged name of the grown leaf `leaf` (its file `file` in the tree):
+// returns the open file the rows go to. A hard link to the very file checked
+// (the same inode as the descriptor held; the name may meanwhile be another
+// file: refused), else a copy of it.
+UniqueFd stage_leaf(const GrownLeaf& leaf, const fs::path& file, const fs::path& staged, const StagingDir& staging) {
+  if (link_file(file, staged, staging)) {
+    struct stat named {};
+    if (::fstatat(staging.fd(), staging.rel(staged).c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+        named.st_dev != leaf.st.st_dev || named.st_ino != leaf.st.st_ino) {
+      throw RuntimeError(fmt::format("cannot append to the tensordict: its data file {} was replaced by another file "
+                                     "during the append; nothing was written",
+                                     file.string()));
+    }
+    return UniqueFd(::dup(leaf.file->get()));
+  }
+  if (!copy_to(leaf.file->get(), staged, staging)) {
+    throw RuntimeError(fmt::format("cannot append to the tensordict: cannot keep {} in the new tree ({})", file.string(),
+                                   std::strerror(errno)));
+  }
+  return UniqueFd(::openat(staging.fd(), staging.rel(staged).c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
 }
 
 }  // namespace
@@ -272,35 +341,42 @@ void append_tree(const std::string& prefix, const TensorDict& rows, const Memmap
     num_rows = saved.batch_size()[0] + rows.batch_size()[0];
   });
 
-  const fs::path staging = staging_path(target);
-  // Files of the tree grown in place (through their link in the staging tree),
-  // with their sizes before: a failed append gives them back.
-  std::vector<std::pair<fs::path, std::size_t>> grown;
+  test_hook("append: checked");
+  StagingDir staging(target);
+  // Files of the tree grown in place (through the descriptor held since the
+  // check), with their sizes before: a failed append gives them back.
+  std::vector<std::pair<UniqueFd, std::size_t>> grown;
   try {
-    for (const auto& dir : planner.dirs()) make_dir(staging / dir);
+    for (const auto& dir : planner.dirs()) make_dir(staging, staging.path() / dir);
     for (auto& [dir, meta] : planner.metas()) {
       set_rows(meta, num_rows);
-      write_file_atomic(staging / dir / "meta.json", dump_meta(meta), options.sync);
+      write_file_atomic(staging.path() / dir / "meta.json", dump_meta(meta, target / dir / "meta.json", "the level"),
+                        options.sync, &staging);
     }
-    for (const auto& file : planner.kept()) keep_file(target / file, staging / file);
+    for (const auto& file : planner.kept()) keep_file(target / file, staging.path() / file, staging);
     for (const GrownLeaf& leaf : planner.leaves()) {
-      const fs::path staged = staging / leaf.rel;
+      const fs::path staged = staging.path() / leaf.rel;
       const std::size_t bytes = leaf.rows.nbytes();
       if (leaf.saved_bytes == 0) {
         // tensordict writes no file for a leaf without elements.
-        if (bytes > 0) write_data_file(staged, leaf.rows, bytes, options.sync);
+        if (bytes > 0) write_data_file(staged, leaf.rows, bytes, options.sync, &staging);
         continue;
       }
-      keep_file(target / leaf.rel, staged);
+      UniqueFd out = stage_leaf(leaf, target / leaf.rel, staged, staging);
+      struct stat st {};
+      if (out.get() < 0 || ::fstat(out.get(), &st) != 0) {
+        throw RuntimeError(fmt::format("cannot open {} to append to it: {}", staged.string(), std::strerror(errno)));
+      }
       if (bytes == 0) continue;
-      grown.emplace_back(staged, fs::file_size(staged));
-      grow_data_file(staged, leaf.saved_bytes, leaf.rows, bytes, options.sync);
+      const int fd = out.get();
+      grown.emplace_back(std::move(out), static_cast<std::size_t>(st.st_size));
+      grow_data_file(fd, staged, leaf.saved_bytes, leaf.rows, bytes, options.sync);
     }
     carry_over(target, staging);
     publish_dir(staging, target, options.sync);
   } catch (...) {
-    for (const auto& [file, size] : grown) (void)::truncate(file.c_str(), static_cast<off_t>(size));
-    remove_tree(staging, ec);
+    for (const auto& [file, size] : grown) (void)::ftruncate(file.get(), static_cast<off_t>(size));
+    remove_tree(staging.path(), ec);
     throw;
   }
 }

@@ -16,7 +16,22 @@
 
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
+#include "tensordict/detail/test_hooks.h"
 #include "tensordict/remove_tree.h"
+
+namespace tensordict::detail {
+
+namespace {
+std::atomic<TestHook> active_test_hook{nullptr};
+}
+
+TestHook set_test_hook(TestHook hook) { return active_test_hook.exchange(hook); }
+
+void test_hook(std::string_view point) {
+  if (const TestHook hook = active_test_hook.load(std::memory_order_relaxed)) hook(point);
+}
+
+}  // namespace tensordict::detail
 
 namespace tensordict::detail::memmap {
 
@@ -38,11 +53,22 @@ void make_dir(const fs::path& dir) {
   }
 }
 
-AtomicFile::AtomicFile(const fs::path& path) : path_(path) {
-  refuse_symlink(path);
+AtomicFile::AtomicFile(const fs::path& path, const StagingDir* staging) : path_(path) {
   static std::atomic<unsigned> counter{0};
   tmp_ = path.parent_path() / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
-  fd_ = UniqueFd(::open(tmp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
+  if (staging) {
+    at_ = staging->fd();
+    name_ = staging->rel(path);
+    tmp_name_ = staging->rel(tmp_);
+  } else {
+    name_ = path;
+    tmp_name_ = tmp_;
+  }
+  struct stat st {};
+  if (::fstatat(at_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    throw RuntimeError(fmt::format("refusing to write through the symbolic link {}", path.string()));
+  }
+  fd_ = UniqueFd(::openat(at_, tmp_name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (fd_.get() < 0) {
     throw RuntimeError(
         fmt::format("cannot write {}: cannot create {}: {}", path.string(), tmp_.string(), std::strerror(errno)));
@@ -50,12 +76,12 @@ AtomicFile::AtomicFile(const fs::path& path) : path_(path) {
 }
 
 AtomicFile::~AtomicFile() {
-  if (fd_.get() >= 0) ::unlink(tmp_.c_str());
+  if (fd_.get() >= 0) ::unlinkat(at_, tmp_name_.c_str(), 0);
 }
 
 void AtomicFile::fail(const char* what, int err) {
   fd_ = UniqueFd();
-  ::unlink(tmp_.c_str());
+  ::unlinkat(at_, tmp_name_.c_str(), 0);
   throw RuntimeError(fmt::format("cannot write {}: {} failed: {}", path_.string(), what, std::strerror(err)));
 }
 
@@ -79,11 +105,11 @@ void AtomicFile::resize(std::size_t bytes) {
 void AtomicFile::commit(bool sync) {
   if (sync && ::fsync(fd_.get()) != 0) fail("fsync", errno);
   if (::close(fd_.release()) != 0) fail("close", errno);
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+  if (::renameat(at_, tmp_name_.c_str(), at_, name_.c_str()) != 0) fail("rename", errno);
 }
 
-void write_file_atomic(const fs::path& path, std::string_view content, bool sync) {
-  AtomicFile file(path);
+void write_file_atomic(const fs::path& path, std::string_view content, bool sync, const StagingDir* staging) {
+  AtomicFile file(path, staging);
   file.write_at(content, 0);
   file.commit(sync);
 }
@@ -107,13 +133,16 @@ bool write_at(int fd, const at::Tensor& data, std::size_t bytes, std::size_t off
 }
 }  // namespace
 
-void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync,
+                     const StagingDir* staging) {
+  const int at = staging ? staging->fd() : AT_FDCWD;
+  const fs::path name = staging ? staging->rel(path) : path;
+  const int fd = ::openat(at, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) throw RuntimeError(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);
-    ::unlink(path.c_str());
+    ::unlinkat(at, name.c_str(), 0);
     throw RuntimeError(fmt::format("cannot write {} ({} bytes): {} failed: {}", path.string(), bytes, what,
                                          std::strerror(err)));
   };
@@ -125,29 +154,24 @@ void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t b
   if (sync && ::fsync(fd) != 0 && errno != EINVAL) fail("fsync");
   if (::close(fd) != 0) {
     const int err = errno;
-    ::unlink(path.c_str());
+    ::unlinkat(at, name.c_str(), 0);
     throw RuntimeError(fmt::format("cannot write {}: close failed: {}", path.string(), std::strerror(err)));
   }
 }
 
-std::size_t grow_data_file(const fs::path& path, std::size_t offset, const at::Tensor& data, std::size_t bytes,
-                           bool sync) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
-    throw RuntimeError(fmt::format("cannot open {} to append to it: {}", path.string(), std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) throw RuntimeError(fmt::format("cannot append to {}: not a regular file", path.string()));
+void grow_data_file(int fd, const fs::path& path, std::size_t offset, const at::Tensor& data, std::size_t bytes,
+                    bool sync) {
   const auto fail = [&](const char* what) {
     throw RuntimeError(fmt::format("cannot append {} bytes to {}: {} failed: {}", bytes, path.string(), what,
                                    std::strerror(errno)));
   };
-  if (!write_at(fd.get(), data, bytes, offset)) fail("write");
-  if (sync && ::fsync(fd.get()) != 0 && errno != EINVAL) fail("fsync");
-  return static_cast<std::size_t>(st.st_size);
+  if (!write_at(fd, data, bytes, offset)) fail("write");
+  if (sync && ::fsync(fd) != 0 && errno != EINVAL) fail("fsync");
 }
 
-bool link_file(const fs::path& from, const fs::path& to) { return ::link(from.c_str(), to.c_str()) == 0; }
+bool link_file(const fs::path& from, const fs::path& to, const StagingDir& staging) {
+  return ::linkat(AT_FDCWD, from.c_str(), staging.fd(), staging.rel(to).c_str(), 0) == 0;
+}
 
 void sync_dir(const fs::path& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -164,6 +188,52 @@ fs::path staging_path(const fs::path& target) {
   static std::atomic<unsigned> counter{0};
   return target.parent_path() /
          fmt::format(".{}{}{}.{}", target.filename().string(), kStagingTag, ::getpid(), counter.fetch_add(1));
+}
+
+StagingDir::StagingDir(const fs::path& target) : path_(staging_path(target)) {
+  const auto fail = [&](const char* what, int err) {
+    throw RuntimeError(fmt::format("cannot write the tensordict to {}: cannot create its staging directory {}: {} "
+                                   "failed: {}",
+                                   target.string(), path_.string(), what, std::strerror(err)));
+  };
+  UniqueFd parent(::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent.get() < 0) fail("open of its parent", errno);
+  const std::string name = path_.filename().string();
+  if (::mkdirat(parent.get(), name.c_str(), 0777) != 0) fail("mkdir", errno);
+  fd_ = UniqueFd(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // Between mkdirat and openat another user of the parent may have put a link
+  // (refused by O_NOFOLLOW) or a directory of theirs at the name.
+  struct stat st {};
+  if (fd_.get() < 0) fail("open", errno);
+  if (::fstat(fd_.get(), &st) != 0) fail("stat", errno);
+  if (st.st_uid != ::geteuid()) fail("open (another user's directory was put at its name)", EPERM);
+}
+
+fs::path StagingDir::rel(const fs::path& p) const {
+  fs::path r = p.lexically_relative(path_);
+  if (r.empty() || *r.begin() == "..") {
+    throw std::logic_error(fmt::format("{} is not below the staging directory {}", p.string(), path_.string()));
+  }
+  return r;
+}
+
+bool StagingDir::still_named() const {
+  struct stat named {}, held {};
+  return ::lstat(path_.c_str(), &named) == 0 && ::fstat(fd_.get(), &held) == 0 && named.st_ino == held.st_ino &&
+         named.st_dev == held.st_dev;
+}
+
+void make_dir(const StagingDir& staging, const fs::path& dir) {
+  const fs::path name = staging.rel(dir);
+  if (name == ".") return;
+  if (::mkdirat(staging.fd(), name.c_str(), 0777) != 0 && errno != EEXIST) {
+    throw RuntimeError(fmt::format("cannot create directory {}: {}", dir.string(), std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstatat(staging.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+    throw RuntimeError(
+        fmt::format("cannot write a tensordict level to {}: it exists and is not a directory", dir.string()));
+  }
 }
 
 std::vector<fs::path> staging_dirs(const fs::path& target) {
@@ -227,11 +297,12 @@ PrefixLock::~PrefixLock() {
   ::close(fd_);
 }
 
-void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
+void publish_dir(const StagingDir& staged, const fs::path& target, bool sync) {
+  const fs::path& staging = staged.path();
   const auto sync_dir = [sync](const fs::path& dir) {
     if (sync) memmap::sync_dir(dir);
   };
-  sync_dir(staging);
+  if (sync) (void)::fsync(staged.fd());
   refuse_symlink(target);
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(target, ec));
@@ -239,14 +310,38 @@ void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
     throw RuntimeError(fmt::format("cannot write the tensordict to {} (staged in {}): {} failed: {}",
                                          target.string(), staging.string(), what, std::strerror(err)));
   };
+  // The renames below go by name: publish only while the name is still the
+  // directory this writer filled, and check again after (the name can change
+  // in between): what another user put at it is never published.
+  const auto replaced = [&] {
+    return RuntimeError(fmt::format("cannot write the tensordict to {}: its staging directory {} was moved or "
+                                    "replaced during the write (by another user of {}); the tree is left as it was",
+                                    target.string(), staging.string(), target.parent_path().string()));
+  };
+  const auto published_ours = [&] {
+    struct stat named {}, held {};
+    return ::lstat(target.c_str(), &named) == 0 && ::fstat(staged.fd(), &held) == 0 && named.st_ino == held.st_ino &&
+           named.st_dev == held.st_dev;
+  };
+  test_hook("memmap: publishing");
+  if (!staged.still_named()) throw replaced();
   if (!exists) {
     if (::rename(staging.c_str(), target.c_str()) != 0) fail("rename", errno);
+    if (!published_ours()) {
+      (void)::rename(target.c_str(), staging.c_str());
+      throw replaced();
+    }
     sync_dir(target.parent_path());
     return;
   }
 #ifdef SYS_renameat2
   constexpr unsigned kRenameExchange = 2;  // RENAME_EXCHANGE
   if (::syscall(SYS_renameat2, AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) {
+    if (!published_ours()) {
+      // Exchange back: the old tree returns to its place.
+      (void)::syscall(SYS_renameat2, AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), kRenameExchange);
+      throw replaced();
+    }
     sync_dir(target.parent_path());
     remove_tree(staging, ec);  // the old tree
     return;
@@ -260,6 +355,11 @@ void publish_dir(const fs::path& staging, const fs::path& target, bool sync) {
     const int err = errno;
     (void)::rename(old.c_str(), target.c_str());
     fail("rename", err);
+  }
+  if (!published_ours()) {
+    (void)::rename(target.c_str(), staging.c_str());
+    (void)::rename(old.c_str(), target.c_str());
+    throw replaced();
   }
   sync_dir(target.parent_path());
   remove_tree(old, ec);

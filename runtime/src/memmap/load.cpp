@@ -386,18 +386,20 @@ void register_memmap_class(const std::string& type, MemmapLoader loader) {
   detail::memmap::registry()[type] = std::move(loader);
 }
 
-TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device) {
+TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device, const LoadOptions& options) {
   if (prefix.empty()) throw ValueError("load_memmap needs a directory, got an empty path");
   if (!std::filesystem::is_directory(prefix)) {
     throw RuntimeError(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
   }
   TensorDict out;
+  detail::memmap::CopyLeaves copying(options.copy);
   detail::memmap::read_tree(prefix, [&] { out = detail::memmap::load_level(prefix, device); });
   return out;
 }
 
-TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {
-  return tensordict::load_memmap(prefix, device);
+TensorDict TensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device,
+                                   const LoadOptions& options) {
+  return tensordict::load_memmap(prefix, device, options);
 }
 
 LazyStackedTensorDict LazyStackedTensorDict::load_memmap(const std::string& prefix, std::optional<at::Device> device) {

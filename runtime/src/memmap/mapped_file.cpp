@@ -13,6 +13,7 @@
 
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
+#include "tensordict/detail/test_hooks.h"
 
 namespace tensordict::detail::memmap {
 
@@ -76,6 +77,31 @@ at::Tensor map_fd(int fd, std::size_t length, const fs::path& path, bool shared)
   return wrap(fd, true, shared, length, path, at::kByte, shape, /*leaf_file=*/false);
 }
 
+namespace {
+thread_local bool copy_leaves = false;
+}
+
+CopyLeaves::CopyLeaves(bool copy) : before_(std::exchange(copy_leaves, copy || copy_leaves)) {}
+CopyLeaves::~CopyLeaves() { copy_leaves = before_; }
+
+void refuse_linked_leaf(int fd, const struct ::stat& st, const fs::path& path, std::string_view key) {
+  // (writer_links lists the staging directories: only asked for a linked file.)
+  if (st.st_nlink <= 1) return;
+  test_hook("load: linked data file");
+  const std::size_t links = writer_links(path, st);
+  // The link count again, after the staging directories were counted: a
+  // writer that published meanwhile and removed its old tree (and the link
+  // there) leaves fewer links than `st` says, none of them uncounted.
+  struct stat now {};
+  if (::fstat(fd, &now) != 0) now = st;
+  if (now.st_nlink > 1 + links) {
+    throw LinkedLeafError(fmt::format(
+        "the data file {} of key '{}' has {} hard links: another name may lie outside the tree, and writes through "
+        "the mapping would change it; loading refuses it (copy the file to break the link)",
+        path.string(), key, now.st_nlink));
+  }
+}
+
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
   const std::size_t need = checked_byte_size(shape, dtype, path);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
@@ -92,13 +118,7 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
                                          path.string(), key, need, c10::toString(dtype), shape_string(shape),
                                          std::strerror(errno)));
   }
-  // (writer_links lists the staging directories: only asked for a linked file.)
-  if (st.st_nlink > 1 && st.st_nlink > 1 + writer_links(path, st)) {
-    throw LinkedLeafError(fmt::format(
-        "the data file {} of key '{}' has {} hard links: another name may lie outside the tree, and writes through "
-        "the mapping would change it; loading refuses it (copy the file to break the link)",
-        path.string(), key, st.st_nlink));
-  }
+  refuse_linked_leaf(f.get(), st, path, key);
   // A file without any write permission bit is read-only even to root (who
   // could open it read/write anyway): map it copy-on-write.
   if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) writable = false;
@@ -107,6 +127,24 @@ at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArray
     throw RuntimeError(
         fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} bytes",
                     path.string(), key, have, shape_string(shape), c10::toString(dtype), need));
+  }
+  if (copy_leaves) {
+    // Read now: a truncation of the file by another process later cannot
+    // raise SIGBUS on a read of this tensor (LoadOptions::copy).
+    at::Tensor out = at::empty(shape, at::TensorOptions().dtype(dtype));
+    auto* p = static_cast<char*>(out.data_ptr());
+    std::size_t done = 0;
+    while (done < need) {
+      const ssize_t n = ::pread(f.get(), p + done, need - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        throw RuntimeError(fmt::format("the data file {} of key '{}' is truncated: it ended after {} bytes while "
+                                       "being read, shape {} of {} needs {} bytes",
+                                       path.string(), key, done, shape_string(shape), c10::toString(dtype), need));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return out;
   }
   return wrap(f.get(), writable, true, need, path, dtype, shape);
 }

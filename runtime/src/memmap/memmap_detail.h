@@ -3,6 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/FunctionRef.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,13 +54,41 @@ bool safe_legacy_key(std::string_view key, bool is_collection);
 void refuse_symlink(const fs::path& path);
 // Creates `dir` (and parents) if missing; refuses a symlink or a non-directory.
 void make_dir(const fs::path& dir);
+
+// The directory a write stages its new tree in, beside the target: created
+// with mkdirat and held open, so that everything below it is created through
+// its descriptor (the *at calls), never by a path from the root. Whoever may
+// write the parent directory can rename the staging directory or put a link
+// to another directory in its place: the writer still fills its own directory
+// and never writes outside it; publish_dir refuses to publish what is then at
+// the name. Paths below path() are taken relative to it (they name the files
+// in messages).
+class StagingDir {
+ public:
+  // A fresh, unique sibling of `target` (staging_path), owned by this user.
+  explicit StagingDir(const fs::path& target);
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+  const fs::path& path() const { return path_; }
+  int fd() const { return fd_.get(); }
+  // `p` (path() or a path below it) relative to path(): "." for path().
+  fs::path rel(const fs::path& p) const;
+  // Whether path() still names the directory held (not moved, not replaced).
+  bool still_named() const;
+
+ private:
+  fs::path path_;
+  UniqueFd fd_;
+};
+
 // A file written under a temporary name beside `path` (refused when `path` is
 // a symbolic link) and renamed onto `path` by commit(): readers see the old
 // file or the whole new one, never a part. Destroyed without commit() (an
-// error on the way), the temporary is removed. Errors name `path`.
+// error on the way), the temporary is removed. Errors name `path`. With
+// `staging`, `path` lies below it and is reached through its descriptor.
 class AtomicFile {
  public:
-  explicit AtomicFile(const fs::path& path);
+  explicit AtomicFile(const fs::path& path, const StagingDir* staging = nullptr);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -76,23 +105,31 @@ class AtomicFile {
   [[noreturn]] void fail(const char* what, int err);
   fs::path path_;
   fs::path tmp_;
+  int at_ = AT_FDCWD;  // the directory `name_` and `tmp_name_` are relative to
+  fs::path name_;
+  fs::path tmp_name_;
   UniqueFd fd_;
 };
 // Writes `content` to `path` atomically (an AtomicFile).
-void write_file_atomic(const fs::path& path, std::string_view content, bool sync);
+void write_file_atomic(const fs::path& path, std::string_view content, bool sync, const StagingDir* staging = nullptr);
+// Creates the directory `dir` below `staging` (its parent exists) if missing;
+// refuses a symlink or a non-directory.
+void make_dir(const StagingDir& staging, const fs::path& dir);
 // Creates `path` (which must not exist) holding `bytes` bytes: the data of
 // `data` (contiguous, CPU, exactly `bytes` bytes) or zeros when `data` is
-// undefined; then, with `sync`, fsyncs it.
-void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync);
-// Writes the `bytes` bytes of `data` (contiguous, CPU) into the existing
-// regular file `path` from byte `offset` on (growing it as needed), then, with
-// `sync`, fsyncs it. Returns the file's size before the write. Refuses a
-// symbolic link.
-std::size_t grow_data_file(const fs::path& path, std::size_t offset, const at::Tensor& data, std::size_t bytes,
-                           bool sync);
-// Hard-links `from` to `to` (same inode: live mappings of `from` stay valid).
-// Returns false when the file system refuses hard links.
-bool link_file(const fs::path& from, const fs::path& to);
+// undefined; then, with `sync`, fsyncs it. With `staging`, `path` lies below
+// it (reached through its descriptor).
+void write_data_file(const fs::path& path, const at::Tensor& data, std::size_t bytes, bool sync,
+                     const StagingDir* staging = nullptr);
+// Writes the `bytes` bytes of `data` (contiguous, CPU) into the open regular
+// file `fd` (`path`, for messages) from byte `offset` on (growing it as
+// needed), then, with `sync`, fsyncs it.
+void grow_data_file(int fd, const fs::path& path, std::size_t offset, const at::Tensor& data, std::size_t bytes,
+                    bool sync);
+// Hard-links `from` to `to` (same inode: live mappings of `from` stay valid),
+// `to` lying below `staging`. Returns false when the file system refuses hard
+// links.
+bool link_file(const fs::path& from, const fs::path& to, const StagingDir& staging);
 // fsync of a directory (its entries), ignoring file systems that refuse it.
 void sync_dir(const fs::path& dir);
 // Makes the complete tree `staging` appear at `target` in one step: an atomic
@@ -100,17 +137,19 @@ void sync_dir(const fs::path& dir);
 // exists, then the old tree (now at `staging`) is removed. Readers see either
 // the old or the new tree, never a mix. File systems without RENAME_EXCHANGE
 // get two renames (a moment where `target` is missing: loads fail clearly).
-// `sync`: fsync the directories involved.
-void publish_dir(const fs::path& staging, const fs::path& target, bool sync);
+// `sync`: fsync the directories involved. Refused, the old tree left in
+// place, when the staging directory's name no longer names the directory
+// held (another user of the parent directory moved or replaced it).
+void publish_dir(const StagingDir& staging, const fs::path& target, bool sync);
 // The directory a prefix names, absolute, without a trailing separator.
 fs::path target_dir(const std::string& prefix);
 // Publishing replaces `target` with a new directory: refused (ValueError) when
 // it is, or contains, the current working directory, which would be deleted.
 void refuse_working_directory(const fs::path& target);
-// Carries the entries of the tree `old_dir` that the staged tree `new_dir`
-// does not write (other programs' files) into it as hard links, keeping the
+// Carries the entries of the tree `old_dir` that the staged tree does not
+// write (other programs' files) into it as hard links, keeping the
 // directories' modes (write.cpp, "What a writer does with existing content").
-void carry_over(const fs::path& old_dir, const fs::path& new_dir);
+void carry_over(const fs::path& old_dir, const StagingDir& staging);
 // A fresh, unique sibling name for staging a write of `target`.
 fs::path staging_path(const fs::path& target);
 // The staging directories beside `target`: live writers' (a new tree being
@@ -171,6 +210,9 @@ std::size_t writer_links(const fs::path& path, const struct ::stat& st);
 struct LinkedLeafError : RuntimeError {
   using RuntimeError::RuntimeError;
 };
+// Throws LinkedLeafError for the open data file `fd` (`st`, `path`, of `key`)
+// when it has more names than the tree and its writers account for.
+void refuse_linked_leaf(int fd, const struct ::stat& st, const fs::path& path, std::string_view key);
 // The largest meta.json read: orders of magnitude above what tensordict
 // writes (about 100 bytes per key), far below what would exhaust memory.
 inline constexpr std::size_t kMaxMetaBytes = std::size_t{256} << 20;
@@ -196,6 +238,18 @@ JaggedParts jagged_parts(const at::Tensor& nested, std::string_view key);
 at::Tensor load_jagged(const fs::path& values_file, at::ScalarType dtype, at::IntArrayRef sizes_shape, std::string_view key);
 
 // ---- memory-mapped storage (mapped_file.cpp) --------------------------------------
+// While one is alive on a thread with `copy` (LoadOptions::copy), map_existing
+// on that thread reads the file into memory instead of mapping it.
+class CopyLeaves {
+ public:
+  explicit CopyLeaves(bool copy);
+  ~CopyLeaves();
+  CopyLeaves(const CopyLeaves&) = delete;
+  CopyLeaves& operator=(const CopyLeaves&) = delete;
+
+ private:
+  bool before_;
+};
 // A tensor over the first numel*itemsize bytes of `path`, mapped shared (writes
 // reach the file) when the file is writable, else copy-on-write. Checks the
 // file size first; messages name the path and `key`.
@@ -234,7 +288,10 @@ Json parse_json(std::string_view text, const fs::path& file);
 // Reads and parses dir/meta.json; errors name the file.
 Json read_meta(const fs::path& dir);
 // The JSON text written to meta.json (compact, as tensordict with orjson).
-std::string dump_meta(const Json& meta);
+// Refuses (ValueError naming `file`, its final place, and `what`, the value it
+// holds: "the value of key 'a'") what read_meta would refuse: a text over
+// kMaxMetaBytes, and strings that are not valid UTF-8 (which JSON cannot hold).
+std::string dump_meta(const Json& meta, const fs::path& file, std::string_view what);
 // The device string of a level ("cpu", or "None" without a device).
 std::string device_string(std::optional<at::Device> device);
 

@@ -149,7 +149,24 @@ Json read_meta(const fs::path& dir) {
   return meta;
 }
 
-std::string dump_meta(const Json& meta) { return meta.dump(); }
+std::string dump_meta(const Json& meta, const fs::path& file, std::string_view what) {
+  std::string text;
+  try {
+    text = meta.dump();
+  } catch (const nlohmann::json::type_error&) {
+    // (nlohmann's own message names neither the key nor the file.)
+    throw ValueError(fmt::format("cannot write {}: {} holds a string that is not valid UTF-8, which JSON cannot "
+                                 "store; store bytes in a uint8 tensor",
+                                 file.string(), what));
+  }
+  // A writer must not write what its own loader refuses (read_text).
+  if (text.size() > kMaxMetaBytes) {
+    throw ValueError(fmt::format("cannot write {}: {} makes it {} bytes, more than the {} a meta.json may have to "
+                                 "load again; store large data in a tensor",
+                                 file.string(), what, text.size(), kMaxMetaBytes));
+  }
+  return text;
+}
 
 std::string device_string(std::optional<at::Device> device) { return device ? device->str() : "None"; }
 

@@ -19,7 +19,8 @@ void write_non_tensor_entry(const TensorDictImpl& level, const NestedKey& key, c
   }
   const std::string& dir = *level.memmap_dir();
   if (dir.empty()) return;  // anonymous shared memory: no file
-  write_file_atomic(entry_dir(dir, key.back()) / "meta.json", dump_meta(non_tensor_meta(after)), /*sync=*/true);
+  const fs::path file = entry_dir(dir, key.back()) / "meta.json";
+  write_file_atomic(file, dump_meta(non_tensor_meta(after), file, "the value of key " + key.repr()), /*sync=*/true);
 }
 
 }  // namespace tensordict::detail::memmap

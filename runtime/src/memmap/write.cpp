@@ -31,6 +31,7 @@
 #include "core/nesting.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/base.h"
+#include "tensordict/detail/test_hooks.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
@@ -149,8 +150,8 @@ Json names_json(const Names& names) {
 // a staging directory that the next write removes).
 class Writer {
  public:
-  Writer(Mode mode, const MemmapOptions& options, const MemmapClassTags* tags)
-      : mode_(mode), options_(options), tags_(tags) {}
+  Writer(Mode mode, const MemmapOptions& options, const MemmapClassTags* tags, const StagingDir& staging)
+      : mode_(mode), options_(options), tags_(tags), staging_(staging) {}
 
   std::unique_ptr<Level> plan(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& class_or_dir,
                               const fs::path& class_or_target, std::vector<std::string>& path) {
@@ -164,7 +165,7 @@ class Writer {
         level->tag = &it->second;
         level->class_dir = class_or_dir;
         level->class_target = class_or_target;
-        make_dir(class_or_dir);
+        make_dir(staging_, class_or_dir);
         dir = class_or_dir / "_tensordict";
         target = class_or_target / "_tensordict";
       }
@@ -174,7 +175,7 @@ class Writer {
     refuse_symlink(target);
     if (auto* lazy = kind_cast<LazyStackedImpl>(impl.get())) {
       // Each member is a full collection of its own (keys and shapes may differ).
-      make_dir(dir);
+      make_dir(staging_, dir);
       level->stack_dim = lazy->stack_dim();
       const auto& members = lazy->members();
       for (std::size_t i = 0; i < members.size(); ++i) {
@@ -190,7 +191,7 @@ class Writer {
                       "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
     }
-    make_dir(dir);
+    make_dir(staging_, dir);
     impl->for_each([&](const std::string& key, const Value& value) {
       path.push_back(key);
       const NestedKey nested(path);
@@ -206,8 +207,10 @@ class Writer {
         plan_leaf(entry, value.tensor(), dir / (name + ".memmap"), target / (name + ".memmap"), nested);
       } else if (value.is_non_tensor()) {
         const fs::path sub = dir / name;
-        make_dir(sub);
-        write_file_atomic(sub / "meta.json", dump_meta(non_tensor_meta(value.non_tensor())), options_.sync);
+        make_dir(staging_, sub);
+        const std::string text = dump_meta(non_tensor_meta(value.non_tensor()), target / name / "meta.json",
+                                           "the value of key " + nested.repr());
+        write_file_atomic(sub / "meta.json", text, options_.sync, &staging_);
       } else {
         entry.child = plan(value.impl(), dir / name, target / name, path);
       }
@@ -224,12 +227,12 @@ class Writer {
       try {
         const std::size_t bytes = nbytes(job.source);
         if (bytes == 0) return;  // tensordict writes no file for an empty tensor
-        if (!job.link_from.empty() && link_file(job.link_from, job.file)) return;
+        if (!job.link_from.empty() && link_file(job.link_from, job.file, staging_)) return;
         at::Tensor data;
         if (mode_ != Mode::Like || !job.link_from.empty() || job.always_data) {
           data = job.source.cpu().resolve_conj().resolve_neg().contiguous();
         }
-        write_data_file(job.file, data, bytes, options_.sync);
+        write_data_file(job.file, data, bytes, options_.sync, &staging_);
       } catch (...) {
         job.error = std::current_exception();
       }
@@ -266,7 +269,8 @@ class Writer {
       Json meta = Json::object();
       meta["_type"] = kLazyStackType;
       meta["stack_dim"] = *level.stack_dim;
-      write_file_atomic(level.dir / "meta.json", dump_meta(meta), options_.sync);
+      write_file_atomic(level.dir / "meta.json", dump_meta(meta, level.target / "meta.json", "the lazy stack"),
+                        options_.sync, &staging_);
     } else {
       const TensorDictImpl& src = *level.source;
       Json meta = Json::object();
@@ -293,13 +297,17 @@ class Writer {
       if (!meta.contains("_names")) {
         if (Json names = names_json(src.names()); !names.is_null()) meta["_names"] = std::move(names);
       }
-      write_file_atomic(level.dir / "meta.json", dump_meta(meta), options_.sync);
+      write_file_atomic(level.dir / "meta.json",
+                        dump_meta(meta, level.target / "meta.json", "the level's keys and dim names"), options_.sync,
+                        &staging_);
     }
     if (level.tag) {
       Json meta = Json::object();
       meta["_type"] = level.tag->type;
       for (const auto& [key, value] : level.tag->fields.items()) meta[key] = value;
-      write_file_atomic(level.class_dir / "meta.json", dump_meta(meta), options_.sync);
+      write_file_atomic(level.class_dir / "meta.json",
+                        dump_meta(meta, level.class_target / "meta.json", "the tensorclass's non-tensor fields"),
+                        options_.sync, &staging_);
     }
   }
 
@@ -324,13 +332,15 @@ class Writer {
   // tree must be one this user may remove entries from, or the old tree
   // would stay behind (as a hidden staging directory) once the new one is
   // published: refused before anything is replaced.
-  static void carry_over(const fs::path& old_dir, const fs::path& new_dir) {
+  // The new side is reached through the staging directory's descriptor
+  // (StagingDir): never by a path another user of the parent could redirect.
+  static void carry_over(const fs::path& old_dir, const StagingDir& staging) {
     UniqueFd fd(::open(old_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (fd.get() >= 0) carry_over_at(fd.get(), old_dir, new_dir);
+    if (fd.get() >= 0) carry_over_at(fd.get(), old_dir, staging.fd(), staging.path());
   }
 
  private:
-  static void carry_over_at(int old_fd, const fs::path& old_dir, const fs::path& new_dir) {
+  static void carry_over_at(int old_fd, const fs::path& old_dir, int new_fd, const fs::path& new_dir) {
     struct stat old_st {};
     if (::fstat(old_fd, &old_st) != 0) cannot_carry(old_dir, "stat", errno);
     if (::faccessat(old_fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
@@ -339,8 +349,8 @@ class Writer {
                                      "once the new one is published",
                                      old_dir.string(), std::strerror(errno)));
     }
-    if (::chmod(new_dir.c_str(), old_st.st_mode & 07777) != 0) cannot_carry(old_dir, "chmod", errno);
-    const bool lazy_level = is_lazy_level(new_dir);
+    if (::fchmod(new_fd, old_st.st_mode & 07777) != 0) cannot_carry(old_dir, "chmod", errno);
+    const bool lazy_level = is_lazy_level(new_fd, new_dir);
     std::unique_ptr<DIR, int (*)(DIR*)> listing(::fdopendir(::dup(old_fd)), &::closedir);
     if (!listing) cannot_carry(old_dir, "opendir", errno);
     while (const dirent* entry = ::readdir(listing.get())) {
@@ -358,14 +368,18 @@ class Writer {
       }
       const fs::path dest = new_dir / s;
       struct stat dest_st {};
-      const bool dest_exists = ::lstat(dest.c_str(), &dest_st) == 0;
+      const bool dest_exists = ::fstatat(new_fd, s.c_str(), &dest_st, AT_SYMLINK_NOFOLLOW) == 0;
       if (S_ISDIR(st.st_mode)) {
         UniqueFd sub(::openat(old_fd, s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (sub.get() < 0) cannot_carry(source, "open (it changed during the write)", errno);
-        if (!dest_exists && ::mkdir(dest.c_str(), 0700) != 0) cannot_carry(source, "mkdir", errno);
-        if (!dest_exists || S_ISDIR(dest_st.st_mode)) carry_over_at(sub.get(), source, dest);
+        if (!dest_exists && ::mkdirat(new_fd, s.c_str(), 0700) != 0) cannot_carry(source, "mkdir", errno);
+        if (!dest_exists || S_ISDIR(dest_st.st_mode)) {
+          UniqueFd new_sub(::openat(new_fd, s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+          if (new_sub.get() < 0) cannot_carry(source, "open of its copy", errno);
+          carry_over_at(sub.get(), source, new_sub.get(), dest);
+        }
         // The level of a removed key carried nothing of another program: gone.
-        if (!dest_exists) ::rmdir(dest.c_str());  // fails, keeping it, unless empty
+        if (!dest_exists) ::unlinkat(new_fd, s.c_str(), AT_REMOVEDIR);  // fails, keeping it, unless empty
         continue;
       }
       if (dest_exists) continue;  // the new tree's own file replaces it
@@ -375,19 +389,20 @@ class Writer {
       // Any non-directory (a file, a link, a FIFO, a socket) is carried as a
       // hard link to the same inode (linkat follows no link); a file we may
       // not link is copied.
-      if (::linkat(old_fd, s.c_str(), AT_FDCWD, dest.c_str(), 0) == 0) continue;
+      if (::linkat(old_fd, s.c_str(), new_fd, s.c_str(), 0) == 0) continue;
       const int err = errno;
-      if (S_ISREG(st.st_mode) && copy_file_at(old_fd, s.c_str(), dest)) continue;
+      if (S_ISREG(st.st_mode) && copy_file_at(old_fd, s.c_str(), new_fd)) continue;
       cannot_carry(source, "link", err);
     }
   }
 
-  // Copies the regular file `name` of the directory `dir` to the new file `dest`.
-  static bool copy_file_at(int dir, const char* name, const fs::path& dest) {
+  // Copies the regular file `name` of the directory `dir` to the new file
+  // `name` of the directory `dest_dir`.
+  static bool copy_file_at(int dir, const char* name, int dest_dir) {
     UniqueFd in(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st {};
     if (in.get() < 0 || ::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    UniqueFd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777));
+    UniqueFd out(::openat(dest_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777));
     if (out.get() < 0) return false;
     char buffer[1 << 16];
     for (;;) {
@@ -411,11 +426,20 @@ class Writer {
         entry.string(), what, std::strerror(err)));
   }
 
-  // Whether the staged level `dir` is a lazy stack (its meta.json is written).
-  static bool is_lazy_level(const fs::path& dir) {
+  // Whether the staged level `fd` (`dir`) is a lazy stack (its meta.json is written).
+  static bool is_lazy_level(int fd, const fs::path& dir) {
     try {
-      const Json meta = read_meta(dir);
-      return meta.contains("_type") && meta["_type"].is_string() && meta["_type"].get<std::string>() == kLazyStackType;
+      UniqueFd file(::openat(fd, "meta.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      struct stat st {};
+      if (file.get() < 0 || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+          static_cast<std::size_t>(st.st_size) > kMaxMetaBytes) {
+        return false;
+      }
+      std::string text(static_cast<std::size_t>(st.st_size), '\0');
+      if (::pread(file.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return false;
+      const Json meta = parse_json(text, dir / "meta.json");
+      return meta.is_object() && meta.contains("_type") && meta["_type"].is_string() &&
+             meta["_type"].get<std::string>() == kLazyStackType;
     } catch (const std::exception&) {
       return false;  // not a level of the new tree (a carried directory)
     }
@@ -512,12 +536,13 @@ class Writer {
   Mode mode_;
   MemmapOptions options_;
   const MemmapClassTags* tags_;
+  const StagingDir& staging_;
   std::vector<Job> jobs_;
 };
 
 }  // namespace
 
-void carry_over(const fs::path& old_dir, const fs::path& new_dir) { Writer::carry_over(old_dir, new_dir); }
+void carry_over(const fs::path& old_dir, const StagingDir& staging) { Writer::carry_over(old_dir, staging); }
 
 // Publishing replaces the target directory with a new one: the old one,
 // removed, would leave a process working inside it in a deleted directory.
@@ -573,11 +598,12 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
   // replaced) and one could remove the other's staging directory.
   PrefixLock lock(target, options.lock_timeout);
   remove_stale_staging(target);
-  const fs::path staging = staging_path(target);
-  Writer writer(mode, options, tags);
+  StagingDir staging(target);
+  test_hook("memmap: staging created");
+  Writer writer(mode, options, tags, staging);
   try {
     std::vector<std::string> path;
-    auto root = writer.plan(impl, staging, target, path);
+    auto root = writer.plan(impl, staging.path(), target, path);
     writer.run_jobs();
     writer.write_meta(*root);
     carry_over(target, staging);
@@ -588,7 +614,7 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
     return out;
   } catch (...) {
     std::error_code ec;
-    remove_tree(staging, ec);
+    remove_tree(staging.path(), ec);
     throw;
   }
 }

@@ -59,7 +59,7 @@ Json consolidated_metadata(const TensorDict& consolidated, const at::Tensor& sto
 
 // The tensordict a consolidated file holds, its leaves views of one
 // copy-on-write mapping of the file (writes into them stay in memory).
-TensorDict read_consolidated_file(const std::string& filename);
+TensorDict read_consolidated_file(const std::string& filename, const LoadOptions& options = {});
 
 // `bytes` of uint8 in a POSIX shared-memory object, as torch's share_memory_()
 // makes them (its name unlinked at once, the descriptor kept for passing on).

@@ -48,11 +48,15 @@ Json stack_json(const Json& values, std::size_t dim, std::size_t dims, const Jso
                 std::optional<at::Device> device, bool locked) {
   const Json name = dim < names.size() ? names[dim] : Json(nullptr);
   Json level = empty_level("NonTensorStack", {{"stack_dim", 0}, {"stack_dim_name", name}, {"is_locked", locked}});
+  // The member names are new: appended directly (ordered_json's operator[]
+  // searches its keys linearly, quadratic over the members).
+  auto& members = (dim + 1 == dims ? level["non_tensors"] : level).get_ref<Json::object_t&>();
+  members.reserve(members.size() + values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (dim + 1 == dims) {
-      level["non_tensors"][std::to_string(i)] = Json::array({values[i], Json::array(), device_json(device)});
+      members.emplace_back(std::to_string(i), Json::array({values[i], Json::array(), device_json(device)}));
     } else {
-      level[std::to_string(i)] = stack_json(values[i], dim + 1, dims, names, device, locked);
+      members.emplace_back(std::to_string(i), stack_json(values[i], dim + 1, dims, names, device, locked));
     }
   }
   return level;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/format.h"
+#include "core/utf8.h"
 #include "ops/map_leaves.h"
 #include "memmap/memmap_detail.h"
 #include "core/nesting.h"
@@ -161,6 +162,14 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
             fmt::format("cannot write {}: only string non-tensor data can be stored in h5, got {}", where, v.dump()));
       }
       const std::string& text = v.get_ref<const std::string&>();
+      // The dataset's strings are declared UTF-8: h5py (and tensordict) fail
+      // to read other bytes back.
+      if (const auto bad = detail::invalid_utf8_at(text)) {
+        throw ValueError(fmt::format(
+            "cannot write {}: the string holds bytes that are not valid UTF-8 (byte {} of it), which an HDF5 "
+            "UTF-8 string cannot store; store bytes in a uint8 tensor",
+            where, *bad));
+      }
       // HDF5's variable-length strings end at the first NUL: the rest would be lost.
       if (text.find('\0') != std::string::npos) {
         throw ValueError(
