@@ -242,3 +242,33 @@ TEST_CASE("wire: max_receive_bytes bounds each call, and raising it lets a large
   }, kQuick);
   REQUIRE(failures == "");
 }
+
+TEST_CASE("wire: a leaf larger than the template aborts the receiver in tensordict's protocol (documented), and is "
+          "an error in the packed protocol",
+          "[distributed][hostile]") {
+  // tensordict's protocol sends no sizes: Gloo aborts the receiver from its
+  // own thread, as it does a Python rank (README, "Which calls can abort").
+  const std::string aborted = run_ranks(2, [&](const Rank& r) {
+    if (r.rank == 0) {
+      td::send(td::TensorDict({{"a", at::zeros({4}, at::kDouble)}}), r.group, 1);
+      return;
+    }
+    td::TensorDict into({{"a", at::zeros({4}, at::kFloat)}});
+    td::recv(into, r.group, 0);
+  }, kQuick);
+  CHECK(aborted.find("rank 1: killed by signal 6") != std::string::npos);
+  // The packed protocol describes the structure first: the same mistake is
+  // an error naming the key, and both ranks go on.
+  const std::string failures = run_ranks(2, [&](const Rank& r) {
+    if (r.rank == 0) {
+      td::send(td::TensorDict({{"a", at::zeros({4}, at::kDouble)}}), r.group, 1, packed());
+      return;
+    }
+    td::TensorDict into({{"a", at::zeros({4}, at::kFloat)}});
+    const std::string message = message_of([&] { td::recv(into, r.group, 0, packed()); });
+    check(message == "recv from rank 0 (tag 0): structure mismatch at key 'a': the sender (rank 0) has float64 [4], "
+                     "this tensordict has float32 [4]",
+          message);
+  }, kQuick);
+  CHECK(failures == "");
+}

@@ -482,6 +482,8 @@ def weights(rank, world, args):
     for work in exported.isend(1, return_early=True):
         work.wait()
     trained.broadcast(src=0)
+    # A Gaussian policy's new weights (tests/aoti/export_cases.py's).
+    TensorDict.load_memmap(os.path.join(packages, "gaussian_new_params")).clone().send(1)
 
 
 # ---- NCCL (scenarios_nccl.cpp has the C++ side; run_mixed.py --backend nccl) ----

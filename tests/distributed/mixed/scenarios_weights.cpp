@@ -2,7 +2,8 @@
 // TensorDict.from_module(policy).data with tensordict's own send, isend and
 // broadcast; this C++ actor (rank 1) receives each into the exported
 // policy's update (recv, then to_module) and checks its outputs against
-// Python eager's with the old and the new weights, to 1e-5.
+// Python eager's with the old and the new weights, to 1e-5: an MLP, then a
+// Gaussian policy.
 //
 // Scenario "weights": TENSORCLASS_AOTI_PACKAGES names the directory of the
 // aoti suite's packages (tests/aoti/export_cases.py): mlp.pt2, its inputs, and the outputs Python
@@ -53,6 +54,22 @@ mixed::Register weights("weights", [](const mixed::Rank& r) {
   // broadcast from the learner.
   td::broadcast(params, r.group, 0).to_module(policy).release();
   expect_close(action(), new_action, "outputs after the weights sent with broadcast()");
+
+  // A Gaussian policy (loc, scale, action and its log-probability).
+  tnn::AOTIModule gaussian(dir + "/gaussian.pt2");
+  const td::TensorDict obs = td::load_memmap(dir + "/gaussian_inputs");
+  auto expect_outputs = [&](const std::string& expected, const std::string& what) {
+    const td::TensorDict got = gaussian(obs.clone());
+    const td::TensorDict want = td::load_memmap(dir + "/" + expected);
+    for (const char* key : {"loc", "scale", "action", "action_log_prob"}) {
+      expect_close(got.get(key), want.get(key), what + ": " + key);
+    }
+  };
+  expect_outputs("gaussian_expected", "the Gaussian policy with its exported weights");
+  td::TensorDict gaussian_params = tnn::from_module(gaussian);
+  td::recv(gaussian_params, r.group, 0);
+  gaussian_params.to_module(gaussian).release();
+  expect_outputs("gaussian_expected_new", "the Gaussian policy after the weights sent with send()");
 });
 
 }  // namespace
