@@ -548,3 +548,46 @@ TEST_CASE("AOTIModule: outputs are checked against the metadata; an out_key that
   TensorDict replaced = in_place(load("mlp_inputs"));
   CHECK(torch::allclose(replaced.get("obs"), load("mlp_expected").get("action"), 1e-5, 1e-5));
 }
+
+TEST_CASE("update_weights writes new weights straight into the package's inactive buffer", "[aoti][weights]") {
+  tnn::AOTIModule module(package("mlp"));
+  const TensorDict original = tnn::from_module(module);
+  const TensorDict fresh = load("mlp_new_params");
+  // As tensordict::recv(params, group, src) does: into the given tensors.
+  module->update_weights([&](const TensorDict& params) {
+    CHECK(params.keys({.include_nested = true, .leaves_only = true}) ==
+          fresh.keys({.include_nested = true, .leaves_only = true}));
+    for (const auto& key : fresh.keys({.include_nested = true, .leaves_only = true})) {
+      params.get(key).copy_(fresh.get(key));
+    }
+  });
+  check_equal(module(load("mlp_inputs")), load("mlp_expected_new"));
+  check_same_weights(tnn::from_module(module), fresh);
+
+  // A write that replaces a tensor is refused by key; one that throws: nothing changes.
+  CHECK_THROWS_AS(module->update_weights([&](const TensorDict& params) {
+    params.set({"module", "2", "bias"}, torch::zeros({2}));
+  }), tensordict::ValueError);
+  CHECK(message_of([&] {
+          module->update_weights([&](const TensorDict& params) { params.set({"module", "2", "bias"}, torch::zeros({2})); });
+        }) == "update_weights(AOTIModule('" + package("mlp") +
+                  "')): the update replaced weight ('module', '2', 'bias') instead of writing into it (nothing was "
+                  "loaded)");
+  CHECK_THROWS_AS(module->update_weights([](const TensorDict& params) {
+    params.get({"module", "0", "weight"}).zero_();
+    throw std::runtime_error("the learner went away");
+  }), std::runtime_error);
+  check_same_weights(tnn::from_module(module), fresh);
+  check_equal(module(load("mlp_inputs")), load("mlp_expected_new"));
+
+  // Back, then a guard's restore still puts back what it replaced.
+  {
+    auto guard = original.to_module(module);
+    module->update_weights([&](const TensorDict& params) {
+      for (const auto& key : fresh.keys({.include_nested = true, .leaves_only = true})) {
+        params.get(key).copy_(fresh.get(key) * 2);
+      }
+    });
+  }
+  check_same_weights(tnn::from_module(module), fresh);
+}

@@ -66,10 +66,10 @@ mixed::Register weights("weights", [](const mixed::Rank& r) {
     }
   };
   expect_outputs("gaussian_expected", "the Gaussian policy with its exported weights");
-  td::TensorDict gaussian_params = tnn::from_module(gaussian);
-  td::recv(gaussian_params, r.group, 0);
-  gaussian_params.to_module(gaussian).release();
-  expect_outputs("gaussian_expected_new", "the Gaussian policy after the weights sent with send()");
+  // One call, no copy of its own: received straight into the package's
+  // inactive buffer, then swapped in.
+  gaussian->update_weights([&](const td::TensorDict& params) { td::recv(params, r.group, 0); });
+  expect_outputs("gaussian_expected_new", "the Gaussian policy after the weights received into update_weights()");
 });
 
 }  // namespace

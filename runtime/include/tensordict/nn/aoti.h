@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +129,15 @@ class AOTIModuleImpl : public TensorDictModuleBase, public WeightsHolder {
   // constants and swaps it in. The guard's restore puts the former weights
   // back (a swap when nothing was loaded since, else a copy kept for it).
   void load_weights(const TensorDict& params, const ToModuleOptions& options, ToModuleGuard& guard) override;
+  // An update with no copy of its own: `write` gets the inactive buffer's
+  // weights as a tensordict (keyed as from_module's) and writes the new
+  // values into its tensors, e.g. `tensordict::recv(params, group, src)`
+  // receiving a learner's send() straight into the package; the buffer is
+  // then swapped in whole, as by to_module (for good: no guard). Calls go on
+  // meanwhile with the current weights. A `write` that replaces a tensor
+  // instead of writing into it is a ValueError naming the key (and nothing
+  // changes); one that throws changes nothing.
+  void update_weights(const std::function<void(const TensorDict&)>& write);
 
   // The loader (torch::inductor::AOTIModelPackageLoader) and the state of
   // weight updates, defined in the library's sources so that this header

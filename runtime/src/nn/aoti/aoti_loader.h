@@ -34,6 +34,9 @@ struct AOTIModuleImpl::Loader {
   // The guard whose former weights the inactive buffer holds (right after
   // its update's swap): restoring it is a swap back.
   std::weak_ptr<Undo> inactive_holds;
+  // Whether the inactive buffer holds a whole set of constants (it is
+  // allocated by the first update).
+  bool inactive_whole = false;
 };
 
 }  // namespace tensordict::nn

@@ -58,15 +58,27 @@ at::Tensor compact(const at::Tensor& t) {
   return exact ? t : t.clone(at::MemoryFormat::Contiguous);
 }
 
+// The package's name for each weight's constant, by fqn.
+const std::string& constant_name(Loader& loader, const AOTIWeight& weight) {
+  if (loader.constant_names.empty()) {
+    for (const auto& [name, fqn] : loader.loader.get_runner()->getConstantNamesToOriginalFQNs()) {
+      loader.constant_names[fqn] = name;
+    }
+  }
+  const auto it = loader.constant_names.find(weight.fqn);
+  if (it == loader.constant_names.end()) {
+    throw RuntimeError(fmt::format("AOTIModule: the package has no constant '{}' for the weight {}", weight.fqn,
+                                   weight.key.repr()));
+  }
+  return it->second;
+}
+
 // The values of `params` (checked against the spec) by constant name; the
 // weights it leaves out (with `partial`) from the active buffer, so that the
 // inactive buffer is whole after the copy.
 ConstantMap constants_of(const std::string& path, const AOTISpec& spec, Loader& loader, const TensorDict& params,
                          const ToModuleOptions& options) {
   auto* runner = loader.loader.get_runner();
-  if (loader.constant_names.empty()) {
-    for (const auto& [name, fqn] : runner->getConstantNamesToOriginalFQNs()) loader.constant_names[fqn] = name;
-  }
   std::map<NestedKey, Value> given;
   std::vector<std::string> at;
   leaves(params, at, given);
@@ -75,11 +87,7 @@ ConstantMap constants_of(const std::string& path, const AOTISpec& spec, Loader& 
   ConstantMap out;
   ConstantMap active;
   for (const AOTIWeight& weight : spec.weights) {
-    const auto name = loader.constant_names.find(weight.fqn);
-    if (name == loader.constant_names.end()) {
-      throw RuntimeError(fmt::format("{}: the package has no constant '{}' for the weight {}", prefix, weight.fqn,
-                                     weight.key.repr()));
-    }
+    const std::string& name = constant_name(loader, weight);
     const auto it = given.find(weight.key);
     if (it == given.end()) {
       if (!options.partial) {
@@ -88,7 +96,7 @@ ConstantMap constants_of(const std::string& path, const AOTISpec& spec, Loader& 
                                    prefix, weight.key.repr(), spec.weights.size()));
       }
       if (active.empty()) active = runner->extract_constants_map(/*use_inactive=*/false);
-      out.emplace(name->second, active.at(weight.fqn));
+      out.emplace(name, active.at(weight.fqn));
       continue;
     }
     if (!it->second.is_tensor()) {
@@ -107,7 +115,7 @@ ConstantMap constants_of(const std::string& path, const AOTISpec& spec, Loader& 
       throw RuntimeError(fmt::format("{}: weight {} is on {}, the package runs on {} (or give it on the cpu)",
                                      prefix, weight.key.repr(), t.device().str(), spec.device_type));
     }
-    out.emplace(name->second, t);
+    out.emplace(name, t);
     given.erase(it);
   }
   if (!given.empty()) {
@@ -145,7 +153,9 @@ void write_and_swap(const AOTISpec& spec, Loader& loader, ConstantMap constants)
   }
   if (spec.runtime_folding) runner->run_const_fold(/*use_inactive=*/true);
   runner->swap_constant_buffer();
+  loader.inactive_whole = true;
 }
+
 
 // The weights in the buffer the model runs with (use_inactive: the other
 // one), copied, keyed as from_module keys them.
@@ -204,7 +214,7 @@ void AOTIModuleImpl::load_weights(const TensorDict& params, const ToModuleOption
         write_and_swap(*spec, *loader, [&] {
           ConstantMap constants;
           for (const AOTIWeight& weight : spec->weights) {
-            constants.emplace(loader->constant_names.at(weight.fqn), undo->saved->get(weight.key));
+            constants.emplace(constant_name(*loader, weight), undo->saved->get(weight.key));
           }
           keep_inactive(*spec, *loader);
           return constants;
@@ -215,6 +225,39 @@ void AOTIModuleImpl::load_weights(const TensorDict& params, const ToModuleOption
       // memory; a destructor has no way to say so.
     }
   });
+}
+
+void AOTIModuleImpl::update_weights(const std::function<void(const TensorDict&)>& write) {
+  check_swappable(path_, spec_, "update_weights(AOTIModule)");
+  std::lock_guard lock(loader_->update_mutex);
+  Loader& loader = *loader_;
+  auto* runner = loader.loader.get_runner();
+  keep_inactive(spec_, loader);
+  if (!loader.inactive_whole) {
+    // The inactive buffer is allocated by the first update: a copy of the
+    // active one makes it whole, so that every constant has its place.
+    const ConstantMap active = runner->extract_constants_map(/*use_inactive=*/false);
+    ConstantMap constants;
+    for (const AOTIWeight& weight : spec_.weights) constants.emplace(constant_name(loader, weight), active.at(weight.fqn));
+    runner->update_constant_buffer(constants, /*use_inactive=*/true, /*validate_full_updates=*/false);
+    loader.inactive_whole = true;
+  }
+  // The inactive buffer's own tensors: what `write` writes lands in the
+  // package.
+  const ConstantMap inactive = runner->extract_constants_map(/*use_inactive=*/true);
+  TensorDict params;
+  for (const AOTIWeight& weight : spec_.weights) params.set(weight.key, inactive.at(weight.fqn));
+  write(params);
+  for (const AOTIWeight& weight : spec_.weights) {
+    const at::Tensor now = params.get(weight.key, at::Tensor());
+    if (!now.defined() || now.data_ptr() != inactive.at(weight.fqn).data_ptr()) {
+      throw ValueError(fmt::format("update_weights(AOTIModule('{}')): the update replaced weight {} instead of "
+                                   "writing into it (nothing was loaded)",
+                                   path_, weight.key.repr()));
+    }
+  }
+  if (spec_.runtime_folding) runner->run_const_fold(/*use_inactive=*/true);
+  runner->swap_constant_buffer();
 }
 
 }  // namespace tensordict::nn
