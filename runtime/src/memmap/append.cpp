@@ -262,21 +262,7 @@ bool copy_to(int in, const fs::path& staged, const StagingDir& staging) {
   if (::fstat(in, &st) != 0) return false;
   UniqueFd out(::openat(staging.fd(), staging.rel(staged).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                         st.st_mode & 07777));
-  if (out.get() < 0) return false;
-  char buffer[1 << 16];
-  for (off_t offset = 0;;) {
-    const ssize_t n = ::pread(in, buffer, sizeof buffer, offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (n == 0) return true;
-    for (ssize_t done = 0; done < n;) {
-      const ssize_t w = ::write(out.get(), buffer + done, static_cast<std::size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return false;
-      done += w;
-    }
-    offset += n;
-  }
+  return out.get() >= 0 && copy_contents(in, out.get());
 }
 
 // `staged` (a new name in the staging tree) becomes the file `file` of the tree:

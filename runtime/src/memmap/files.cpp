@@ -365,4 +365,21 @@ void publish_dir(const StagingDir& staged, const fs::path& target, bool sync) {
   remove_tree(old, ec);
 }
 
+bool copy_contents(int in, int out) {
+  char buffer[1 << 16];
+  for (off_t offset = 0;;) {
+    const ssize_t n = ::pread(in, buffer, sizeof buffer, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(out, buffer + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return false;
+      done += w;
+    }
+    offset += n;
+  }
+}
+
 }  // namespace tensordict::detail::memmap

@@ -54,6 +54,9 @@ bool safe_legacy_key(std::string_view key, bool is_collection);
 void refuse_symlink(const fs::path& path);
 // Creates `dir` (and parents) if missing; refuses a symlink or a non-directory.
 void make_dir(const fs::path& dir);
+// Copies the whole of the open file `in` (from its start, whatever its
+// position) to the open file `out`; false with errno set on failure.
+bool copy_contents(int in, int out);
 
 // The directory a write stages its new tree in, beside the target: created
 // with mkdirat and held open, so that everything below it is created through

@@ -403,20 +403,7 @@ class Writer {
     struct stat st {};
     if (in.get() < 0 || ::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     UniqueFd out(::openat(dest_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777));
-    if (out.get() < 0) return false;
-    char buffer[1 << 16];
-    for (;;) {
-      const ssize_t n = ::read(in.get(), buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return false;
-      if (n == 0) return true;
-      for (ssize_t done = 0; done < n;) {
-        const ssize_t w = ::write(out.get(), buffer + done, static_cast<std::size_t>(n - done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return false;
-        done += w;
-      }
-    }
+    return out.get() >= 0 && copy_contents(in.get(), out.get());
   }
 
   [[noreturn]] static void cannot_carry(const fs::path& entry, const char* what, int err) {
