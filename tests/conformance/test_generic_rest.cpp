@@ -274,3 +274,28 @@ TEST_CASE("state_dict round trips, flat and nested, load_state_dict of a part (t
   small.load_state_dict(source.state_dict(), {.strict = true});
   CHECK(small.get("d").item<double>() == 1);
 }
+
+TEST_CASE("consolidate of a leaf that requires grad gives a value that does not (test_generic.py::TestGeneric::test_consolidate_non_contiguous_requires_grad)",
+          "[conformance][test_generic.py][ports:test_generic.py::TestGeneric::test_consolidate_non_contiguous_requires_grad]") {
+  const at::Tensor base = at::arange(24, at::kFloat).requires_grad_();
+  const at::Tensor transposed = base.reshape({2, 3, 4}).transpose(0, 1);
+  const TensorDict td({{"value", transposed}}, {});
+  const TensorDict consolidated = td.consolidate();
+  const at::Tensor actual = consolidated.get("value");
+  CHECK(at::equal(actual, transposed));
+  CHECK_FALSE(actual.requires_grad());
+  CHECK(consolidated.is_consolidated());
+  CHECK_FALSE(consolidated.consolidated_storage()->requires_grad());
+  // The source keeps its graph.
+  transposed.sum().backward();
+  CHECK(at::equal(base.grad(), at::ones_like(base)));
+  // A leaf requiring grad itself, next to one that does not (tensordict
+  // 0.15.3: neither consolidated value requires grad).
+  const at::Tensor x = at::randn({3, 4}).requires_grad_();
+  TensorDict mixed({{"a", x}}, {3});
+  mixed.set({"b", "c"}, at::ones({3, 2}));
+  const TensorDict c = mixed.consolidate();
+  CHECK_FALSE(c.get("a").requires_grad());
+  CHECK_FALSE(c.get({"b", "c"}).requires_grad());
+  CHECK(at::equal(c.get("a"), x));
+}

@@ -206,13 +206,6 @@ TEST_CASE("consolidate refuses leaves that cannot be views of one storage, namin
     REQUIRE_THAT(message, Contains("consolidate failed for key 'q'"));
     REQUIRE_THAT(message, Contains("a quantized tensor cannot be consolidated"));
   }
-  SECTION("a tensor that requires grad") {
-    TensorDict td({{"w", at::ones({3}).requires_grad_()}}, {3});
-    const auto message = TD_MESSAGE(td.consolidate());
-    REQUIRE_THAT(message, Contains("consolidate failed for key 'w'"));
-    REQUIRE_THAT(message, Contains("requires grad cannot be consolidated"));
-    REQUIRE_THAT(message, Contains("detach()"));
-  }
   SECTION("pin_memory with a storage on an accelerator") {
     const auto message = TD_MESSAGE(sample({2}).consolidate({.device = at::Device(at::kCUDA, 0), .pin_memory = true, .non_blocking = false}));
     REQUIRE_THAT(message, Contains("pin_memory=true pins a storage on the CPU, but the storage goes to cuda:0"));

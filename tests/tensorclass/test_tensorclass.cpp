@@ -138,8 +138,21 @@ TEST_CASE("validation errors name the class, field and dim") {
   CHECK(message_of([&] { build(px, {}, at::_nested_tensor_from_tensor_list({iota({1}), iota({2})})); }) ==
         "Observation.reward: a nested (jagged) tensor cannot be a tensorclass field; pad it "
         "(at::nested_to_padded_tensor) or keep it in a TensorDict");
-  CHECK_THROWS_AS(build(iota({2, 3, 4, 5}), {}, iota({2})), std::invalid_argument);
-  CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), std::runtime_error);
+  // A broken contract is a ValueError (std::invalid_argument), as the Python
+  // class generated from the same schema raises in __post_init__: dtype,
+  // fixed dim, symbolic dim, number of declared dims, number of batch dims.
+  CHECK_THROWS_AS(build(iota({2, 3, 4, 5}), {}, iota({2})), tensordict::ValueError);
+  CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), tensordict::ValueError);
+  CHECK_THROWS_AS(build(px, iota({2, 4, 6}), iota({2})), tensordict::ValueError);
+  CHECK_THROWS_AS(build(px, {}, iota({2, 1})), tensordict::ValueError);
+  CHECK_THROWS_AS(Named({.x = iota({2, 2}), .free = iota({2})}, {2}), tensordict::ValueError);
+  CHECK_THROWS_AS(build(iota({2, 4, 4, 5}, at::kByte), {}, iota({2})), std::invalid_argument);
+  // A leaf or nested class off the batch size: tensordict's RuntimeError,
+  // raised before __post_init__ runs.
+  CHECK_THROWS_AS(build(px, {}, iota({3})), tensordict::RuntimeError);
+  CHECK_THROWS_AS(
+      Observation({.pixels = px, .reward = iota({2}), .agent = Agent({.pos = iota({3, 2}), .vel = iota({3, 2})}, {3})}, {2}),
+      tensordict::RuntimeError);
 }
 
 TEST_CASE("a nested member is validated once: when built, or by the parent if it never was") {

@@ -65,9 +65,16 @@ TEST_CASE("a tensorclass consolidates into one storage and keeps its type and no
 
 TEST_CASE("tensorclass consolidate errors name the field", "[consolidate]") {
   Observation o = make(2);
-  o.reward = o.reward.clone().requires_grad_();
+  o.reward = o.reward.to_sparse();
   REQUIRE_THAT(td_test::message_of([&] { (void)o.consolidate(); }),
-               Contains("consolidate failed for key 'reward': a tensor that requires grad cannot be consolidated"));
+               Contains("consolidate failed for key 'reward': a tensor of layout Sparse cannot be consolidated"));
+  // A field that requires grad is copied detached (tensordict 0.15.3).
+  Observation grad = make(2);
+  grad.reward = grad.reward.clone().requires_grad_();
+  const auto c = grad.consolidate();
+  REQUIRE(c.is_consolidated());
+  REQUIRE_FALSE(c.reward.requires_grad());
+  REQUIRE(at::equal(c.reward, grad.reward));
 }
 
 TEST_CASE("a consolidated tensorclass moves to the GPU and back as one storage", "[consolidate][cuda]") {

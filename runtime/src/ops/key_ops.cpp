@@ -268,14 +268,24 @@ std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& 
   return out;
 }
 
-// update_batch_size from a lazy stack of another number of members along
-// the same dim: fewer members replace the destination's; more update them
-// pairwise, and copies of the extra ones are appended (_lazy.py
-// _update_entries), so members of any shape come in.
+// update_batch_size of a lazy stack by `sources`, the parts of `other` along
+// its stack dim (_lazy.py _update_entries): as many parts update the members
+// pairwise, each member taking its part's batch size; fewer replace the
+// members; more update them pairwise, and copies of the extra ones are
+// appended, so members of any shape come in.
 TensorDict& update_lazy_batch_size(TensorDict& self, const detail::LazyStackedImpl& lazy,
                                    const std::vector<TensorDict>& sources, const TensorDict& other,
                                    const UpdateOptions& options) {
   const std::size_t n = lazy.members().size();
+  auto& members = const_cast<detail::LazyStackedImpl&>(lazy);
+  if (sources.size() == n) {
+    // Each member checks its own update (keys, inplace, keys_to_update) as
+    // a tensordict of that batch size does; the stack then reads its batch
+    // size from the members again.
+    for (std::size_t i = 0; i < n; ++i) TensorDict(lazy.members()[i]).update(sources[i], options);
+    members.reset_members(lazy.members());
+    return self;
+  }
   if (sources.size() > n && options.inplace) {
     throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
   }
@@ -287,7 +297,6 @@ TensorDict& update_lazy_batch_size(TensorDict& self, const detail::LazyStackedIm
     throw RuntimeError(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
                                    "missing from the source: {}", fmt::join(missing, ", ")));
   }
-  auto& members = const_cast<detail::LazyStackedImpl&>(lazy);
   if (sources.size() < n) {
     members.reset_members(sources);
     return self;
@@ -301,13 +310,16 @@ TensorDict& update_lazy_batch_size(TensorDict& self, const detail::LazyStackedIm
 }  // namespace
 
 TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& options) {
-  // A lazy stack updated by a lazy stack of another length along the same
-  // dim, with update_batch_size: tensordict's _lazy.py _update_entries.
-  if (auto lazy = detail::as_lazy(*impl_); lazy && options.update_batch_size) {
-    if (auto sources = same_stack_sources(*lazy, other); sources && sources->size() != lazy->members().size()) {
-      check_unlocked();  // tensordict's lock error comes first
-      return update_lazy_batch_size(*this, *lazy, *sources, other, options);
-    }
+  // A lazy stack takes another batch size member by member (tensordict's
+  // _lazy.py _update_entries): a stack cannot be given a batch size, its
+  // members can. The other's parts along the stack dim are its members when
+  // it is a lazy stack along the same dim, else its slices (tensordict's
+  // to_lazystack(stack_dim)), whatever its kind.
+  if (auto lazy = detail::as_lazy(*impl_); lazy && options.update_batch_size && other.batch_size() != batch_size()) {
+    auto sources = same_stack_sources(*lazy, other);
+    if (!sources) sources = other.unbind(lazy->stack_dim());
+    check_unlocked();  // tensordict's lock error comes first
+    return update_lazy_batch_size(*this, *lazy, *sources, other, options);
   }
   const auto nb = std::min(batch_dims(), other.batch_dims());
   if (batch_size().slice(0, nb) != other.batch_size().slice(0, nb)) {

@@ -265,10 +265,18 @@ void replace_entry(const TensorDict& td, const NestedKey& key, Value value) {
   level->insert(key.back(), std::move(value));
 }
 
-void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+namespace {
+void walk_tensors(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op,
+                  bool members) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
     NestingGuard guard(op);
+    if (members) {
+      if (const auto* lazy = as_lazy(level)) {
+        for (const TensorDict& m : lazy->members()) self(self, *m.impl());
+        return;
+      }
+    }
     level.for_each([&](const std::string& key, const Value& value) {
       path.push_back(key);
       if (value.is_tensor()) {
@@ -284,6 +292,15 @@ void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const 
     });
   };
   walk(walk, source);
+}
+}  // namespace
+
+void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+  walk_tensors(source, fn, op, /*members=*/false);
+}
+
+void for_each_member_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
+  walk_tensors(source, fn, op, /*members=*/true);
 }
 
 std::vector<std::shared_ptr<DenseImpl>> map_leaves(const TensorDictImpl& source, const std::vector<PieceMeta>& metas,

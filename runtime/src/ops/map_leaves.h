@@ -98,6 +98,10 @@ bool any_named(const Names& names);
 
 // Calls fn on every tensor leaf at any depth; errors name the key.
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
+// The same, with every lazy stack at any depth walked member by member: its
+// members' own tensors, never stacked (they may differ in shape), for reads
+// that need no stacked value (all, any: tensordict's _reduction_parts).
+void for_each_member_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
 
 // True when writing into the tensors a walk yields writes into `td` at every
 // level (no lazy stack or copying sub-view inside): in-place ops can then work

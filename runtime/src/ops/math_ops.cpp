@@ -506,15 +506,18 @@ TensorDict operator<=(const TensorDict& a, const Operand& b) { return a.le(b); }
 TensorDict operator>(const TensorDict& a, const Operand& b) { return a.gt(b); }
 TensorDict operator>=(const TensorDict& a, const Operand& b) { return a.ge(b); }
 
+// A lazy stack is reduced member by member (tensordict's _reduction_parts):
+// members of different shapes (jagged stacks, or nested ragged ones) need
+// no stacked value, and there may be none.
 bool TensorDict::all() const {
   bool result = true;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { result = result && t.all().item<bool>(); }, "all");
+  detail::for_each_member_tensor(*impl_, [&](const at::Tensor& t) { result = result && t.all().item<bool>(); }, "all");
   return result;
 }
 
 bool TensorDict::any() const {
   bool result = false;
-  detail::for_each_tensor(*impl_, [&](const at::Tensor& t) { result = result || t.any().item<bool>(); }, "any");
+  detail::for_each_member_tensor(*impl_, [&](const at::Tensor& t) { result = result || t.any().item<bool>(); }, "any");
   return result;
 }
 

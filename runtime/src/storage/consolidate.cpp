@@ -49,11 +49,6 @@ void check_consolidatable(const at::Tensor& t) {
         "a quantized tensor cannot be consolidated: its quantizer is not part of a flat storage; "
         "dequantize() it or exclude the key first");
   }
-  if (t.requires_grad()) {
-    throw ValueError(
-        "a tensor that requires grad cannot be consolidated: a copy into one storage keeps no autograd "
-        "history; detach() it first");
-  }
 }
 
 // The tensor leaves of `td` part by part: a lazy stack's are its members'
@@ -158,7 +153,11 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     views.push_back(detail::view_at(storage, leaves[i], offsets[i], /*keep_strides=*/false));
     const at::Device from = leaves[i].device();
     const bool across = from != device;
-    views.back().copy_(leaves[i], /*non_blocking=*/across);
+    // A leaf that requires grad is copied detached (tensordict 0.15.3): the
+    // consolidated value requires no grad, and the storage joins no graph
+    // (copy_ of a leaf requiring grad would record one on the storage).
+    const at::Tensor& leaf = leaves[i];
+    views.back().copy_(leaf.requires_grad() ? leaf.detach() : leaf, /*non_blocking=*/across);
     if (across && std::find(crossed.begin(), crossed.end(), from) == crossed.end()) crossed.push_back(from);
   }
   if (!crossed.empty() && (!options.non_blocking || file)) {

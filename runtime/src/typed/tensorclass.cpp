@@ -16,6 +16,11 @@ namespace tensordict::detail {
 
 std::string FieldPath::str() const { return parent ? fmt::format("{}.{}", parent->str(), name) : std::string(name); }
 
+// A broken contract (dtype, declared dims, symbolic dims, the number of batch
+// dims) is a ValueError, as the Python class generated from the same schema
+// raises in __post_init__. A leaf that does not start with the batch size,
+// and a nested class whose batch size does not start with its parent's, stay
+// RuntimeErrors: tensordict itself raises those before __post_init__ runs.
 void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field, const at::Tensor& tensor,
                            at::IntArrayRef batch_size, SymbolTable& symbols) {
   if (!tensor.defined()) {
@@ -44,23 +49,23 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
   std::size_t event = 0;
   for (const auto& d : field.shape) event += d.kind == schema::DimKind::Batch ? 0 : 1;
   if (sizes.size() != nb + event) {
-    throw RuntimeError(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path.str(), nb + event,
-                                         nb, event, shape_string(sizes)));
+    throw ValueError(fmt::format("{}: expected {} dims ({} batch + {} declared) but got shape {}", path.str(), nb + event,
+                                 nb, event, shape_string(sizes)));
   }
   int64_t dim = nb;
   for (const auto& d : field.shape) {
     if (d.kind == schema::DimKind::Batch) continue;
     const int64_t got = sizes[dim];
     if (d.kind == schema::DimKind::Fixed && got != d.size) {
-      throw RuntimeError(fmt::format("{}: dim {} must be {} (got {})", path.str(), dim, d.size, got));
+      throw ValueError(fmt::format("{}: dim {} must be {} (got {})", path.str(), dim, d.size, got));
     }
     if (d.kind == schema::DimKind::Symbol) {
       auto it = std::find_if(symbols.begin(), symbols.end(), [&](const SymbolBinding& b) { return b.symbol == d.symbol; });
       if (it == symbols.end()) {
         symbols.push_back({d.symbol, got, std::string(field.name)});
       } else if (it->size != got) {
-        throw RuntimeError(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path.str(), d.symbol,
-                                             it->size, it->field, got, field.name, dim));
+        throw ValueError(fmt::format("{}: symbolic dim {} is {} in {} but {} in {} (dim {})", path.str(), d.symbol,
+                                     it->size, it->field, got, field.name, dim));
       }
     }
     ++dim;
@@ -69,8 +74,8 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
 
 void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, at::IntArrayRef batch_size) {
   if (info.fixed_batch_dims && batch_size.size() != info.batch_names.size()) {
-    throw RuntimeError(fmt::format("{}: batch size {} must have {} dims ({})", path.str(), shape_string(batch_size),
-                                         info.batch_names.size(), fmt::join(info.batch_names, ", ")));
+    throw ValueError(fmt::format("{}: batch size {} must have {} dims ({})", path.str(), shape_string(batch_size),
+                                 info.batch_names.size(), fmt::join(info.batch_names, ", ")));
   }
 }
 
