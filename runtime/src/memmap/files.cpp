@@ -212,7 +212,7 @@ StagingDir::StagingDir(const fs::path& target) : path_(staging_path(target)) {
 fs::path StagingDir::rel(const fs::path& p) const {
   fs::path r = p.lexically_relative(path_);
   if (r.empty() || *r.begin() == "..") {
-    throw std::logic_error(fmt::format("{} is not below the staging directory {}", p.string(), path_.string()));
+    throw RuntimeError(fmt::format("{} is not below the staging directory {}", p.string(), path_.string()));
   }
   return r;
 }
