@@ -623,8 +623,12 @@ class TensorDict {
   // of any kind (a torch::nn module, a tensordict::nn module, an exported
   // AOTIModule) until the guard is destroyed, or for good with release().
   // Include <tensordict/nn/params.h> to use it (nn::to_module there).
+  // (Two overloads, not a default argument: ToModuleOptions is incomplete
+  // here, which clang refuses in a default argument.)
   template <class Module>
-  [[nodiscard]] nn::ToModuleGuard to_module(Module&& module, const nn::ToModuleOptions& options = {}) const;
+  [[nodiscard]] nn::ToModuleGuard to_module(Module&& module) const;
+  template <class Module>
+  [[nodiscard]] nn::ToModuleGuard to_module(Module&& module, const nn::ToModuleOptions& options) const;
 
   // ---- device, dtype, copies (src/storage/device_moves.cpp, src/ops/copies.cpp) ----
   // Every leaf on `device`, with as few copies and synchronisations as the

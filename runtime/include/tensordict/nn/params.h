@@ -99,6 +99,10 @@ namespace tensordict {
 // tensordict's `params.to_module(module)`, the member form of to_module for
 // every module kind (declared in base.h).
 template <class Module>
+nn::ToModuleGuard TensorDict::to_module(Module&& module) const {
+  return nn::to_module(std::forward<Module>(module), *this);
+}
+template <class Module>
 nn::ToModuleGuard TensorDict::to_module(Module&& module, const nn::ToModuleOptions& options) const {
   return nn::to_module(std::forward<Module>(module), *this, options);
 }
