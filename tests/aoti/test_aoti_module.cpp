@@ -532,7 +532,7 @@ TEST_CASE("AOTIModule: entries that would land outside the loader's directory ar
   CHECK(message_of([&] { tnn::AOTIModule m(package("newer")); }).find("its metadata format is 2") != std::string::npos);
 }
 
-TEST_CASE("AOTIModule: outputs are checked against the metadata; an out_key that is an in_key replaces the input",
+TEST_CASE("AOTIModule: outputs are checked against the metadata, and an out_key that is an in_key replaces the input",
           "[aoti][errors]") {
   tnn::AOTIModule mislabelled(package("mislabelled"));
   TensorDict td = load("mlp_inputs");
