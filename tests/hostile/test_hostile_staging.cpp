@@ -164,5 +164,5 @@ TEST_CASE("hostile staging: after a copying load, truncating the files leaves th
   // A file already truncated is refused by a copying load as by a mapped one.
   REQUIRE(message_of([&] { load_memmap(dir.string(), std::nullopt, {.copy = true}); }) ==
           "the data file " + (dir / "x.memmap").string() +
-              " of key 'x' is truncated: it has 0 bytes, shape [65536] of Float needs 262144 bytes");
+              " of key 'x' is truncated: it has 0 bytes, shape [4096] of Float needs 16384 bytes");
 }
