@@ -115,12 +115,32 @@ void count_leaf(const std::vector<int64_t>& shape, at::ScalarType dtype, const s
   dist::check_announced(b.total, b.max_receive_bytes, b.context, b.peer, "a structure header and leaves");
 }
 
+// Integers of the header, each checked: nlohmann converts a JSON float to
+// an integer with a cast, undefined past the integer's range.
+int64_t integer(const Json& value, const Build& b, std::string_view what) {
+  if (!value.is_number_integer()) {
+    throw RuntimeError(fmt::format("{}: the structure header's {} holds {}, not an integer", b.context, what,
+                                   value.dump()));
+  }
+  return value.get<int64_t>();
+}
+std::vector<int64_t> integers(const Json& list, const Build& b, std::string_view what) {
+  if (!list.is_array()) {
+    throw RuntimeError(fmt::format("{}: the structure header's {} is a JSON {}, not a list", b.context, what,
+                                   list.type_name()));
+  }
+  std::vector<int64_t> out;
+  out.reserve(list.size());
+  for (const Json& value : list) out.push_back(integer(value, b, what));
+  return out;
+}
+
 TensorDict build(const Json& node, Build& b) {
   const std::optional<at::Device>& device = b.device;
   if (node.contains("lazy_stack_dim")) {
     std::vector<TensorDict> members;
     for (const auto& m : node.at("members")) members.push_back(build(m, b));
-    return LazyStackedTensorDict(std::move(members), node.at("lazy_stack_dim").get<int64_t>());
+    return LazyStackedTensorDict(std::move(members), integer(node.at("lazy_stack_dim"), b, "lazy_stack_dim"));
   }
   const at::Device on = leaf_device(node, device);
   Names names;
@@ -128,14 +148,14 @@ TensorDict build(const Json& node, Build& b) {
     for (const auto& n : node.at("names")) names.push_back(n.is_null() ? std::nullopt : std::optional(n.get<std::string>()));
   }
   const bool has_device = device.has_value() || node.at("device").is_string();
-  TensorDict td({}, node.at("batch_size").get<std::vector<int64_t>>(), has_device ? std::optional(on) : std::nullopt, names);
+  TensorDict td({}, integers(node.at("batch_size"), b, "batch_size"), has_device ? std::optional(on) : std::nullopt, names);
   for (const auto& pair : node.at("entries")) {
     const std::string key = pair.at(0).get<std::string>();
     const Json& entry = pair.at(1);
     if (entry.contains("dtype")) {
       const auto dtype = dtype_from_name(entry.at("dtype").get<std::string>());
       if (!dtype) throw RuntimeError("from_remote_init: unknown dtype " + entry.at("dtype").dump() + " at key " + key);
-      const auto shape = entry.at("shape").get<std::vector<int64_t>>();
+      const auto shape = integers(entry.at("shape"), b, "shape of key " + key);
       count_leaf(shape, *dtype, key, b);
       // (Received whole by recv() below, which checks the structure first.)
       td.set(key, at::empty(shape, at::TensorOptions().dtype(*dtype).device(on)));
@@ -145,7 +165,7 @@ TensorDict build(const Json& node, Build& b) {
       const Json& nt = entry.at("non_tensor");
       td.set(key, nt.contains("value") ? NonTensorData(nt.at("value"))
                                        : NonTensorData::stack(nt.at("stack").get<std::vector<Json>>(),
-                                                              nt.at("shape").get<std::vector<int64_t>>()));
+                                                              integers(nt.at("shape"), b, "shape of key " + key)));
     }
   }
   return td;
