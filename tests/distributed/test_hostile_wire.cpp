@@ -12,6 +12,7 @@
 
 #include "../message_of.h"
 #include "distributed/object_lists.h"
+#include "distributed/packed_calls.h"
 #include "distributed/pickle.h"
 #include "samples.h"
 
@@ -271,4 +272,21 @@ TEST_CASE("wire: a leaf larger than the template aborts the receiver in tensordi
           message);
   }, kQuick);
   CHECK(failures == "");
+}
+
+TEST_CASE("wire: a packed header whose dims are not integers is refused by key (found by fuzz_packed_header)",
+          "[distributed][hostile][init_remote]") {
+  // A JSON float where a dim belongs was converted with a cast: undefined
+  // past the integer's range.
+  const std::string json = R"({"batch_size": [3], "device": null, "names": null, "entries": [["a", )"
+                           R"({"dtype": "float32", "shape": [3.5e66]}]]})";
+  const std::string message = message_of([&] {
+    td::dist::structure_from_header(json, std::nullopt, int64_t{1} << 30, "from_remote_init from rank 0", "rank 0");
+  });
+  CHECK(message == "from_remote_init from rank 0: the structure header's shape of key a holds 3.5e+66, not an integer");
+  const std::string batch = R"({"batch_size": 3, "device": null, "names": null, "entries": []})";
+  CHECK(message_of([&] {
+          td::dist::structure_from_header(batch, std::nullopt, int64_t{1} << 30, "from_remote_init from rank 0",
+                                          "rank 0");
+        }) == "from_remote_init from rank 0: the structure header's batch_size is a JSON number, not a list");
 }
