@@ -47,8 +47,10 @@ CompositeDistribution::CompositeDistribution(const TensorDict& params, const Dis
     try {
       dist = cls.make(dist_params);
     } catch (const std::invalid_argument&) {
-      rethrow_reworded(
-          [&](std::string_view what) { return fmt::format("CompositeDistribution: {}: {}", text::key_str(name), what); });
+      // (An init-capture: clang before 16 cannot capture a structured binding.)
+      rethrow_reworded([&key = name](std::string_view what) {
+        return fmt::format("CompositeDistribution: {}: {}", text::key_str(key), what);
+      });
     }
     dists_.emplace_back(sample_key_of(name, options_.name_map), std::move(dist));
   }
