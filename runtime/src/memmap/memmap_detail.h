@@ -288,6 +288,9 @@ inline constexpr int64_t kFormatVersion = 1;
 // Parses JSON metadata read from `file` (a meta.json, a consolidated file's
 // metadata), bounded as kMaxJsonDepth says; errors name `file`.
 Json parse_json(std::string_view text, const fs::path& file);
+// The text of `file` (a metadata file of the tree at `dir`), at most
+// kMaxMetaBytes; RuntimeError naming it when it is missing, unreadable or larger.
+std::string read_text(const fs::path& file, const fs::path& dir);
 // Reads and parses dir/meta.json; errors name the file.
 Json read_meta(const fs::path& dir);
 // The JSON text written to meta.json (compact, as tensordict with orjson).

@@ -103,6 +103,9 @@ class MetaBuilder : public nlohmann::json_sax<Json> {
   std::string key_;
 };
 
+
+}  // namespace
+
 std::string read_text(const fs::path& file, const fs::path& dir) {
   struct stat st {};
   const int fd = open_tree_file(file, O_RDONLY, &st, "the metadata file");
@@ -129,8 +132,6 @@ std::string read_text(const fs::path& file, const fs::path& dir) {
   text.resize(done);
   return text;
 }
-
-}  // namespace
 
 Json parse_json(std::string_view text, const fs::path& file) {
   MetaBuilder builder(file);
