@@ -3,6 +3,7 @@
 // checkpoint (the tree plus storage_metadata.json).
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
