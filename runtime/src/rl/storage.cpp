@@ -25,13 +25,28 @@ TensorDict detail::TreeLayout::write(const TensorDict& td, const std::string& pr
 
 TensorDict detail::TreeLayout::load(const std::string& prefix) const { return TensorDict::load_memmap(prefix); }
 
+namespace {
+// The storage as rows are written into it: its tensors stay the mapped files
+// (written in place), while its non-tensor entries are held in memory, per
+// row, until dumps writes them (as TorchRL's storage holds them): a
+// memory-mapped tensordict would rewrite a NonTensorStack's meta.json on
+// every write, and keep one value shared by every row.
+TensorDict in_memory(const TensorDict& mapped) { return mapped.clone({.recurse = false}); }
+}  // namespace
+
 struct LazyMemmapStorage::State {
   State(int64_t max_size, LazyMemmapStorageOptions options) : max_size(max_size), options(std::move(options)) {}
   int64_t max_size;
   LazyMemmapStorageOptions options;
   std::shared_ptr<const detail::TreeLayout> layout = std::make_shared<detail::TreeLayout>();
   std::optional<TensorDict> tree;
+  bool tree_has_non_tensor = false;
   int64_t len = 0;
+
+  void adopt(TensorDict mapped) {
+    tree = in_memory(mapped);
+    tree_has_non_tensor = !tree->non_tensor_items(/*include_nested=*/true).empty();
+  }
 };
 
 namespace {
@@ -65,12 +80,6 @@ void check_same_keys(const TensorDict& storage, const TensorDict& rows, std::str
   }
 }
 
-// The storage as rows are written into it: its tensors stay the mapped files
-// (written in place), while its non-tensor entries are held in memory, per
-// row, until dumps writes them (as TorchRL's storage holds them): a
-// memory-mapped tensordict would rewrite a NonTensorStack's meta.json on
-// every write, and keep one value shared by every row.
-TensorDict in_memory(const TensorDict& mapped) { return mapped.clone({.recurse = false}); }
 
 bool same_path(const std::string& a, const fs::path& b) {
   if (a.empty()) return false;
@@ -121,9 +130,9 @@ void LazyMemmapStorage::set(const at::Tensor& index, const TensorDict& rows) {
     if (s.options.scratch_dir.empty()) {
       TensorDict anonymous = full.clone();
       anonymous.zero_();
-      s.tree = in_memory(anonymous.memmap_());
+      s.adopt(anonymous.memmap_());
     } else {
-      s.tree = in_memory(s.layout->write(full, s.options.scratch_dir, /*like=*/true));
+      s.adopt(s.layout->write(full, s.options.scratch_dir, /*like=*/true));
     }
   }
   check_same_keys(*s.tree, rows, "LazyMemmapStorage.set", "the rows");
@@ -131,7 +140,18 @@ void LazyMemmapStorage::set(const at::Tensor& index, const TensorDict& rows) {
   s.len = std::min(s.len + n, s.max_size);
 }
 
-TensorDict LazyMemmapStorage::get(const at::Tensor& index) const { return tensordict().index({index}); }
+TensorDict LazyMemmapStorage::get(const at::Tensor& index) const {
+  const TensorDict tree = tensordict();
+  if (!state_->tree_has_non_tensor) {
+    // The indices are the sampler's, in [0, len): index_select gathers whole
+    // rows, about twice as fast as an advanced index (which also wraps
+    // negative indices, and gathers non-tensor entries, which need it).
+    std::vector<int64_t> batch = tree.batch_size().vec();
+    batch[0] = index.numel();
+    return tree.apply([&](const at::Tensor& leaf) { return leaf.index_select(0, index); }, batch);
+  }
+  return tree.index({index});
+}
 
 void LazyMemmapStorage::dumps(const std::string& path) const {
   State& s = *state_;
@@ -139,7 +159,7 @@ void LazyMemmapStorage::dumps(const std::string& path) const {
   // The tree is written anew; when it lives there already (scratch_dir is the
   // checkpoint's storage/), the storage maps the new files from then on.
   const TensorDict written = s.layout->write(*s.tree, path, /*like=*/false);
-  if (same_path(s.options.scratch_dir, path)) s.tree = in_memory(written);
+  if (same_path(s.options.scratch_dir, path)) s.adopt(written);
   write_checkpoint_json(fs::path(path) / "storage_metadata.json",
                         Json{{"metadata", Json::object()}, {"is_pytree", false}, {"len", s.len}});
 }
@@ -168,11 +188,11 @@ void LazyMemmapStorage::loads(const std::string& path) {
   // The loaded rows go where this storage keeps its rows (TorchRL copies them
   // into its own storage), unless that is the checkpoint itself.
   if (same_path(s.options.scratch_dir, path)) {
-    s.tree = in_memory(loaded);
+    s.adopt(loaded);
   } else if (s.options.scratch_dir.empty()) {
-    s.tree = in_memory(loaded.clone().memmap_());
+    s.adopt(loaded.clone().memmap_());
   } else {
-    s.tree = in_memory(s.layout->write(loaded, s.options.scratch_dir, /*like=*/false));
+    s.adopt(s.layout->write(loaded, s.options.scratch_dir, /*like=*/false));
   }
   s.len = len;
 }
