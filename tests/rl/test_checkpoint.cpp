@@ -203,3 +203,14 @@ TEST_CASE("hostile: a replay-buffer checkpoint that lies is refused, naming the 
     CHECK(rb.size() == 1);
   }
 }
+
+TEST_CASE("rl: dumps of an empty buffer, or to a path it cannot create, says why") {
+  TempDir dir;
+  std::ofstream(dir / "file") << "not a directory";
+  rl::ReplayBuffer rb(rl::LazyMemmapStorage(4));
+  CHECK(TD_MESSAGE(rb.dumps((dir / "ckpt").string())) ==
+        "LazyMemmapStorage.dumps(" + (dir / "ckpt" / "storage").string() + "): cannot save a storage nothing was written to");
+  rb.extend(transitions(0, 1));
+  CHECK_THAT(TD_MESSAGE(rb.dumps((dir / "file" / "ckpt").string())),
+             Catch::StartsWith("cannot write a replay buffer checkpoint: cannot create " + (dir / "file" / "ckpt").string()));
+}

@@ -25,8 +25,23 @@ Json read_checkpoint_json(const fs::path& file) {
   return value;
 }
 
+void make_checkpoint_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw RuntimeError(fmt::format("cannot write a replay buffer checkpoint: cannot create {} ({})", dir.string(), ec.message()));
+}
+
+bool checkpoint_has(const fs::path& path) {
+  std::error_code ec;
+  const bool found = fs::exists(fs::symlink_status(path, ec));
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw RuntimeError(fmt::format("cannot load a replay buffer checkpoint: cannot stat {} ({})", path.string(), ec.message()));
+  }
+  return found;
+}
+
 void write_checkpoint_json(const fs::path& file, const Json& value) {
-  fs::create_directories(file.parent_path());
+  make_checkpoint_dir(file.parent_path());
   write_file_atomic(file, dump_meta(value, file, "the checkpoint's metadata"), /*sync=*/true);
 }
 

@@ -14,6 +14,10 @@ namespace tensordict::rl {
 // The JSON object in `file`; RuntimeError naming the file when it is
 // missing, too large, not JSON or not an object.
 Json read_checkpoint_json(const std::filesystem::path& file);
+// Creates `dir` and its parents; RuntimeError naming it when it cannot.
+void make_checkpoint_dir(const std::filesystem::path& dir);
+// Whether `path` exists (RuntimeError naming it when that cannot be told).
+bool checkpoint_has(const std::filesystem::path& path);
 // Writes `value` to `file` atomically, creating its directory.
 void write_checkpoint_json(const std::filesystem::path& file, const Json& value);
 // The field `name` of `object`; RuntimeError naming the file when absent.

@@ -65,7 +65,7 @@ TensorDict ReplayBufferCore::sample(std::optional<int64_t> batch_size) { return 
 
 void ReplayBufferCore::dumps(const std::string& path) const {
   const fs::path root(path);
-  fs::create_directories(root);
+  make_checkpoint_dir(root);
   storage_.dumps((root / "storage").string());
   write_checkpoint_json(root / "writer" / "metadata.json", Json{{"cursor", cursor_}, {"write_count", write_count_}});
   if (generator_) {
@@ -130,18 +130,19 @@ void ReplayBufferCore::loads(const std::string& path) {
   }
   // State this buffer cannot hold is refused rather than dropped.
   const fs::path sampler_dir = root / "sampler";
-  if (fs::is_directory(sampler_dir) && !fs::is_empty(sampler_dir)) {
+  std::error_code ec;
+  if (checkpoint_has(sampler_dir) && !fs::is_empty(sampler_dir, ec)) {
     throw RuntimeError(fmt::format("{}: the checkpoint holds a sampler's state ({}); only TorchRL's RandomSampler, "
                                    "which keeps none, is read here",
                                    path, sampler_dir.string()));
   }
-  if (fs::exists(root / "transform.t")) {
+  if (checkpoint_has(root / "transform.t")) {
     throw RuntimeError(fmt::format("{}: the checkpoint holds a transform's state (transform.t); buffers with transforms "
                                    "are not read here",
                                    path));
   }
   std::optional<at::Generator> generator = generator_;
-  if (fs::exists(root / "rng_state")) generator = load_generator(root / "rng_state");
+  if (checkpoint_has(root / "rng_state")) generator = load_generator(root / "rng_state");
   storage_.loads((root / "storage").string());
   cursor_ = cursor;
   write_count_ = write_count;

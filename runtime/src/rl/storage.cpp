@@ -84,7 +84,10 @@ void check_same_keys(const TensorDict& storage, const TensorDict& rows, std::str
 bool same_path(const std::string& a, const fs::path& b) {
   if (a.empty()) return false;
   std::error_code ec;
-  return fs::weakly_canonical(fs::absolute(a), ec) == fs::weakly_canonical(fs::absolute(b), ec);
+  const fs::path x = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  if (ec) return false;
+  const fs::path y = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return !ec && x == y;
 }
 
 }  // namespace
