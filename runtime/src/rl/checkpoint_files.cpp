@@ -12,13 +12,13 @@ namespace fs = std::filesystem;
 Json read_checkpoint_json(const fs::path& file) {
   std::string text;
   try {
-    text = read_text(file, file.parent_path());
+    text = detail::memmap::read_text(file, file.parent_path());
   } catch (const RuntimeError&) {
     rethrow_reworded([&](std::string_view what) {
       return fmt::format("cannot load a replay buffer checkpoint: {} ({})", file.string(), what);
     });
   }
-  Json value = parse_json(text, file);
+  Json value = detail::memmap::parse_json(text, file);
   if (!value.is_object()) {
     throw RuntimeError(fmt::format("malformed {}: expected a JSON object, got {}", file.string(), value.type_name()));
   }
@@ -42,7 +42,7 @@ bool checkpoint_has(const fs::path& path) {
 
 void write_checkpoint_json(const fs::path& file, const Json& value) {
   make_checkpoint_dir(file.parent_path());
-  write_file_atomic(file, dump_meta(value, file, "the checkpoint's metadata"), /*sync=*/true);
+  detail::memmap::write_file_atomic(file, detail::memmap::dump_meta(value, file, "the checkpoint's metadata"), /*sync=*/true);
 }
 
 const Json& checkpoint_field(const Json& object, std::string_view name, const fs::path& file) {
