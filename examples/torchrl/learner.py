@@ -11,8 +11,8 @@ rollouts and trains. The actors load the weights into their running
 packages.
 
 With TorchRL's own collector (``--collector torchrl``): the same learner,
-the same networks and settings, fed by ``SyncDataCollector`` (one process)
-or ``MultiSyncDataCollector`` (``--actors`` worker processes) over
+the same networks and settings, fed by ``Collector`` (one process; ``SyncDataCollector``
+before TorchRL 0.14) or ``MultiSyncCollector`` (``MultiSyncDataCollector``) (``--actors`` worker processes) over
 ``GymEnv("Pendulum-v1")``, for comparison.
 
 Modes:
@@ -236,7 +236,8 @@ def check(actor, rollout, probe, expected, probe_history, learner) -> list:
 
 
 def run_torchrl(args) -> int:
-    from torchrl.collectors import MultiSyncDataCollector, SyncDataCollector
+    # TorchRL 0.14's names for SyncDataCollector and MultiSyncDataCollector.
+    from torchrl.collectors import Collector, MultiSyncCollector
     from torchrl.envs import GymEnv, RewardSum, TransformedEnv
 
     def make_env():
@@ -247,10 +248,12 @@ def run_torchrl(args) -> int:
     frames_per_batch = args.actors * args.envs * args.steps
     total = args.max_frames if args.mode == "train" else frames_per_batch * (args.rounds + 1)
     if args.actors == 1:
-        collector = SyncDataCollector(make_env, learner.actor, frames_per_batch=frames_per_batch, total_frames=total)
+        collector = Collector(make_env, learner.actor, frames_per_batch=frames_per_batch, total_frames=total)
     else:
-        collector = MultiSyncDataCollector([make_env] * args.actors, learner.actor, frames_per_batch=frames_per_batch,
-                                           total_frames=total)
+        # Worker processes with one torch thread each (num_sub_threads), as
+        # the C++ actors.
+        collector = MultiSyncCollector([make_env] * args.actors, learner.actor, frames_per_batch=frames_per_batch,
+                                       total_frames=total, num_threads=args.threads, num_sub_threads=1)
     collector.set_seed(args.seed)
     learner.start = time.monotonic()
     bench_start, bench_frames = None, 0
