@@ -81,13 +81,14 @@ class Learner:
         self.owed = 0.0  # updates due (utd * frames), not yet run
         self.returns: deque = deque(maxlen=10)
         self.episodes = 0
+        self.waiting_s = 0.0  # time spent waiting for the collectors' data
         self.start = time.monotonic()
         self.log = None
         if args.log:
             os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
             self.log_file = open(args.log, "w", newline="")
             self.log = csv.writer(self.log_file)
-            self.log.writerow(["frames", "wall_s", "return", "updates"])
+            self.log.writerow(["frames", "wall_s", "return", "updates", "waiting_s"])
 
     def weights(self) -> TensorDict:
         return TensorDict.from_module(self.net).data
@@ -104,7 +105,7 @@ class Learner:
             self.returns.append(ret)
             self.episodes += 1
             if self.log:
-                self.log.writerow([self.frames, f"{wall:.3f}", f"{ret:.3f}", self.updates])
+                self.log.writerow([self.frames, f"{wall:.3f}", f"{ret:.3f}", self.updates, f"{self.waiting_s:.3f}"])
         if self.log:
             self.log_file.flush()
 
@@ -132,7 +133,8 @@ class Learner:
     def report(self, label: str) -> None:
         wall = time.monotonic() - self.start
         print(f"learner ({label}): {self.frames} frames, {self.episodes} episodes, {self.updates} updates, "
-              f"{wall:.1f} s, mean return of the last 10 episodes {self.mean_return():.1f}", flush=True)
+              f"{wall:.1f} s ({self.waiting_s:.1f} s waiting for data), "
+              f"mean return of the last 10 episodes {self.mean_return():.1f}", flush=True)
 
 
 def run_cpp(args) -> int:
@@ -165,10 +167,12 @@ def run_cpp(args) -> int:
             break
         new_frames = 0
         for a in actors:
+            waiting = time.monotonic()
             rollout = rollout_template(args.envs, args.steps)
             rollout.recv(src=a)
             probe = probe_template()
             probe.recv(src=a)
+            learner.waiting_s += time.monotonic() - waiting
             new_frames += rollout.numel()
             if args.mode == "bench":
                 continue
@@ -238,10 +242,14 @@ def check(actor, rollout, probe, expected, probe_history, learner) -> list:
 def run_torchrl(args) -> int:
     # TorchRL 0.14's names for SyncDataCollector and MultiSyncDataCollector.
     from torchrl.collectors import Collector, MultiSyncCollector
-    from torchrl.envs import GymEnv, RewardSum, TransformedEnv
+    from torchrl.envs import GymEnv, RewardSum, SerialEnv, TransformedEnv
 
     def make_env():
-        env = GymEnv("Pendulum-v1", num_envs=args.envs) if args.envs > 1 else GymEnv("Pendulum-v1")
+        # Several environments per process: stepped one after the other in
+        # the collecting process, with one policy call for all (as a C++
+        # actor steps its batch). GymEnv(num_envs=...) would start a process
+        # per environment (gymnasium's AsyncVectorEnv).
+        env = SerialEnv(args.envs, lambda: GymEnv("Pendulum-v1")) if args.envs > 1 else GymEnv("Pendulum-v1")
         return TransformedEnv(env, RewardSum())
 
     learner = Learner(args)
@@ -257,7 +265,9 @@ def run_torchrl(args) -> int:
     collector.set_seed(args.seed)
     learner.start = time.monotonic()
     bench_start, bench_frames = None, 0
+    waiting = time.monotonic()
     for i, batch in enumerate(collector):
+        learner.waiting_s += time.monotonic() - waiting
         if args.mode == "bench":
             if i == 0:
                 bench_start = time.monotonic()
@@ -274,6 +284,7 @@ def run_torchrl(args) -> int:
                 learner.report("TorchRL collector")
             if learner.reached():
                 break
+        waiting = time.monotonic()
     collector.shutdown()
     if args.mode == "bench":
         elapsed = time.monotonic() - bench_start

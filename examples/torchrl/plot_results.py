@@ -3,11 +3,11 @@
 
     python plot_results.py [results/]
 
-Reads cpp_actors.csv and torchrl_collector.csv (learner.py --log: one row per
-episode: frames, wall_s, return, updates) and writes
+Reads cpp_actors_seed*.csv and torchrl_collector_seed*.csv (learner.py
+--log: one row per episode: frames, wall_s, return, updates) and writes
 returns_vs_frames.png and returns_vs_wall_time.png: each episode's return
-(dots) and the mean of the last 10 (line) for both collectors, with the
--250 target. With bench.json (bench_collectors.py --out), also
+(dots) and the mean of the last 10 (line, one style per seed) for both
+collectors, with the -250 target. With bench.json (bench_collectors.py --out), also
 collector_fps.png.
 """
 
@@ -22,8 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 RESULTS = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent / "results")
-RUNS = [("cpp_actors.csv", "C++ actors (exported policy, live weights)", "tab:blue"),
-        ("torchrl_collector.csv", "TorchRL MultiSyncCollector (gymnasium)", "tab:orange")]
+RUNS = [("cpp_actors", "C++ actors", "tab:blue"), ("torchrl_collector", "TorchRL MultiSyncCollector", "tab:orange")]
+STYLES = ["-", "--", ":", "-."]
 
 
 def load(path):
@@ -39,13 +39,14 @@ def load(path):
 for column, xlabel, name in ((0, "frames collected", "returns_vs_frames.png"),
                              (1, "wall time (s)", "returns_vs_wall_time.png")):
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for file, label, color in RUNS:
-        if not (RESULTS / file).exists():
-            continue
-        data = load(RESULTS / file)
-        x = data[column]
-        ax.scatter(x, data[2], s=8, alpha=0.35, color=color)
-        ax.plot(x, data[3], color=color, label=f"{label}: mean of last 10")
+    for stem, label, color in RUNS:
+        for i, path in enumerate(sorted(RESULTS.glob(f"{stem}_seed*.csv"))):
+            data = load(path)
+            x = data[column]
+            seed = path.stem.rsplit("seed", 1)[1]
+            ax.scatter(x, data[2], s=6, alpha=0.3, color=color)
+            ax.plot(x, data[3], color=color, linestyle=STYLES[i % len(STYLES)],
+                    label=f"{label}, seed {seed}: mean of last 10")
     ax.axhline(-250, color="gray", linestyle="--", linewidth=1, label="target -250")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("episode return")
