@@ -64,7 +64,7 @@ if bench.exists():
     labels = [f"{r['processes']} proc x {r['envs_per_process']} env" for r in rows]
     xs = range(len(rows))
     ax.bar([x - 0.2 for x in xs], [r["cpp"]["fps"] for r in rows], width=0.4, label="C++ actors", color="tab:blue")
-    ax.bar([x + 0.2 for x in xs], [r["torchrl"]["fps"] for r in rows], width=0.4, label="TorchRL MultiSyncCollector",
+    ax.bar([x + 0.2 for x in xs], [r["torchrl"]["fps"] for r in rows], width=0.4, label="TorchRL (Collector; MultiSyncCollector for 2 processes)",
            color="tab:orange")
     for x, r in zip(xs, rows):
         ax.annotate(f"{r['ratio']:.0f}x", (x - 0.2, r["cpp"]["fps"]), ha="center", va="bottom", fontsize=9)
