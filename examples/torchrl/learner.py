@@ -200,6 +200,10 @@ def run_cpp(args) -> int:
         print(json.dumps({"collector": "cpp", "frames": bench_frames, "seconds": elapsed, "fps": bench_frames / elapsed}))
     elif args.mode == "test":
         versions = sorted(probe_history)
+        want_frames = args.rounds * len(actors) * args.envs * args.steps
+        if learner.frames != want_frames or len(learner.buffer) != want_frames:
+            failures.append(f"{learner.frames} frames arrived ({len(learner.buffer)} in the replay buffer), "
+                            f"expected {want_frames}")
         if len(versions) < 2:
             failures.append(f"the probes came with versions {versions}: the weights never changed")
         for v0, v1 in zip(versions, versions[1:]):
