@@ -60,11 +60,16 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--envs") o.envs = std::stoll(value());
-    else if (arg == "--steps") o.steps = std::stoll(value());
-    else if (arg == "--seed") o.seed = std::stoull(value());
-    else if (o.policy.empty() && arg.rfind("--", 0) != 0) o.policy = arg;
-    else throw std::invalid_argument("unknown argument " + arg);
+    if (arg == "--envs")
+      o.envs = std::stoll(value());
+    else if (arg == "--steps")
+      o.steps = std::stoll(value());
+    else if (arg == "--seed")
+      o.seed = std::stoull(value());
+    else if (o.policy.empty() && arg.rfind("--", 0) != 0)
+      o.policy = arg;
+    else
+      throw std::invalid_argument("unknown argument " + arg);
   }
   if (o.policy.empty() || o.envs < 1 || o.steps < 1)
     throw std::invalid_argument("usage: torchrl_actor POLICY.pt2 [--envs N] [--steps T] [--seed S]");
@@ -89,17 +94,16 @@ int main(int argc, char** argv) {
     // The rollout, written in place each round and sent whole.
     const auto f32 = at::TensorOptions().dtype(at::kFloat);
     const auto b8 = at::TensorOptions().dtype(at::kBool);
-    pendulum::Transition rollout(
-        {.observation = at::zeros({n, t_max, 3}, f32),
-         .action = at::zeros({n, t_max, 1}, f32),
-         .next = pendulum::Next({.observation = at::zeros({n, t_max, 3}, f32),
-                                 .reward = at::zeros({n, t_max, 1}, f32),
-                                 .done = at::zeros({n, t_max, 1}, b8),
-                                 .terminated = at::zeros({n, t_max, 1}, b8),
-                                 .truncated = at::zeros({n, t_max, 1}, b8),
-                                 .episode_reward = at::zeros({n, t_max, 1}, f32)},
-                                {n, t_max})},
-        {n, t_max});
+    pendulum::Transition rollout({.observation = at::zeros({n, t_max, 3}, f32),
+                                  .action = at::zeros({n, t_max, 1}, f32),
+                                  .next = pendulum::Next({.observation = at::zeros({n, t_max, 3}, f32),
+                                                          .reward = at::zeros({n, t_max, 1}, f32),
+                                                          .done = at::zeros({n, t_max, 1}, b8),
+                                                          .terminated = at::zeros({n, t_max, 1}, b8),
+                                                          .truncated = at::zeros({n, t_max, 1}, b8),
+                                                          .episode_reward = at::zeros({n, t_max, 1}, f32)},
+                                                         {n, t_max})},
+                                 {n, t_max});
     float* r_obs = rollout.observation.data_ptr<float>();
     float* r_act = rollout.action.data_ptr<float>();
     float* r_next_obs = rollout.next.observation.data_ptr<float>();

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "normalize") {
-    for (int i = 2; i < argc; ++i) std::printf("%.17g\n", pendulum::Pendulum::angle_normalize(std::strtod(argv[i], nullptr)));
+    for (int i = 2; i < argc; ++i)
+      std::printf("%.17g\n", pendulum::Pendulum::angle_normalize(std::strtod(argv[i], nullptr)));
     return 0;
   }
   std::fprintf(stderr, "pendulum_trace: bad arguments\n");
