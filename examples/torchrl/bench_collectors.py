@@ -29,7 +29,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import launch
@@ -68,7 +67,6 @@ def main() -> int:
                     if code != 0:
                         return 1
                 else:
-                    started = time.monotonic()
                     out = subprocess.run(
                         [sys.executable, str(HERE / "learner.py"), "--collector", "torchrl", "--mode", "bench",
                          "--actors", str(processes), "--envs", str(envs), "--steps", str(a.steps),
