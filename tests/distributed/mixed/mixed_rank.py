@@ -498,9 +498,11 @@ def weights(rank, world, args):
     # the learner holds it, with the exported weights, then trained on.
     policy = TensorDictModule(nn.Sequential(nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 2)), in_keys=["obs"],
                               out_keys=["action"])
-    TensorDict.load_memmap(os.path.join(packages, "mlp_params")).to_module(policy)
+    # Cloned out of the memory map: tensordict 0.14's to_module cannot make a
+    # Parameter of a MemoryMappedTensor under torch 2.15.
+    TensorDict.load_memmap(os.path.join(packages, "mlp_params")).clone().to_module(policy)
     exported = TensorDict.from_module(policy).data.clone()
-    TensorDict.load_memmap(os.path.join(packages, "mlp_new_params")).to_module(policy)
+    TensorDict.load_memmap(os.path.join(packages, "mlp_new_params")).clone().to_module(policy)
     trained = TensorDict.from_module(policy).data
     trained.send(1)
     for work in exported.isend(1, return_early=True):
