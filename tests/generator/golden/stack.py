@@ -19,6 +19,7 @@ from typing import Sequence as _Sequence
 from typing import Tuple as _Tuple
 from typing import Union as _Union
 
+import dataclasses as _dataclasses
 import functools as _functools
 import inspect as _inspect
 import sys as _sys
@@ -26,6 +27,7 @@ import threading as _threading
 import types as _types
 
 import torch as _torch
+from tensordict import is_non_tensor as _is_non_tensor
 from tensordict import tensorclass as _tensorclass
 
 # The types annotations name (see the generator's python_emitter.cpp): a
@@ -84,21 +86,42 @@ def _tc_entries(cls: _Any) -> None:
             setattr(cls, name, classmethod(_tc_entry(lambda _cls, *args, _bound=bound, **kwargs: _bound(*args, **kwargs))))
 
 
-def _tc_forward(name: str) -> _Any:
-    """A method that runs the instance's TensorDict's method `name`.
+def _tc_wire(name: str) -> _Any:
+    """The point-to-point method `name` of a class: its TensorDict's, without the non-tensor entries.
 
-    TensorDict's point-to-point code (send, isend, recv, irecv) calls ``_send``,
-    ``_isend``, ``_recv`` and ``_irecv`` on every nested tensor collection it
-    meets; a tensorclass defines none of them, and tensordict would fall back on
-    its TensorDict's with a warning at every call. The TensorDict holds the
-    class's tensors and nested classes, so its method is the one to run.
+    TensorDict's send, isend, recv and irecv walk the entries and call ``_send``,
+    ``_isend``, ``_recv`` or ``_irecv`` on every nested tensor collection they
+    meet: a non-tensor field (tensordict 0.15 keeps it in the TensorDict, as a
+    NonTensorData) or a nested class, neither of which has one of its own, so
+    that tensordict falls back on their TensorDicts' with a warning at every
+    call. Non-tensor entries send nothing (the tags are the same without
+    them): the TensorDict less those entries holds the same tensors, which it
+    sends or receives into in place, and the nested classes have these methods
+    too. A consolidated transfer uses the whole TensorDict.
     """
 
     def method(self: _Any, *args: _Any, **kwargs: _Any) -> _Any:
-        return getattr(self._tensordict, name)(*args, **kwargs)
+        td = self._tensordict
+        if not kwargs.get("consolidated", False):
+            non_tensors = [key for key, value in td.items() if _is_non_tensor(value)]
+            if non_tensors:
+                td = td.exclude(*non_tensors)
+        return getattr(td, name)(*args, **kwargs)
 
     method.__name__ = method.__qualname__ = name
     return method
+
+
+_TC_WIRE_METHODS = ("send", "isend", "recv", "irecv", "_send", "_isend", "_recv", "_irecv")
+
+
+def _tc_finish(cls: _Any) -> None:
+    """Gives a class its point-to-point methods (_tc_wire) and, with 0.14, its entries (_tc_entries)."""
+    fields = {field.name for field in _dataclasses.fields(cls)}
+    for name in _TC_WIRE_METHODS:
+        if name not in fields:  # a field may be named like one (shadow=True)
+            setattr(cls, name, _tc_wire(name))
+    _tc_entries(cls)
 
 
 @_tensorclass(**_TC_OPTIONS)
@@ -132,14 +155,9 @@ class Env:
             self.__tc_check__("Env")
             _name_batch_dims(self, _CONTRACT_Env)
 
-    _send = _tc_forward("_send")
-    _isend = _tc_forward("_isend")
-    _recv = _tc_forward("_recv")
-    _irecv = _tc_forward("_irecv")
-
 
 _tc__Env = Env
-_tc_entries(Env)
+_tc_finish(Env)
 
 
 # ---- the schema's contracts ------------------------------------------------------
