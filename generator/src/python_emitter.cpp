@@ -229,7 +229,7 @@ mstch::map class_context(const Schema& s, const Class& c) {
                                          def.empty() ? std::string("None") : def));
   }
   const std::string decorator =
-      keyword_fields.empty() ? std::string("@_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)")
+      keyword_fields.empty() ? std::string("@_tensorclass(**_TC_OPTIONS)")
                              : "@_tensorclass_with_keyword_fields(" + python_tuple(keyword_fields) + ")";
   for (const Field& f : c.fields) specs.push_back(mstch::map{{"spec", field_spec(f)}});
   std::string batch = "None";

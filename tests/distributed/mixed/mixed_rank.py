@@ -12,6 +12,7 @@ import datetime
 import os
 import sys
 import traceback
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -425,6 +426,14 @@ def transition(n, seed):
     )
 
 
+def expect_transition(got, want, what):
+    for name in ("action", "reward", "done", "terminated"):
+        expect_equal(getattr(got, name), getattr(want, name), f"{what}.{name}")
+    for name in ("observation", "next"):
+        expect_equal(getattr(got, name).pixels, getattr(want, name).pixels, f"{what}.{name}.pixels")
+        expect_equal(getattr(got, name).state, getattr(want, name).state, f"{what}.{name}.state")
+
+
 @scenario
 def typed(rank, world, args):
     # tc.rl: the module tensorclass-gen --lang python made of schemas/rl.yaml (on PYTHONPATH).
@@ -458,6 +467,21 @@ def typed(rank, world, args):
         raise AssertionError(f"check failed: broadcast gave a {type(got)!r}, not tc.rl.Observation")
     expect_equal(got.state, observation(2, 7).state, "broadcast Observation.state")
     expect_equal(got.pixels, observation(2, 7).pixels, "broadcast Observation.pixels")
+    # Point to point into the same structure (scenarios_typed.cpp's exchange):
+    # with tensordict's fallback warning an error, which it would give for the
+    # nested Observations unless the class has its own _send, _recv...
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*wasn't explicitly implemented for tensorclass")
+        for sender, receiver, seed in ((0, 1, 9), (1, 0, 13)):
+            if rank == sender:
+                transition(2, seed).send(receiver)
+                transition(2, seed + 2).isend(receiver)
+            elif rank == receiver:
+                got = transition(2, 0)
+                got.recv(sender)
+                expect_transition(got, transition(2, seed), "recv Transition")
+                got.irecv(sender)
+                expect_transition(got, transition(2, seed + 2), "irecv Transition")
 
 
 # ---- live weights (scenarios_weights.cpp has the C++ actor's side) ----
@@ -474,9 +498,11 @@ def weights(rank, world, args):
     # the learner holds it, with the exported weights, then trained on.
     policy = TensorDictModule(nn.Sequential(nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 2)), in_keys=["obs"],
                               out_keys=["action"])
-    TensorDict.load_memmap(os.path.join(packages, "mlp_params")).to_module(policy)
+    # Cloned out of the memory map: tensordict 0.14's to_module cannot make a
+    # Parameter of a MemoryMappedTensor under torch 2.15.
+    TensorDict.load_memmap(os.path.join(packages, "mlp_params")).clone().to_module(policy)
     exported = TensorDict.from_module(policy).data.clone()
-    TensorDict.load_memmap(os.path.join(packages, "mlp_new_params")).to_module(policy)
+    TensorDict.load_memmap(os.path.join(packages, "mlp_new_params")).clone().to_module(policy)
     trained = TensorDict.from_module(policy).data
     trained.send(1)
     for work in exported.isend(1, return_early=True):

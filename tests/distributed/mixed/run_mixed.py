@@ -26,6 +26,41 @@ HERE = Path(__file__).resolve().parent
 SKIP_CODE = 77
 
 
+# The cases that tensordict 0.14 (the one TorchRL 0.14 pins) cannot run, as
+# (scenario, its arguments or None for any, the line-ups or None for any, the
+# reason): skipped with the reason printed when the Python ranks' tensordict is
+# older than 0.15 (README.md, "tensordict 0.14 (TorchRL 0.14)", lists them).
+_BUCKETS = "tensordict 0.14's all_reduce and reduce take no bucket_bytes (0.15 added bucketed reductions)"
+_GATHER = ("tensordict 0.14's gather_and_stack pickles the whole tensordict (gather_object); the C++ ranks "
+           "speak 0.15's (the consolidated storage after a header) and unpickle no tensordict")
+TENSORDICT_0_14_SKIPS = [
+    ("reduce", ("nested", "all_bucket"), None, _BUCKETS),
+    ("reduce", ("nested", "reduce_bucket"), None, _BUCKETS),
+    ("reduce", ("lazy", "all_bucket"), None, _BUCKETS),
+    ("reduce", ("stack", "reduce_bucket"), None, _BUCKETS),
+    ("reduce", ("stack", "reduce"), ("py,cpp,cpp",),
+     "tensordict 0.14's reduce() of a lazy stack reduces only its dense leaves into the destination "
+     "(rank 0, Python; so do three Python ranks)"),
+    ("gather_and_stack", None, None, _GATHER),
+    ("hostile", None, ("py,cpp",), "its Python rank calls gather_and_stack: " + _GATHER),
+]
+
+
+def skip_reason(scenario: str, extra: list[str], ranks: str) -> str | None:
+    """Why the Python ranks' tensordict cannot run this case, if it cannot."""
+    from importlib.metadata import version
+
+    if "py" not in ranks.split(","):
+        return None
+    major, minor = (int(part) for part in version("tensordict").split(".")[:2])
+    if (major, minor) >= (0, 15):
+        return None
+    for name, args, lineups, reason in TENSORDICT_0_14_SKIPS:
+        if name == scenario and (args is None or tuple(extra) == args) and (lineups is None or ranks in lineups):
+            return f"{reason} (tensordict {version('tensordict')})"
+    return None
+
+
 def free_port() -> int:
     # The port is free when probed; rank 0's TCPStore binds it moments later.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -61,6 +96,10 @@ def main() -> int:
             # NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
             print(f"SKIP {args.scenario} [{args.ranks}]: nccl needs {len(roles)} GPUs, found {gpus}")
             return SKIP_CODE
+    why = skip_reason(args.scenario, args.extra, args.ranks)
+    if why is not None:
+        print(f"SKIP {args.scenario} {' '.join(args.extra)} [{args.ranks}]: {why}")
+        return SKIP_CODE
     port = free_port()
     procs = []
     logs = []

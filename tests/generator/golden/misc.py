@@ -3,11 +3,11 @@
 
 Each class checks its schema's contract in ``__post_init__``, which tensordict
 runs when data comes in (construction, ``load_memmap``, ``from_h5``) and not on
-rebuilds (indexing, ``clone``, ``to``...): dtypes, fixed and symbolic dims, batch
-prefixes, required fields. A violation raises ValueError worded as the C++
-structs word it. A schema's ``batch:`` names the batch dims, as in C++.
-``list<T>`` fields are tuples: tensordict takes a list as one value per element
-of the first batch dim.
+rebuilds (indexing, ``clone``, ``to``...; with tensordict 0.14, through
+``_tc_entries``): dtypes, fixed and symbolic dims, batch prefixes, required
+fields. A violation raises ValueError worded as the C++ structs word it. A
+schema's ``batch:`` names the batch dims, as in C++. ``list<T>`` fields are
+tuples: tensordict takes a list as one value per element of the first batch dim.
 """
 
 from typing import Any as _Any
@@ -19,7 +19,15 @@ from typing import Sequence as _Sequence
 from typing import Tuple as _Tuple
 from typing import Union as _Union
 
+import dataclasses as _dataclasses
+import functools as _functools
+import inspect as _inspect
+import sys as _sys
+import threading as _threading
+import types as _types
+
 import torch as _torch
+from tensordict import is_non_tensor as _is_non_tensor
 from tensordict import tensorclass as _tensorclass
 
 # The types annotations name (see the generator's python_emitter.cpp): a
@@ -31,8 +39,92 @@ _tc__str = str
 
 __all__ = ["Empty", "Scalars", "Edges"]
 
+# The options of every class. tensordict 0.15 added skip_post_init_on_rebuild:
+# __post_init__ (the contract check) runs when data comes in, not when
+# tensordict rebuilds an instance from another's data (indexing, clone, the
+# shells of consolidate...), where a check could refuse a legal result. The
+# tensordict 0.14 that TorchRL 0.14 pins runs __post_init__ on every rebuild:
+# there _tc_entries below marks the ways data comes in, and __post_init__ does
+# nothing outside them.
+_TC_SKIPS_REBUILDS = "skip_post_init_on_rebuild" in _inspect.signature(_tensorclass).parameters
+_TC_OPTIONS: _Dict[str, _Any] = {"shadow": True, "nocast": True}
+if _TC_SKIPS_REBUILDS:
+    _TC_OPTIONS["skip_post_init_on_rebuild"] = True
+# How many entries (_tc_entries) the current thread is in, shared by every
+# generated module: a class of one module nests those of others.
+_TC_STATE: _Any = _sys.modules.setdefault("_tensorclass_gen_state", _types.ModuleType("_tensorclass_gen_state"))
+if not hasattr(_TC_STATE, "local"):
+    _TC_STATE.local = _threading.local()
 
-@_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
+
+def _tc_checks() -> bool:
+    """Whether __post_init__ checks: always with 0.15, inside an entry with 0.14."""
+    return _TC_SKIPS_REBUILDS or getattr(_TC_STATE.local, "depth", 0) > 0
+
+
+def _tc_entry(function: _Any) -> _Any:
+    @_functools.wraps(function)
+    def entry(*args: _Any, **kwargs: _Any) -> _Any:
+        local = _TC_STATE.local
+        local.depth = getattr(local, "depth", 0) + 1
+        try:
+            return function(*args, **kwargs)
+        finally:
+            local.depth -= 1
+
+    return entry
+
+
+def _tc_entries(cls: _Any) -> None:
+    """With tensordict 0.14: marks the ways data comes in (see _TC_SKIPS_REBUILDS)."""
+    if _TC_SKIPS_REBUILDS:
+        return
+    cls.__init__ = _tc_entry(cls.__init__)
+    for name in ("from_tensordict", "from_dict", "_load_memmap", "from_remote_init"):
+        if hasattr(cls, name):
+            bound = getattr(cls, name)
+            setattr(cls, name, classmethod(_tc_entry(lambda _cls, *args, _bound=bound, **kwargs: _bound(*args, **kwargs))))
+
+
+def _tc_wire(name: str) -> _Any:
+    """The point-to-point method `name` of a class: its TensorDict's, without the non-tensor entries.
+
+    TensorDict's send, isend, recv and irecv walk the entries and call ``_send``,
+    ``_isend``, ``_recv`` or ``_irecv`` on every nested tensor collection they
+    meet: a non-tensor field (tensordict 0.15 keeps it in the TensorDict, as a
+    NonTensorData) or a nested class, neither of which has one of its own, so
+    that tensordict falls back on their TensorDicts' with a warning at every
+    call. Non-tensor entries send nothing (the tags are the same without
+    them): the TensorDict less those entries holds the same tensors, which it
+    sends or receives into in place, and the nested classes have these methods
+    too. A consolidated transfer uses the whole TensorDict.
+    """
+
+    def method(self: _Any, *args: _Any, **kwargs: _Any) -> _Any:
+        td = self._tensordict
+        if not kwargs.get("consolidated", False):
+            non_tensors = [key for key, value in td.items() if _is_non_tensor(value)]
+            if non_tensors:
+                td = td.exclude(*non_tensors)
+        return getattr(td, name)(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+_TC_WIRE_METHODS = ("send", "isend", "recv", "irecv", "_send", "_isend", "_recv", "_irecv")
+
+
+def _tc_finish(cls: _Any) -> None:
+    """Gives a class its point-to-point methods (_tc_wire) and, with 0.14, its entries (_tc_entries)."""
+    fields = {field.name for field in _dataclasses.fields(cls)}
+    for name in _TC_WIRE_METHODS:
+        if name not in fields:  # a field may be named like one (shadow=True)
+            setattr(cls, name, _tc_wire(name))
+    _tc_entries(cls)
+
+
+@_tensorclass(**_TC_OPTIONS)
 class Empty:
     """A class without fields.
     Second line with \"quotes\" and \\ backslash.
@@ -43,14 +135,16 @@ class Empty:
         _check(self, _CONTRACT_Empty, path)
 
     def __post_init__(self) -> None:
-        self.__tc_check__("Empty")
-        _name_batch_dims(self, _CONTRACT_Empty)
+        if _tc_checks():
+            self.__tc_check__("Empty")
+            _name_batch_dims(self, _CONTRACT_Empty)
 
 
 _tc__Empty = Empty
+_tc_finish(Empty)
 
 
-@_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
+@_tensorclass(**_TC_OPTIONS)
 class Scalars:
     """Scalars, from misc.yaml.
 
@@ -81,14 +175,16 @@ class Scalars:
         _check(self, _CONTRACT_Scalars, path)
 
     def __post_init__(self) -> None:
-        self.__tc_check__("Scalars")
-        _name_batch_dims(self, _CONTRACT_Scalars)
+        if _tc_checks():
+            self.__tc_check__("Scalars")
+            _name_batch_dims(self, _CONTRACT_Scalars)
 
 
 _tc__Scalars = Scalars
+_tc_finish(Scalars)
 
 
-@_tensorclass(shadow=True, nocast=True, skip_post_init_on_rebuild=True)
+@_tensorclass(**_TC_OPTIONS)
 class Edges:
     """Ends with a backslash \\
 
@@ -111,11 +207,13 @@ class Edges:
         _check(self, _CONTRACT_Edges, path)
 
     def __post_init__(self) -> None:
-        self.__tc_check__("Edges")
-        _name_batch_dims(self, _CONTRACT_Edges)
+        if _tc_checks():
+            self.__tc_check__("Edges")
+            _name_batch_dims(self, _CONTRACT_Edges)
 
 
 _tc__Edges = Edges
+_tc_finish(Edges)
 
 
 # ---- the schema's contracts ------------------------------------------------------
