@@ -572,5 +572,48 @@ def main() -> int:
         return 1
 
 
+def fork_ranks(ranks: list[tuple[int, str]]) -> int:
+    """Runs each (rank, log file) as a child forked from this process.
+
+    run_mixed.py starts a line-up's Python ranks this way: torch and tensordict
+    are imported once, not once a rank (about 4 s of CPU each). Each child
+    writes to its log and runs main() with its RANK. When one fails, the others
+    are killed; the exit code is 0, or 10 + the rank that failed first.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    children: dict[int, int] = {}
+    for rank, log in ranks:
+        pid = os.fork()
+        if pid == 0:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
+            os.environ["RANK"] = os.environ["LOCAL_RANK"] = str(rank)
+            code = 1
+            try:
+                code = main()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children[pid] = rank
+    failed = None
+    while children:
+        pid, status = os.wait()
+        rank = children.pop(pid)
+        if os.waitstatus_to_exitcode(status) != 0 and failed is None:
+            failed = rank
+            for other in children:
+                os.kill(other, 9)
+    return 0 if failed is None else 10 + failed
+
+
 if __name__ == "__main__":
+    # run_mixed.py: --fork RANK=LOG,RANK=LOG SCENARIO ARGS...
+    if len(sys.argv) > 2 and sys.argv[1] == "--fork":
+        spec = [(int(r), log) for r, log in (item.split("=", 1) for item in sys.argv[2].split(","))]
+        sys.argv = [sys.argv[0], *sys.argv[3:]]
+        sys.exit(fork_ranks(spec))
     sys.exit(main())

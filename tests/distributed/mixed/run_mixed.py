@@ -2,9 +2,11 @@
 """Runs one mixed-group scenario: C++ and Python ranks in one torch.distributed group.
 
 ``run_mixed.py --cpp <mixed_rank> --scenario NAME --ranks cpp,py[,py...]``
-starts one process per entry of ``--ranks`` (rank i is the i-th entry: the
-C++ rank binary or ``mixed_rank.py`` under this interpreter), all meeting
-through ``env://`` on a free loopback port, as ``torchrun`` would set them up.
+starts the ranks of ``--ranks`` (rank i is the i-th entry): a process of the
+C++ rank binary for each C++ rank, and one ``mixed_rank.py`` under this
+interpreter that imports torch and tensordict once and forks the Python ranks
+(a single Python rank, or another ``--py`` script: a process each); all meet through ``env://`` on a free loopback port, as ``torchrun`` would set
+them up.
 Each rank runs the scenario's part for its role and checks exact values.
 Passes when every rank exits 0 within ``--deadline`` seconds; otherwise kills
 what is left and prints the failing rank's output first, then the others'.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -101,53 +104,84 @@ def main() -> int:
         print(f"SKIP {args.scenario} {' '.join(args.extra)} [{args.ranks}]: {why}")
         return SKIP_CODE
     port = free_port()
-    procs = []
-    logs = []
+    base_env = dict(os.environ)
+    base_env.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        WORLD_SIZE=str(len(roles)),
+        GLOO_SOCKET_IFNAME="lo",
+        MIXED_BACKEND=args.backend,
+        # The Python ranks must not pick up the build tree's own modules.
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    work = tempfile.TemporaryDirectory(prefix="run_mixed.")
+    logs = [os.path.join(work.name, f"rank{rank}.log") for rank in range(len(roles))]
+    # Each process started and the ranks it runs: a C++ rank each, and one
+    # Python process for all the Python ranks, which forks them after
+    # importing torch and tensordict once (mixed_rank.py's fork_ranks).
+    # (Another --py script, such as an example's learner, or a single Python
+    # rank: a process of its own.)
+    procs: list[tuple[subprocess.Popen, list[int]]] = []
+    python_ranks = [rank for rank, role in enumerate(roles) if role == "py"]
+    forked = len(python_ranks) > 1 and Path(args.py).resolve() == (HERE / "mixed_rank.py").resolve()
     for rank, role in enumerate(roles):
-        env = dict(os.environ)
-        env.update(
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(port),
-            RANK=str(rank),
-            WORLD_SIZE=str(len(roles)),
-            GLOO_SOCKET_IFNAME="lo",
-            LOCAL_RANK=str(rank),
-            MIXED_BACKEND=args.backend,
-            # The Python ranks must not pick up the build tree's own modules.
-            PYTHONDONTWRITEBYTECODE="1",
-        )
-        cmd = [args.cpp] if role == "cpp" else [sys.executable, args.py]
-        cmd += [args.scenario, *args.extra]
-        log = tempfile.TemporaryFile(mode="w+")
-        logs.append(log)
-        procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
+        if role == "cpp" or not forked:
+            env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank))
+            cmd = [args.cpp] if role == "cpp" else [sys.executable, args.py]
+            with open(logs[rank], "w") as log:
+                procs.append((subprocess.Popen([*cmd, args.scenario, *args.extra], env=env, stdout=log,
+                                               stderr=subprocess.STDOUT), [rank]))
+    if forked:
+        spec = ",".join(f"{rank}={logs[rank]}" for rank in python_ranks)
+        procs.append((subprocess.Popen([sys.executable, args.py, "--fork", spec, args.scenario, *args.extra],
+                                       env=base_env, start_new_session=True), python_ranks))
+
+    def failed_rank(proc: subprocess.Popen, ranks: list[int]) -> int:
+        # The forking Python process exits with 10 + the rank that failed
+        # (fork_ranks), or another code when it failed before it forked any.
+        if len(ranks) == 1 or proc.returncode - 10 not in ranks:
+            return ranks[0]
+        return proc.returncode - 10
+
+    def kill(proc: subprocess.Popen, ranks: list[int]) -> None:
+        if proc.poll() is None:
+            if len(ranks) > 1:
+                os.killpg(proc.pid, signal.SIGKILL)  # the forked ranks too
+            else:
+                proc.kill()
 
     deadline = time.monotonic() + args.deadline
     failed = None  # (rank, why)
-    while any(p.poll() is None for p in procs):
-        for rank, p in enumerate(procs):
+    while any(p.poll() is None for p, _ in procs):
+        for p, ranks in procs:
             if p.poll() not in (None, 0) and failed is None:
-                failed = (rank, f"exited with {p.returncode}")
+                failed = (failed_rank(p, ranks), f"exited with {p.returncode}")
         if failed is not None or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     if failed is None:
-        for rank, p in enumerate(procs):
+        for p, ranks in procs:
             if p.poll() is None:
-                failed = (rank, f"still running after {args.deadline:g} s")
+                failed = (ranks[0], f"still running after {args.deadline:g} s")
                 break
             if p.returncode != 0:
-                failed = (rank, f"exited with {p.returncode}")
+                failed = (failed_rank(p, ranks), f"exited with {p.returncode}")
                 break
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    for p in procs:
+    for p, ranks in procs:
+        kill(p, ranks)
+    for p, _ in procs:
         p.wait()
+    exit_codes = {}
+    for p, ranks in procs:
+        for rank in ranks:
+            exit_codes[rank] = p.returncode
 
     def output(rank: int) -> str:
-        logs[rank].seek(0)
-        return logs[rank].read()
+        try:
+            with open(logs[rank], errors="replace") as log:
+                return log.read()
+        except FileNotFoundError:
+            return ""
 
     name = f"{args.scenario} [{args.ranks}]"
     if failed is None:
@@ -160,7 +194,7 @@ def main() -> int:
     print(f"--- rank {rank} ({roles[rank]}) ---\n{output(rank)}")
     for other in range(len(roles)):
         if other != rank:
-            print(f"--- rank {other} ({roles[other]}), exit {procs[other].returncode} ---\n{output(other)}")
+            print(f"--- rank {other} ({roles[other]}), exit {exit_codes[other]} ---\n{output(other)}")
     return 1
 
 
