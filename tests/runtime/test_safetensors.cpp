@@ -182,6 +182,10 @@ TEST_CASE("hostile: a safetensors file that lies is refused, naming the file and
                 TD_MESSAGE(TensorDict({}, {3}).set("x", at::zeros({1}))));
     refused(with_meta(R"({\"version\": 1, \"root\": {\"batch_size\": [1], \"names\": null, \"stack_dim\": 4, \"keys\": {\"x\": {\"tensor\": \"x\"}}}})"),
             "the root has stack_dim 4 for 1 batch dims");
+    // No tensor backs a batch size: a lazy stack of 2^62 members is refused, not built.
+    refused(file_of(R"({"__metadata__":{"tensordict":"{\"version\": 1, \"root\": {\"batch_size\": [4611686018427387904], )"
+                    R"(\"names\": null, \"stack_dim\": 0, \"keys\": {}}}"}})", ""),
+            "the root stacks 4611686018427387904 members, more than the 1048576 read here");
   }
   SECTION("not a file") {
     std::filesystem::create_directories(path);

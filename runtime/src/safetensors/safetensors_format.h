@@ -29,6 +29,8 @@ std::string known_dtypes();
 
 // safetensors' bound on the JSON header (MAX_HEADER_SIZE).
 inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// The most members a lazy stack level may have (a bound for hostile files).
+inline constexpr int64_t kMaxStackMembers = int64_t{1} << 20;
 // The __metadata__ key of tensordict's structure, and its format version.
 inline constexpr std::string_view kMetadataKey = "tensordict";
 inline constexpr int64_t kFormatVersion = 1;

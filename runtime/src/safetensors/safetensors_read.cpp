@@ -236,6 +236,11 @@ class Reader {
         fail(fmt::format("{} has stack_dim {} for {} batch dims", where, d.dump(), batch.size()));
       }
       const int64_t dim = d.get<int64_t>();
+      // A lazy stack's members are made one by one: a batch size that no
+      // tensor backs must not make the reader build billions of them.
+      if (batch[dim] > st::kMaxStackMembers) {
+        fail(fmt::format("{} stacks {} members, more than the {} read here", where, batch[dim], st::kMaxStackMembers));
+      }
       std::optional<std::vector<int64_t>> empty_batch;
       if (batch[dim] == 0) {
         empty_batch = batch;
