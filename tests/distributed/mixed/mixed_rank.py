@@ -610,7 +610,91 @@ def fork_ranks(ranks: list[tuple[int, str]]) -> int:
     return 0 if failed is None else 10 + failed
 
 
+def serve(path: str, idle_seconds: float = 900.0) -> int:
+    """A rank server at the Unix socket `path` (the suite's CTest fixture).
+
+    It imports torch and tensordict once, then for each request (a JSON line:
+    argv, env, log) forks a rank that runs main() with that environment and
+    that log as its output; the connection gets the rank's pid, then its exit
+    code. run_mixed.py --server uses it when it is up, so that no
+    case pays for the imports (about 4 s of CPU a Python rank). The caller
+    returns once the socket listens; the server leaves after `idle_seconds`
+    without a request, or on {"stop": true}.
+    """
+    import json
+    import select
+    import signal
+    import socket
+
+    if os.path.exists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() != 0:
+        return 0  # the fixture's test: the server runs on in the child
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # handlers are reaped by the kernel
+    while True:
+        ready, _, _ = select.select([listener], [], [], idle_seconds)
+        if not ready:
+            break
+        conn, _ = listener.accept()
+        try:
+            request = json.loads(conn.makefile().readline() or "{}")
+        except ValueError:
+            request = {}
+        if request.get("stop"):
+            conn.close()
+            break
+        if not all(key in request for key in ("argv", "env", "log")):
+            conn.close()  # a probe, or nothing to run
+            continue
+        if os.fork() != 0:
+            conn.close()
+            continue
+        # The handler: forks the rank, reports its pid and exit code.
+        listener.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
+            os.environ.clear()
+            os.environ.update(request["env"])
+            sys.path[:0] = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+            sys.argv = request["argv"]
+            code = 1
+            try:
+                code = main()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        conn.sendall(f'{{"pid": {pid}}}\n'.encode())
+        _, status = os.waitpid(pid, 0)
+        try:
+            conn.sendall(f'{{"status": {os.waitstatus_to_exitcode(status)}}}\n'.encode())
+        except OSError:
+            pass
+        os._exit(0)
+    listener.close()
+    os.unlink(path)
+    os._exit(0)
+
+
 if __name__ == "__main__":
+    # The suite's fixture: --serve SOCKET (see serve()).
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
+        sys.exit(serve(sys.argv[2]))
     # run_mixed.py: --fork RANK=LOG,RANK=LOG SCENARIO ARGS...
     if len(sys.argv) > 2 and sys.argv[1] == "--fork":
         spec = [(int(r), log) for r, log in (item.split("=", 1) for item in sys.argv[2].split(","))]

@@ -5,8 +5,11 @@
 starts the ranks of ``--ranks`` (rank i is the i-th entry): a process of the
 C++ rank binary for each C++ rank, and one ``mixed_rank.py`` under this
 interpreter that imports torch and tensordict once and forks the Python ranks
-(a single Python rank, or another ``--py`` script: a process each); all meet through ``env://`` on a free loopback port, as ``torchrun`` would set
-them up.
+(a single Python rank, or another ``--py`` script: a process each), or, when
+``--server`` names the suite's rank server and it is up (a CTest fixture that
+has imported them already), has the server fork each Python rank.
+``run_mixed.py --stop-server SOCKET`` stops that server. All meet
+through ``env://`` on a free loopback port, as ``torchrun`` would set them up.
 Each rank runs the scenario's part for its role and checks exact values.
 Passes when every rank exits 0 within ``--deadline`` seconds; otherwise kills
 what is left and prints the failing rank's output first, then the others'.
@@ -15,7 +18,9 @@ what is left and prints the failing rank's output first, then the others'.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -64,6 +69,58 @@ def skip_reason(scenario: str, extra: list[str], ranks: str) -> str | None:
     return None
 
 
+class ServedRank:
+    """A Python rank forked by the rank server (mixed_rank.py serve()), with
+    the part of subprocess.Popen's interface this script uses."""
+
+    def __init__(self, server: str, argv: list[str], env: dict[str, str], log: str):
+        self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.conn.connect(server)
+        self.conn.sendall((json.dumps({"argv": argv, "env": env, "log": log}) + "\n").encode())
+        self.reader = self.conn.makefile()
+        self.pid = json.loads(self.reader.readline())["pid"]
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.conn], [], [], 0)[0]:
+            line = self.reader.readline()
+            # No line: the server's handler died without a status.
+            self.returncode = json.loads(line)["status"] if line else -1
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def wait(self) -> int:
+        while self.poll() is None:
+            select.select([self.conn], [], [], 1.0)
+        return self.returncode
+
+
+def server_up(path: str) -> bool:
+    """Whether the rank server at `path` answers (a stale socket file does not)."""
+    if not path or not os.path.exists(path):
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.connect(path)
+        return True
+    except OSError:
+        return False
+
+
+def stop_server(path: str) -> int:
+    """The fixture's cleanup: asks the rank server at `path` to leave."""
+    if server_up(path):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(path)
+            conn.sendall(b'{"stop": true}\n')
+    return 0
+
+
 def free_port() -> int:
     # The port is free when probed; rank 0's TCPStore binds it moments later.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -72,12 +129,15 @@ def free_port() -> int:
 
 
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--stop-server":
+        return stop_server(sys.argv[2])
     parser = argparse.ArgumentParser()
     parser.add_argument("--cpp", required=True, help="the C++ rank binary (mixed_rank)")
     parser.add_argument("--py", default=str(HERE / "mixed_rank.py"), help="the Python rank script")
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--ranks", required=True, help="comma-separated roles, rank 0 first: cpp or py")
     parser.add_argument("--deadline", type=float, default=90.0)
+    parser.add_argument("--server", default="", help="the suite's rank server's socket (mixed_rank.py --serve), if up")
     parser.add_argument(
         "--backend",
         choices=("gloo", "nccl"),
@@ -123,9 +183,16 @@ def main() -> int:
     # rank: a process of its own.)
     procs: list[tuple[subprocess.Popen, list[int]]] = []
     python_ranks = [rank for rank, role in enumerate(roles) if role == "py"]
-    forked = len(python_ranks) > 1 and Path(args.py).resolve() == (HERE / "mixed_rank.py").resolve()
+    ours = Path(args.py).resolve() == (HERE / "mixed_rank.py").resolve()
+    # The suite's rank server (a CTest fixture), when it is up: no rank pays
+    # for the imports.
+    served = ours and server_up(args.server)
+    forked = not served and ours and len(python_ranks) > 1
     for rank, role in enumerate(roles):
-        if role == "cpp" or not forked:
+        if role == "py" and served:
+            env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank))
+            procs.append((ServedRank(args.server, [args.py, args.scenario, *args.extra], env, logs[rank]), [rank]))
+        elif role == "cpp" or not forked:
             env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank))
             cmd = [args.cpp] if role == "cpp" else [sys.executable, args.py]
             with open(logs[rank], "w") as log:
