@@ -32,6 +32,13 @@ namespace {
 // memory-mapped tensordict would rewrite a NonTensorStack's meta.json on
 // every write, and keep one value shared by every row.
 TensorDict in_memory(const TensorDict& mapped) { return mapped.clone({.recurse = false}); }
+
+// The leaf keys (non-tensor entries included) that make a storage's structure.
+std::vector<NestedKey> leaf_keys(const TensorDict& td) {
+  auto keys = td.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
+  std::sort(keys.begin(), keys.end(), [](const NestedKey& a, const NestedKey& b) { return a.repr() < b.repr(); });
+  return keys;
+}
 }  // namespace
 
 struct LazyMemmapStorage::State {
@@ -40,27 +47,24 @@ struct LazyMemmapStorage::State {
   LazyMemmapStorageOptions options;
   std::shared_ptr<const detail::TreeLayout> layout = std::make_shared<detail::TreeLayout>();
   std::optional<TensorDict> tree;
+  // The tree's leaf keys, sorted: what every write must hold (taken once,
+  // not on every extend).
+  std::vector<NestedKey> keys;
   bool tree_has_non_tensor = false;
   int64_t len = 0;
 
   void adopt(TensorDict mapped) {
     tree = in_memory(mapped);
+    keys = leaf_keys(*tree);
     tree_has_non_tensor = !tree->non_tensor_items(/*include_nested=*/true).empty();
   }
 };
 
 namespace {
 
-// The leaf keys (non-tensor entries included) that make a storage's structure.
-std::vector<NestedKey> leaf_keys(const TensorDict& td) {
-  auto keys = td.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor});
-  std::sort(keys.begin(), keys.end(), [](const NestedKey& a, const NestedKey& b) { return a.repr() < b.repr(); });
-  return keys;
-}
-
 // KeyError naming the first key that one structure has and the other lacks.
-void check_same_keys(const TensorDict& storage, const TensorDict& rows, std::string_view op, std::string_view what) {
-  const auto held = leaf_keys(storage);
+void check_same_keys(const std::vector<NestedKey>& held, const TensorDict& rows, std::string_view op,
+                     std::string_view what) {
   const auto given = leaf_keys(rows);
   if (held == given) return;
   auto has = [](const std::vector<NestedKey>& keys, const NestedKey& key) {
@@ -138,7 +142,7 @@ void LazyMemmapStorage::set(const at::Tensor& index, const TensorDict& rows) {
       s.adopt(s.layout->write(full, s.options.scratch_dir, /*like=*/true));
     }
   }
-  check_same_keys(*s.tree, rows, "LazyMemmapStorage.set", "the rows");
+  check_same_keys(s.keys, rows, "LazyMemmapStorage.set", "the rows");
   s.tree->update_at_(rows, {index});
   s.len = std::min(s.len + n, s.max_size);
 }
@@ -187,7 +191,7 @@ void LazyMemmapStorage::loads(const std::string& path) {
         "the same max_size)",
         path, loaded.batch_dims() == 0 ? 0 : loaded.batch_size()[0], s.max_size));
   }
-  if (s.tree) check_same_keys(*s.tree, loaded, "LazyMemmapStorage.loads(" + path + ")", "the saved rows");
+  if (s.tree) check_same_keys(s.keys, loaded, "LazyMemmapStorage.loads(" + path + ")", "the saved rows");
   // The loaded rows go where this storage keeps its rows (TorchRL copies them
   // into its own storage), unless that is the checkpoint itself.
   if (same_path(s.options.scratch_dir, path)) {

@@ -257,23 +257,13 @@ class Reader {
   // A file from elsewhere: a nested TensorDict of batch size [], each name
   // split on "." (from_module's layout).
   TensorDict plain() {
-    TensorDict td({}, {}, device_);
-    for (const auto& [name, e] : entries_) {
-      std::vector<std::string> parts;
-      std::size_t start = 0;
-      for (std::size_t dot = name.find('.'); ; dot = name.find('.', start)) {
-        parts.push_back(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-        if (dot == std::string::npos) break;
-        start = dot + 1;
-      }
-      try {
-        td.set(NestedKey(parts), tensor(name));
-      } catch (const Error& err) {
-        if (own(err)) throw;
-        fail(fmt::format("tensor '{}' does not fit the others: {}", name, err.what()));
-      }
+    TensorDict flat({}, {}, device_);
+    for (const auto& [name, e] : entries_) flat.set(name, tensor(name));
+    try {
+      return flat.unflatten_keys(".");
+    } catch (const Error& err) {
+      fail(fmt::format("its tensor names do not nest: {}", err.what()));
     }
-    return td;
   }
 
   std::string path_;
