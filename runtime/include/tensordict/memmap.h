@@ -45,6 +45,25 @@ inline constexpr std::string_view kLoadedClassKey = "__class__";
 TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt,
                        const LoadOptions& options = {});
 
+// ---- .tdz archives (tensordict's _archive.py) --------------------------------------
+// memmap(), memmap_like() and save() write an archive for a prefix ending in
+// ".tdz" or with MemmapOptions::archive; load_memmap() and load() read one
+// given its path. An archive is a zip file whose entries are the tree's
+// files; stored tensor payloads are 64-byte aligned, and loaded leaves view
+// one copy-on-write mapping of the file (not memory-mapped trees: is_memmap()
+// is false, as in tensordict).
+//
+// Whether `path` is an archive: a zip file with a top-level meta.json entry
+// (tensordict's is_memmap_archive). A directory, a missing path or another
+// file gives false.
+bool is_memmap_archive(const std::string& path);
+// Packs the directory `prefix` that memmap() wrote into the archive `archive`
+// (outside it; replaced atomically if it exists). ValueError when `prefix`
+// has no meta.json, or `archive` lies inside it; links and special files in
+// the directory are refused.
+void pack_memmap(const std::string& prefix, const std::string& archive,
+                 std::optional<ArchiveCompression> compression = std::nullopt);
+
 // ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------
 // How a level is written in tensorclass layout: `type` is its meta.json
 // `_type` (str(cls) in Python), `fields` the non-tensor fields that follow it

@@ -7,6 +7,14 @@
 
 namespace tensordict {
 
+// How a .tdz archive stores its tensor payloads (tensordict's compression).
+enum class ArchiveCompression {
+  // Uncompressed and 64-byte aligned: loaded leaves are views of one mapping.
+  Stored,
+  // A smaller file; loaded leaves are inflated into memory.
+  Deflate,
+};
+
 // tensordict's memmap_/memmap/memmap_like keyword arguments.
 struct MemmapOptions {
   // A leaf already memory-mapped to another file: false raises, true copies it
@@ -25,6 +33,13 @@ struct MemmapOptions {
   // Seconds to wait while another writer (a thread, a process, a host over
   // NFS) writes the same prefix; then a RuntimeError names its lock file.
   double lock_timeout = 600;
+  // tensordict's archive: true writes the tree as one .tdz zip file at the
+  // prefix (memmap, memmap_like, save), false a directory; nullopt: an
+  // archive when the prefix ends in ".tdz". memmap_ always writes a directory.
+  std::optional<bool> archive = std::nullopt;
+  // The payloads of an archive's tensors; nullopt: Stored. Refused (ValueError)
+  // for a directory.
+  std::optional<ArchiveCompression> compression = std::nullopt;
 };
 
 // Options of load_memmap and from_consolidated (C++ only; tensordict always maps).

@@ -187,7 +187,8 @@ TensorDict load_td(const fs::path& dir, const Json& meta, std::optional<at::Devi
     }
   }
   auto impl = std::make_shared<DenseImpl>(batch, level_device, read_names(meta, file, batch.size()));
-  const bool mapped = !level_device || level_device->is_cpu();
+  // An archive's levels are views of its mapping, not memory-mapped directories.
+  const bool mapped = (!level_device || level_device->is_cpu()) && !reading_archive();
   for (const auto& [key, entry] : meta.items()) {
     if (!entry.is_object()) {
       if (level_metadata(key)) continue;
@@ -282,7 +283,7 @@ TensorDict load_lazy(const fs::path& dir, const Json& meta, std::optional<at::De
     }
   }
   LazyStackedTensorDict lazy(std::move(members), stack_dim);
-  if (!device || device->is_cpu()) mark_memmapped(lazy.impl(), dir);
+  if ((!device || device->is_cpu()) && !reading_archive()) mark_memmapped(lazy.impl(), dir);
   return lazy;
 }
 
@@ -388,8 +389,9 @@ void register_memmap_class(const std::string& type, MemmapLoader loader) {
 
 TensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device, const LoadOptions& options) {
   if (prefix.empty()) throw ValueError("load_memmap needs a directory, got an empty path");
-  if (!std::filesystem::is_directory(prefix)) {
-    throw RuntimeError(fmt::format("cannot load a memmap tensordict from {}: not a directory", prefix));
+  if (!std::filesystem::is_directory(prefix) && !detail::memmap::regular_file_at(prefix)) {
+    throw RuntimeError(
+        fmt::format("cannot load a memmap tensordict from {}: not a directory, nor a .tdz archive", prefix));
   }
   TensorDict out;
   detail::memmap::CopyLeaves copying(options.copy);

@@ -83,6 +83,7 @@ thread_local bool copy_leaves = false;
 
 CopyLeaves::CopyLeaves(bool copy) : before_(std::exchange(copy_leaves, copy || copy_leaves)) {}
 CopyLeaves::~CopyLeaves() { copy_leaves = before_; }
+bool copying_leaves() { return copy_leaves; }
 
 void refuse_linked_leaf(int fd, const struct ::stat& st, const fs::path& path, std::string_view key) {
   // (writer_links lists the staging directories: only asked for a linked file.)
@@ -103,6 +104,7 @@ void refuse_linked_leaf(int fd, const struct ::stat& st, const fs::path& path, s
 }
 
 at::Tensor map_existing(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape, std::string_view key) {
+  if (auto leaf = archive_leaf(path, dtype, shape, key)) return *leaf;
   const std::size_t need = checked_byte_size(shape, dtype, path);
   if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   bool writable = true;

@@ -192,6 +192,28 @@ class PrefixLock {
 // read, it runs again on the new one. Nested calls (a level of the tree being
 // read) run `read` at once.
 void read_tree(const fs::path& top, c10::function_ref<void()> read);
+// A regular file at `top` is a .tdz archive (archive_tree.h), read in place
+// of a directory: the functions below answer from its entries.
+//
+// Runs `read` on the archive `file` as the tree `file` names; `writable`: its
+// stored leaves map the file shared (memmap_like's archive), otherwise
+// copy-on-write. read_tree() calls it for a regular file.
+void read_archive(const fs::path& file, bool writable, c10::function_ref<void()> read);
+// Whether the load on this thread reads an archive (whose levels are not
+// memory-mapped directories: is_memmap() is false, as in tensordict).
+bool reading_archive();
+// When `path` lies in the archive a load on this thread reads, its entry
+// there: the leaf of `dtype` and `shape`, or the text (at most `max_bytes`).
+// nullopt for a path of a directory tree.
+std::optional<at::Tensor> archive_leaf(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape,
+                                       std::string_view key);
+std::optional<std::string> archive_text(const fs::path& path, std::size_t max_bytes);
+// Whether `path` is a regular file (a final symbolic link is followed).
+bool regular_file_at(const fs::path& path);
+// Whether a write to `prefix` makes an archive: options.archive, else a ".tdz" suffix.
+bool writes_archive(const std::string& prefix, const MemmapOptions& options);
+// Whether LoadOptions::copy is on for this thread (CopyLeaves).
+bool copying_leaves();
 // Whether `dir` is a directory of the tree: false when missing or not a
 // directory; throws for a symbolic link.
 bool tree_dir(const fs::path& dir);
@@ -334,6 +356,13 @@ enum class Mode { InPlace, Copy, Like };
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
                                            Mode mode, const MemmapOptions& options,
                                            const MemmapClassTags* tags = nullptr);
+
+// ---- writing .tdz archives (archive_write.cpp) ----------------------------------
+// Writes the tree of `impl` as the archive `prefix` (Copy or Like), through a
+// directory staged beside it, and returns the archive loaded (leaves mapped
+// copy-on-write; writable for Like, as tensordict's memmap_like).
+std::shared_ptr<TensorDictImpl> write_archive(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
+                                              Mode mode, const MemmapOptions& options, const MemmapClassTags* tags);
 
 // ---- growing a saved tree (append.cpp) ----------------------------------------
 // append_memmap: the tree at `prefix` grows by the rows of `rows`.

@@ -107,6 +107,7 @@ class MetaBuilder : public nlohmann::json_sax<Json> {
 }  // namespace
 
 std::string read_text(const fs::path& file, const fs::path& dir) {
+  if (auto text = archive_text(file, kMaxMetaBytes)) return *std::move(text);
   struct stat st {};
   const int fd = open_tree_file(file, O_RDONLY, &st, "the metadata file");
   if (fd < 0) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/format.h"
+#include "memmap/archive_tree.h"
 #include "memmap/memmap_detail.h"
 
 namespace tensordict::detail::memmap {
@@ -26,10 +27,12 @@ namespace {
       "{} is a symbolic link inside the tree; loading follows no link (it could lead out of the tree)", path.string()));
 }
 
-// The tree a load on this thread reads: its top and its descriptor.
+// The tree a load on this thread reads: its top and its descriptor, or the
+// archive it is.
 struct Root {
   fs::path top;  // lexically normal, absolute
   UniqueFd fd;
+  const ArchiveTree* archive = nullptr;
 };
 thread_local const Root* active_root = nullptr;
 
@@ -95,6 +98,7 @@ bool writer_active(const fs::path& top) {
 
 bool tree_dir(const fs::path& dir) {
   if (auto rel = below_root(dir)) {
+    if (active_root->archive) return active_root->archive->is_dir(*rel);
     if (*rel == ".") return true;
     UniqueFd parent = parent_at_root(*rel);
     if (parent.get() < 0) return false;
@@ -109,6 +113,7 @@ bool tree_dir(const fs::path& dir) {
 bool tree_entry_exists(const fs::path& path) {
   struct stat st {};
   if (auto rel = below_root(path)) {
+    if (active_root->archive) return active_root->archive->exists(*rel);
     UniqueFd parent = parent_at_root(*rel);
     return parent.get() >= 0 && ::fstatat(parent.get(), rel->filename().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   }
@@ -138,7 +143,7 @@ int open_tree_file(const fs::path& path, int flags, struct ::stat* st, std::stri
 
 std::size_t writer_links(const fs::path& path, const struct ::stat& st) {
   const auto rel = below_root(path);
-  if (!rel) return 0;
+  if (!rel || active_root->archive) return 0;
   std::size_t links = 0;
   for (const fs::path& staging : staging_dirs(active_root->top)) {
     struct stat other {};
@@ -149,9 +154,49 @@ std::size_t writer_links(const fs::path& path, const struct ::stat& st) {
   return links;
 }
 
+bool regular_file_at(const fs::path& path) {
+  // A link at the top is the caller's choice, as for a directory.
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool reading_archive() { return active_root && active_root->archive; }
+
+std::optional<at::Tensor> archive_leaf(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape,
+                                       std::string_view key) {
+  const auto rel = below_root(path);
+  if (!rel || !active_root->archive) return std::nullopt;
+  return active_root->archive->leaf(*rel, path, dtype, shape, key, copying_leaves());
+}
+
+std::optional<std::string> archive_text(const fs::path& path, std::size_t max_bytes) {
+  const auto rel = below_root(path);
+  if (!rel || !active_root->archive) return std::nullopt;
+  return active_root->archive->text(*rel, path, max_bytes);
+}
+
+void read_archive(const fs::path& file, bool writable, c10::function_ref<void()> read) {
+  // The archive is opened once: a writer replaces it by a rename, which
+  // leaves the file held here whole.
+  const ArchiveTree archive(file, writable);
+  Root root{normal(file), UniqueFd(), &archive};
+  const Root* outer = std::exchange(active_root, &root);
+  try {
+    read();
+  } catch (...) {
+    active_root = outer;
+    throw;
+  }
+  active_root = outer;
+}
+
 void read_tree(const fs::path& top, c10::function_ref<void()> read) {
   if (below_root(top)) {  // a level of the tree already being read
     read();
+    return;
+  }
+  if (regular_file_at(top)) {
+    read_archive(top, /*writable=*/false, read);
     return;
   }
   // A writer publishes by exchanging whole trees, then removes the old one:

@@ -559,6 +559,12 @@ fs::path target_dir(const std::string& prefix) {
 std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>& impl, const std::string& prefix,
                                            Mode mode, const MemmapOptions& options, const MemmapClassTags* tags) {
   if (prefix.empty()) throw ValueError("memmap needs a directory prefix, got an empty path");
+  if (mode != Mode::InPlace && writes_archive(prefix, options)) return write_archive(impl, prefix, mode, options, tags);
+  if (options.compression) {
+    throw ValueError(
+        "compression is only supported when writing a memmap archive (set MemmapOptions::archive or use a '.tdz' "
+        "prefix)");
+  }
   const fs::path target = target_dir(prefix);
   refuse_symlink(target);
   {
@@ -611,6 +617,10 @@ std::shared_ptr<TensorDictImpl> write_tree(const std::shared_ptr<TensorDictImpl>
 using namespace detail::memmap;
 
 TensorDict& TensorDict::memmap_(const std::string& prefix, const MemmapOptions& options) {
+  if (options.archive.value_or(false)) {
+    throw ValueError("memmap_ writes a directory (tensordict's memmap_ has no archive): write an archive with memmap() "
+                     "or save()");
+  }
   write_tree(impl_, prefix, Mode::InPlace, options);
   // The leaves now map their files: no longer views of a consolidated storage
   // (tensordict's rule).
