@@ -293,3 +293,23 @@ TEST_CASE("load_memmap refuses an int field whose meta.json value is no int64") 
     CHECK(std::to_string(tc::seq::SequenceBatch::load_memmap(dir.string()).pad_id) == good);
   }
 }
+
+TEST_CASE("tensorclass: save and load a .tdz archive, as tensordict's tensorclass does",
+          "[persist][archive][test_methods.py::TestMemmapArchive::test_archive_explicit_flag]") {
+  TempDir tmp;
+  const Observation obs = small_obs(true);
+  const std::string archive = (tmp.path() / "obs.tdz").string();
+  const Observation saved = obs.save(archive);
+  CHECK(fs::is_regular_file(archive));
+  CHECK(tensordict::is_memmap_archive(archive));
+  require_same(saved, obs);
+  // Neither memory-mapped nor locked, as tensordict's tensorclass from an archive.
+  CHECK(!saved.is_memmap());
+  const Observation loaded = Observation::load(archive);
+  CHECK(!loaded.is_memmap());
+  require_same(loaded, obs);
+  // The dynamic reader sees the same tree; deflated, too.
+  obs.memmap((tmp.path() / "obs_z.tdz").string(), {.compression = tensordict::ArchiveCompression::Deflate});
+  require_same(Observation::load_memmap((tmp.path() / "obs_z.tdz").string()), obs);
+  CHECK(same(tensordict::TensorDict::load_memmap(archive).get("reward"), obs.reward));
+}

@@ -122,13 +122,16 @@ class TensorClassPersistence {
   static Derived load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt) {
     register_memmap();
     Derived out;
+    bool mapped = false;
     read_memmap_tree(prefix, [&] {
       const Json meta = read_memmap_meta(prefix);
       detail::check_memmap_class(meta, TensorClass<Derived>::schema(), prefix);
       const TensorDict td = load_tensorclass_level(prefix, meta, device);
+      mapped = td.is_memmap();
       out = from_loaded_(td, prefix, false);
     });
-    detail::tc(out).saved_path_ = prefix;
+    // A .tdz archive's instance is not memory-mapped, as in tensordict.
+    if (mapped) detail::tc(out).saved_path_ = prefix;
     return out;
   }
   // Lets tensordict::load_memmap / TensorDict::load_memmap read directories of
@@ -197,6 +200,7 @@ class TensorClassPersistence {
   // memmap() or memmap_like(): the tensordict form plus tags saying which
   // levels are tensorclasses.
   Derived written_(const std::string& prefix, const MemmapOptions& options, bool like) const {
+    register_memmap();  // an archive is loaded back after it is written
     MemmapClassTags tags;
     collect_tags_(tags, {});
     const TensorDict mapped =
@@ -204,8 +208,11 @@ class TensorClassPersistence {
     Derived out = tc_().shell_();
     detail::tc(out).set_locked_tree_(false);
     detail::tc(out).from_td_(mapped);
-    detail::tc(out).set_locked_tree_(true);
-    detail::tc(out).saved_path_ = prefix;
+    // A .tdz archive loads as tensordict's does: neither memory-mapped nor locked.
+    if (mapped.is_memmap()) {
+      detail::tc(out).set_locked_tree_(true);
+      detail::tc(out).saved_path_ = prefix;
+    }
     return out;
   }
 

@@ -175,6 +175,8 @@ std::string ArchiveTree::text(const fs::path& rel, const fs::path& shown, std::s
 at::Tensor ArchiveTree::leaf(const fs::path& rel, const fs::path& shown, at::ScalarType dtype, at::IntArrayRef shape,
                              std::string_view key, bool copy) const {
   const std::size_t need = checked_byte_size(shape, dtype, shown);
+  // tensordict writes no entry for an empty leaf (nor reads one, as for a directory).
+  if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   const Item& found = item(rel, shown);
   if (found.entry.size < need) {
     throw RuntimeError(fmt::format("the data file {} of key '{}' is truncated: it has {} bytes, shape {} of {} needs {} "
@@ -184,7 +186,6 @@ at::Tensor ArchiveTree::leaf(const fs::path& rel, const fs::path& shown, at::Sca
   }
   const auto itemsize = static_cast<uint64_t>(c10::elementSize(dtype));
   const bool in_place = found.entry.method == zip::kStored && found.payload % itemsize == 0;
-  if (need == 0) return at::empty(shape, at::TensorOptions().dtype(dtype));
   if (!in_place && writable_) {
     throw RuntimeError(fmt::format("{}: the entry '{}' of key '{}' is {}, so writes to it could not reach the file",
                                    describe(path_), found.entry.name, key,
