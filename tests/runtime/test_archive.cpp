@@ -272,6 +272,9 @@ TEST_CASE("archive: pack_memmap packs a directory memmap() wrote",
   pack_memmap((dir / "plain").string(), (dir / "packed.tdz").string());
   CHECK(is_memmap_archive((dir / "packed.tdz").string()));
   check_same(TensorDict::load_memmap((dir / "packed.tdz").string()), td);
+  unpack_memmap((dir / "packed.tdz").string(), (dir / "unpacked").string());
+  check_same(TensorDict::load_memmap((dir / "unpacked").string()), td);
+  CHECK(file_bytes(dir / "unpacked" / "a.memmap") == file_bytes(dir / "plain" / "a.memmap"));
   CHECK_THROWS_WITH(pack_memmap((dir / "plain").string(), (dir / "plain" / "inside.tdz").string()),
                     Contains("must be outside the source directory"));
   CHECK_THROWS_WITH(pack_memmap((dir / "nothing").string(), (dir / "x.tdz").string()),
@@ -359,4 +362,21 @@ TEST_CASE("archive: entries that lie about their content are refused when read",
   // A missing leaf.
   write_file(path, zip_of({meta}));
   CHECK_THAT(load_error(path), Contains("x.memmap"));
+}
+
+TEST_CASE("archive: unpack_memmap writes nothing outside its directory", "[archive][errors][hostile]") {
+  TempDir dir;
+  const auto path = dir / "slip.tdz";
+  write_file(path, zip_of({{.name = "meta.json", .data = kMeta}, {.name = "../escaped.memmap", .data = kFloats}}));
+  CHECK_THROWS_WITH(unpack_memmap(path.string(), (dir / "out").string()),
+                    Contains("its entry '../escaped.memmap' climbs out of the directory it is extracted to"));
+  CHECK(!std::filesystem::exists(dir / "escaped.memmap"));
+  CHECK(!std::filesystem::exists(dir / "out"));
+  // A stored entry whose bytes do not match its CRC-32 is not extracted.
+  write_file(path, zip_of({{.name = "meta.json", .data = kMeta}, {.name = "x.memmap", .data = kFloats, .crc = 1}}));
+  CHECK_THROWS_WITH(unpack_memmap(path.string(), (dir / "out").string()),
+                    Contains("the entry 'x.memmap' does not match its CRC-32"));
+  CHECK(!std::filesystem::exists(dir / "out"));
+  CHECK_THROWS_WITH(unpack_memmap((dir / "none.tdz").string(), (dir / "out").string()),
+                    Contains("is not a memory-mapped tensordict archive"));
 }

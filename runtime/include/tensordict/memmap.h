@@ -63,6 +63,12 @@ bool is_memmap_archive(const std::string& path);
 // the directory are refused.
 void pack_memmap(const std::string& prefix, const std::string& archive,
                  std::optional<ArchiveCompression> compression = std::nullopt);
+// Extracts the archive `archive` into the directory `prefix` (created if
+// missing), as `unzip` does: a memmap tree load_memmap reads. Entries are
+// inflated and their CRC-32 checked; the tree appears whole, in one step (as
+// memmap() publishes one), and files of `prefix` the archive does not hold
+// stay. ValueError when `archive` is not an archive.
+void unpack_memmap(const std::string& archive, const std::string& prefix);
 
 // ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------
 // How a level is written in tensorclass layout: `type` is its meta.json

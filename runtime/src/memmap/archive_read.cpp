@@ -148,7 +148,7 @@ at::Tensor ArchiveTree::content(const Item& item, const fs::path& shown) const {
   if (entry.method == zip::kStored) {
     const std::string bytes = read_at(item.payload, entry.size);
     if (bytes.size() != entry.size) throw RuntimeError(fmt::format("{}: it ends early", what));
-    std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
     return out;
   }
   const std::string deflated = read_at(item.payload, entry.compressed_size);
@@ -200,6 +200,21 @@ at::Tensor ArchiveTree::leaf(const fs::path& rel, const fs::path& shown, at::Sca
     bytes = content(found, shown).narrow(0, 0, static_cast<int64_t>(need));
   }
   return bytes.view(dtype).view(shape);
+}
+
+void ArchiveTree::for_each_entry(const std::function<void(const std::string&, const at::Tensor&)>& file,
+                                 const std::function<void(const std::string&)>& dir) const {
+  for (const std::string& name : dirs_) {
+    if (name != ".") dir(name);
+  }
+  for (const auto& [name, found] : items_) {
+    const fs::path shown = path_ / name;
+    const at::Tensor bytes = content(found, shown);
+    if (found.entry.method == zip::kStored && zip::crc32(bytes.data_ptr(), found.entry.size) != found.entry.crc32) {
+      throw RuntimeError(fmt::format("{}: the entry '{}' does not match its CRC-32", describe(path_), name));
+    }
+    file(name, bytes);
+  }
 }
 
 }  // namespace tensordict::detail::memmap

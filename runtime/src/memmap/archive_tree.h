@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -40,6 +41,11 @@ class ArchiveTree {
   // rather than a view of the mapping (LoadOptions::copy).
   at::Tensor leaf(const fs::path& rel, const fs::path& shown, at::ScalarType dtype, at::IntArrayRef shape,
                   std::string_view key, bool copy) const;
+  // Calls `file(name, bytes)` for each entry that is a file, in the
+  // archive's order, `bytes` its whole content as uint8 (inflated, CRC-32
+  // checked: what `unzip` would write), and `dir(name)` for each directory.
+  void for_each_entry(const std::function<void(const std::string& name, const at::Tensor& bytes)>& file,
+                      const std::function<void(const std::string& name)>& dir) const;
 
  private:
   struct Item {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/format.h"
+#include "memmap/archive_tree.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/memmap.h"
 #include "tensordict/remove_tree.h"
@@ -145,6 +146,46 @@ bool is_memmap_archive(const std::string& path) {
     return true;
   } catch (const std::exception&) {
     return false;
+  }
+}
+
+void unpack_memmap(const std::string& archive, const std::string& prefix) {
+  using namespace detail::memmap;
+  if (!regular_file_at(archive)) throw ValueError(fmt::format("{} is not a memory-mapped tensordict archive.", archive));
+  const fs::path target = target_dir(prefix);
+  refuse_symlink(target);
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  // Written as a memmap() is: a tree staged beside the target, created through
+  // the staging directory's descriptor (an entry's name reaches nothing
+  // outside it), then published in one step; other files in `prefix` stay.
+  PrefixLock lock(target);
+  remove_stale_staging(target);
+  StagingDir staging(target);
+  try {
+    read_archive(archive, /*writable=*/false, [&] {
+      active_archive()->for_each_entry(
+          [&](const std::string& name, const at::Tensor& bytes) {
+            const fs::path file = staging.path() / name;
+            for (fs::path dir = staging.path(); const auto& part : fs::path(name).parent_path()) {
+              dir /= part;
+              make_dir(staging, dir);
+            }
+            write_data_file(file, bytes, static_cast<std::size_t>(bytes.numel()), /*sync=*/true, &staging);
+          },
+          [&](const std::string& name) {
+            fs::path dir = staging.path();
+            for (const auto& part : fs::path(name)) {
+              dir /= part;
+              make_dir(staging, dir);
+            }
+          });
+    });
+    if (fs::exists(fs::symlink_status(target, ec))) carry_over(target, staging);
+    publish_dir(staging, target, /*sync=*/true);
+  } catch (...) {
+    remove_tree(staging.path(), ec);
+    throw;
   }
 }
 

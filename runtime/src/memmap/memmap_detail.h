@@ -199,6 +199,8 @@ void read_tree(const fs::path& top, c10::function_ref<void()> read);
 // stored leaves map the file shared (memmap_like's archive), otherwise
 // copy-on-write. read_tree() calls it for a regular file.
 void read_archive(const fs::path& file, bool writable, c10::function_ref<void()> read);
+// The archive the read on this thread runs over (read_archive), or null.
+const class ArchiveTree* active_archive();
 // Whether the load on this thread reads an archive (whose levels are not
 // memory-mapped directories: is_memmap() is false, as in tensordict).
 bool reading_archive();

@@ -162,6 +162,8 @@ bool regular_file_at(const fs::path& path) {
 
 bool reading_archive() { return active_root && active_root->archive; }
 
+const ArchiveTree* active_archive() { return active_root ? active_root->archive : nullptr; }
+
 std::optional<at::Tensor> archive_leaf(const fs::path& path, at::ScalarType dtype, at::IntArrayRef shape,
                                        std::string_view key) {
   const auto rel = below_root(path);
