@@ -61,19 +61,20 @@ void check_fields(const Schema& s, const std::string& module, const EmitOptions&
   if (!errors.empty()) throw Error(std::move(errors));
 }
 
-// The class body declares every field's annotation first, then the defaults
-// (as the @tensorclass form does): a default binds its field's name in the
-// class body, where a later annotation could name it (a field `int`).
+// Each field is declared with its default, in the schema's order: a
+// TypedTensorDict takes its fields by keyword only, and type checkers read a
+// default only where the field is declared. (The @tensorclass form declares
+// the defaults after all the annotations, since a field may be named like an
+// alias the annotations use, `_torch`; here no field starts with '_'.)
 // TypedTensorDict takes a field with a class-level default as optional.
 mstch::map class_context(const Schema& s, const Class& c) {
-  mstch::array fields, defaults, specs;
-  for (const bool with_default : {false, true}) {
-    for (const Field& f : c.fields) {
-      const std::string def = python_default(f);
-      if (def.empty() == with_default) continue;
-      fields.push_back(mstch::map{{"name", f.name}, {"annotation", python_annotation(f)}});
-      if (with_default) defaults.push_back(mstch::map{{"name", f.name}, {"value", def}});
-    }
+  mstch::array fields, specs;
+  for (const Field& f : c.fields) {
+    const std::string def = python_default(f);
+    fields.push_back(mstch::map{{"name", f.name},
+                                {"annotation", python_annotation(f)},
+                                {"has_default", !def.empty()},
+                                {"default", def}});
   }
   for (const Field& f : c.fields) specs.push_back(mstch::map{{"spec", python_contract_row(f)}});
   return mstch::map{
@@ -81,7 +82,6 @@ mstch::map class_context(const Schema& s, const Class& c) {
       {"docstring", python_docstring(s, c)},
       {"has_fields", !c.fields.empty()},
       {"fields", fields},
-      {"defaults", defaults},
       {"contract", "_CONTRACT_" + c.name},
       {"batch_names", python_batch_names(c)},
       {"specs", specs},

@@ -194,6 +194,13 @@ def _init(cls: _Any) -> _Any:
     @_functools.wraps(typed_init)
     def __init__(self: _Any, _source: _Any = None, **kwargs: _Any) -> None:
         if _source is None:
+            # None leaves a field unset, as for a @tensorclass (TypedTensorDict would store a
+            # NonTensorData): the contract refuses that for a required field, in the C++ words. A
+            # required field left out is TypedTensorDict's TypeError.
+            for name in cls.__required_keys__:
+                if name in kwargs and kwargs[name] is None:
+                    raise ValueError(f"{cls.__name__}.{name}: required field is not set")
+            kwargs = {key: value for key, value in kwargs.items() if value is not None}
             for name in cls._tc_values | cls._tc_stacks:
                 kwargs[name] = _one_value(cls, name, kwargs.get(name, cls.__field_defaults__[name]))
         typed_init(self, _source, **kwargs)
@@ -237,6 +244,10 @@ def _adopt(cls: _Any, loaded: _Any, values: _Optional[_Dict[str, _Any]] = None) 
     for name, value in (values or {}).items():
         if value is not None:
             source.set(name, _one_value(cls, name, value))
+    for name in cls._tc_lists:
+        entry = source.get(name, None)
+        if isinstance(entry, _NonTensorData) and isinstance(entry.data, list):  # JSON has no tuples
+            source.set(name, _one_value(cls, name, entry.data))
     for name, nested in cls._tc_nested.items():
         entry = source.get(name, None)
         if entry is not None and not isinstance(entry, nested):
@@ -244,7 +255,7 @@ def _adopt(cls: _Any, loaded: _Any, values: _Optional[_Dict[str, _Any]] = None) 
     return cls.from_tensordict(source)
 
 
-def _from_tensordict(cls: _Any, td: _Any, *, check: bool = True) -> _Any:
+def _from_tensordict(cls: _Any, /, td: _Any, *, check: bool = True) -> _Any:
     """TypedTensorDict.from_tensordict, with the contract checked (unless `check` is False)."""
     obj = super(cls, cls).from_tensordict(td, check=check)
     if check:
@@ -253,7 +264,7 @@ def _from_tensordict(cls: _Any, td: _Any, *, check: bool = True) -> _Any:
     return obj
 
 
-def _from_dict(cls: _Any, input_dict: _Any, *, check: bool = True, **kwargs: _Any) -> _Any:
+def _from_dict(cls: _Any, /, input_dict: _Any, *, check: bool = True, **kwargs: _Any) -> _Any:
     """TypedTensorDict.from_dict, with the contract checked (unless `check` is False)."""
     obj = super(cls, cls).from_dict(input_dict, check=check, **kwargs)
     if check:
@@ -262,13 +273,14 @@ def _from_dict(cls: _Any, input_dict: _Any, *, check: bool = True, **kwargs: _An
     return obj
 
 
-def _load_memmap(cls: _Any, *args: _Any, **kwargs: _Any) -> _Any:
+def _load_memmap(cls: _Any, /, *args: _Any, **kwargs: _Any) -> _Any:
     """tensordict's load_memmap, whose result becomes an instance of `cls` (see _adopt)."""
     return _adopt(cls, super(cls, cls).load_memmap(*args, **kwargs))
 
 
-def _load_tensorclass_tree(cls: _Any, prefix: _Any, metadata: _Dict[str, _Any], device: _Any = None,
-                           out: _Any = None, **kwargs: _Any) -> _Any:
+def _load_tensorclass_tree(
+    cls: _Any, /, prefix: _Any, metadata: _Dict[str, _Any], device: _Any = None, out: _Any = None, **kwargs: _Any
+) -> _Any:
     """Loads a tree whose meta.json names this class: the layout of the C++ structs and the
     @tensorclasses, the fields' TensorDict under `_tensordict/`. C++ writes the non-tensor fields into
     meta.json (`null`: an optional field left unset); the @tensorclasses of tensordict 0.15, into the
@@ -313,14 +325,10 @@ class Goal(_TypedTensorDict):
     """
 
     target: _torch.Tensor
-    tolerance: _tc__float
-    tags: _Tuple[_tc__str, ...]
-    steps: _tc__int
-    sparse: _tc__bool
-    tolerance = 0.5
-    tags = ("a", "b c")
-    steps = 10
-    sparse = True
+    tolerance: _tc__float = 0.5
+    tags: _Tuple[_tc__str, ...] = ("a", "b c")
+    steps: _tc__int = 10
+    sparse: _tc__bool = True
 
 
 _tc__Goal = Goal
@@ -342,17 +350,13 @@ class Step(_TypedTensorDict):
     """
 
     pixels: _torch.Tensor
+    heights: _Optional[_torch.Tensor] = None
     reward: _torch.Tensor
     extra: _torch.Tensor
     agent: _tc__Agent
-    heights: _Optional[_torch.Tensor]
-    goal: _Optional[_tc__Goal]
-    task: _tc__str
-    seed: _tc__int
-    heights = None
-    goal = None
-    task = "reach"
-    seed = 0
+    goal: _Optional[_tc__Goal] = None
+    task: _tc__str = "reach"
+    seed: _tc__int = 0
 
 
 _tc__Step = Step

@@ -175,6 +175,13 @@ def _init(cls: _Any) -> _Any:
     @_functools.wraps(typed_init)
     def __init__(self: _Any, _source: _Any = None, **kwargs: _Any) -> None:
         if _source is None:
+            # None leaves a field unset, as for a @tensorclass (TypedTensorDict would store a
+            # NonTensorData): the contract refuses that for a required field, in the C++ words. A
+            # required field left out is TypedTensorDict's TypeError.
+            for name in cls.__required_keys__:
+                if name in kwargs and kwargs[name] is None:
+                    raise ValueError(f"{cls.__name__}.{name}: required field is not set")
+            kwargs = {key: value for key, value in kwargs.items() if value is not None}
             for name in cls._tc_values | cls._tc_stacks:
                 kwargs[name] = _one_value(cls, name, kwargs.get(name, cls.__field_defaults__[name]))
         typed_init(self, _source, **kwargs)
@@ -218,6 +225,10 @@ def _adopt(cls: _Any, loaded: _Any, values: _Optional[_Dict[str, _Any]] = None) 
     for name, value in (values or {}).items():
         if value is not None:
             source.set(name, _one_value(cls, name, value))
+    for name in cls._tc_lists:
+        entry = source.get(name, None)
+        if isinstance(entry, _NonTensorData) and isinstance(entry.data, list):  # JSON has no tuples
+            source.set(name, _one_value(cls, name, entry.data))
     for name, nested in cls._tc_nested.items():
         entry = source.get(name, None)
         if entry is not None and not isinstance(entry, nested):
@@ -225,7 +236,7 @@ def _adopt(cls: _Any, loaded: _Any, values: _Optional[_Dict[str, _Any]] = None) 
     return cls.from_tensordict(source)
 
 
-def _from_tensordict(cls: _Any, td: _Any, *, check: bool = True) -> _Any:
+def _from_tensordict(cls: _Any, /, td: _Any, *, check: bool = True) -> _Any:
     """TypedTensorDict.from_tensordict, with the contract checked (unless `check` is False)."""
     obj = super(cls, cls).from_tensordict(td, check=check)
     if check:
@@ -234,7 +245,7 @@ def _from_tensordict(cls: _Any, td: _Any, *, check: bool = True) -> _Any:
     return obj
 
 
-def _from_dict(cls: _Any, input_dict: _Any, *, check: bool = True, **kwargs: _Any) -> _Any:
+def _from_dict(cls: _Any, /, input_dict: _Any, *, check: bool = True, **kwargs: _Any) -> _Any:
     """TypedTensorDict.from_dict, with the contract checked (unless `check` is False)."""
     obj = super(cls, cls).from_dict(input_dict, check=check, **kwargs)
     if check:
@@ -243,13 +254,14 @@ def _from_dict(cls: _Any, input_dict: _Any, *, check: bool = True, **kwargs: _An
     return obj
 
 
-def _load_memmap(cls: _Any, *args: _Any, **kwargs: _Any) -> _Any:
+def _load_memmap(cls: _Any, /, *args: _Any, **kwargs: _Any) -> _Any:
     """tensordict's load_memmap, whose result becomes an instance of `cls` (see _adopt)."""
     return _adopt(cls, super(cls, cls).load_memmap(*args, **kwargs))
 
 
-def _load_tensorclass_tree(cls: _Any, prefix: _Any, metadata: _Dict[str, _Any], device: _Any = None,
-                           out: _Any = None, **kwargs: _Any) -> _Any:
+def _load_tensorclass_tree(
+    cls: _Any, /, prefix: _Any, metadata: _Dict[str, _Any], device: _Any = None, out: _Any = None, **kwargs: _Any
+) -> _Any:
     """Loads a tree whose meta.json names this class: the layout of the C++ structs and the
     @tensorclasses, the fields' TensorDict under `_tensordict/`. C++ writes the non-tensor fields into
     meta.json (`null`: an optional field left unset); the @tensorclasses of tensordict 0.15, into the
@@ -291,8 +303,7 @@ class Agent(_TypedTensorDict):
     """
 
     pos: _torch.Tensor
-    nickname: _tc__str
-    nickname = "agent"
+    nickname: _tc__str = "agent"
 
 
 _tc__Agent = Agent
