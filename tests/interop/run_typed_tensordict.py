@@ -454,6 +454,18 @@ def schema_cases(ports) -> dict:
         message = raises(ValueError, "", lambda: Checked.from_tensordict(td))
         expect(message == "Checked.inner.beta: required field is not set", message)
 
+    @case("contract: a tensor field holding something else")
+    def _():
+        td = TensorDict({"obs": torch.zeros(2, 3), "target": torch.zeros(2, 3)}, [2])
+        td.set_non_tensor("target", "text")
+        message = raises(ValueError, "", lambda: Checked.from_tensordict(td))
+        expect(message == "Checked.target: expected a tensor, got NonTensorData", message)
+
+    @case("contract: a required field given as None")
+    def _():
+        message = raises(ValueError, "", lambda: Checked(obs=torch.zeros(2, 3), target=None, batch_size=[2]))
+        expect(message == "Checked.target: required field is not set", message)
+
     @case("non-tensor fields: stored with their defaults, read as values")
     def _():
         c = checked()
