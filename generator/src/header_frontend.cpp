@@ -514,8 +514,8 @@ class HeaderReader {
     f.type_name = take(clang_getCursorSpelling(decl));
     if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
       externals_.emplace(f.type_name,
-                         ExternalClass{f.type_name, qualified_name(decl), location_of(decl), external_python_module(decl),
-                                       external_python_form(decl)});
+                         ExternalClass{f.type_name, qualified_name(decl), location_of(decl),
+                                       external_python_module(decl), external_python_form(decl)});
       const std::string inc = fs::path(location_of(decl).file).stem().string() + ".tc.h";
       if (std::find(schema_.extra_includes.begin(), schema_.extra_includes.end(), inc) == schema_.extra_includes.end())
         schema_.extra_includes.push_back(inc);

@@ -72,7 +72,8 @@ TEST_CASE("tensorclass-gen --version prints the project's version and exits 0", 
 TEST_CASE("help option documents every option", "[cli]") {
   const Result r = run("--help");
   CHECK(r.rc == 0);
-  for (const char* opt : {"--out-dir", "-o", "--dump-ir", "-I", "-D", "--depfile", "--templates", "--help"})
+  for (const char* opt :
+       {"--out-dir", "-o", "--dump-ir", "-I", "-D", "--depfile", "--lang", "--python-form", "--templates", "--help"})
     CHECK(r.out.find(opt) != std::string::npos);
 }
 
@@ -252,8 +253,8 @@ TEST_CASE("python output: --python-form chooses the form of every schema of the 
   CHECK(!fs::exists(out / "typed" / "tct" / "typed" / "common" / "typed"));
   r = run("--lang python --python-form tensorclass " + schema("typed.yaml") + " -o \"" + (out / "tc").string() + "\"");
   REQUIRE(r.rc == 0);
-  CHECK(tcgen_test::read_file(out / "tc" / "tct" / "typed" / "__init__.py").find("@_tensorclass(**_TC_OPTIONS)\nclass Step:") !=
-        std::string::npos);
+  CHECK(tcgen_test::read_file(out / "tc" / "tct" / "typed" / "__init__.py")
+            .find("@_tensorclass(**_TC_OPTIONS)\nclass Step:") != std::string::npos);
 
   r = run("--python-form typed_tensordict " + schema("misc.yaml") + " -o \"" + (out / "cpp").string() + "\"");
   CHECK(r.rc != 0);

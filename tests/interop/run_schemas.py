@@ -326,7 +326,8 @@ def check_attributes(listed: Path) -> None:
     actual = {name for name in dir(TypedTensorDict) if not name.startswith("_")}
     if names != actual:
         raise Failure(
-            f"{listed.name} lists {sorted(names - actual)} that TypedTensorDict lacks, and lacks {sorted(actual - names)}"
+            f"{listed.name} lists {sorted(names - actual)}, which TypedTensorDict lacks, "
+            f"and lacks {sorted(actual - names)}"
         )
 
 
