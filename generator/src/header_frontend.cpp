@@ -389,10 +389,8 @@ class HeaderReader {
         else if (schema_.python_form && *schema_.python_form != *form)
           diags_.error(cls.loc, fmt::format("conflicting python_form '{}' (an earlier class says '{}')",
                                             a.string_value, to_string(*schema_.python_form)));
-        else {
+        else
           schema_.python_form = form;
-          schema_.python_form_loc = cls.loc;
-        }
       }
     }
     struct Data {

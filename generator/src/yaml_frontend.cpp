@@ -105,9 +105,8 @@ class YamlReader {
         s.python_module = value.Scalar();
       } else if (k == "python_form") {
         if (!expect_scalar(value, kl, "'python_form'")) continue;
-        s.python_form_loc = loc(value, kl);
         s.python_form = parse_python_form(value.Scalar());
-        if (!s.python_form) error(s.python_form_loc, unknown_python_form(value.Scalar()));
+        if (!s.python_form) error(loc(value, kl), unknown_python_form(value.Scalar()));
       } else if (k == "imports") {
         if (!value.IsSequence()) {
           error(loc(value, kl), "'imports' must be a sequence of schema file names");

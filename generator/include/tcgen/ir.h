@@ -101,8 +101,7 @@ struct Schema {
   std::string ns;    // "rl" or "a::b"
   SourceLoc ns_loc;
   std::optional<std::string> python_module;
-  std::optional<PythonForm> python_form;  // as written; nullopt: the run's choice (python_form.h)
-  SourceLoc python_form_loc;
+  std::optional<PythonForm> python_form;  // as written; nullopt: a @tensorclass unless the run says (python_emitter.h)
   std::vector<Import> imports;
   std::vector<Class> classes;  // declaration order
 
