@@ -219,7 +219,9 @@ def _adopt(cls: _Any, loaded: _Any, values: _Optional[_Dict[str, _Any]] = None) 
         return loaded
     if _is_tensorclass(loaded):
         source = loaded._tensordict.copy()
-        values = {name: getattr(loaded, name) for name in cls._tc_values | cls._tc_stacks if name not in source.keys()}
+        # A tensordict 0.15 @tensorclass keeps the non-tensor fields read from meta.json outside its TensorDict.
+        held = source.keys()
+        values = {name: getattr(loaded, name) for name in cls._tc_values | cls._tc_stacks if name not in held}
     else:
         source = loaded.copy()
     for name, value in (values or {}).items():
