@@ -1,5 +1,5 @@
 # tensorclass_generate(TARGET <target> SCHEMAS <files...> [OUT_DIR <dir>] [INCLUDE_DIRS <dirs...>]
-#                      [PYTHON_OUT <dir>])
+#                      [PYTHON_OUT <dir> [PYTHON_FORM tensorclass|typed_tensordict|both]])
 #
 # Runs tensorclass-gen at build time on each schema (YAML, or an annotated C++
 # header), writing <OUT_DIR>/<name>.tc.h. The generator's --depfile makes every
@@ -21,6 +21,10 @@
 # (tensorclass-gen --lang python) under <dir>: the package of its python_module,
 # e.g. <dir>/tc/rl/__init__.py; put <dir> on sys.path. Since those paths come
 # from the schemas, the build rule's output is a stamp file listing them.
+# PYTHON_FORM makes every schema's classes that form (tensorclass-gen
+# --python-form): @tensorclasses, TypedTensorDict subclasses, or both (the
+# TypedTensorDicts in the submodule <python_module>.typed); without it, each
+# schema's python_form says.
 #
 # Works in a build tree (add_subdirectory) and from an installed package
 # (find_package(tensorclass)). A schema importing another needs both listed.
@@ -28,7 +32,7 @@
 # Protobuf_PROTOC_EXECUTABLE), that generator runs instead of the built or
 # installed one: the host's, in a cross build.
 function(tensorclass_generate)
-  cmake_parse_arguments(PARSE_ARGV 0 TCG "" "TARGET;OUT_DIR;PYTHON_OUT" "SCHEMAS;INCLUDE_DIRS")
+  cmake_parse_arguments(PARSE_ARGV 0 TCG "" "TARGET;OUT_DIR;PYTHON_OUT;PYTHON_FORM" "SCHEMAS;INCLUDE_DIRS")
   if(NOT TCG_TARGET)
     message(FATAL_ERROR "tensorclass_generate: TARGET is required")
   endif()
@@ -51,6 +55,16 @@ function(tensorclass_generate)
   get_filename_component(TCG_OUT_DIR "${TCG_OUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   if(TCG_PYTHON_OUT)
     get_filename_component(TCG_PYTHON_OUT "${TCG_PYTHON_OUT}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  endif()
+  set(_python_form_args)
+  if(TCG_PYTHON_FORM)
+    if(NOT TCG_PYTHON_OUT)
+      message(FATAL_ERROR "tensorclass_generate: PYTHON_FORM needs PYTHON_OUT (it chooses the Python modules' form)")
+    endif()
+    if(NOT TCG_PYTHON_FORM MATCHES "^(tensorclass|typed_tensordict|both)$")
+      message(FATAL_ERROR "tensorclass_generate: PYTHON_FORM is tensorclass, typed_tensordict or both, not '${TCG_PYTHON_FORM}'")
+    endif()
+    set(_python_form_args --python-form ${TCG_PYTHON_FORM})
   endif()
 
   if(TENSORCLASS_GEN_EXECUTABLE)
@@ -96,8 +110,8 @@ function(tensorclass_generate)
       set(_stamp "${TCG_OUT_DIR}/${_name}.py.stamp")
       add_custom_command(
         OUTPUT "${_stamp}"
-        COMMAND ${_gen} --lang python "${_abs}" -o "${TCG_PYTHON_OUT}" --stamp "${_stamp}" --depfile "${_stamp}.d"
-                ${_include_args}
+        COMMAND ${_gen} --lang python ${_python_form_args} "${_abs}" -o "${TCG_PYTHON_OUT}" --stamp "${_stamp}"
+                --depfile "${_stamp}.d" ${_include_args}
         DEPENDS "${_abs}" ${_gen}
         DEPFILE "${_stamp}.d"
         COMMENT "tensorclass-gen --lang python ${_name}${_ext}"

@@ -55,8 +55,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string header = tcgen::emit_header(schema, {});
     if (header.empty()) std::abort();
     check_no_control_chars(header, "C++ header", text);
-    // Python rejects some names C++ takes (keywords): a tcgen::Error, caught below.
-    check_no_control_chars(tcgen::emit_python(schema, {}), "Python module", text);
+    // Python rejects some names C++ takes (keywords), TypedTensorDict more
+    // (names of its attributes): a located tcgen::Error, as below.
+    for (const auto form : {tcgen::PythonForm::Tensorclass, tcgen::PythonForm::TypedTensorDict}) {
+      tcgen::EmitOptions options;
+      options.python_form = form;
+      try {
+        for (const auto& module : tcgen::emit_python(schema, options))
+          check_no_control_chars(module.text, "Python module", text);
+      } catch (const tcgen::Error& e) {
+        if (std::string(e.what()).empty()) std::abort();
+      }
+    }
   } catch (const tcgen::Error& e) {
     // A located, user-facing error.
     if (std::string(e.what()).empty()) std::abort();

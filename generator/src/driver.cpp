@@ -85,7 +85,9 @@ class YamlLoader {
       ExternalClasses nested;  // classes of the import's imports are not re-exported
       Schema imported = load(path, imp.loc, nested, deps, depth + 1);
       ExternalClasses mine;
-      for (const Class& c : imported.classes) mine.emplace(c.name, ExternalClass{c.name, c.cpp_name, c.loc, python_module_of(imported)});
+      for (const Class& c : imported.classes)
+        mine.emplace(c.name,
+                     ExternalClass{c.name, c.cpp_name, c.loc, python_module_of(imported), imported.python_form});
       loaded_[ican] = mine;
       for (const auto& [n, e] : mine) externals.emplace(n, e);
     }
@@ -141,17 +143,22 @@ std::vector<GeneratedFile> generate(const RunOptions& options, std::vector<std::
   for (const std::string& input : options.inputs) {
     try {
       LoadedSchema loaded = load_schema(input, options.header);
-      const bool python = options.language == Language::Python;
-      GeneratedFile gf;
-      gf.path = (fs::path(options.out_dir) /
-                 (python ? python_output_name(loaded.schema) : output_name(input))).string();
-      if (!outputs.insert(gf.path).second) {
-        all.push_back({SourceLoc{input, 0, 0}, Severity::Error,
-                       fmt::format("two inputs would both generate '{}'", gf.path)});
-        continue;
+      std::vector<GeneratedFile> generated;
+      if (options.language == Language::Python) {
+        for (auto& module : emit_python(loaded.schema, options.emit))
+          generated.push_back({(fs::path(options.out_dir) / module.path).string(), std::move(module.text)});
+      } else {
+        generated.push_back(
+            {(fs::path(options.out_dir) / output_name(input)).string(), emit_header(loaded.schema, options.emit)});
       }
-      gf.content = python ? emit_python(loaded.schema, options.emit) : emit_header(loaded.schema, options.emit);
-      files.push_back(std::move(gf));
+      for (auto& gf : generated) {
+        if (!outputs.insert(gf.path).second) {
+          all.push_back({SourceLoc{input, 0, 0}, Severity::Error,
+                         fmt::format("two inputs would both generate '{}'", gf.path)});
+          continue;
+        }
+        files.push_back(std::move(gf));
+      }
       if (dependencies)
         for (auto& d : loaded.dependencies)
           if (std::find(dependencies->begin(), dependencies->end(), d) == dependencies->end())

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tcgen/diagnostics.h"
@@ -176,9 +177,12 @@ std::string load_template(std::string_view name, const EmitOptions& options) {
   throw Error(SourceLoc{}, fmt::format("internal error: template '{}' is not embedded", name));
 }
 
-std::string render_template(const std::string& text, const mstch::map& context) {
+std::string render_template(const std::string& text, const mstch::map& context,
+                            const std::vector<std::string>& partials, const EmitOptions& options) {
   mstch::config::escape = [](const std::string& str) { return str; };
-  return mstch::render(text, context);
+  std::map<std::string, std::string> partial_texts;
+  for (const auto& file : partials) partial_texts[file.substr(0, file.find('.'))] = load_template(file, options);
+  return mstch::render(text, context, partial_texts);
 }
 
 std::string output_name(const std::string& schema_file) {

@@ -142,16 +142,27 @@ std::optional<std::string> enclosing_namespace(CXCursor c) {
 // TC_TENSORCLASS(python_module = ...) if it says one, else its namespace with
 // "::" -> "." (python_module_of). That header's other classes are not read, so
 // a python_module must be repeated on every class that others nest.
-std::string external_python_module(CXCursor decl) {
+std::optional<std::string> external_class_arg(CXCursor decl, std::string_view key) {
   if (auto args = annotation(decl, kClassPrefix)) {
     const AnnotationParseResult parsed = parse_annotation_args(*args);
     if (const auto* list = std::get_if<std::vector<AnnotationArg>>(&parsed))
       for (const auto& a : *list)
-        if (a.key == "python_module" && a.kind == AnnotationArg::Kind::String) return a.string_value;
+        if (a.key == key && a.kind == AnnotationArg::Kind::String) return a.string_value;
   }
+  return std::nullopt;
+}
+
+std::string external_python_module(CXCursor decl) {
+  if (auto module = external_class_arg(decl, "python_module")) return *module;
   Schema ns_only;
   ns_only.ns = enclosing_namespace(decl).value_or("");
   return python_module_of(ns_only);
+}
+
+// Likewise its TC_TENSORCLASS(python_form = ...), if it says one.
+std::optional<PythonForm> external_python_form(CXCursor decl) {
+  if (auto form = external_class_arg(decl, "python_form")) return parse_python_form(*form);
+  return std::nullopt;
 }
 
 // The tensordict::TensorClass<...> base of a class, found through its bases
@@ -357,7 +368,8 @@ class HeaderReader {
     }
     check_crtp_base(c, name, cls.loc);
     cls.doc = doc_comment(c);
-    for (const auto& a : parse_args(*args, "TC_TENSORCLASS", cls.loc, {"batch", "doc", "python_module"})) {
+    for (const auto& a :
+         parse_args(*args, "TC_TENSORCLASS", cls.loc, {"batch", "doc", "python_module", "python_form"})) {
       if (a.key == "batch") {
         if (expect_string(a, "TC_TENSORCLASS", cls.loc)) cls.batch_names = split_commas(a.string_value);
       } else if (a.key == "doc") {
@@ -369,6 +381,16 @@ class HeaderReader {
                                             a.string_value, *schema_.python_module));
         else
           schema_.python_module = a.string_value;
+      } else if (a.key == "python_form") {
+        if (!expect_string(a, "TC_TENSORCLASS", cls.loc)) continue;
+        const auto form = parse_python_form(a.string_value);
+        if (!form)
+          diags_.error(cls.loc, unknown_python_form(a.string_value));
+        else if (schema_.python_form && *schema_.python_form != *form)
+          diags_.error(cls.loc, fmt::format("conflicting python_form '{}' (an earlier class says '{}')",
+                                            a.string_value, to_string(*schema_.python_form)));
+        else
+          schema_.python_form = form;
       }
     }
     struct Data {
@@ -490,7 +512,8 @@ class HeaderReader {
     f.type_name = take(clang_getCursorSpelling(decl));
     if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
       externals_.emplace(f.type_name,
-                         ExternalClass{f.type_name, qualified_name(decl), location_of(decl), external_python_module(decl)});
+                         ExternalClass{f.type_name, qualified_name(decl), location_of(decl),
+                                       external_python_module(decl), external_python_form(decl)});
       const std::string inc = fs::path(location_of(decl).file).stem().string() + ".tc.h";
       if (std::find(schema_.extra_includes.begin(), schema_.extra_includes.end(), inc) == schema_.extra_includes.end())
         schema_.extra_includes.push_back(inc);

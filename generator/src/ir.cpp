@@ -33,6 +33,25 @@ const char* to_string(ValueType v) {
   return "?";
 }
 
+const char* to_string(PythonForm f) {
+  switch (f) {
+    case PythonForm::Tensorclass: return "tensorclass";
+    case PythonForm::TypedTensorDict: return "typed_tensordict";
+    case PythonForm::Both: return "both";
+  }
+  return "?";
+}
+
+std::optional<PythonForm> parse_python_form(std::string_view text) {
+  for (const PythonForm f : {PythonForm::Tensorclass, PythonForm::TypedTensorDict, PythonForm::Both})
+    if (text == to_string(f)) return f;
+  return std::nullopt;
+}
+
+std::string unknown_python_form(std::string_view text) {
+  return "unknown python_form '" + std::string(text) + "'; expected tensorclass, typed_tensordict or both";
+}
+
 std::string python_module_of(const Schema& s) {
   if (s.python_module) return *s.python_module;
   std::string out;

@@ -31,6 +31,7 @@ json field_json(const Field& f, bool with_locations) {
     j["type"] = f.type_name;
     j["cpp_type"] = f.type_cpp;
     j["python_module"] = f.type_python;
+    j["python_form"] = f.type_python_form ? json(to_string(*f.type_python_form)) : json(nullptr);
   }
   if (f.kind == FieldKind::NonTensor || f.kind == FieldKind::NonTensorStack) {
     j["value_type"] = to_string(f.value_type);
@@ -50,6 +51,7 @@ nlohmann::json to_json(const Schema& s, bool with_locations) {
   if (with_locations) j["file"] = s.file;
   j["namespace"] = s.ns;
   j["python_module"] = python_module_of(s);
+  j["python_form"] = s.python_form ? json(to_string(*s.python_form)) : json(nullptr);
   json imports = json::array();
   for (const Import& i : s.imports) imports.push_back(i.path);
   j["imports"] = imports;

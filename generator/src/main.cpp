@@ -58,6 +58,15 @@ int main(int argc, char** argv) {
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, tcgen::Language>{{"cpp", tcgen::Language::Cpp}, {"python", tcgen::Language::Python}}))
       ->type_name("cpp|python");
+  app.add_option("--python-form", options.emit.python_form,
+                 "With --lang python, the form of every schema's classes (and of their imports'), whatever their "
+                 "python_form says: tensorclass (@tensorclass), typed_tensordict (TypedTensorDict subclasses) or both "
+                 "(the TypedTensorDicts in the submodule <python_module>.typed)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, tcgen::PythonForm>{
+          {"tensorclass", tcgen::PythonForm::Tensorclass},
+          {"typed_tensordict", tcgen::PythonForm::TypedTensorDict},
+          {"both", tcgen::PythonForm::Both}}))
+      ->type_name("tensorclass|typed_tensordict|both");
   app.add_option("--stamp", stamp,
                  "After a successful run write FILE, listing the files generated; the depfile then names FILE as the "
                  "target (a build rule's output when the outputs' names come from the schemas, as Python modules' do)")
@@ -68,6 +77,10 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (!templates_dir.empty()) options.emit.templates_dir = templates_dir;
+  if (options.emit.python_form && options.language != tcgen::Language::Python) {
+    std::cerr << "tensorclass-gen: error: --python-form applies to Python modules: add --lang python\n";
+    return 1;
+  }
 
   try {
     std::vector<std::string> deps;

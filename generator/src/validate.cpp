@@ -297,9 +297,11 @@ void validate(Schema& s, const ExternalClasses& externals, Diagnostics& diags) {
           if (auto it = local.find(f.type_name); it != local.end()) {
             f.type_cpp = s.classes[it->second].cpp_name;
             f.type_python = module;
+            f.type_python_form = s.python_form;
           } else if (auto ext = externals.find(f.type_name); ext != externals.end()) {
             f.type_cpp = ext->second.cpp_name;
             f.type_python = ext->second.python_module;
+            f.type_python_form = ext->second.python_form;
           } else {
             diags.error(tl, fmt::format("unknown type '{}' for field '{}'; expected a tensorclass of this schema or "
                                         "its imports, tensor, string, int, float, bool or list<...>",

@@ -86,7 +86,7 @@ class YamlReader {
             "a schema must be a mapping with 'namespace' and 'tensorclasses'");
       return s;
     }
-    static const std::vector<std::string_view> top_keys = {"namespace", "python_module", "imports",
+    static const std::vector<std::string_view> top_keys = {"namespace", "python_module", "python_form", "imports",
                                                            "tensorclasses"};
     bool have_ns = false;
     bool have_classes = false;
@@ -103,6 +103,10 @@ class YamlReader {
       } else if (k == "python_module") {
         if (!expect_scalar(value, kl, "'python_module'")) continue;
         s.python_module = value.Scalar();
+      } else if (k == "python_form") {
+        if (!expect_scalar(value, kl, "'python_form'")) continue;
+        s.python_form = parse_python_form(value.Scalar());
+        if (!s.python_form) error(loc(value, kl), unknown_python_form(value.Scalar()));
       } else if (k == "imports") {
         if (!value.IsSequence()) {
           error(loc(value, kl), "'imports' must be a sequence of schema file names");

@@ -72,7 +72,8 @@ TEST_CASE("tensorclass-gen --version prints the project's version and exits 0", 
 TEST_CASE("help option documents every option", "[cli]") {
   const Result r = run("--help");
   CHECK(r.rc == 0);
-  for (const char* opt : {"--out-dir", "-o", "--dump-ir", "-I", "-D", "--depfile", "--templates", "--help"})
+  for (const char* opt :
+       {"--out-dir", "-o", "--dump-ir", "-I", "-D", "--depfile", "--lang", "--python-form", "--templates", "--help"})
     CHECK(r.out.find(opt) != std::string::npos);
 }
 
@@ -232,6 +233,100 @@ TEST_CASE("python output: names Python cannot take are errors at their location,
   r = run("--lang python \"" + bad_module.string() + "\" -o \"" + (out / "gen").string() + "\"");
   CHECK(r.rc != 0);
   CHECK(r.err.find("'a.import' is not a Python module name (dotted identifiers, no keywords)") != std::string::npos);
+}
+
+TEST_CASE("python output: --python-form chooses the form of every schema of the run, and is for Python only",
+          "[cli][python][typed]") {
+  const auto out = tcgen_test::scratch_dir("cli_python_form");
+  // common.yaml says nothing, typed_common.yaml both: the option wins over both.
+  Result r = run("--lang python --python-form both " + schema("common.yaml") + " " + schema("typed_common.yaml") +
+                 " -o \"" + (out / "both").string() + "\"");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  for (const char* module : {"rl/common", "rl/common/typed", "tct/typed/common", "tct/typed/common/typed"})
+    CHECK(fs::is_regular_file(out / "both" / module / "__init__.py"));
+  r = run("--lang python --python-form typed_tensordict " + schema("typed_common.yaml") + " -o \"" +
+          (out / "typed").string() + "\"");
+  REQUIRE(r.rc == 0);
+  CHECK(tcgen_test::read_file(out / "typed" / "tct" / "typed" / "common" / "__init__.py")
+            .find("class Agent(_TypedTensorDict):") != std::string::npos);
+  CHECK(!fs::exists(out / "typed" / "tct" / "typed" / "common" / "typed"));
+  r = run("--lang python --python-form tensorclass " + schema("typed.yaml") + " -o \"" + (out / "tc").string() + "\"");
+  REQUIRE(r.rc == 0);
+  CHECK(tcgen_test::read_file(out / "tc" / "tct" / "typed" / "__init__.py")
+            .find("@_tensorclass(**_TC_OPTIONS)\nclass Step:") != std::string::npos);
+
+  r = run("--python-form typed_tensordict " + schema("misc.yaml") + " -o \"" + (out / "cpp").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err == "tensorclass-gen: error: --python-form applies to Python modules: add --lang python\n");
+  CHECK(!fs::exists(out / "cpp"));
+  r = run("--lang python --python-form typed " + schema("misc.yaml") + " -o \"" + (out / "bad").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("--python-form") != std::string::npos);
+  CHECK(r.err.find("--python-form: Check typed value in {both->2,tensorclass->0,typed_tensordict->1}") !=
+        std::string::npos);
+}
+
+TEST_CASE("python output: fields a TypedTensorDict cannot declare are errors at their location, nothing is written",
+          "[cli][python][typed]") {
+  const auto out = tcgen_test::scratch_dir("cli_typed_err");
+  const auto fields = out / "fields.yaml";
+  tcgen_test::write_file(fields,
+                         "namespace: k\n"
+                         "python_form: typed_tensordict\n"
+                         "tensorclasses:\n"
+                         "  A:\n"
+                         "    fields:\n"
+                         "      _private: {dtype: float32}\n"
+                         "      from: {dtype: float32}\n"
+                         "      keys: {dtype: float32}\n"
+                         "      depth: {type: int}\n"
+                         "      fine: {dtype: float32}\n");
+  Result r = run("--lang python \"" + fields.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(r.rc != 0);
+  const std::string tail = " (a @tensorclass can have it: python_form tensorclass)\n";
+  CHECK(r.err ==
+        fields.string() + ":6:7: error: field '_private' in class 'A' cannot be a TypedTensorDict field: "
+                          "TypedTensorDict takes no class annotation whose name starts with '_' as a field" + tail +
+        fields.string() + ":7:7: error: field 'from' in class 'A' cannot be a TypedTensorDict field: 'from' is a "
+                          "Python keyword, which a class annotation cannot name" + tail +
+        fields.string() + ":8:7: error: field 'keys' in class 'A' cannot be a TypedTensorDict field: it would hide "
+                          "TypedTensorDict's attribute 'keys', which tensordict's own code uses" + tail +
+        fields.string() + ":9:7: error: field 'depth' in class 'A' cannot be a TypedTensorDict field: it would hide "
+                          "TypedTensorDict's attribute 'depth', which tensordict's own code uses" + tail);
+  CHECK(!fs::exists(out / "gen"));
+  // The same schema as @tensorclasses, and for C++, is fine.
+  CHECK(run("--lang python --python-form tensorclass \"" + fields.string() + "\" -o \"" + (out / "tc").string() + "\"")
+            .rc == 0);
+  CHECK(run("\"" + fields.string() + "\" -o \"" + (out / "cpp").string() + "\"").rc == 0);
+
+  // A TypedTensorDict nests TypedTensorDicts: an import that makes @tensorclasses only cannot be nested.
+  tcgen_test::write_file(out / "inner.yaml", "namespace: k::inner\ntensorclasses:\n  In:\n    fields:\n      x:\n");
+  const auto outer = out / "outer.yaml";
+  tcgen_test::write_file(outer,
+                         "namespace: k\npython_form: both\nimports: [inner.yaml]\ntensorclasses:\n  Out:\n"
+                         "    fields:\n      inner: {type: In}\n");
+  r = run("--lang python \"" + outer.string() + "\" -o \"" + (out / "gen").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err == outer.string() +
+                     ":7:21: error: field 'inner' in class 'Out' nests 'In' of module k.inner, whose schema makes "
+                     "@tensorclasses only: a TypedTensorDict nests TypedTensorDicts (give that schema python_form "
+                     "typed_tensordict or both, or pass --python-form)\n");
+  CHECK(!fs::exists(out / "gen"));
+  // Either fix works.
+  CHECK(run("--lang python --python-form both \"" + outer.string() + "\" -o \"" + (out / "gen").string() + "\"")
+            .rc == 0);
+  CHECK(tcgen_test::read_file(out / "gen" / "k" / "typed" / "__init__.py").find("from k.inner.typed import In\n") !=
+        std::string::npos);
+
+  // Beside the @tensorclasses, the TypedTensorDicts take the submodule typed,
+  // which another schema's module cannot also be.
+  tcgen_test::write_file(out / "clash.yaml", "namespace: k::typed\ntensorclasses:\n  B: {}\n");
+  r = run("--lang python \"" + outer.string() + "\" \"" + (out / "inner.yaml").string() + "\" \"" +
+          (out / "clash.yaml").string() + "\" --python-form both -o \"" + (out / "gen3").string() + "\"");
+  CHECK(r.rc != 0);
+  CHECK(r.err == (out / "clash.yaml").string() + ": error: two inputs would both generate '" +
+                     (out / "gen3" / "k" / "typed" / "__init__.py").string() + "'\n");
 }
 
 TEST_CASE("control characters in docs never reach the output raw", "[cli][hostile]") {

@@ -40,8 +40,10 @@ TEST_CASE("YAML and header frontends give identical IR and field tables", "[equi
 
 TEST_CASE("YAML and header frontends give the same Python module", "[equivalence]") {
   const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
-  const std::string from_yaml = tcgen::emit_python(tcgen::load_schema((dir / "agent.yaml").string(), {}).schema, {});
-  std::string from_header = tcgen::emit_python(tcgen::load_schema((dir / "agent_header.h").string(), {}).schema, {});
+  const std::string from_yaml =
+      tcgen::emit_python(tcgen::load_schema((dir / "agent.yaml").string(), {}).schema, {}).front().text;
+  std::string from_header =
+      tcgen::emit_python(tcgen::load_schema((dir / "agent_header.h").string(), {}).schema, {}).front().text;
   // Only the source's name differs.
   for (auto at = from_header.find("agent_header.h"); at != std::string::npos; at = from_header.find("agent_header.h"))
     from_header.replace(at, 14, "agent.yaml");
@@ -128,4 +130,20 @@ TEST_CASE("header frontend: a constructor taking init_'s argument types", "[equi
   auto loaded = tcgen::load_schema((dir / "ctor.h").string(), {});
   REQUIRE(loaded.schema.classes.size() == 1);
   CHECK(loaded.schema.classes[0].fields.size() == 1);
+}
+
+TEST_CASE("YAML and header frontends give the same TypedTensorDict module (python_form)", "[equivalence]") {
+  const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
+  auto yaml = tcgen::load_schema((dir / "typed.yaml").string(), {});
+  auto header = tcgen::load_schema((dir / "typed_header.h").string(), {});
+  CHECK(yaml.schema.python_form == tcgen::PythonForm::TypedTensorDict);
+  CHECK(header.schema.python_form == tcgen::PythonForm::TypedTensorDict);
+  const std::string from_yaml = tcgen::emit_python(yaml.schema, {}).front().text;
+  std::string from_header = tcgen::emit_python(header.schema, {}).front().text;
+  for (auto at = from_header.find("typed_header.h"); at != std::string::npos; at = from_header.find("typed_header.h"))
+    from_header.replace(at, 14, "typed.yaml");
+  CHECK(from_yaml == from_header);
+  CHECK(from_yaml.find("class Step(_TypedTensorDict):") != std::string::npos);
+  // The nested Agent's header says python_form both: imported from its typed submodule.
+  CHECK(from_header.find("from tct.typed.common.typed import Agent\n") != std::string::npos);
 }

@@ -43,6 +43,7 @@ from tensordict import (
     PersistentTensorDict,
     TensorDict,
     TensorDictBase,
+    TypedTensorDict,
     is_tensorclass,
     lazy_stack,
     tensorclass,
@@ -122,6 +123,24 @@ def canonical(obj) -> dict:
                 entries[field.name] = canonical(value)
             else:
                 entries[field.name] = {"kind": "non_tensor", "value": _plain(value)}
+        return {
+            "kind": "TensorDict",
+            "batch_size": [int(s) for s in obj.batch_size],
+            "names": _names(obj),
+            "class": str(type(obj)),
+            "entries": entries,
+        }
+    if isinstance(obj, TypedTensorDict):
+        # A generated TypedTensorDict: its declared fields as they read (a
+        # non-tensor field reads as its value, as a tensorclass's does), the
+        # other entries as a tensordict's.
+        entries = {}
+        for key in obj.keys():
+            value = getattr(obj, key) if key in type(obj).__expected_keys__ else obj._get_str(key, None)
+            if isinstance(value, (torch.Tensor, TensorDictBase)):
+                entries[key] = canonical(value)
+            else:
+                entries[key] = {"kind": "non_tensor", "value": _plain(value)}
         return {
             "kind": "TensorDict",
             "batch_size": [int(s) for s in obj.batch_size],

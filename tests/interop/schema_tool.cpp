@@ -6,11 +6,18 @@
 //                                            fields unset), and <dir>/manifest.json with their canonical JSON
 //   schema_tool load <class> <path>          loads a memmap dir (or an .h5 file) as <class> (validated),
 //                                            prints its canonical JSON
+//   schema_tool load-tensordict <class> <path>
+//                                            loads a memmap dir of a TensorDict (what a Python
+//                                            TypedTensorDict writes) into <class> with from_tensordict
+//                                            (validated), prints its canonical JSON
 //   schema_tool contract <case>              prints the error of a broken contract (run_schemas.py
 //                                            breaks the same one in Python)
-//   schema_tool retask <src> <dst>           loads the tct.stack.Episode at <src> (one task per element),
-//                                            prints its tasks, writes "retasked" at element 1 (and a seed
-//                                            of 99 there), stacks it with itself and memmaps that to <dst>
+//   schema_tool retask <src> <dst> [tensordict]
+//                                            loads the tct.stack.Episode at <src> (one task per element;
+//                                            with `tensordict`, a TensorDict tree, as a TypedTensorDict
+//                                            writes it), prints its tasks, writes "retasked" at element 1
+//                                            (and a seed of 99 there), stacks it with itself and memmaps
+//                                            that to <dst>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -34,6 +41,8 @@
 #include "tc_names.tc.h"
 #include "tc_obs.tc.h"
 #include "tc_stack.tc.h"
+#include "typed.tc.h"
+#include "typed_common.tc.h"
 #include "vision.tc.h"
 #endif
 
@@ -45,6 +54,7 @@ using tensordict::Json;
 struct TypedClass {
   std::function<Json(const fs::path&, bool with_optional)> write;  // returns what it wrote, canonical
   std::function<Json(const fs::path&)> load;
+  std::function<Json(const fs::path&)> load_tensordict;
 };
 
 // "<class 'tc.rl.Observation'>" -> "tc.rl.Observation": the name Python imports.
@@ -65,6 +75,10 @@ void add(std::map<std::string, TypedClass>& classes) {
       [](const fs::path& path) {
         return interop::typed_canonical(path.extension() == ".h5" ? tensordict::TensorClass<T>::from_h5(path.string())
                                                                   : tensordict::TensorClass<T>::load_memmap(path.string()));
+      },
+      [](const fs::path& path) {
+        return interop::typed_canonical(
+            tensordict::TensorClass<T>::from_tensordict(tensordict::TensorDict::load_memmap(path.string())));
       }};
 }
 
@@ -90,6 +104,10 @@ const std::map<std::string, TypedClass>& typed_classes() {
     add<tc::test::misc::Empty>(c);
     add<tc::test::misc::Scalars>(c);
     add<tc::test::misc::Edges>(c);
+    // python_form typed_tensordict, and both (typed.yaml, typed_common.yaml).
+    add<tct::typed::Goal>(c);
+    add<tct::typed::Step>(c);
+    add<tct::typed::common::Agent>(c);
     // Field names that are TensorClass methods, keywords, '_'-prefixed (not
     // Shaped: memmap refuses its `shape` and `device`).
     add<tct::names::Inner>(c);
@@ -151,9 +169,10 @@ int write(const fs::path& dir) {
 #ifndef SCHEMA_TOOL_AGENT
 // A Python batch with per-element tasks, loaded typed, changed at one
 // element, stacked and written back (run_schemas.py checks both ends).
-int retask(const fs::path& src, const fs::path& dst) {
+int retask(const fs::path& src, const fs::path& dst, bool from_tensordict) {
   using tct::stack::Episode;
-  Episode e = Episode::load_memmap(src.string());
+  Episode e = from_tensordict ? Episode::from_tensordict(tensordict::TensorDict::load_memmap(src.string()))
+                              : Episode::load_memmap(src.string());
   std::cout << Json(e.task.tolist(e.batch_size())).dump() << "\n";
   Episode one = e.index({1}).clone();
   one.task = "retasked";
@@ -166,7 +185,8 @@ int retask(const fs::path& src, const fs::path& dst) {
 #endif
 
 int usage() {
-  std::cerr << "usage: schema_tool classes | write <dir> | load <class> <dir> | contract <case> | retask <src> <dst>\n";
+  std::cerr << "usage: schema_tool classes | write <dir> | load <class> <dir> | load-tensordict <class> <dir> | "
+               "contract <case> | retask <src> <dst> [tensordict]\n";
   return 2;
 }
 
@@ -182,12 +202,14 @@ int main(int argc, char** argv) {
     }
     if (command == "write" && argc == 3) return write(argv[2]);
 #ifndef SCHEMA_TOOL_AGENT
-    if (command == "retask" && argc == 4) return retask(argv[2], argv[3]);
+    if (command == "retask" && argc == 4) return retask(argv[2], argv[3], false);
+    if (command == "retask" && argc == 5 && std::string(argv[4]) == "tensordict") return retask(argv[2], argv[3], true);
 #endif
-    if (command == "load" && argc == 4) {
+    if ((command == "load" || command == "load-tensordict") && argc == 4) {
       const auto it = typed_classes().find(argv[2]);
       if (it == typed_classes().end()) throw std::invalid_argument(std::string("no class ") + argv[2]);
-      std::cout << it->second.load(argv[3]).dump() << "\n";
+      const auto& load = command == "load" ? it->second.load : it->second.load_tensordict;
+      std::cout << load(argv[3]).dump() << "\n";
       return 0;
     }
     if (command == "contract" && argc == 3) {

@@ -15,5 +15,7 @@ struct File {
 const std::vector<File>& templates();
 // generator/stub_include/** plus tensordict/annotations.h.
 const std::vector<File>& stub_headers();
+// generator/data/*: tables taken from other projects (typed_tensordict_attributes.txt).
+const std::vector<File>& data();
 
 }  // namespace tcgen::embedded

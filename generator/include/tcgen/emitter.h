@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <mstch/mstch.hpp>
 
@@ -15,6 +16,9 @@ namespace tcgen {
 struct EmitOptions {
   // Directory with tensorclass.h.mustache; nullopt: the embedded template.
   std::optional<std::string> templates_dir;
+  // The Python form of every schema of the run and of their imports
+  // (--python-form); nullopt: each schema's python_form, else a @tensorclass.
+  std::optional<PythonForm> python_form;
 };
 
 // The output file name for a schema: "rollout.yaml" -> "rollout.tc.h".
@@ -28,7 +32,9 @@ std::string emit_header(const Schema& schema, const EmitOptions& options);
 // options.templates_dir when set, else the embedded one.
 std::string load_template(std::string_view name, const EmitOptions& options);
 // Renders a mustache template whose values are already spelled for the target
-// language (no HTML escaping).
-std::string render_template(const std::string& text, const mstch::map& context);
+// language (no HTML escaping). `partials`: the template files it includes
+// (load_template), each as `{{> name}}` for "name.<ext>.mustache".
+std::string render_template(const std::string& text, const mstch::map& context,
+                            const std::vector<std::string>& partials = {}, const EmitOptions& options = {});
 
 }  // namespace tcgen

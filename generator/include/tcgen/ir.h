@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tcgen/diagnostics.h"
@@ -20,6 +21,11 @@ namespace tcgen {
 using tensordict::schema::DimKind;
 using tensordict::schema::FieldKind;
 using tensordict::schema::ValueType;
+
+// The Python class kind a schema's classes become (`--lang python`): a
+// tensordict `@tensorclass`, a `TypedTensorDict` subclass, or both (the
+// TypedTensorDicts then in the submodule `<python_module>.typed`).
+enum class PythonForm { Tensorclass, TypedTensorDict, Both };
 
 // One shape entry as written ("...", "3", "H") and where.
 struct DimToken {
@@ -53,6 +59,8 @@ struct Field {
   SourceLoc type_loc;
   std::string type_cpp;     // "rl::Agent"
   std::string type_python;  // the Python module that defines it: "rl" (see python_module_of)
+  // The python_form its schema declares (an import's, for a class from elsewhere).
+  std::optional<PythonForm> type_python_form;
 
   // NonTensor fields.
   ValueType value_type = ValueType::None;
@@ -93,6 +101,7 @@ struct Schema {
   std::string ns;    // "rl" or "a::b"
   SourceLoc ns_loc;
   std::optional<std::string> python_module;
+  std::optional<PythonForm> python_form;  // as written; nullopt: a @tensorclass unless the run says (python_emitter.h)
   std::vector<Import> imports;
   std::vector<Class> classes;  // declaration order
 
@@ -111,12 +120,19 @@ struct ExternalClass {
   std::string cpp_name;
   SourceLoc loc;
   std::string python_module;  // the Python module the class is emitted into
+  std::optional<PythonForm> python_form;  // what its schema declares
 };
 using ExternalClasses = std::map<std::string, ExternalClass>;
 
 const char* to_string(FieldKind k);
 const char* to_string(DimKind k);
 const char* to_string(ValueType v);
+// The schema spelling: "tensorclass", "typed_tensordict", "both".
+const char* to_string(PythonForm f);
+// The form a spelling names, or nullopt.
+std::optional<PythonForm> parse_python_form(std::string_view text);
+// The error for a spelling parse_python_form refuses.
+std::string unknown_python_form(std::string_view text);
 
 // The Python module named in memmap "_type" strings.
 std::string python_module_of(const Schema& s);

@@ -22,6 +22,12 @@ elseif(CASE STREQUAL "same_stem_across_calls")
 elseif(CASE STREQUAL "same_schema_twice")
   set(body "add_custom_target(app)\ntensorclass_generate(TARGET app SCHEMAS a.yaml b.yaml a.yaml)\n")
   set(expected "tensorclass_generate: schema ${WORK_DIR}/${CASE}/a.yaml is given twice for target 'app'")
+elseif(CASE STREQUAL "python_form_without_out")
+  set(body "add_custom_target(app)\ntensorclass_generate(TARGET app SCHEMAS a.yaml PYTHON_FORM both)\n")
+  set(expected "tensorclass_generate: PYTHON_FORM needs PYTHON_OUT (it chooses the Python modules' form)")
+elseif(CASE STREQUAL "bad_python_form")
+  set(body "add_custom_target(app)\ntensorclass_generate(TARGET app SCHEMAS a.yaml PYTHON_OUT py PYTHON_FORM typed)\n")
+  set(expected "tensorclass_generate: PYTHON_FORM is tensorclass, typed_tensordict or both, not 'typed'")
 elseif(CASE STREQUAL "valid")
   # The control: distinct stems, two targets with the same schema, configures.
   set(languages CXX)
@@ -38,7 +44,7 @@ elseif(CASE STREQUAL "shared_types")
   set(build ON)
   string(CONCAT body
     "add_library(types INTERFACE)\n"
-    "tensorclass_generate(TARGET types SCHEMAS a.yaml PYTHON_OUT python)\n"
+    "tensorclass_generate(TARGET types SCHEMAS a.yaml PYTHON_OUT python PYTHON_FORM both)\n"
     "add_executable(first uses_a.cpp)\nadd_executable(second uses_a.cpp)\n"
     "target_link_libraries(first PRIVATE types)\ntarget_link_libraries(second PRIVATE types)\n"
     "add_library(static_types STATIC uses_b_lib.cpp)\n"
@@ -107,6 +113,10 @@ if(build)
   endif()
   if(NOT EXISTS "${dir}/build/python/a_yaml/__init__.py")
     message(FATAL_ERROR "${CASE}: the INTERFACE library's PYTHON_OUT module was not generated")
+  endif()
+  # PYTHON_FORM both: the TypedTensorDicts beside the @tensorclasses.
+  if(NOT EXISTS "${dir}/build/python/a_yaml/typed/__init__.py")
+    message(FATAL_ERROR "${CASE}: PYTHON_FORM both wrote no TypedTensorDict module")
   endif()
   # Nothing left to do: a second build runs no generator.
   execute_process(COMMAND ${CMAKE_COMMAND} --build "${dir}/build" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -176,18 +176,6 @@ class _Contract(_NamedTuple):
     fields: _Tuple[_Field, ...]
 
 
-_CONTRACT_Env = _Contract(
-    None,
-    (
-        _Field("obs", "tensor", "float32", (2,), False),
-        _Field("task", "stack", None, None, False),
-        _Field("seed", "stack", None, None, False),
-        _Field("scale", "stack", None, None, False),
-        _Field("done", "stack", None, None, False),
-    ),
-)
-
-
 def _shape(sizes: _Sequence[int]) -> str:
     return "[" + ", ".join(str(int(s)) for s in sizes) + "]"
 
@@ -196,36 +184,6 @@ def _name_batch_dims(obj: _Any, contract: _Contract) -> None:
     """Names the batch dims as the schema does, unless they have names already."""
     if contract.batch_names and all(name is None for name in obj.names):
         obj.refine_names(*contract.batch_names)
-
-
-def _check(obj: _Any, contract: _Contract, path: str) -> None:
-    batch = [int(s) for s in obj.batch_size]
-    if contract.batch_names is not None and len(batch) != len(contract.batch_names):
-        raise ValueError(
-            f"{path}: batch size {_shape(batch)} must have {len(contract.batch_names)} dims "
-            f"({', '.join(contract.batch_names)})"
-        )
-    symbols: _Dict[str, _Tuple[int, str]] = {}  # symbol -> (size, the field that set it)
-    for field in contract.fields:
-        if field.kind in ("value", "stack"):
-            continue
-        where = f"{path}.{field.name}"
-        value = getattr(obj, field.name)
-        if value is None:
-            if field.optional:
-                continue
-            raise ValueError(f"{where}: required field is not set")
-        if field.kind == "class":
-            nested = [int(s) for s in value.batch_size]
-            if nested[: len(batch)] != batch:
-                raise ValueError(
-                    f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
-                )
-            value.__tc_check__(where)
-        elif not isinstance(value, _torch.Tensor):
-            raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
-        else:
-            _check_tensor(where, field, value, batch, symbols)
 
 
 def _check_tensor(
@@ -258,3 +216,45 @@ def _check_tensor(
             raise ValueError(
                 f"{where}: symbolic dim {declared} is {bound} in {first} but {size} in {field.name} (dim {dim})"
             )
+
+
+_CONTRACT_Env = _Contract(
+    None,
+    (
+        _Field("obs", "tensor", "float32", (2,), False),
+        _Field("task", "stack", None, None, False),
+        _Field("seed", "stack", None, None, False),
+        _Field("scale", "stack", None, None, False),
+        _Field("done", "stack", None, None, False),
+    ),
+)
+
+
+def _check(obj: _Any, contract: _Contract, path: str) -> None:
+    batch = [int(s) for s in obj.batch_size]
+    if contract.batch_names is not None and len(batch) != len(contract.batch_names):
+        raise ValueError(
+            f"{path}: batch size {_shape(batch)} must have {len(contract.batch_names)} dims "
+            f"({', '.join(contract.batch_names)})"
+        )
+    symbols: _Dict[str, _Tuple[int, str]] = {}  # symbol -> (size, the field that set it)
+    for field in contract.fields:
+        if field.kind in ("value", "stack"):
+            continue
+        where = f"{path}.{field.name}"
+        value = getattr(obj, field.name)
+        if value is None:
+            if field.optional:
+                continue
+            raise ValueError(f"{where}: required field is not set")
+        if field.kind == "class":
+            nested = [int(s) for s in value.batch_size]
+            if nested[: len(batch)] != batch:
+                raise ValueError(
+                    f"{where}: batch size {_shape(nested)} does not start with the parent's batch size {_shape(batch)}"
+                )
+            value.__tc_check__(where)
+        elif not isinstance(value, _torch.Tensor):
+            raise ValueError(f"{where}: expected a tensor, got {type(value).__name__}")
+        else:
+            _check_tensor(where, field, value, batch, symbols)
