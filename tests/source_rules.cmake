@@ -3,7 +3,40 @@
 #                    library throws derives from tensordict::Error (errors.h)
 #   RULE=kind-tag    kinds are told apart by their tag (Kind), never by
 #                    comparing type names
+#   RULE=layout      README.md's Layout section names every folder of the
+#                    tree's top, of runtime/src/ and of tests/
 # cmake -DSOURCE_DIR=<repo> -DRULE=<rule> -P source_rules.cmake
+if(RULE STREQUAL "layout")
+  file(READ "${SOURCE_DIR}/README.md" readme)
+  string(FIND "${readme}" "\n## Layout\n" begin)
+  if(begin EQUAL -1)
+    message(FATAL_ERROR "README.md has no \"## Layout\" section")
+  endif()
+  string(SUBSTRING "${readme}" ${begin} -1 layout)
+  string(SUBSTRING "${layout}" 1 -1 rest)
+  string(FIND "${rest}" "\n## " end)  # the next section
+  if(NOT end EQUAL -1)
+    string(SUBSTRING "${rest}" 0 ${end} layout)
+  endif()
+  set(missing "")
+  foreach(parent "" "runtime/src/" "tests/")
+    file(GLOB children LIST_DIRECTORIES true RELATIVE "${SOURCE_DIR}/${parent}" "${SOURCE_DIR}/${parent}*")
+    foreach(child IN LISTS children)
+      # Build trees, virtual environments, caches and other untracked outputs.
+      if(NOT IS_DIRECTORY "${SOURCE_DIR}/${parent}${child}" OR child MATCHES "^(build|site$|dist$|\\.|__pycache__)")
+        continue()
+      endif()
+      # A tests/ folder may be named by itself in the tests/ row.
+      if(NOT layout MATCHES "`${parent}${child}/`" AND NOT (parent STREQUAL "tests/" AND layout MATCHES "`${child}/`"))
+        string(APPEND missing "\n  ${parent}${child}/")
+      endif()
+    endforeach()
+  endforeach()
+  if(missing)
+    message(FATAL_ERROR "README.md's Layout section does not name these folders:${missing}")
+  endif()
+  return()
+endif()
 if(RULE STREQUAL "error-root")
   set(pattern "throw std::[a-z_:]+")
 elseif(RULE STREQUAL "kind-tag")

@@ -9,7 +9,7 @@
 
 namespace tensordict {
 
-// "float32" for at::kFloat; throws std::invalid_argument for a dtype tensordict
+// "float32" for at::kFloat; throws ValueError for a dtype tensordict
 // has no name for.
 std::string_view dtype_name(at::ScalarType dtype);
 // The inverse; accepts an optional "torch." prefix. nullopt if unknown.

@@ -256,7 +256,7 @@ struct JaggedParts {
   at::Tensor values;  // 1-D
   at::Tensor sizes;   // int64 [components, dims]
 };
-// Throws std::invalid_argument naming `key` for a nested tensor without
+// Throws ValueError naming `key` for a nested tensor without
 // components (tensordict writes no file for it and drops it when loading).
 JaggedParts jagged_parts(const at::Tensor& nested, std::string_view key);
 // The nested tensor stored at `values_file` (and its sizes file), `sizes_shape`

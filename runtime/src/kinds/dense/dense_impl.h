@@ -122,7 +122,7 @@ class DenseImpl final : public TensorDictImpl {
   Names names_;
 };
 
-// Throws std::invalid_argument for a size below -1 (-1 marks a ragged dim).
+// Throws ValueError for a size below -1 (-1 marks a ragged dim).
 void check_batch_size(at::IntArrayRef batch_size);
 
 // Normalises names to one entry per batch dim (nullopt where unnamed) and
