@@ -8,6 +8,7 @@
 // same structure at every size; they are written once, before the timed
 // loops, under the build tree (or $TENSORCLASS_BENCH_DIR).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <tensordict/tensordict.h>
 
@@ -66,7 +67,8 @@ const std::map<std::string, double>& tensordict_figures() {
     char buffer[512];
     while (pipe && std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) text += buffer;
     try {
-      for (const auto& [path, us] : nlohmann::json::parse(text).items()) out[path] = us.get<double>();
+      const nlohmann::json json = nlohmann::json::parse(text);
+      for (const auto& [path, us] : json.items()) out[path] = us.get<double>();
     } catch (const std::exception&) {
       std::fprintf(stderr, "bench_archive: archive_tensordict.py printed no figures (%s)\n", text.c_str());
     }

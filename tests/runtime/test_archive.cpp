@@ -147,6 +147,11 @@ TEST_CASE("archive: save to a .tdz path and load it back: nested, non-tensor, ev
   loaded.get("a").add_(1);
   CHECK(file_bytes(archive) == before);
   CHECK(same(TensorDict::load(archive.string()).get("a"), td.get("a")));
+  // LoadOptions::copy: the leaves are read into memory, nothing stays mapped.
+  const TensorDict copied = TensorDict::load_memmap(archive.string(), std::nullopt, {.copy = true});
+  check_same(copied, td);
+  CHECK(copied.get("a").storage().nbytes() == static_cast<std::size_t>(td.get("a").numel() * 4));
+  CHECK(copied.get("a").storage().unsafeGetStorageImpl() != copied.get({"b", "d"}).storage().unsafeGetStorageImpl());
 }
 
 TEST_CASE("archive: tensor payloads start at multiples of 64 bytes",

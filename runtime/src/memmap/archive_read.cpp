@@ -191,15 +191,15 @@ at::Tensor ArchiveTree::leaf(const fs::path& rel, const fs::path& shown, at::Sca
                                    describe(path_), found.entry.name, key,
                                    found.entry.method == zip::kStored ? "not aligned for its dtype" : "compressed"));
   }
-  at::Tensor bytes;
-  if (in_place) {
-    if (!mapping_.defined()) mapping_ = map_fd(fd_.get(), size_, path_, writable_);
-    bytes = mapping_.narrow(0, static_cast<int64_t>(found.payload), static_cast<int64_t>(need));
-    if (copy) bytes = bytes.clone();
-  } else {
-    bytes = content(found, shown).narrow(0, 0, static_cast<int64_t>(need));
+  // Read into memory (LoadOptions::copy: nothing stays mapped), or a view of
+  // the mapping's storage, made in one step.
+  if (!in_place || copy) {
+    return content(found, shown).narrow(0, 0, static_cast<int64_t>(need)).view(dtype).view(shape);
   }
-  return bytes.view(dtype).view(shape);
+  if (!mapping_.defined()) mapping_ = map_fd(fd_.get(), size_, path_, writable_);
+  at::Tensor leaf = at::empty({0}, at::TensorOptions().dtype(dtype));
+  leaf.set_(mapping_.storage(), static_cast<int64_t>(found.payload / itemsize), shape);
+  return leaf;
 }
 
 void ArchiveTree::for_each_entry(const std::function<void(const std::string&, const at::Tensor&)>& file,

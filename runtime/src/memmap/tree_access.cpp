@@ -33,14 +33,35 @@ struct Root {
   fs::path top;  // lexically normal, absolute
   UniqueFd fd;
   const ArchiveTree* archive = nullptr;
+  std::string given;  // the top as the caller named it, which the loaders' paths start with
 };
 thread_local const Root* active_root = nullptr;
 
 fs::path normal(const fs::path& path) { return fs::absolute(path).lexically_normal(); }
 
+// Whether `rest` is a relative path of plain names: no empty, "." or ".." part.
+bool plain_names(std::string_view rest) {
+  for (;;) {
+    const auto slash = rest.find('/');
+    const std::string_view part = rest.substr(0, slash);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    rest.remove_prefix(slash + 1);
+  }
+}
+
 // `path` relative to the active root; nullopt outside any root.
 std::optional<fs::path> below_root(const fs::path& path) {
   if (!active_root) return std::nullopt;
+  // The loaders build their paths from the top as given, with plain names:
+  // those need no absolute, normal form (which costs a few allocations).
+  const std::string& p = path.native();
+  const std::string& given = active_root->given;
+  if (p == given) return fs::path(".");
+  if (!given.empty() && p.size() > given.size() + 1 && p.compare(0, given.size(), given) == 0 &&
+      p[given.size()] == '/' && plain_names(std::string_view(p).substr(given.size() + 1))) {
+    return fs::path(p.substr(given.size() + 1));
+  }
   fs::path rel = normal(path).lexically_relative(active_root->top);
   if (rel.empty() || *rel.begin() == "..") return std::nullopt;
   return rel;
@@ -181,7 +202,7 @@ void read_archive(const fs::path& file, bool writable, c10::function_ref<void()>
   // The archive is opened once: a writer replaces it by a rename, which
   // leaves the file held here whole.
   const ArchiveTree archive(file, writable);
-  Root root{normal(file), UniqueFd(), &archive};
+  Root root{normal(file), UniqueFd(), &archive, file.native()};
   const Root* outer = std::exchange(active_root, &root);
   try {
     read();
@@ -206,7 +227,7 @@ void read_tree(const fs::path& top, c10::function_ref<void()> read) {
   // still linked from the old tree) starts again from the new top.
   constexpr int kAttempts = 200;
   for (int attempt = 1;; ++attempt) {
-    Root root{normal(top), UniqueFd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))};
+    Root root{normal(top), UniqueFd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)), nullptr, top.native()};
     if (root.fd.get() < 0) {
       throw RuntimeError(
           fmt::format("cannot load a memmap tensordict from {}: {}", top.string(), std::strerror(errno)));

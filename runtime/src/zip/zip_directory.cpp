@@ -20,6 +20,9 @@ uint64_t field(std::string_view record, std::size_t at, int width) {
 
 // The end record's comment is at most 65535 bytes.
 constexpr uint64_t kLongestComment = 0xffff;
+// Orders of magnitude above a tree's (about 100 bytes per file), far below
+// what would exhaust memory.
+constexpr uint64_t kLargestDirectory = uint64_t{256} << 20;
 
 // Exactly `n` bytes at `at`, or the archive is cut short.
 std::string record(std::string_view what, uint64_t size, const ReadAt& read_at, uint64_t at, uint64_t n,
@@ -54,9 +57,14 @@ void read_zip64_extra(std::string_view what, std::string_view extra, Entry& entr
 
 Directory read_directory(std::string_view what, uint64_t size, const ReadAt& read_at) {
   if (size < kEndSize) fail(what, "it is shorter than a zip's end record");
-  // The end record, searched backwards over the longest comment.
-  const uint64_t tail_size = std::min(size, kEndSize + kLongestComment);
-  const std::string tail = record(what, size, read_at, size - tail_size, tail_size, "end");
+  // The end record: at the very end without a comment (one small read),
+  // else searched backwards over the longest comment.
+  uint64_t tail_size = kEndSize;
+  std::string tail = record(what, size, read_at, size - tail_size, tail_size, "end");
+  if (field(tail, 0, 4) != kEndSignature) {
+    tail_size = std::min(size, kEndSize + kLongestComment);
+    tail = record(what, size, read_at, size - tail_size, tail_size, "end");
+  }
   std::size_t end = tail_size - kEndSize;
   while (field(tail, end, 4) != kEndSignature) {
     if (end == 0) fail(what, "it has no end record");
@@ -79,11 +87,21 @@ Directory read_directory(std::string_view what, uint64_t size, const ReadAt& rea
   if (offset > size || directory_size > size - offset) {
     fail(what, fmt::format("its directory ({} bytes at {}) runs past its end ({} bytes)", directory_size, offset, size));
   }
+  if (directory_size > kLargestDirectory) {
+    fail(what, fmt::format("its directory has {} bytes, more than the {} this reader reads", directory_size,
+                           kLargestDirectory));
+  }
+  // The whole directory in one read, then its entries from memory.
+  const std::string all = record(what, size, read_at, offset, directory_size, "directory");
+  const std::string_view records(all);
   Directory directory{{}, offset};
   directory.entries.reserve(count);
-  uint64_t at = offset;
+  uint64_t at = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    const std::string header = record(what, size, read_at, at, kEntrySize, fmt::format("directory entry {}", i));
+    if (at > records.size() || records.size() - at < kEntrySize) {
+      fail(what, fmt::format("its directory entry {} runs past the directory", i));
+    }
+    const std::string_view header = records.substr(at, kEntrySize);
     if (field(header, 0, 4) != kEntrySignature) fail(what, fmt::format("its directory entry {} is malformed", i));
     const uint64_t name_length = field(header, 28, 2), extra_length = field(header, 30, 2);
     const uint64_t comment_length = field(header, 32, 2);
@@ -94,10 +112,12 @@ Directory read_directory(std::string_view what, uint64_t size, const ReadAt& rea
     entry.compressed_size = field(header, 20, 4);
     entry.size = field(header, 24, 4);
     entry.header_offset = field(header, 42, 4);
-    const std::string rest = record(what, size, read_at, at + kEntrySize, name_length + extra_length,
-                                    fmt::format("directory entry {}", i));
-    entry.name = rest.substr(0, name_length);
-    read_zip64_extra(what, std::string_view(rest).substr(name_length), entry, i);
+    if (records.size() - at - kEntrySize < name_length + extra_length) {
+      fail(what, fmt::format("its directory entry {} runs past the directory", i));
+    }
+    const std::string_view rest = records.substr(at + kEntrySize, name_length + extra_length);
+    entry.name = std::string(rest.substr(0, name_length));
+    read_zip64_extra(what, rest.substr(name_length), entry, i);
     // Made by Unix (3): the mode is in the high 16 bits; S_IFLNK is a link.
     constexpr uint64_t kUnix = 3, kTypeMask = 0170000, kLink = 0120000;
     entry.is_symlink = field(header, 5, 1) == kUnix && ((field(header, 38, 4) >> 16) & kTypeMask) == kLink;
@@ -110,10 +130,11 @@ Directory read_directory(std::string_view what, uint64_t size, const ReadAt& rea
 uint64_t payload_offset(std::string_view what, const Entry& entry, uint64_t directory_offset, const ReadAt& read_at) {
   const std::string part = fmt::format("entry '{}'", entry.name);
   const uint64_t at = entry.header_offset;
-  const std::string header = record(what, directory_offset, read_at, at, kLocalSize, part);
+  // The header and the name the directory gives, in one read.
+  const std::string header = record(what, directory_offset, read_at, at, kLocalSize + entry.name.size(), part);
   if (field(header, 0, 4) != kLocalSignature) fail(what, fmt::format("{} has no local header at {}", part, at));
   const uint64_t name_length = field(header, 26, 2), extra_length = field(header, 28, 2);
-  if (record(what, directory_offset, read_at, at + kLocalSize, name_length, part) != entry.name) {
+  if (name_length != entry.name.size() || std::string_view(header).substr(kLocalSize) != entry.name) {
     fail(what, fmt::format("{} has another name in its local header", part));
   }
   const uint64_t payload = at + kLocalSize + name_length + extra_length;
