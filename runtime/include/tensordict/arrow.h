@@ -54,13 +54,13 @@ struct FromArrowOptions {
   // immutable ones (a memory-mapped file's); true copies every column; false
   // views every column it can (an in-place write into a view of an immutable
   // buffer then crashes the process, as libtorch has no read-only tensors).
-  std::optional<bool> copy;
+  std::optional<bool> copy = std::nullopt;
   ArrowNulls nulls = ArrowNulls::Raise;
   // The key of the masks of ArrowNulls::Mask ("_mask" when nullopt); with
   // another rule, a ValueError.
-  std::optional<NestedKey> mask_key;
+  std::optional<NestedKey> mask_key = std::nullopt;
   // The result's device; nullopt keeps the tensors on the CPU, no device.
-  std::optional<at::Device> device;
+  std::optional<at::Device> device = std::nullopt;
 };
 
 // tensordict's from_arrow: a TensorDict of batch size [num_rows], one entry
@@ -112,20 +112,20 @@ void write_parquet_table(const arrow::Table& table, const std::string& path);
 // tensordict's from_parquet keywords.
 struct FromParquetOptions {
   // The columns to read; all when nullopt.
-  std::optional<std::vector<std::string>> columns;
+  std::optional<std::vector<std::string>> columns = std::nullopt;
   // Splits the column names on it to build nested entries ("obs.x" ->
   // ("obs", "x")).
-  std::optional<std::string> separator;
+  std::optional<std::string> separator = std::nullopt;
   // Casts the numeric and boolean columns to it.
-  std::optional<at::ScalarType> dtype;
+  std::optional<at::ScalarType> dtype = std::nullopt;
   // The batch size ([num_rows] when nullopt).
-  std::optional<std::vector<int64_t>> batch_size;
+  std::optional<std::vector<int64_t>> batch_size = std::nullopt;
   // The longest leading shape every entry shares, of at most `batch_dims`
   // dims (batch_dims alone turns it on, tensordict 0.17's announced rule);
   // with batch_size, a TypeError.
   bool auto_batch_size = false;
-  std::optional<int64_t> batch_dims;
-  std::optional<at::Device> device;
+  std::optional<int64_t> batch_dims = std::nullopt;
+  std::optional<at::Device> device = std::nullopt;
 };
 
 // tensordict's from_parquet: one entry per column, as tensordict converts a
@@ -148,7 +148,7 @@ TensorDict from_parquet(const std::string& path, const FromParquetOptions& optio
 struct ToParquetOptions {
   // Joins the keys of nested entries with it to build the column names;
   // required when the tensordict has nested tensordicts.
-  std::optional<std::string> separator;
+  std::optional<std::string> separator = std::nullopt;
 };
 
 // tensordict's to_parquet (its columns as to_pandas builds them): one column

@@ -14,7 +14,7 @@ namespace tensordict::detail::arrow_io {
 
 // What a column's conversion follows: from_arrow's copy= and nulls=.
 struct ColumnRules {
-  std::optional<bool> copy;
+  std::optional<bool> copy = std::nullopt;
   ArrowNulls nulls = ArrowNulls::Raise;
 };
 

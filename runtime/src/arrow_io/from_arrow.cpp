@@ -120,7 +120,6 @@ TensorDict from_columns(const ::arrow::Schema& schema, const std::vector<std::sh
                                  detail::arrow_io::nulls_repr(options.nulls)));
   }
   const NestedKey mask_key = options.mask_key.value_or(NestedKey("_mask"));
-  if (mask_key.size() == 0) throw ValueError("mask_key must be a string or a non-empty tuple of strings, got ().");
   if (options.nulls == ArrowNulls::Mask && schema.GetFieldIndex(mask_key.front()) != -1) {
     throw ValueError(fmt::format("nulls='mask' writes the masks under the key '{}', which is a column of the table.",
                                  mask_key.front()));
