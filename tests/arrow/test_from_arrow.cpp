@@ -124,7 +124,7 @@ TEST_CASE("from_arrow: fixed-size lists and arrow.fixed_shape_tensor columns are
   CHECK(same(td.get("permuted"), image.permute({0, 2, 1})));
 }
 
-TEST_CASE("from_arrow: list columns of fixed-size lists are jagged tensors with a feature dim; a sliced column's rows",
+TEST_CASE("from_arrow: list columns of fixed-size lists are jagged tensors with a feature dim, a sliced column's rows",
           "[arrow]") {
   const auto points = array(arrow::large_list(arrow::fixed_size_list(arrow::float64(), 2)),
                             "[[[0, 1]], [[2, 3], [4, 5]], [], [[6, 7]]]")
@@ -136,7 +136,7 @@ TEST_CASE("from_arrow: list columns of fixed-size lists are jagged tensors with 
   CHECK(same(rows[2], doubles({6, 7}).reshape({1, 2})));
 }
 
-TEST_CASE("from_arrow: struct columns are nested tensordicts; a null struct row makes its fields null", "[arrow]") {
+TEST_CASE("from_arrow: struct columns are nested tensordicts, a null struct row makes its fields null", "[arrow]") {
   const auto s = array(arrow::struct_({arrow::field("x", arrow::float32()), arrow::field("name", arrow::utf8())}),
                        R"([{"x": 1, "name": "a"}, null, {"x": 3, "name": null}])");
   CHECK(TD_MESSAGE(from_arrow(*table({{"s", s}}))) ==

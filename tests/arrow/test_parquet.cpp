@@ -52,7 +52,7 @@ TEST_CASE("parquet: a table written and read back keeps its types, extension typ
   }
 }
 
-TEST_CASE("parquet: read_parquet_table reads the columns asked for, in that order; a missing one is a KeyError",
+TEST_CASE("parquet: read_parquet_table reads the columns asked for, in that order, a missing one is a KeyError",
           "[arrow][test_tabular.py::TestParquet::test_parquet_column_selection]") {
   TempDir dir;
   const auto path = parquet_of(dir, table({{"a", array(arrow::int64(), "[1, 2]")},
@@ -124,7 +124,7 @@ TEST_CASE("from_parquet: batch_size, auto_batch_size and device, as tensordict's
   CHECK(from_parquet(path, {.device = at::Device(at::kCPU)}).device() == at::Device(at::kCPU));
 }
 
-TEST_CASE("from_parquet: a separator nests the columns; a leaf that is also a prefix is refused",
+TEST_CASE("from_parquet: a separator nests the columns, a leaf that is also a prefix is refused",
           "[arrow][test_tabular.py::TestFromPandas::test_separator_nested][test_tabular.py::TestRoundtrip::test_"
           "pandas_roundtrip_nested]") {
   TempDir dir;
@@ -209,7 +209,7 @@ TEST_CASE("from_parquet: nulls, timestamps, tensor columns and lists follow tens
   CHECK(td.get_non_tensor("st") == Json::parse(R"([{"x": 1}, {"x": 2}, null])"));
 }
 
-TEST_CASE("to_parquet: nested entries need a separator; tensors must be 1-D; values of one type per column",
+TEST_CASE("to_parquet: nested entries need a separator, tensors must be 1-D, values of one type per column",
           "[arrow][test_tabular.py::TestToPandas::test_nested_without_separator_raises][test_tabular.py::TestToPandas::"
           "test_multidim_tensor_raises][test_tabular.py::TestToPandas::test_nested_with_separator]") {
   TempDir dir;

@@ -30,7 +30,7 @@ TEST_CASE("to_arrow: 1-D tensors are primitive columns, more dims fixed_shape_te
         "obs: struct<y: int64>");
 }
 
-TEST_CASE("to_arrow: a contiguous CPU tensor's column views its memory; bools and halves keep their types", "[arrow]") {
+TEST_CASE("to_arrow: a contiguous CPU tensor's column views its memory, bools and halves keep their types", "[arrow]") {
   const at::Tensor x = iota({4}, at::kDouble);
   const TensorDict td({{"x", x}, {"flag", td_test::mask({1, 0, 0, 1})}, {"h", iota({4}, at::kHalf)}}, {4});
   const auto table = to_arrow(td);
@@ -41,7 +41,7 @@ TEST_CASE("to_arrow: a contiguous CPU tensor's column views its memory; bools an
   CHECK(table->column(2)->type()->id() == arrow::Type::HALF_FLOAT);
 }
 
-TEST_CASE("to_arrow: nested tensors are large_list columns; a ragged dim elsewhere than 1 is refused", "[arrow]") {
+TEST_CASE("to_arrow: nested tensors are large_list columns, a ragged dim elsewhere than 1 is refused", "[arrow]") {
   const at::Tensor jagged =
       at::_nested_tensor_from_tensor_list(std::vector<at::Tensor>{iota({3, 2}), iota({1, 2}) + 10});
   const auto table = to_arrow(TensorDict({{"seq", jagged}}, {2}));
@@ -97,7 +97,7 @@ TEST_CASE("to_arrow: what Arrow cannot hold is refused, naming the key", "[arrow
         "type holds");
 }
 
-TEST_CASE("to_arrow: an empty nested tensordict is a struct column without fields; no entries, no rows", "[arrow]") {
+TEST_CASE("to_arrow: an empty nested tensordict is a struct column without fields, no entries, no rows", "[arrow]") {
   TensorDict td({{"x", iota({3})}}, {3});
   td.create_nested("empty");
   const auto table = to_arrow(td);
