@@ -75,7 +75,7 @@ TEST_CASE("from_arrow: uint16, uint32 and uint64 need a libtorch with those dtyp
     CHECK(u.to(at::kLong)[1].item<int64_t>() == 4000000000LL);
   } else {
     CHECK(message ==
-          "The Arrow column 'u32' has the type uint32, which this libtorch has no dtype for (uint16, uint32 and "
+          "The Arrow column ('u32',) has the type uint32, which this libtorch has no dtype for (uint16, uint32 and "
           "uint64 came with libtorch 2.3). Cast it first, for example to int64.");
   }
 }
