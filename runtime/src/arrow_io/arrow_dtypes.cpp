@@ -4,7 +4,7 @@
 #include <arrow/type.h>
 #include <fmt/format.h>
 
-#include "tensordict/dtype.h"
+#include "arrow_io/arrow_common.h"
 #include "tensordict/errors.h"
 
 namespace tensordict::detail::arrow_io {
@@ -58,7 +58,7 @@ std::optional<at::ScalarType> tensor_dtype(const ::arrow::DataType& type, const 
       throw TypeError(fmt::format("The Arrow column {} has the type {}, which this libtorch has no dtype for "
                                   "(uint16, uint32 and uint64 came with libtorch 2.3). Cast it first, for example "
                                   "to int64.",
-                                  key.repr(), type.ToString()));
+                                  tuple_repr(key), type.ToString()));
     default:
       return std::nullopt;
   }
