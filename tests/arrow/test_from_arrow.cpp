@@ -251,3 +251,18 @@ TEST_CASE("from_arrow: chunked columns, record batches, empty tables and the dev
   CHECK(empty.get("ids").is_nested());
   CHECK(empty.get_non_tensor("s") == Json::array());
 }
+
+TEST_CASE("from_arrow: an arrow.fixed_shape_tensor whose shape or permutation does not fit its storage is refused",
+          "[arrow]") {
+  const auto storage = array(arrow::fixed_size_list(arrow::int32(), 6), "[[0, 1, 2, 3, 4, 5]]");
+  const auto wrong_shape = std::make_shared<arrow::extension::FixedShapeTensorType>(
+      arrow::int32(), 6, std::vector<int64_t>{2, 2}, std::vector<int64_t>{});
+  CHECK(TD_MESSAGE(from_arrow(*table({{"t", arrow::ExtensionType::WrapArray(wrong_shape, storage)}}))) ==
+        "The Arrow column ('t',) is an arrow.fixed_shape_tensor whose shape [2, 2] and permutation [] do not fit its "
+        "storage fixed_size_list<item: int32>[6]");
+  const auto wrong_permutation = std::make_shared<arrow::extension::FixedShapeTensorType>(
+      arrow::int32(), 6, std::vector<int64_t>{2, 3}, std::vector<int64_t>{0, 0});
+  CHECK(TD_MESSAGE(from_arrow(*table({{"t", arrow::ExtensionType::WrapArray(wrong_permutation, storage)}}))) ==
+        "The Arrow column ('t',) is an arrow.fixed_shape_tensor whose shape [2, 3] and permutation [0, 0] do not fit "
+        "its storage fixed_size_list<item: int32>[6]");
+}

@@ -68,6 +68,13 @@ TEST_CASE("parquet: read_parquet_table reads the columns asked for, in that orde
         "the Parquet file " + path + " has no column 'z' (its columns: 'a', 'b', 'c')");
 }
 
+TEST_CASE("parquet: a file that cannot be written is refused, naming it", "[arrow]") {
+  TempDir dir;
+  const auto path = (dir / "missing" / "t.parquet").string();
+  const std::string message = TD_MESSAGE(write_parquet_table(*table({{"a", array(arrow::int64(), "[1]")}}), path));
+  CHECK(message.rfind("cannot write " + path + ": ", 0) == 0);
+}
+
 TEST_CASE("parquet: a file that is not Parquet is refused, naming it", "[arrow]") {
   TempDir dir;
   const auto path = (dir / "bad.parquet").string();
@@ -228,6 +235,11 @@ TEST_CASE("to_parquet: nested entries need a separator, tensors must be 1-D, val
         "holds");
   TensorDict unbatched({{"a", iota({2})}, {"b", iota({3})}}, {});
   CHECK(TD_MESSAGE(to_parquet(unbatched, path)) == "to_parquet: the column 'b' has 3 rows, the column 'a' 2");
+  TensorDict no_rows({{"a", iota({2})}}, {});
+  no_rows.set_non_tensor("v", "x");
+  CHECK(TD_MESSAGE(to_parquet(no_rows, path)) ==
+        "Cannot convert the non-tensor entry at key 'v' to a single DataFrame column: its tensordict has the batch "
+        "size torch.Size([]), not one batch dimension.");
   CHECK(!std::filesystem::exists(path));
 
   TensorDict obs({{NestedKey({"obs", "x"}), at::ones({2})}, {NestedKey({"obs", "y"}), at::zeros({2})},

@@ -7,6 +7,7 @@
 #include <arrow/extension/fixed_shape_tensor.h>
 
 #include <cmath>
+#include <limits>
 
 #include "../runtime/helpers.h"
 #include "arrow_builders.h"
@@ -95,6 +96,24 @@ TEST_CASE("to_arrow: what Arrow cannot hold is refused, naming the key", "[arrow
   CHECK(TD_MESSAGE(to_arrow(mixed)) ==
         "to_arrow cannot convert the non-tensor entry at ('n', 'v'): its values are str and int, which no one Arrow "
         "type holds");
+  TensorDict wide({}, {2});
+  wide.set("w", NonTensorData::stack({Json(-1), Json(uint64_t{1} << 63)}, {2}));
+  CHECK(TD_MESSAGE(to_arrow(wide)) ==
+        "to_arrow cannot convert the non-tensor entry at 'w': its integers span more than int64 and uint64 hold");
+  TensorDict bytes({}, {2});
+  bytes.set("raw", NonTensorData::stack({Json::binary({1, 2}), nullptr}, {2}));
+  CHECK(TD_MESSAGE(to_arrow(bytes)) ==
+        "to_arrow cannot convert the non-tensor entry at 'raw': its values are bytes, which no one Arrow type holds");
+  const at::Tensor scalars = at::_nested_tensor_from_tensor_list(std::vector<at::Tensor>{at::ones({}), at::ones({})});
+  CHECK(TD_MESSAGE(to_arrow(TensorDict({{"n", scalars}}, {2}))) ==
+        "to_arrow cannot convert the nested tensor at 'n': its components must have one dim or more, the same number "
+        "in each");
+}
+
+TEST_CASE("to_arrow: unsigned integers beyond int64 are a uint64 column", "[arrow]") {
+  TensorDict td({}, {2});
+  td.set("big", NonTensorData::stack({Json(1), Json(std::numeric_limits<uint64_t>::max())}, {2}));
+  CHECK(to_arrow(td)->column(0)->type()->id() == arrow::Type::UINT64);
 }
 
 TEST_CASE("to_arrow: an empty nested tensordict is a struct column without fields, no entries, no rows", "[arrow]") {

@@ -3,8 +3,12 @@
 #include <ATen/ATen.h>
 #include <arrow/array.h>
 #include <arrow/array/concatenate.h>
+#include <arrow/device.h>
 #include <arrow/extension/fixed_shape_tensor.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <limits>
 #include <vector>
@@ -31,11 +35,12 @@ at::Tensor primitive_tensor(const ::arrow::Array& array, std::optional<bool> cop
     for (int64_t i = 0; i < rows; ++i) dst[i] = bits.Value(i);
     return out;
   }
-  const std::shared_ptr<::arrow::Buffer>& buffer = array.data()->buffers[1];
+  std::shared_ptr<::arrow::Buffer> buffer = array.data()->buffers[1];
   if (rows == 0 || buffer == nullptr) return at::empty({rows}, dtype);
   if (!buffer->is_cpu()) {
-    throw TypeError(fmt::format("from_arrow reads columns in CPU memory; the Arrow column {} is on {}",
-                                tuple_repr(key), buffer->device()->ToString()));
+    // A device buffer (Arrow's CUDA memory): read through a CPU copy.
+    buffer = value_or_throw(::arrow::Buffer::ViewOrCopy(buffer, ::arrow::default_cpu_memory_manager()),
+                            fmt::format("from_arrow: column {}", tuple_repr(key)));
   }
   auto* start = const_cast<uint8_t*>(buffer->data()) + array.offset() * static_cast<int64_t>(c10::elementSize(dtype));
   // The tensor keeps the buffer (and so the table's memory) alive.
@@ -110,6 +115,31 @@ JaggedRows jagged_rows(const ListArray& list, const NestedKey& key) {
   return out;
 }
 
+// An arrow.fixed_shape_tensor type whose shape and permutation fit its
+// storage (a table from elsewhere may say anything): else a ValueError.
+void check_tensor_type(const ::arrow::extension::FixedShapeTensorType& type, const NestedKey& key) {
+  const auto& shape = type.shape();
+  const auto& permutation = type.permutation();
+  int64_t size = 1;
+  bool fits = true;
+  for (int64_t s : shape) {
+    fits = fits && s >= 0 && (s == 0 || size <= std::numeric_limits<int32_t>::max() / s);
+    if (fits) size *= s;
+  }
+  const auto* storage = dynamic_cast<const ::arrow::FixedSizeListType*>(type.storage_type().get());
+  fits = fits && storage != nullptr && storage->list_size() == size;
+  std::vector<int64_t> sorted(permutation.begin(), permutation.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) fits = fits && sorted[i] == static_cast<int64_t>(i);
+  fits = fits && (permutation.empty() || permutation.size() == shape.size());
+  if (!fits) {
+    throw ValueError(fmt::format("The Arrow column {} is an arrow.fixed_shape_tensor whose shape [{}] and permutation "
+                                 "[{}] do not fit its storage {}",
+                                 tuple_repr(key), fmt::join(shape, ", "), fmt::join(permutation, ", "),
+                                 type.storage_type()->ToString()));
+  }
+}
+
 }  // namespace
 
 void check_nulls(const ::arrow::Array& array, ArrowNulls nulls, const NestedKey& key) {
@@ -134,6 +164,7 @@ at::Tensor dense_tensor(const ::arrow::Array& array, const ColumnRules& rules, c
   if (const auto* type = fixed_shape_tensor(*array.type())) {
     // shape() is the physical shape; permutation() the order of the logical dims.
     const auto& storage = static_cast<const ::arrow::ExtensionArray&>(array).storage();
+    check_tensor_type(*type, key);
     std::vector<int64_t> shape{rows};
     shape.insert(shape.end(), type->shape().begin(), type->shape().end());
     at::Tensor tensor = dense_tensor(*storage, rules, key).view(shape);
