@@ -8,6 +8,11 @@ install(EXPORT tensorclassTargets
   NAMESPACE tensorclass::
   DESTINATION ${TENSORCLASS_CMAKE_DIR})
 
+# The Arrow C++ so version tensorclass::arrow was built with, which the
+# package config asks for again.
+if(TARGET TensorclassArrow::arrow)
+  get_target_property(TENSORCLASS_ARROW_SO_VERSION TensorclassArrow::arrow TENSORCLASS_ARROW_SO_VERSION)
+endif()
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/tensorclassConfig.cmake.in
   ${PROJECT_BINARY_DIR}/tensorclassConfig.cmake
@@ -21,6 +26,7 @@ install(FILES
   ${PROJECT_BINARY_DIR}/tensorclassConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/TensorclassGenerate.cmake
   ${PROJECT_SOURCE_DIR}/cmake/TensorclassTorch.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/TensorclassArrow.cmake
   DESTINATION ${TENSORCLASS_CMAKE_DIR})
 
 # The documentation a user of the installed package needs: the tour, the

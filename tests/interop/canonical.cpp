@@ -5,6 +5,8 @@
 #include <tensordict/memmap.h>
 #include <tensordict/non_tensor.h>
 
+#include <cctype>
+#include <stdexcept>
 #include <string>
 
 namespace interop {
@@ -38,6 +40,19 @@ Json canonical_value(const Value& value) {
   return {{"kind", data.is_stack() ? "non_tensor_stack" : "non_tensor"}, {"value", data.data()}};
 }
 
+// torch's name of the dtype: tensordict's, or for a dtype the runtime names
+// none of (uint16, uint32, uint64, which from_arrow gives), libtorch's in
+// lower case, as str(torch.uint16) prints it.
+std::string dtype_of(at::ScalarType dtype) {
+  try {
+    return std::string(tensordict::dtype_name(dtype));
+  } catch (const std::invalid_argument&) {
+    std::string name = c10::toString(dtype);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+  }
+}
+
 Json names_of(const TensorDict& td) {
   if (!td.has_names()) return nullptr;
   Json names = Json::array();
@@ -51,10 +66,10 @@ Json canonical_tensor(const at::Tensor& t) {
   if (t.is_nested()) {
     Json components = Json::array();
     for (const auto& c : t.unbind(0)) components.push_back(canonical_tensor(c));
-    return {{"kind", "nested_tensor"}, {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))}, {"components", components}};
+    return {{"kind", "nested_tensor"}, {"dtype", dtype_of(t.scalar_type())}, {"components", components}};
   }
   return {{"kind", "tensor"},
-          {"dtype", std::string(tensordict::dtype_name(t.scalar_type()))},
+          {"dtype", dtype_of(t.scalar_type())},
           {"shape", t.sizes().vec()},
           {"data", hex_bytes(t)}};
 }
