@@ -172,7 +172,7 @@ TEST_CASE("archive: tensor payloads start at multiples of 64 bytes",
   CHECK(payloads == 3);
 }
 
-TEST_CASE("archive: MemmapOptions::archive writes any file name; false writes a directory",
+TEST_CASE("archive: MemmapOptions::archive writes any file name, false writes a directory",
           "[archive][test_methods.py::TestMemmapArchive::test_archive_explicit_flag]") {
   TempDir dir;
   const TensorDict td = nested_td();
@@ -195,7 +195,7 @@ TEST_CASE("archive: deflate makes a smaller archive that loads the same",
   check_same(TensorDict::load_memmap((dir / "compressed.tdz").string()), td);
 }
 
-TEST_CASE("archive: compression needs an archive; memmap_ writes a directory",
+TEST_CASE("archive: compression needs an archive, and memmap_ writes a directory",
           "[archive][errors][test_methods.py::TestMemmapArchive::test_archive_compression_requires_archive]") {
   TempDir dir;
   const TensorDict td = nested_td();
@@ -225,7 +225,7 @@ TEST_CASE("archive: a lazy stack is saved in its layout and loads as one",
   CHECK(same(loaded.get({"sub", "y"}), TensorDict(stack).get({"sub", "y"})));
 }
 
-TEST_CASE("archive: existsok=false refuses an existing file; a directory is never replaced",
+TEST_CASE("archive: existsok=false refuses an existing file, and a directory is never replaced",
           "[archive][errors][test_methods.py::TestMemmapArchive::test_archive_existsok]") {
   TempDir dir;
   const auto archive = dir / "data.tdz";
