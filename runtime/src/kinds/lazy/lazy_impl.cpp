@@ -9,6 +9,7 @@
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
 #include "core/value_kind.h"
 
@@ -133,16 +134,20 @@ bool LazyStackedImpl::marked_shared() const {
          std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.impl()->marked_shared(); });
 }
 
-bool LazyStackedImpl::is_shared() const {
+bool members_all_shared(std::size_t shared, std::size_t members) {
   // tensordict's rule (_lazy.py is_shared): the members answer, and must agree.
-  std::size_t shared = 0;
-  for (const auto& m : members_) shared += m.is_shared() ? 1 : 0;
-  if (shared != 0 && shared != members_.size()) {
+  if (shared != 0 && shared != members) {
     throw RuntimeError(fmt::format("tensordicts shared status mismatch, got {} shared tensordicts and {} non shared "
                                    "tensordict",
-                                   shared, members_.size() - shared));
+                                   shared, members - shared));
   }
   return shared != 0;
+}
+
+bool LazyStackedImpl::is_shared() const {
+  std::size_t shared = 0;
+  for (const auto& m : members_) shared += m.is_shared() ? 1 : 0;
+  return members_all_shared(shared, members_.size());
 }
 
 std::vector<std::string> LazyStackedImpl::common_keys() const {
