@@ -412,6 +412,10 @@ TEST_CASE("memmap and shared memory are exclusive", "[share_memory][memmap]") {
   TensorDict on_disk = TensorDict({{"a", at::zeros({3})}}, {3}).memmap_((tmp / "d").string());
   REQUIRE_FALSE(on_disk.is_shared());
   REQUIRE_THAT(TD_MESSAGE(on_disk.share_memory_()), Contains("mutually exclusive"));
+  // Unlocked, it is still memory-mapped here (tensordict forgets it, then shares).
+  on_disk.unlock_();
+  REQUIRE(on_disk.is_memmap());
+  REQUIRE_THAT(TD_MESSAGE(on_disk.share_memory_()), Contains("mutually exclusive"));
 
   TensorDict shared = sample({3});
   shared.share_memory_();
