@@ -5,6 +5,7 @@
 // cases that port a tensordict test name it in their tags.
 #include <ATen/MapAllocator.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -473,4 +474,77 @@ TEST_CASE("a shared tensordict's one non-tensor value cannot become a stack by a
   same.set_non_tensor("val", 0);
   td.index_put_({Slice(1, None, 2)}, same);
   REQUIRE(td.get_non_tensor("val") == 0);
+}
+
+// ---- every other op: as on a tensordict that is only locked -------------------------------
+
+namespace {
+
+// The outcome of `op` on `td`: the error message, or the result's batch
+// size and each leaf's sum.
+std::string outcome(const std::function<TensorDict(TensorDict&)>& op, TensorDict td) {
+  try {
+    const TensorDict result = op(td);
+    std::string out = "batch";
+    for (int64_t d : result.batch_size()) out += " " + std::to_string(d);
+    for (const auto& [key, value] : result.items({.include_nested = true, .leaves_only = true})) {
+      if (value.is_tensor()) out += "; " + key.repr() + " " + std::to_string(value.tensor().to(at::kDouble).sum().item<double>());
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("share_memory_: every op runs on a shared tensordict as on a locked one", "[share_memory]") {
+  // The shared mark locks the views it keeps; no op may then trip over its
+  // own intermediate results.
+  using Op = std::function<TensorDict(TensorDict&)>;
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"index_put_", [](TensorDict& td) { return td.index_put_({Slice(0, 2)}, 1.0); }},
+      {"index_put_ td", [](TensorDict& td) { return td.index_put_({0}, td.index({1}).clone()); }},
+      {"set_at_", [](TensorDict& td) { return td.set_at_("a", at::ones({4}), {1}); }},
+      {"update_at_", [](TensorDict& td) { return td.update_at_(td.index({Slice(0, 2)}).clone() + 1, {Slice(1, 3)}); }},
+      {"copy_", [](TensorDict& td) { return td.copy_(td.clone() * 2); }},
+      {"apply_", [](TensorDict& td) { return td.apply_([](const at::Tensor& t) { return t * 3; }); }},
+      {"zero_", [](TensorDict& td) { return td.zero_(); }},
+      {"add_", [](TensorDict& td) { return td.add_(1); }},
+      {"clamp_", [](TensorDict& td) { return td.clamp_(0, 5); }},
+      {"masked_fill_", [](TensorDict& td) { return td.masked_fill_(mask({1, 0, 1}), 7); }},
+      {"rename_ dims", [](TensorDict& td) { return td.rename_({"x"}); }},
+      {"stack", [](TensorDict& td) { return stack(td.unbind(0), 0); }},
+      {"cat", [](TensorDict& td) { return cat(td.split(1, 0), 0); }},
+      {"lazy_stack of pieces", [](TensorDict& td) { return TensorDict(lazy_stack(td.unbind(0), 0)).contiguous(); }},
+      {"pad", [](TensorDict& td) { return pad(td, {1, 1}); }},
+      {"where", [](TensorDict& td) { return td.where(mask({1, 0, 1}), 0); }},
+      {"gather", [](TensorDict& td) { return td.gather(0, at::tensor({2, 0})); }},
+      {"repeat", [](TensorDict& td) { return td.repeat({2}); }},
+      {"flip", [](TensorDict& td) { return td.flip({0}); }},
+      {"roll", [](TensorDict& td) { return td.roll(1, 0); }},
+      {"softmax", [](TensorDict& td) { return td.select({"a"}).softmax(0); }},
+      {"split_keys", [](TensorDict& td) { return td.split_keys({{"a"}}).front(); }},
+      {"densify", [](TensorDict& td) { return td.densify(); }},
+      {"consolidate", [](TensorDict& td) { return td.consolidate(); }},
+      {"index then update_", [](TensorDict& td) { return td.index({0}).update_(td.index({1}).clone()); }},
+      {"unbind then set_", [](TensorDict& td) { return td.unbind(0)[2].set_("b", at::tensor(5)); }},
+      {"set on a view", [](TensorDict& td) { return td.index({0}).set("new", at::zeros({})); }},
+      {"del_", [](TensorDict& td) { return td.del_("a"); }},
+  };
+  for (const auto& [label, op] : ops) {
+    INFO(label);
+    TensorDict locked = sample({3});
+    locked.lock_();
+    TensorDict shared = sample({3});
+    shared.share_memory_();
+    const std::string expected = outcome(op, locked);
+    // A view of a shared tensordict is locked where one of a locked tensordict may not be.
+    if (std::string(label) == "set on a view") {
+      REQUIRE_THAT(outcome(op, shared), Contains("Cannot modify locked TensorDict"));
+      continue;
+    }
+    REQUIRE(outcome(op, shared) == expected);
+    REQUIRE(all_leaves_shared(shared));
+  }
 }
