@@ -312,7 +312,7 @@ TEST_CASE("share_memory_: which other ops keep the mark (tensordict 0.15.3's cho
 
 // ---- kinds -----------------------------------------------------------------------------
 
-TEST_CASE("share_memory_ of a lazy stack shares its members; is_shared asks them", "[share_memory][lazy]") {
+TEST_CASE("share_memory_ of a lazy stack shares its members, whose marks is_shared reads", "[share_memory][lazy]") {
   TensorDict a({{"x", at::zeros({2})}}, {2});
   TensorDict b({{"x", at::ones({2})}}, {2});
   TensorDict stack = lazy_stack({a, b}, 0);
@@ -370,7 +370,7 @@ TEST_CASE("share_memory_ of a tensordict holding a lazy stack shares the stack's
   REQUIRE(in_shared_memory(h.get("x")));
 }
 
-TEST_CASE("share_memory_ of a sub-tensordict is refused; its mark is its source's", "[share_memory][sub]") {
+TEST_CASE("share_memory_ of a sub-tensordict is refused, and its mark is its source's", "[share_memory][sub]") {
   TensorDict source({{"a", at::zeros({3, 2})}}, {3, 2});
   const SubTensorDict sub = source.get_sub_tensordict({0});
   REQUIRE_FALSE(sub.is_shared());

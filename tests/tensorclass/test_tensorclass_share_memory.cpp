@@ -143,7 +143,7 @@ TEST_CASE("a process forked after a tensorclass's share_memory_ writes into its 
   REQUIRE(o.reward.eq(7).all().item<bool>());
 }
 
-TEST_CASE("share_memory_ of a lazy stack of tensorclasses shares every member; is_shared asks them",
+TEST_CASE("share_memory_ of a lazy stack of tensorclasses shares every member, whose marks is_shared reads",
           "[tensorclass][share_memory][lazy]") {
   Observation a = make(2), b = make(2);
   auto stack = tensordict::lazy_stack(std::vector<Observation>{a, b}, 0);
