@@ -2,8 +2,7 @@
 // None and float32, then device cpu and uint8 (the test's parameters). Every
 // expected string is what tensordict 0.15.3 prints for the same data
 // (run in the test venv), in the compact form (the default) and under
-// set_printoptions(compact=False). Not ported: test_repr_share_memory (there
-// is no share_memory_()).
+// set_printoptions(compact=False).
 #include "helpers.h"
 
 using namespace tensordict;
@@ -268,6 +267,43 @@ TEST_CASE("repr port: memmap", "[test_repr.py::TestTensorDictRepr::test_repr_mem
     const TensorDict td = td_(c.device, c.dtype).memmap_();
     check_both_forms(td, c);
   }
+}
+
+// After share_memory_() the tensordict and its leaf both say is_shared=True;
+// after unlock_() the leaf still is in shared memory, the tensordict no
+// longer marked.
+TEST_CASE("repr port: share memory", "[test_repr.py::TestTensorDictRepr::test_repr_share_memory]") {
+  for (const Case& c : std::vector<Case>{
+      {std::nullopt, at::kFloat,
+       "TensorDict(batch_size=[4,3,2,1], fields={a: f32[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=True)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=None,\n"
+       "    is_shared=True)"},
+      {at::Device(at::kCPU), at::kByte,
+       "TensorDict(batch_size=[4,3,2,1], device=cpu, fields={a: u8[5]})",
+       "TensorDict(\n"
+       "    fields={\n"
+       "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.uint8, is_shared=True)},\n"
+       "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+       "    device=cpu,\n"
+       "    is_shared=True)"}}) {
+    TensorDict td = td_(c.device, c.dtype);
+    td.share_memory_();
+    check_both_forms(td, c);
+  }
+  TensorDict td = td_(std::nullopt, at::kFloat);
+  td.share_memory_().unlock_();
+  set_printoptions detailed({.compact = false});
+  CHECK(repr(td) ==
+        "TensorDict(\n"
+        "    fields={\n"
+        "        a: Tensor(shape=torch.Size([4, 3, 2, 1, 5]), device=cpu, dtype=torch.float32, is_shared=True)},\n"
+        "    batch_size=torch.Size([4, 3, 2, 1]),\n"
+        "    device=None,\n"
+        "    is_shared=False)");
 }
 
 TEST_CASE("repr port: nested update", "[test_repr.py::TestTensorDictRepr::test_repr_nested_update]") {

@@ -681,9 +681,34 @@ class TensorDict {
   bool is_consolidated() const;
   // That storage (a flat uint8 tensor), or nullopt when not consolidated.
   std::optional<at::Tensor> consolidated_storage() const;
-  // tensordict's rule: shared when on a CUDA device (C++ tensors carry no
-  // shared-memory flag; the CPU case is always false).
+  // tensordict's is_shared(): true after share_memory_() until unlock_(),
+  // and always on a CUDA device. A tensordict built from tensors that are in
+  // shared memory is not marked shared (only share_memory_() marks one);
+  // views that keep the leaves (an index of ints, None, Ellipsis and slices
+  // from the start; unbind, split, chunk, unsqueeze, squeeze, view, permute,
+  // transpose, movedim, narrow) keep the mark, and are locked. A lazy stack
+  // is shared when its members are (std::runtime_error when only some are);
+  // a sub-view, when its source is.
   bool is_shared() const;
+
+  // ---- shared memory (src/storage/share_memory.cpp) ---------------------------------
+  // tensordict's share_memory_(): every CPU tensor leaf moves into shared
+  // memory (torch's Tensor.share_memory_(): the storage's bytes are copied
+  // into a POSIX shared-memory object and the storage itself now points
+  // there, so every tensor viewing it, here or elsewhere, follows; a storage
+  // already shared stays). Processes forked afterwards, and those that
+  // receive the storages' descriptors, read and write the same memory. The
+  // tensordict and every nested level are then marked shared and locked:
+  // in-place writes work, adding, replacing or removing entries does not. A
+  // tensordict on a CUDA device is left as it is (CUDA tensors are shared
+  // already) and not locked; leaves on other devices stay. A lazy stack
+  // shares its members. Non-tensor data is not moved (it stays this
+  // process's). A shared storage cannot be resized afterwards. Refuses,
+  // before moving anything: a memory-mapped tensordict (memmap and shared
+  // memory are exclusive), a sub-view (its leaves are its source's), an h5
+  // file (NotImplementedError), and a leaf without a storage, such as a
+  // sparse tensor (NotImplementedError naming its key).
+  TensorDict& share_memory_();
 
   const std::shared_ptr<TensorDictImpl>& impl() const { return impl_; }
 

@@ -85,6 +85,12 @@ class BatchIndex {
 int64_t wrap_batch_dim(int64_t dim, int64_t batch_dims, const char* op, int64_t extra = 0);
 
 namespace detail {
+// tensordict's _index_preserve_data_ptr: whether td[index] of a tensordict
+// in shared memory is still marked shared (and locked). Every item must be
+// an int, None, Ellipsis, or a slice starting at 0; a bool, a tensor, or a
+// slice starting elsewhere gives an unmarked result, as in tensordict.
+bool index_keeps_shared(at::ArrayRef<TensorIndex> index);
+
 // leaf.reshape(batch followed by the leaf's dims past `batch_dims`). A
 // contiguous leaf that needs no grad gets its view built directly, as
 // BatchIndex does; anything else goes through at::reshape.

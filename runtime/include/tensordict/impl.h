@@ -97,6 +97,22 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
     return source ? source->is_locked() : locked_;
   }
 
+  // ---- shared memory (TensorDict::share_memory_, is_shared) -----------------------
+  // Throws tensordict's error when this kind's leaves cannot move into shared
+  // memory (a sub-view's live in its source, an h5 file's in the file); the
+  // default accepts. share_memory_() asks every level before moving anything.
+  virtual void check_share_memory() const {}
+  // tensordict's `_is_shared`: share_memory_() marked this tensordict (or an
+  // op that views a marked one kept the mark); unlock_() clears it. A kind
+  // may derive it: a sub-view has its source's, a lazy stack has it when it
+  // has members and they all do.
+  virtual bool marked_shared() const { return shared_; }
+  void set_marked_shared(bool shared) { shared_ = shared; }
+  // tensordict's is_shared(): marked shared, or on a CUDA device (whose
+  // tensors are shared already). A lazy stack asks its members, which must
+  // agree.
+  virtual bool is_shared() const;
+
   // The flat uint8 storage that consolidate() copied every tensor leaf into
   // (the leaves are views of it); undefined when not consolidated. Only a
   // claim: TensorDict::is_consolidated() checks it against the leaves.
@@ -155,6 +171,7 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
  private:
   friend class TensorDict;
   bool locked_ = false;
+  bool shared_ = false;
   at::Tensor consolidated_storage_;
   std::optional<std::string> memmap_dir_;
   // The locked tensordicts that locked this one as their child: it stays

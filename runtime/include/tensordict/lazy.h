@@ -70,4 +70,12 @@ TensorDict maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim = 0
 TensorDict dense_stack_tds(const TensorDict& td);
 TensorDict dense_stack_tds(const std::vector<TensorDict>& tds, int64_t dim);
 
+namespace detail {
+// tensordict's is_shared() of a lazy stack whose `shared` of `members`
+// members say they are shared: all of them (and at least one), or none;
+// RuntimeError with tensordict's message when only some are. Shared by the
+// lazy stacks of both layers.
+bool members_all_shared(std::size_t shared, std::size_t members);
+}  // namespace detail
+
 }  // namespace tensordict

@@ -107,8 +107,31 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     set_names_(shape::refined_names(this->names(), names));
     return derived();
   }
-  // tensordict's rule: shared when on a CUDA device.
-  bool is_shared() const { return tc_device_ && tc_device_->is_cuda(); }
+  // tensordict's is_shared() (TensorDict::is_shared): true after
+  // share_memory_() until unlock_(), and always on a CUDA device; views that
+  // keep the tensors (index with ints, None, Ellipsis and slices from the
+  // start; unbind, split, chunk, view, permute, transpose, squeeze,
+  // unsqueeze) keep the mark, and are locked.
+  bool is_shared() const {
+    if (tc_device_ && !this->is_memmap()) return tc_device_->is_cuda() || tc_shared_;
+    return tc_shared_;
+  }
+  // tensordict's share_memory_(), through TensorDict::share_memory_ (whose
+  // refusals it shares: a field without a storage, such as a sparse tensor):
+  // every CPU tensor field's storage moves into shared memory in place, so
+  // this instance's tensors (and any other view of them) are in shared
+  // memory; the instance and its nested tensorclasses are marked shared and
+  // locked. On a CUDA device nothing changes. Non-tensor fields stay this
+  // process's. A memory-mapped instance is refused (memmap and shared memory
+  // are exclusive).
+  Derived& share_memory_() {
+    if (this->is_memmap()) throw RuntimeError("share_memory_: memmap and shared memory are mutually exclusive features.");
+    if (tc_device_ && tc_device_->is_cuda()) return derived();
+    tensordict_form_(detail::NonTensorFields::Stacks).share_memory_();
+    set_shared_tree_(true);
+    set_locked_tree_(true);
+    return derived();
+  }
 
   // Locking reaches every nested tensorclass member, as it reaches nested
   // tensordicts (members are values: unlocking the root unlocks them too).
@@ -117,7 +140,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     return derived();
   }
   Derived& unlock_() {
-    set_locked_tree_(false);
+    set_locked_tree_(false);  // ends the shared mark too
     // tensordict's rule: unlocked, its fields may be replaced, which the
     // consolidated storage would no longer describe.
     tc_consolidated_storage_ = at::Tensor();
@@ -182,7 +205,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     detail::tc(out).set_locked_tree_(false);
     map_into_(
         out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims(), /*moves_batch=*/true);
-    return out;
+    return detail::index_keeps_shared(index) ? kept_shared_(std::move(out)) : out;
   }
   // obj[index] = value, field by field.
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const Derived& value) {
@@ -272,10 +295,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
         list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat");
   }
   std::vector<Derived> unbind(int64_t dim = 0) const {
-    return planned_pieces_(shape::Unbind(batch_size(), tc_names_, dim));
+    return kept_shared_(planned_pieces_(shape::Unbind(batch_size(), tc_names_, dim)));
   }
   std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
-    return planned_pieces_(shape::Split(batch_size(), tc_names_, split_sizes.vec(), dim));
+    return kept_shared_(planned_pieces_(shape::Split(batch_size(), tc_names_, split_sizes.vec(), dim)));
   }
   std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
     const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
@@ -289,17 +312,21 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // ---- shape ops on batch dims (shape_plan.h) ----------------------------------------------------
   Derived reshape(at::IntArrayRef shape) const { return planned_(shape::Reshape(batch_size(), shape)); }
   Derived view(at::IntArrayRef shape) const {
-    return planned_(shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View));
+    return kept_shared_(planned_(shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View)));
   }
-  Derived permute(at::IntArrayRef dims) const { return planned_(shape::Permute(batch_size(), tc_names_, dims)); }
+  Derived permute(at::IntArrayRef dims) const {
+    return kept_shared_(planned_(shape::Permute(batch_size(), tc_names_, dims)));
+  }
   Derived transpose(int64_t dim0, int64_t dim1) const {
-    return planned_(shape::Transpose(batch_size(), tc_names_, dim0, dim1));
+    return kept_shared_(planned_(shape::Transpose(batch_size(), tc_names_, dim0, dim1)));
   }
   // Without a dim, removes every batch dim of size 1.
   Derived squeeze(std::optional<int64_t> dim = std::nullopt) const {
-    return planned_(shape::Squeeze(batch_size(), tc_names_, dim));
+    return kept_shared_(planned_(shape::Squeeze(batch_size(), tc_names_, dim)));
   }
-  Derived unsqueeze(int64_t dim) const { return planned_(shape::Unsqueeze(batch_size(), tc_names_, dim)); }
+  Derived unsqueeze(int64_t dim) const {
+    return kept_shared_(planned_(shape::Unsqueeze(batch_size(), tc_names_, dim)));
+  }
   // The new batch size's trailing dims broadcast against the current ones (-1 keeps a dim).
   Derived expand(at::IntArrayRef batch_size) const {
     return planned_(shape::Expand(this->batch_size(), tc_names_, batch_size));
@@ -734,10 +761,30 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                   derived());
   }
 
-  // The lock of this level and of every nested tensorclass member.
+  // The lock of this level and of every nested tensorclass member. An
+  // unlocked instance is not shared (tensordict's rule: a field set now
+  // would not be in shared memory), although its tensors stay there.
   void set_locked_tree_(bool locked) {
     tc_locked_ = locked;
+    if (!locked) tc_shared_ = false;
     for_each_nested_([&](auto& n) { detail::tc(n).set_locked_tree_(locked); });
+  }
+  // share_memory_()'s mark on this level and every nested tensorclass member.
+  void set_shared_tree_(bool shared) {
+    tc_shared_ = shared;
+    for_each_nested_([&](auto& n) { detail::tc(n).set_shared_tree_(shared); });
+  }
+  // `out`, a view of this instance's tensors by an op tensordict counts as
+  // keeping share_memory_()'s mark: marked and locked when this one is marked.
+  Derived kept_shared_(Derived out) const {
+    if (!tc_shared_) return out;
+    detail::tc(out).set_shared_tree_(true);
+    detail::tc(out).set_locked_tree_(true);
+    return out;
+  }
+  std::vector<Derived> kept_shared_(std::vector<Derived> out) const {
+    for (auto& piece : out) piece = kept_shared_(std::move(piece));
+    return out;
   }
 
   // ---- schema checks -----------------------------------------------------------------------
@@ -1339,6 +1386,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   DeviceArg tc_device_;
   Names tc_names_;  // empty: unnamed
   bool tc_locked_ = false;
+  // tensordict's `_is_shared`: set by share_memory_() and the views that keep
+  // it, never copied with the rest of the metadata (copy_shell_).
+  bool tc_shared_ = false;
   // The storage consolidate() made, which the tensor fields view (a claim
   // that is_consolidated() checks); not copied by ops that make new tensors.
   at::Tensor tc_consolidated_storage_;

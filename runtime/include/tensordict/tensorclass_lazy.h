@@ -92,6 +92,25 @@ class LazyStackedTensorClass {
     members_ = std::move(checked.members_);
   }
 
+  // tensordict's share_memory_() of a lazy stack: every member's
+  // (TensorClass::share_memory_: its tensors into shared memory, marked and
+  // locked). Every member is checked before anything moves.
+  LazyStackedTensorClass& share_memory_() {
+    for (const auto& m : members_) {
+      if (m.is_memmap()) throw RuntimeError("share_memory_: memmap and shared memory are mutually exclusive features.");
+    }
+    tensordict().share_memory_();  // the dynamic stack over the same tensors: checks all, then moves
+    for (auto& m : members_) detail::tc(m).share_memory_();  // marks and locks; nothing left to move
+    return *this;
+  }
+  // Shared when every member is (and there is one); RuntimeError when only
+  // some are (tensordict's rule and message).
+  bool is_shared() const {
+    std::size_t shared = 0;
+    for (const auto& m : members_) shared += detail::tc(m).is_shared() ? 1 : 0;
+    return detail::members_all_shared(shared, members_.size());
+  }
+
   // Every member's tensors cloned / moved: a lazy stack of the copies.
   LazyStackedTensorClass clone() const {
     return map_members_([](const T& m) { return detail::tc(m).clone(); });

@@ -111,8 +111,11 @@ class TensorClassPersistence {
   Derived memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const {
     return written_(prefix, options, /*like=*/true);
   }
-  // memmap() in place: the tensor members become the mapped ones.
+  // memmap() in place: the tensor members become the mapped ones. A shared
+  // instance (share_memory_) is refused: memmap and shared memory exclude
+  // each other (tensordict's rule).
   Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
+    if (tc_().tc_shared_) throw RuntimeError("memmap_: memmap and shared memory are mutually exclusive features.");
     self_() = memmap(prefix, options);
     return self_();
   }

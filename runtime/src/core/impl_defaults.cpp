@@ -3,6 +3,7 @@
 #include "tensordict/base.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/tensorclass_support.h"
+#include "core/shared_leaf.h"
 #include "core/value_kind.h"
 
 namespace tensordict {
@@ -40,7 +41,15 @@ std::optional<EntryKind> TensorDictImpl::entry_kind(const std::string& key) cons
 
 TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
   const at::Tensor t = find(key)->tensor();
-  return {detail::leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()};
+  return {detail::leaf_shape(t), t.scalar_type(), t.device(), detail::tensor_is_shared(t)};
+}
+
+bool TensorDictImpl::is_shared() const {
+  // tensordict's rule (_base/device.py is_shared): the device decides only
+  // for a tensordict that is not memory-mapped.
+  const auto d = device();
+  if (d && !memmap_dir()) return d->is_cuda() || marked_shared();
+  return marked_shared();
 }
 
 void TensorDictImpl::for_each_child(c10::function_ref<void(const TensorDict&)> fn) const {

@@ -66,8 +66,11 @@ TensorDict& TensorDict::unlock_() {
   auto unlock_tree = [&](auto&& self, TensorDict level) -> void {
     level.impl_->locked_ = false;
     // An unlocked tensordict may gain, lose or replace entries, which its
-    // consolidated storage would no longer describe.
+    // consolidated storage would no longer describe; nor is it shared any
+    // more (tensordict's rule: a new entry would not be in shared memory),
+    // although its leaves stay where they are.
     level.impl_->consolidated_storage_ = at::Tensor();
+    level.impl_->shared_ = false;
     level.impl_->for_each_child([&](const TensorDict& child) {
       if (child.impl_->lock_source()) return;  // a view follows its own source
       nested.push_back(child);

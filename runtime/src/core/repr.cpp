@@ -9,6 +9,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
 #include "core/repr_forms.h"
+#include "core/shared_leaf.h"
 #include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
@@ -92,7 +93,7 @@ std::string data_repr(const TensorMeta& m, const at::Tensor& t, const PrintOptio
 }  // namespace
 
 std::string tensor_repr(const at::Tensor& t, const PrintOptions& o, std::string_view type_name) {
-  return data_repr({leaf_shape(t), t.scalar_type(), t.device(), t.is_cuda()}, t, o, type_name);
+  return data_repr({leaf_shape(t), t.scalar_type(), t.device(), tensor_is_shared(t)}, t, o, type_name);
 }
 
 std::string non_tensor_repr(const NonTensorData& data, at::IntArrayRef batch_size, const std::optional<at::Device>& device) {

@@ -74,6 +74,8 @@ TensorDict& TensorDict::memmap_() {
   if (kind() == Kind::Persistent) {
     throw RuntimeError("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
   }
+  // tensordict: a tensordict is in shared memory or memory-mapped, not both.
+  if (impl_->marked_shared()) throw RuntimeError("memmap_: memmap and shared memory are mutually exclusive features.");
   std::vector<std::string> path;
   refuse_jagged(*impl_, path);  // first: a refusal changes nothing
   map_level(impl_);

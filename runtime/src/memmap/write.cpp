@@ -191,6 +191,11 @@ class Writer {
                       "use memmap()",
                       path.empty() ? std::string("the tensordict") : NestedKey(path).repr(), impl->type_name()));
     }
+    if (mode_ == Mode::InPlace && impl->marked_shared()) {
+      // tensordict: a level is in shared memory or memory-mapped, not both.
+      throw RuntimeError(fmt::format("memmap_: memmap and shared memory are mutually exclusive features{}.",
+                                     path.empty() ? std::string() : " (key " + NestedKey(path).repr() + ")"));
+    }
     make_dir(staging_, dir);
     impl->for_each([&](const std::string& key, const Value& value) {
       path.push_back(key);

@@ -366,4 +366,11 @@ at::Tensor reshape_leaf(const at::Tensor& leaf, at::IntArrayRef batch, int64_t b
   return detail::direct_view(leaf, sizes, strides, leaf.storage_offset());
 }
 
+bool index_keeps_shared(at::ArrayRef<TensorIndex> index) {
+  return std::all_of(index.begin(), index.end(), [](const TensorIndex& item) {
+    if (item.is_slice()) return slice_bounds(item.slice()).start == 0;
+    return item.is_integer() || item.is_none() || item.is_ellipsis();
+  });
+}
+
 }  // namespace tensordict::detail

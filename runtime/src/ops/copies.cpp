@@ -63,10 +63,7 @@ TensorDict TensorDict::to_tensordict() const {
                           detail::OpKind::Value);
 }
 
-bool TensorDict::is_shared() const {
-  auto d = device();
-  return d && d->is_cuda();
-}
+bool TensorDict::is_shared() const { return impl_->is_shared(); }
 
 // ---- writing into existing entries ---------------------------------------------------
 

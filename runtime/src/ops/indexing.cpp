@@ -6,6 +6,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "memmap/memmap_detail.h"
 #include "ops/map_leaves.h"
+#include "ops/shared_mark.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
@@ -13,7 +14,10 @@
 namespace tensordict {
 
 
-TensorDict TensorDict::index(at::ArrayRef<TensorIndex> index) const { return impl_->index(index); }
+TensorDict TensorDict::index(at::ArrayRef<TensorIndex> index) const {
+  TensorDict out = impl_->index(index);
+  return detail::index_keeps_shared(index) ? detail::keep_shared_mark(*this, std::move(out)) : out;
+}
 
 // The default: every leaf indexed, a dense result.
 TensorDict TensorDictImpl::index(at::ArrayRef<TensorIndex> index) const {
@@ -191,6 +195,16 @@ void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const Non
   NonTensorData written = put_non_tensor(current, batch, index, value);
   // A memory-mapped level keeps its files in step (or refuses).
   if (level.memmap_dir()) memmap::write_non_tensor_entry(level, key, current, written);
+  // tensordict's rule for a level in shared memory: its one value for the
+  // whole batch may not turn into a stack of values.
+  if (level.marked_shared() && !current.is_stack() && written != current) {
+    throw RuntimeError(fmt::format(
+        "cannot write at an index of key {}: a tensordict in shared memory holds its one value {} there, and the "
+        "write would make it {} (tensordict: \"You're attempting to update a leaf in-place with a shared tensordict, "
+        "but the new value does not match the previous\"); store a NonTensorStack there before share_memory_() to "
+        "write per element",
+        key.repr(), tensordict::python_repr(current.data()), tensordict::python_repr(written.data())));
+  }
   level.insert(key.back(), std::move(written));
 }
 }  // namespace detail

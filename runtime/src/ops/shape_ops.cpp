@@ -1,4 +1,5 @@
-// Shape ops over batch dims that view the leaves (shape_mapping.h).
+// Shape ops over batch dims that view the leaves (shape_mapping.h); those
+// tensordict counts as views keep share_memory_()'s mark (shared_mark.h).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -7,10 +8,12 @@
 
 #include "core/format.h"
 #include "ops/shape_mapping.h"
+#include "ops/shared_mark.h"
 #include "tensordict/errors.h"
 
 namespace tensordict {
 
+using detail::keep_shared_mark;
 using detail::mapped;
 using detail::mapped_pieces;
 
@@ -67,14 +70,15 @@ TensorDict TensorDict::reshape(at::IntArrayRef shape) const {
 }
 
 TensorDict TensorDict::view(at::IntArrayRef shape) const {
-  return regrouped(*this, shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View), /*as_view=*/true);
+  return keep_shared_mark(*this, regrouped(*this, shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View),
+                                           /*as_view=*/true));
 }
 
 TensorDict TensorDict::permute(at::IntArrayRef dims) const {
   const shape::Permute plan(batch_size(), names(), dims);
   auto permute_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.permute(order_for(plan.order(), *this, n))}; };
   const detail::NestedOp nested = permute_nested;
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order(), &nested);
+  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order(), &nested));
 }
 
 TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
@@ -83,7 +87,7 @@ TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   std::swap(order[plan.dim0()], order[plan.dim1()]);
   auto transpose_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.permute(order_for(order, *this, n))}; };
   const detail::NestedOp nested = transpose_nested;
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order, &nested);
+  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order, &nested));
 }
 
 TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
@@ -97,20 +101,23 @@ TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
   };
   const detail::NestedOp nested = squeeze_nested;
   // Nothing to squeeze: the same dims (an identity permutation).
-  if (drop.empty()) return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()), &nested);
+  if (drop.empty()) {
+    return keep_shared_mark(
+        *this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()), &nested));
+  }
   // One dim at a time, the highest first (the lower dims keep their place).
   auto first = impl_->reshape_parts(BatchShapeOp{BatchShapeOp::Kind::Squeeze, {drop.front()}});
-  if (!first) return mapped(*this, plan, &nested);
+  if (!first) return keep_shared_mark(*this, mapped(*this, plan, &nested));
   TensorDict out = std::move(*first);
   for (std::size_t i = 1; i < drop.size(); ++i) out = out.squeeze(drop[i]);
-  return out;
+  return keep_shared_mark(*this, std::move(out));
 }
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
   const shape::Unsqueeze plan(batch_size(), names(), dim);
   auto unsqueeze_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.unsqueeze(plan.dim())}; };
   const detail::NestedOp nested = unsqueeze_nested;
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()}, &nested);
+  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()}, &nested));
 }
 
 TensorDict TensorDict::expand(at::IntArrayRef shape) const {
@@ -144,7 +151,7 @@ TensorDict TensorDict::unflatten(int64_t dim, at::IntArrayRef sizes) const {
   return regrouped(*this, shape::Unflatten(batch_size(), names(), dim, sizes));
 }
 
-std::vector<TensorDict> TensorDict::unbind(int64_t dim) const { return impl_->unbind(dim); }
+std::vector<TensorDict> TensorDict::unbind(int64_t dim) const { return keep_shared_mark(*this, impl_->unbind(dim)); }
 
 // The defaults: dense results.
 std::optional<TensorDict> TensorDictImpl::reshape_parts(const BatchShapeOp&) const { return std::nullopt; }
@@ -165,11 +172,11 @@ std::vector<TensorDict> TensorDictImpl::unbind(int64_t dim) const {
 
 std::vector<TensorDict> TensorDict::split(at::IntArrayRef split_sizes, int64_t dim) const {
   const shape::Split plan(batch_size(), names(), split_sizes.vec(), dim);
-  if (auto parts = impl_->split_parts(plan.sizes(), plan.dim())) return std::move(*parts);
+  if (auto parts = impl_->split_parts(plan.sizes(), plan.dim())) return keep_shared_mark(*this, std::move(*parts));
   auto split_nested = [&](const TensorDict& n) { return n.split(plan.sizes(), plan.dim()); };
   const detail::NestedOp nested = split_nested;
   auto pieces = mapped_pieces(*this, plan, &nested);
-  return {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())};
+  return keep_shared_mark(*this, {std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end())});
 }
 
 std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const {
@@ -227,7 +234,7 @@ TensorDict TensorDict::swapaxes(int64_t dim0, int64_t dim1) const { return trans
 TensorDict TensorDict::swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
 
 TensorDict TensorDict::narrow(int64_t dim, int64_t start, int64_t length) const {
-  return mapped(*this, shape::Narrow(batch_size(), names(), dim, start, length));
+  return keep_shared_mark(*this, mapped(*this, shape::Narrow(batch_size(), names(), dim, start, length)));
 }
 
 }  // namespace tensordict

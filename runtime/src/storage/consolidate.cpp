@@ -13,6 +13,8 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "storage/consolidated_file.h"
 #include "storage/flat_storage.h"
+#include "storage/shared_memory.h"
+#include "core/shared_leaf.h"
 #include "core/format.h"
 #include "ops/map_leaves.h"
 #include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
@@ -111,7 +113,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     throw ValueError("consolidate: pin_memory=true and share_memory=true are exclusive: a storage is either pinned or "
                      "in shared memory");
   }
-  if (const auto storage = consolidated_storage(); storage && !to_file && (!share || detail::in_shared_memory(*storage))) {
+  if (const auto storage = consolidated_storage(); storage && !to_file && (!share || detail::storage_in_shared_memory(*storage))) {
     // Already one storage: tensordict returns it as it is; a storage elsewhere
     // (or to be pinned) moves in one copy and stays consolidated.
     const bool pinned_enough = !options.pin_memory || storage->is_pinned();

@@ -61,10 +61,4 @@ Json consolidated_metadata(const TensorDict& consolidated, const at::Tensor& sto
 // copy-on-write mapping of the file (writes into them stay in memory).
 TensorDict read_consolidated_file(const std::string& filename, const LoadOptions& options = {});
 
-// `bytes` of uint8 in a POSIX shared-memory object, as torch's share_memory_()
-// makes them (its name unlinked at once, the descriptor kept for passing on).
-at::Tensor shared_memory_storage(int64_t bytes);
-// Whether `storage` lives in such shared memory.
-bool in_shared_memory(const at::Tensor& storage);
-
 }  // namespace tensordict::detail

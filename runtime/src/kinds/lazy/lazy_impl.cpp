@@ -9,6 +9,7 @@
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
 #include "core/value_kind.h"
 
@@ -128,6 +129,27 @@ bool LazyStackedImpl::is_locked() const {
   return own_lock() || (!members_.empty() && std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.is_locked(); }));
 }
 
+bool LazyStackedImpl::marked_shared() const {
+  return !members_.empty() &&
+         std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.impl()->marked_shared(); });
+}
+
+bool members_all_shared(std::size_t shared, std::size_t members) {
+  // tensordict's rule (_lazy.py is_shared): the members answer, and must agree.
+  if (shared != 0 && shared != members) {
+    throw RuntimeError(fmt::format("tensordicts shared status mismatch, got {} shared tensordicts and {} non shared "
+                                   "tensordict",
+                                   shared, members - shared));
+  }
+  return shared != 0;
+}
+
+bool LazyStackedImpl::is_shared() const {
+  std::size_t shared = 0;
+  for (const auto& m : members_) shared += m.is_shared() ? 1 : 0;
+  return members_all_shared(shared, members_.size());
+}
+
 std::vector<std::string> LazyStackedImpl::common_keys() const {
   std::vector<std::string> keys;
   if (members_.empty()) return keys;
@@ -228,6 +250,9 @@ TensorMeta LazyStackedImpl::tensor_meta(const std::string& key) const {
     }
   }
   meta.shape.insert(meta.shape.begin() + stack_dim_, static_cast<int64_t>(members_.size()));
+  // The stacked tensor is a new one, in shared memory only on CUDA
+  // (tensordict's _get_repr_custom of a lazy stack's entry).
+  meta.is_shared = meta.device.is_cuda();
   return meta;
 }
 

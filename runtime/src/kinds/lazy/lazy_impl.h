@@ -40,6 +40,11 @@ class LazyStackedImpl final : public TensorDictImpl {
   bool entries_alias_storage() const override { return false; }
   // Locked through lock_(), or when every member is (tensordict's rule).
   bool is_locked() const override;
+  // Marked shared when it has members and every member is; is_shared()
+  // asks the members and refuses a stack of shared and unshared ones
+  // (tensordict's rules).
+  bool marked_shared() const override;
+  bool is_shared() const override;
   std::optional<EntryKind> entry_kind(const std::string& key) const override;
   // From the members' keys: nothing is stacked (members may differ in shape).
   bool has_key(const std::string& key) const override { return entry_kind(key).has_value(); }

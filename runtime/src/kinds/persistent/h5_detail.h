@@ -127,6 +127,8 @@ class PersistentImpl final : public TensorDictImpl {
   void insert(const std::string& key, Value value) override;
   bool erase(const std::string& key) override;
   void rename(const std::string& from, const std::string& to) override;
+  // share_memory_() refuses: the leaves are the file's datasets.
+  void check_share_memory() const override;
 
   const std::shared_ptr<H5File>& file() const { return file_; }
   const std::string& group_path() const { return group_; }

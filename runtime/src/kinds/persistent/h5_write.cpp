@@ -209,6 +209,12 @@ bool PersistentImpl::erase(const std::string& key) {
   return H5Ldelete(fid(), path_of(key).c_str(), H5P_DEFAULT) >= 0;
 }
 
+void PersistentImpl::check_share_memory() const {
+  // The leaves are datasets in the file: tensordict refuses, pointing at a copy in memory.
+  throw NotImplementedError(
+      "share_memory_: Cannot call share_memory_ on a PersistentTensorDict. Call `to_tensordict()` first.");
+}
+
 void PersistentImpl::rename(const std::string& from, const std::string& to) {
   check_link_name(to, file_->path);
   if (!file_->writable)

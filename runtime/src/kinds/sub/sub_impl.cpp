@@ -97,6 +97,10 @@ void SubTensorDictImpl::assign(const std::string& key, const at::Tensor& value) 
   put_entry(*source_.impl(), key, source_.impl()->find(key)->tensor(), resolved_, value);
 }
 
+void SubTensorDictImpl::check_share_memory() const {
+  throw RuntimeError("share_memory_: Casting a sub-tensordict values to shared memory cannot be done.");
+}
+
 }  // namespace tensordict::detail
 
 namespace tensordict {

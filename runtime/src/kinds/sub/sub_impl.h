@@ -28,6 +28,10 @@ class SubTensorDictImpl final : public TensorDictImpl {
   void assign(const std::string& key, const at::Tensor& value) override;
   // A view is locked exactly when its source is (tensordict's rule).
   const TensorDictImpl* lock_source() const override { return source_.impl().get(); }
+  // Shared exactly when its source is; its leaves live in the source, so
+  // share_memory_() refuses (tensordict's rules and message).
+  bool marked_shared() const override { return source_.impl()->marked_shared(); }
+  void check_share_memory() const override;
   // Basic indices give views of the source's tensors; advanced ones give
   // copies, and so does a source that builds its tensors (a lazy stack).
   bool entries_alias_storage() const override { return resolved_.is_view() && source_.impl()->entries_alias_storage(); }
