@@ -51,16 +51,16 @@ void check_same(const TensorDict& got, const TensorDict& want) {
 
 // ---- a zip written here, independently of the runtime's writer ----------------
 struct Member {
-  std::string name;
-  std::string data;             // as stored (deflated bytes for method 8)
+  std::string name = {};
+  std::string data = {};             // as stored (deflated bytes for method 8)
   uint16_t method = 0;
   uint64_t size = 0;            // uncompressed; 0: data.size()
-  std::string local_name;       // the local header's name; "": name
+  std::string local_name = {};       // the local header's name; "": name
   uint32_t mode = 0100644;      // Unix mode in the directory
   uint16_t flags = 0;
-  std::optional<uint32_t> crc;  // default: zlib's CRC-32 of data
-  std::optional<uint64_t> header_offset;  // default: where it is written
-  std::optional<uint64_t> claimed;        // the directory's compressed size; default: data.size()
+  std::optional<uint32_t> crc = std::nullopt;  // default: zlib's CRC-32 of data
+  std::optional<uint64_t> header_offset = std::nullopt;  // default: where it is written
+  std::optional<uint64_t> claimed = std::nullopt;        // the directory's compressed size; default: data.size()
 };
 
 void put(std::string& out, uint64_t v, int width) {
