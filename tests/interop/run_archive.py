@@ -12,10 +12,7 @@ case C++ builds on its own, and an archive C++ preallocates with memmap_like
 and fills in place, load in Python as the same tensordict built there.
 """
 
-import argparse
-import shutil
 import struct
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -29,32 +26,11 @@ from tensordict import (
     unpack_memmap,
 )
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--tool", required=True)
-parser.add_argument("--work", required=True)
-args = parser.parse_args()
-work = Path(args.work)
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
-checks = 0
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crossing import Crossing  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(name)
-        print(f"FAIL {name} {detail}")
-
-
-def tool(*argv):
-    done = subprocess.run([args.tool, *map(str, argv)], capture_output=True, text=True)
-    if done.returncode != 0:
-        failures.append(f"archive_tool {argv[0]}")
-        print(f"FAIL archive_tool {' '.join(map(str, argv))}: {done.stderr}")
-        return False
-    return True
+crossing = Crossing("archive")
+work, check, tool = crossing.work, crossing.check, crossing.tool
 
 
 @tensorclass
@@ -165,7 +141,4 @@ for command in ("write", "like"):
             check("C++ write: unzipped, it is a memmap directory Python loads",
                   same(TensorDict.load_memmap(unpacked), nested()))
 
-if failures:
-    print(f"{len(failures)} failure(s) of {checks} checks")
-    sys.exit(1)
-print(f"all {checks} archive checks hold ({len(cases)} cases, both ways)")
+crossing.finish(f"all {crossing.passed} archive checks hold ({len(cases)} cases, both ways)")

@@ -22,10 +22,7 @@ non-tensor stack of equal values counts as that one value (C++ keeps one).
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -36,17 +33,11 @@ import torch
 from tensordict import NonTensorStack, TensorDict, from_arrow, from_parquet, to_arrow
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crossing import Crossing  # noqa: E402
 from run_interop import canonical, diff  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--tool", required=True)
-parser.add_argument("--work", required=True)
-args = parser.parse_args()
-work = Path(args.work)
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
-passed = 0
+crossing = Crossing("arrow")
+work, check = crossing.work, crossing.check
 
 # What this libtorch cannot hold: its uint16/32/64 cases are skipped (C++ says why).
 NO_WIDE_UNSIGNED = "which this libtorch has no dtype for"
@@ -65,14 +56,6 @@ def normalized(node):
     return node
 
 
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failures.append(name)
-        print(f"FAIL {name} {detail}")
 
 
 def same_td(name, expected_td_or_canonical, got_canonical):
@@ -85,7 +68,7 @@ def same_td(name, expected_td_or_canonical, got_canonical):
 
 def tool(*argv):
     """(canonical JSON, None) or (None, the error message)."""
-    done = subprocess.run([args.tool, *map(str, argv)], capture_output=True, text=True)
+    done = crossing.run(*argv)
     if done.returncode == 1:
         return None, done.stderr.strip()
     if done.returncode != 0:
@@ -325,7 +308,4 @@ else:
     same_td("cpp->py tabular/cpp_tabular: both from_parquet read it the same",
             from_parquet(path, separator="."), read_back or {})
 
-if failures:
-    print(f"{passed} passed, {len(failures)} failed")
-    sys.exit(1)
-print(f"{passed} passed, 0 failed")
+crossing.finish(f"{crossing.passed} passed, 0 failed")

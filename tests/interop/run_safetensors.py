@@ -11,9 +11,6 @@ C++'s. A plain safetensors file (a model's weights) read by C++ and written
 again loads in Python with the original tensors under the nested keys.
 """
 
-import argparse
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,29 +18,11 @@ import torch
 from safetensors.torch import save_file
 from tensordict import LazyStackedTensorDict, TensorDict, from_safetensors, tensorclass, to_safetensors
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--tool", required=True)
-parser.add_argument("--work", required=True)
-args = parser.parse_args()
-work = Path(args.work)
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crossing import Crossing  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    if not ok:
-        failures.append(name)
-        print(f"FAIL {name} {detail}")
-
-
-def tool(*argv):
-    done = subprocess.run([args.tool, *map(str, argv)], capture_output=True, text=True)
-    if done.returncode != 0:
-        failures.append(f"safetensors_tool {argv[0]}")
-        print(f"FAIL safetensors_tool {' '.join(map(str, argv))}: {done.stderr}")
-        return False
-    return True
+crossing = Crossing("safetensors")
+work, check, tool = crossing.work, crossing.check, crossing.tool
 
 
 @tensorclass
@@ -126,7 +105,4 @@ if tool("roundtrip", plain, cpp):
     loaded.to_module(module)
     check("plain weights: to_module writes them into the model", torch.equal(module[0].weight, weights["0.weight"]))
 
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print(f"all {len(cases) + 2} safetensors cases cross byte for byte")
+crossing.finish(f"all {len(cases) + 2} safetensors cases cross byte for byte")
