@@ -109,17 +109,21 @@ ArchiveTree::ArchiveTree(const fs::path& path, bool writable) : path_(path), wri
   }
 }
 
-std::string ArchiveTree::read_at(uint64_t offset, uint64_t n) const {
+std::size_t ArchiveTree::read_into(uint64_t offset, uint64_t n, char* out) const {
   n = offset < size_ ? std::min(n, size_ - offset) : 0;
-  std::string bytes(static_cast<std::size_t>(n), '\0');
   std::size_t done = 0;
   while (done < n) {
-    const ssize_t got = ::pread(fd_.get(), bytes.data() + done, n - done, static_cast<off_t>(offset + done));
+    const ssize_t got = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     done += static_cast<std::size_t>(got);
   }
-  bytes.resize(done);
+  return done;
+}
+
+std::string ArchiveTree::read_at(uint64_t offset, uint64_t n) const {
+  std::string bytes(static_cast<std::size_t>(offset < size_ ? std::min(n, size_ - offset) : 0), '\0');
+  bytes.resize(read_into(offset, bytes.size(), bytes.data()));
   return bytes;
 }
 
@@ -146,9 +150,10 @@ at::Tensor ArchiveTree::content(const Item& item, const fs::path& shown) const {
   at::Tensor out = at::empty({static_cast<int64_t>(entry.size)}, at::kByte);
   const std::string what = fmt::format("{}: the entry '{}' ({})", describe(path_), entry.name, shown.string());
   if (entry.method == zip::kStored) {
-    const std::string bytes = read_at(item.payload, entry.size);
-    if (bytes.size() != entry.size) throw RuntimeError(fmt::format("{}: it ends early", what));
-    if (!bytes.empty()) std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
+    // Straight into the tensor: no copy in between.
+    if (read_into(item.payload, entry.size, static_cast<char*>(out.data_ptr())) != entry.size) {
+      throw RuntimeError(fmt::format("{}: it ends early", what));
+    }
     return out;
   }
   const std::string deflated = read_at(item.payload, entry.compressed_size);

@@ -53,6 +53,8 @@ class ArchiveTree {
     uint64_t payload = 0;
   };
   const Item& item(const fs::path& rel, const fs::path& shown) const;
+  // Up to `n` bytes from `offset` into `out` (fewer at the file's end); how many.
+  std::size_t read_into(uint64_t offset, uint64_t n, char* out) const;
   std::string read_at(uint64_t offset, uint64_t n) const;
   // The entry's whole content, inflated when deflated, into a new tensor.
   at::Tensor content(const Item& item, const fs::path& shown) const;
