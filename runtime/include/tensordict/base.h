@@ -221,9 +221,13 @@ class TensorDict {
 
   // The entry at `key`, whatever its kind; nullopt if absent.
   std::optional<Value> get_value(const NestedKey& key) const;
+  // Whether `key` holds an UnbatchedTensor (tensordict:
+  // isinstance(td.get(key), UnbatchedTensor)); KeyError if absent.
+  bool is_unbatched(const NestedKey& key) const;
 
   // Sets `key`, creating intermediate levels. A tensor must start with the
-  // batch size and is moved to the tensordict's device; a nested tensordict
+  // batch size (an UnbatchedTensor may have any shape) and is moved to the
+  // tensordict's device; a nested tensordict
   // whose batch size does not start with ours is given ours when its entries
   // allow it.
   TensorDict& set(const NestedKey& key, Value value);

@@ -27,6 +27,7 @@ struct TensorMeta {
   at::ScalarType dtype;
   at::Device device;
   bool is_shared;
+  bool unbatched = false;  // an UnbatchedTensor: `shape` is the payload's
 };
 
 // A batch-shape op as TensorDictImpl::reshape_parts receives it, its

@@ -29,7 +29,9 @@ TensorDict& TensorDict::auto_batch_size_(std::optional<int64_t> batch_dims) {
   std::optional<std::vector<int64_t>> shared;
   impl_->for_each([&](const std::string&, const Value& value) {
     std::vector<int64_t> shape;
-    if (value.is_tensor()) {
+    if (value.is_unbatched()) {
+      return;  // no batch dims: the batch size comes from the other entries
+    } else if (value.is_tensor()) {
       shape = detail::leaf_shape(value.tensor());
     } else if (value.is_tensordict()) {
       TensorDict nested = value.tensordict();

@@ -27,12 +27,12 @@ Value::Value(const NonTensorData& data) : value_(std::make_shared<const NonTenso
 
 const at::Tensor& Value::tensor() const& {
   if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", detail::kind_of(*this)));
-  return std::get<0>(value_);
+  return value_.index() == 0 ? std::get<0>(value_) : std::get<3>(value_).data;
 }
 
 at::Tensor Value::tensor() && {
   if (!is_tensor()) throw TypeError(fmt::format("the value is {}, not a tensor", detail::kind_of(*this)));
-  return std::move(std::get<0>(value_));
+  return value_.index() == 0 ? std::move(std::get<0>(value_)) : std::move(std::get<3>(value_).data);
 }
 
 const NonTensorData& Value::non_tensor() const {
@@ -162,7 +162,8 @@ void TensorDict::set_batch_size(at::IntArrayRef batch_size) {
   impl_->for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind == EntryKind::Tensor) {
       const auto shape = impl_->tensor_meta(key).shape;
-      if (!starts_with(shape, batch_size)) {
+      // An UnbatchedTensor keeps its shape whatever the batch size.
+      if (!starts_with(shape, batch_size) && !impl_->find(key)->is_unbatched()) {
         throw RuntimeError(fmt::format("cannot set batch size {}: key {} has shape {}", shape_string(batch_size),
                                              NestedKey(key).repr(), shape_string(shape)));
       }
@@ -243,6 +244,8 @@ std::optional<Value> TensorDict::get_value(const NestedKey& key) const {
   return level->find(key.back());
 }
 
+bool TensorDict::is_unbatched(const NestedKey& key) const { return existing(parent_of(key, false), key).is_unbatched(); }
+
 at::Tensor TensorDict::get(const NestedKey& key) const {
   const Value found = existing(parent_of(key, false), key);
   if (found.is_non_tensor()) {
@@ -309,6 +312,15 @@ TensorDict& TensorDict::set(const NestedKey& key, Value value) {
       rethrow_reworded([&](std::string_view what) { return fmt::format("cannot set key {}: {}", key.repr(), what); });
     }
   };
+  if (value.is_unbatched()) {
+    // Any shape: the batch dims do not apply to it (tensordict's
+    // UnbatchedTensor); the device rule does.
+    at::Tensor tensor = std::move(value).tensor();
+    if (!tensor.defined()) throw ValueError(fmt::format("cannot set key {}: the tensor is undefined", key.repr()));
+    if (auto device = level.device(); device && tensor.device() != *device) tensor = tensor.to(*device);
+    insert(UnbatchedTensor(std::move(tensor)));
+    return *this;
+  }
   if (value.is_tensor()) {
     at::Tensor tensor = std::move(value).tensor();
     check_leaf(level, key, tensor);

@@ -40,8 +40,9 @@ std::optional<EntryKind> TensorDictImpl::entry_kind(const std::string& key) cons
 }
 
 TensorMeta TensorDictImpl::tensor_meta(const std::string& key) const {
-  const at::Tensor t = find(key)->tensor();
-  return {detail::leaf_shape(t), t.scalar_type(), t.device(), detail::tensor_is_shared(t)};
+  const Value value = *find(key);
+  const at::Tensor& t = value.tensor();
+  return {detail::leaf_shape(t), t.scalar_type(), t.device(), detail::tensor_is_shared(t), value.is_unbatched()};
 }
 
 bool TensorDictImpl::is_shared() const {

@@ -184,9 +184,13 @@ std::string tensor_entry_repr(const TensorDict& td, const std::string& key, cons
   const bool ragged = std::find(meta.shape.begin(), meta.shape.end(), -1) != meta.shape.end();
   if (lazy) {
     if (ragged) return meta_repr(meta, o, first_leaf_member(td).is_memmap() ? "MemoryMappedTensor" : "Tensor");
+    if (meta.unbatched) return needs_data ? detail::data_repr(meta, impl.find(key)->tensor(), o, "UnbatchedTensor") : meta_repr(meta, o, "UnbatchedTensor");
     return needs_data ? detail::tensor_repr(impl.find(key)->tensor(), o) : meta_repr(meta, o);
   }
-  if (!impl.memmap_dir()) return needs_data ? detail::data_repr(meta, impl.find(key)->tensor(), o, "Tensor") : meta_repr(meta, o);
+  if (!impl.memmap_dir()) {
+    const char* cls = meta.unbatched ? "UnbatchedTensor" : "Tensor";
+    return needs_data ? detail::data_repr(meta, impl.find(key)->tensor(), o, cls) : meta_repr(meta, o, cls);
+  }
   // tensordict's MemoryMappedTensor: one mapped from a file is shared, one
   // in anonymous memory (memmap_() without a prefix) is not
   TensorMeta mapped = meta;

@@ -36,8 +36,10 @@ CompactNode token(std::string key, std::string text) {
 
 bool lazy_level(const TensorDict& td) { return td.impl()->kind() == Kind::LazyStack; }
 
-std::vector<int64_t> feature_shape(const TensorDict& td, const at::Tensor& t) {
-  auto shape = leaf_shape(t);
+// An UnbatchedTensor shows its whole shape: it has no batch dims.
+std::vector<int64_t> feature_shape(const TensorDict& td, const Value& value) {
+  auto shape = leaf_shape(value.tensor());
+  if (value.is_unbatched()) return shape;
   shape.erase(shape.begin(), shape.begin() + std::min<std::size_t>(shape.size(), td.batch_dims()));
   return shape;
 }
@@ -109,7 +111,7 @@ std::variant<Leaf, CompactNode> leaf(const TensorDict& td, const std::string& ke
   if (!value) return token(key, "None");  // not reached: a stack's keys are its members'
   if (!value->is_tensor()) return entry(td, key, o);
   const at::Tensor& t = value->tensor();
-  return Leaf{feature_shape(td, t), t.scalar_type(), {t.device().str()}};
+  return Leaf{feature_shape(td, *value), t.scalar_type(), {t.device().str()}};
 }
 
 CompactNode entry(const TensorDict& td, const std::string& key, const PrintOptions& o) {
@@ -118,7 +120,7 @@ CompactNode entry(const TensorDict& td, const std::string& key, const PrintOptio
     const auto value = impl.find(key);
     if (value && value->is_tensor()) {
       const at::Tensor& t = value->tensor();
-      return token(key, compact_token(feature_shape(td, t), t.scalar_type(), {t.device().str()}, td.device().has_value(), o));
+      return token(key, compact_token(feature_shape(td, *value), t.scalar_type(), {t.device().str()}, td.device().has_value(), o));
     }
   }
   // the entry of the first member decides what the entry of a lazy stack is

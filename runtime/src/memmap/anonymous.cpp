@@ -7,6 +7,7 @@
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
+#include "core/unbatched.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/errors.h"
 
@@ -49,6 +50,7 @@ void map_level(const std::shared_ptr<TensorDictImpl>& impl) {
   }
   std::vector<std::pair<std::string, Value>> moved;
   impl->for_each([&](const std::string& key, const Value& value) {
+    if (value.is_unbatched()) detail::refuse_memmap_unbatched(NestedKey(key));
     if (value.is_tensordict()) {
       map_level(value.impl());
     } else if (value.is_tensor() && !detail::memmap::is_anonymous_mapping(value.tensor())) {

@@ -29,6 +29,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "core/nesting.h"
+#include "core/unbatched.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/base.h"
 #include "tensordict/detail/test_hooks.h"
@@ -206,6 +207,7 @@ class Writer {
             "rename the key",
             nested.repr(), target.string(), key));
       }
+      if (value.is_unbatched()) refuse_memmap_unbatched(NestedKey(key));
       Entry entry{key, value, SIZE_MAX, {}, nullptr};
       const std::string name = encode_key(key);
       if (value.is_tensor()) {

@@ -17,6 +17,7 @@
 #include "tensordict/functional.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/shape_plan.h"
+#include "core/unbatched.h"
 #include "core/value_kind.h"
 
 namespace tensordict {
@@ -164,6 +165,7 @@ struct Combiner {
                                              detail::kind_of(members[i]), i));
       }
     }
+    if (first.is_unbatched()) return detail::first_unbatched(members);
     if (first.is_tensor()) {
       tensors_.resize(members.size());
       for (std::size_t i = 0; i < members.size(); ++i) tensors_[i] = members[i].tensor();

@@ -40,7 +40,11 @@ at::Tensor TensorDictImpl::read_at(const std::string& key, const BatchIndex& res
 
 void TensorDictImpl::assign_at(const std::string& key, const BatchIndex& resolved, at::ArrayRef<TensorIndex>,
                                const at::Tensor& value) {
-  detail::put_entry(*this, key, find(key)->tensor(), resolved, value);
+  const Value target = *find(key);
+  // The whole batch shares an UnbatchedTensor: a write at any index writes
+  // it whole (tensordict's rule for indexed assignment).
+  if (target.is_unbatched()) return assign(key, value);
+  detail::put_entry(*this, key, target.tensor(), resolved, value);
 }
 
 namespace {
@@ -109,6 +113,10 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
     }
     const bool held = kind.has_value();
     if (!held) create_levels(key);
+    if (!held && item.is_unbatched()) {  // no batch dims to write at: the whole of it
+      set(key, item);
+      continue;
+    }
     if (item.is_non_tensor()) {
       // tensordict writes non-tensor data at the index too. A missing key
       // takes one value for the whole batch, written or not; a stack of
@@ -139,8 +147,9 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
 
 TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
   const BatchIndex resolved(index, batch_size());
+  // An UnbatchedTensor has no batch dims to broadcast into: it is left as it is.
   for (const auto& [key, item] : items({.include_nested = true, .leaves_only = true})) {
-    if (item.is_tensor()) put_at(key, resolved, index, value, "index_put_");
+    if (item.is_tensor() && !item.is_unbatched()) put_at(key, resolved, index, value, "index_put_");
   }
   return *this;
 }

@@ -168,6 +168,23 @@ struct Mapper {
     std::vector<at::Tensor> outs(n);
     level.for_each([&](const std::string& key, const Value& value) {
       if (built) built->push_back(key);
+      if (value.is_unbatched()) {
+        // tensordict's UnbatchedTensor: batch ops and folds carry it
+        // unchanged (the same tensor in every piece); value ops apply to it
+        // as to any tensor, whatever its shape, and it stays unbatched.
+        if (kind == OpKind::Batch || kind == OpKind::Fold) {
+          for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);
+          return;
+        }
+        try {
+          fn(value.tensor(), outs.data());
+        } catch (...) {
+          path.push_back(key);
+          rethrow_for_key(op, NestedKey(path));
+        }
+        for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(UnbatchedTensor(std::move(outs[i])));
+        return;
+      }
       if (value.is_tensor()) {
         try {
           fn(value.tensor(), outs.data());

@@ -59,7 +59,7 @@ struct Pairer {
     if (present.is_tensor()) {
       const at::Tensor& t = present.tensor();
       const at::Tensor filled = at::full_like(t, missing.fill_value());
-      return present_is_a ? call(t, filled, key) : call(filled, t, key);
+      return present.with_tensor(present_is_a ? call(t, filled, key) : call(filled, t, key));
     }
     if (present.is_non_tensor()) return present;
     const TensorDictImpl& level = *present.impl();
@@ -104,7 +104,10 @@ struct Pairer {
                                              here(key).repr(), kind_of(va), kind_of(*vb)));
       }
       if (va.is_tensor()) {
-        out->insert(key, call(va.tensor(), vb->tensor(), key));
+        // An UnbatchedTensor on either side makes an unbatched result
+        // (tensordict's UnbatchedTensor wraps what its ops return).
+        at::Tensor result = call(va.tensor(), vb->tensor(), key);
+        out->insert(key, va.is_unbatched() ? va.with_tensor(std::move(result)) : vb->with_tensor(std::move(result)));
       } else if (va.is_tensordict()) {
         path.push_back(key);
         out->insert(key, nested(va.tensordict(), vb->tensordict()));

@@ -16,6 +16,8 @@
 #include "storage/shared_memory.h"
 #include "core/shared_leaf.h"
 #include "core/format.h"
+#include "core/nesting.h"
+#include "core/unbatched.h"
 #include "ops/map_leaves.h"
 #include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/device_sync.h"
@@ -51,6 +53,21 @@ void check_consolidatable(const at::Tensor& t) {
         "a quantized tensor cannot be consolidated: its quantizer is not part of a flat storage; "
         "dequantize() it or exclude the key first");
   }
+}
+
+// tensordict refuses an UnbatchedTensor anywhere in the tree (a lazy stack's
+// members are walked, never stacked).
+void refuse_unbatched(const TensorDictImpl& td, std::vector<std::string>& path) {
+  if (const auto* lazy = detail::as_lazy(td)) {
+    for (const TensorDict& member : lazy->members()) refuse_unbatched(*member.impl(), path);
+    return;
+  }
+  td.for_each([&](const std::string& key, const Value& value) {
+    path.push_back(key);
+    if (value.is_unbatched()) detail::refuse_consolidate_unbatched(NestedKey(path));
+    if (value.is_tensordict()) refuse_unbatched(*value.impl(), path);
+    path.pop_back();
+  });
 }
 
 // The tensor leaves of `td` part by part: a lazy stack's are its members'
@@ -91,6 +108,11 @@ at::Tensor allocate_storage(int64_t bytes, at::Device device, bool pin_memory) {
 }  // namespace
 
 TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
+  {
+    detail::NestingGuard guard("consolidate");
+    std::vector<std::string> path;
+    refuse_unbatched(*impl_, path);
+  }
   const bool to_file = !options.filename.empty();
   if (to_file && options.device && !options.device->is_cpu()) {
     throw RuntimeError(fmt::format(

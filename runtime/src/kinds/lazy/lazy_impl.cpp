@@ -11,6 +11,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
+#include "core/unbatched.h"
 #include "core/value_kind.h"
 
 namespace tensordict::detail {
@@ -208,10 +209,11 @@ std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
   }
   const EntryKind kind = entry_kind_of(values.front());
   for (std::size_t i = 1; i < values.size(); ++i) {
-    if (entry_kind_of(values[i]) != kind) {
+    if (entry_kind_of(values[i]) != kind || values[i].is_unbatched() != values.front().is_unbatched()) {
       throw RuntimeError(fmt::format("LazyStackedTensorDict: key '{}' holds different kinds of entries in tensordicts 0 and {}", key, i));
     }
   }
+  if (values.front().is_unbatched()) return first_unbatched(values);
   if (kind == EntryKind::TensorDict) {
     std::vector<TensorDict> nested;
     for (const auto& v : values) nested.push_back(v.tensordict());
@@ -239,6 +241,8 @@ std::optional<Value> LazyStackedImpl::find(const std::string& key) const {
 
 TensorMeta LazyStackedImpl::tensor_meta(const std::string& key) const {
   TensorMeta meta = members_.front().impl()->tensor_meta(key);
+  // An UnbatchedTensor is the first member's, unstacked (find()).
+  if (meta.unbatched) return meta;
   for (std::size_t i = 1; i < members_.size(); ++i) {
     const TensorMeta other = members_[i].impl()->tensor_meta(key);
     if (other.shape.size() != meta.shape.size()) {
@@ -262,7 +266,9 @@ void LazyStackedImpl::for_each_child(c10::function_ref<void(const TensorDict&)> 
 
 void LazyStackedImpl::insert(const std::string& key, Value value) {
   const auto n = static_cast<int64_t>(members_.size());
-  if (value.is_tensor()) {
+  if (value.is_unbatched()) {  // every member shares it (tensordict's _unbatched_member_values)
+    for (int64_t i = 0; i < n; ++i) TensorDict(members_[i]).set(key, value);
+  } else if (value.is_tensor()) {
     const auto parts = value.tensor().unbind(stack_dim_);
     for (int64_t i = 0; i < n; ++i) TensorDict(members_[i]).set(key, parts[i]);
   } else if (value.is_tensordict()) {
@@ -289,6 +295,11 @@ void LazyStackedImpl::rename(const std::string& from, const std::string& to) {
 }
 
 void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
+  // An UnbatchedTensor: written whole into each member's (usually one tensor).
+  if (members_.front().impl()->find(key)->is_unbatched()) {
+    for (const auto& m : members_) m.impl()->assign(key, value);
+    return;
+  }
   const auto parts = value.expand(tensor_meta(key).shape).unbind(stack_dim_);
   for (std::size_t i = 0; i < members_.size(); ++i) members_[i].impl()->assign(key, parts[i]);
 }

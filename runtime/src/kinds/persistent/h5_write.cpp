@@ -119,6 +119,28 @@ void mark_strings(hid_t dset, const NonTensorData& data, const std::string& wher
 
 }  // namespace
 
+namespace {
+// tensordict warns once per save (to_h5 / from_dict) however many
+// UnbatchedTensor leaves it holds, and at each write into an open file.
+enum class UnbatchedWarning { NoSave, Pending, Given };
+thread_local UnbatchedWarning unbatched_warning = UnbatchedWarning::NoSave;
+
+struct SaveWarnsOnce {
+  SaveWarnsOnce() { unbatched_warning = UnbatchedWarning::Pending; }
+  ~SaveWarnsOnce() { unbatched_warning = UnbatchedWarning::NoSave; }
+};
+
+// An h5 file has no place for the class: the leaf is written as a plain
+// tensor (tensordict 0.15.3's rule and warning).
+void warn_unbatched_saved_as_plain() {
+  if (unbatched_warning == UnbatchedWarning::Given) return;
+  if (unbatched_warning == UnbatchedWarning::Pending) unbatched_warning = UnbatchedWarning::Given;
+  TORCH_WARN(
+      "UnbatchedTensor leaves are saved as plain tensors: they are read back as plain tensors, or fail to load when "
+      "their shape does not fit the batch size. Exclude them before saving.");
+}
+}  // namespace
+
 void PersistentImpl::write_entry(const std::string& key, const Value& value, const H5Options& opts) {
   NestingGuard guard("to_h5");
   const std::string path = path_of(key);
@@ -134,6 +156,7 @@ void PersistentImpl::write_entry(const std::string& key, const Value& value, con
     children_.erase(key);
   }
   if (value.is_tensor()) {
+    if (value.is_unbatched()) warn_unbatched_saved_as_plain();
     at::Tensor t = value.tensor().detach().cpu().contiguous();
     Hid type = write_type(t.scalar_type(), where);
     const std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
@@ -302,6 +325,7 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDict& td, const
   }
   try {
     {
+      detail::h5::SaveWarnsOnce warns_once;
       PersistentTensorDict out = from_h5(tmp.string(), "w");
       auto& impl = detail::h5::persistent_impl(out);
       impl.file()->path = path;  // messages name the file being written, not its temporary

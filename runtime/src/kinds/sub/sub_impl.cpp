@@ -35,6 +35,7 @@ void SubTensorDictImpl::for_each(c10::function_ref<void(const std::string&, cons
 std::optional<Value> SubTensorDictImpl::find(const std::string& key) const {
   auto value = source_.impl()->find(key);
   if (!value) return std::nullopt;
+  if (value->is_unbatched()) return value;  // no batch dims to index
   if (value->is_tensor()) return Value(resolved_.apply(value->tensor()));
   if (value->is_tensordict()) return Value(SubTensorDict(value->tensordict(), index_));
   const NonTensorData& data = value->non_tensor();
@@ -53,6 +54,12 @@ void SubTensorDictImpl::insert(const std::string& key, Value value) {
         "sub-tensordict writes into its source's entries and cannot replace one by another kind: expected {0}, got {1}",
         kind_of(*existing), kind_of(value)));
   }
+  // An UnbatchedTensor is the whole batch's: set whole, or written whole.
+  if (value.is_unbatched() && !existing) {
+    TensorDict(source_).set(key, value);
+    return;
+  }
+  if (existing && existing->is_unbatched()) return source_.impl()->assign(key, value.tensor());
   if (value.is_tensor()) {
     const at::Tensor& t = value.tensor();
     if (!existing) {
@@ -94,7 +101,9 @@ bool SubTensorDictImpl::erase(const std::string& key) { return source_.impl()->e
 void SubTensorDictImpl::rename(const std::string& from, const std::string& to) { source_.impl()->rename(from, to); }
 
 void SubTensorDictImpl::assign(const std::string& key, const at::Tensor& value) {
-  put_entry(*source_.impl(), key, source_.impl()->find(key)->tensor(), resolved_, value);
+  const Value target = *source_.impl()->find(key);
+  if (target.is_unbatched()) return source_.impl()->assign(key, value);
+  put_entry(*source_.impl(), key, target.tensor(), resolved_, value);
 }
 
 void SubTensorDictImpl::check_share_memory() const {
