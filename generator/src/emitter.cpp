@@ -132,6 +132,7 @@ mstch::map table_context(const Class& c) {
         {"value_type", std::string(to_string(f.value_type))},
         {"element_type", std::string(to_string(f.element_type))},
         {"optional", boolean(f.optional)},
+        {"unbatched", f.unbatched},
         {"default_value", has_default ? lit_or_empty(*f.default_value) : std::string("{}")},
         {"has_default", boolean(has_default)},
         {"doc", lit_or_empty(f.doc)},

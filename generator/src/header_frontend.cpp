@@ -586,8 +586,8 @@ class HeaderReader {
     }
 
     if (auto args = annotation(c, kFieldPrefix)) {
-      for (const auto& a : parse_args(*args, "TC_FIELD", f.loc, {"dtype", "shape", "optional", "doc"})) {
-        if ((a.key == "dtype" || a.key == "shape") && f.kind != FieldKind::Tensor) {
+      for (const auto& a : parse_args(*args, "TC_FIELD", f.loc, {"dtype", "shape", "optional", "unbatched", "doc"})) {
+        if ((a.key == "dtype" || a.key == "shape" || a.key == "unbatched") && f.kind != FieldKind::Tensor) {
           diags_.error(f.loc, fmt::format("'{}' applies only to tensor fields, but field '{}' has type '{}'", a.key,
                                           f.name, spelled));
           continue;
@@ -607,6 +607,10 @@ class HeaderReader {
             continue;
           }
           f.optional = true;
+        } else if (a.key == "unbatched") {
+          if (!expect_flag(a, "TC_FIELD", f.loc)) continue;
+          f.unbatched = true;
+          f.unbatched_loc = f.loc;
         } else if (a.key == "doc") {
           if (expect_string(a, "TC_FIELD", f.loc)) f.doc = a.string_value;
         }

@@ -38,6 +38,7 @@ json field_json(const Field& f, bool with_locations) {
     if (f.value_type == ValueType::List) j["element_type"] = to_string(f.element_type);
   }
   j["optional"] = f.optional;
+  if (f.unbatched) j["unbatched"] = true;  // written only when set: the IR of other schemas is unchanged
   j["default"] = f.default_value ? json(*f.default_value) : json(nullptr);
   j["doc"] = f.doc;
   if (with_locations) j["location"] = loc_json(f.loc);

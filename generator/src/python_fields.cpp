@@ -79,6 +79,7 @@ std::string field_summary(const Field& f) {
     }
   }
   if (f.optional) parts.push_back("optional");
+  if (f.unbatched) parts.push_back("unbatched");
   return parts.empty() ? std::string() : fmt::format("({})", fmt::join(parts, ", "));
 }
 
@@ -167,8 +168,8 @@ std::string python_contract_row(const Field& f) {
     dims = python_tuple(items);
   }
   const std::string dtype = f.kind == FieldKind::Tensor && f.dtype ? python_string_literal(*f.dtype) : "None";
-  return fmt::format("{}, \"{}\", {}, {}, {}", python_string_literal(f.name), kind, dtype, dims,
-                     python_bool(f.optional));
+  return fmt::format("{}, \"{}\", {}, {}, {}{}", python_string_literal(f.name), kind, dtype, dims,
+                     python_bool(f.optional), f.unbatched ? ", unbatched=True" : "");
 }
 
 std::string python_batch_names(const Class& c) {

@@ -122,6 +122,12 @@ void check_dims(Field& f, Diagnostics& diags) {
         continue;
       }
       seen_batch = true;
+      if (f.unbatched) {
+        diags.error(t.loc, fmt::format("field '{}' is unbatched: it has no batch dims, so '...' cannot appear in its "
+                                       "shape (the shape is the whole tensor's)",
+                                       f.name));
+        continue;
+      }
       if (i != 0) {
         diags.error(t.loc, fmt::format("'...' (the batch dims) must come first in the shape of field '{}'", f.name));
         continue;

@@ -192,9 +192,9 @@ class YamlReader {
             fmt::format("field '{}' must be a mapping, e.g. {{dtype: float32, shape: [...]}}", f.name));
       return;
     }
-    static const std::vector<std::string_view> field_keys = {"dtype",    "shape",   "type",
-                                                             "optional", "default", "doc"};
-    std::optional<YAML::Node> dk, sk;
+    static const std::vector<std::string_view> field_keys = {"dtype",   "shape", "type", "optional",
+                                                             "unbatched", "default", "doc"};
+    std::optional<YAML::Node> dk, sk, uk;
     for (auto it = value.begin(); it != value.end(); ++it) {
       const YAML::Node k = it->first;
       const YAML::Node v = it->second;
@@ -258,6 +258,16 @@ class YamlReader {
           continue;
         }
         f.optional = b;
+      } else if (ks == "unbatched") {
+        uk = k;
+        if (!expect_scalar(v, kl, "'unbatched'")) continue;
+        bool b = false;
+        if (!YAML::convert<bool>::decode(v, b)) {
+          error(loc(v, kl), fmt::format("'unbatched' must be true or false, not '{}'", v.Scalar()));
+          continue;
+        }
+        f.unbatched = b;
+        f.unbatched_loc = loc(v, kl);
       } else if (ks == "default") {
         f.default_loc = loc(v, kl);
         if (v.IsScalar()) {
@@ -288,6 +298,8 @@ class YamlReader {
       if (dk) error(loc(*dk), fmt::format("'dtype' applies only to tensor fields, but field '{}' has type '{}'",
                                           f.name, f.kind == FieldKind::TensorClass ? f.type_name : value_type_spelling(f.value_type, f.element_type)));
       if (sk) error(loc(*sk), fmt::format("'shape' applies only to tensor fields, but field '{}' has type '{}'",
+                                          f.name, f.kind == FieldKind::TensorClass ? f.type_name : value_type_spelling(f.value_type, f.element_type)));
+      if (uk) error(loc(*uk), fmt::format("'unbatched' applies only to tensor fields, but field '{}' has type '{}'",
                                           f.name, f.kind == FieldKind::TensorClass ? f.type_name : value_type_spelling(f.value_type, f.element_type)));
     }
     c.fields.push_back(std::move(f));

@@ -4,9 +4,15 @@
 //   archive_tool write <out>                         the "nested" case built here (run_archive.py builds it too)
 //   archive_tool like <out>                          memmap_like(out) of the "nested" case, then its
 //                                                    leaves filled in place: writes reach the archive
+//   archive_tool unbatched <dir>                     the "unbatched" case: prints what memmap(dir/m) and
+//                                                    save(dir/m.tdz) throw (one line each), writes it to
+//                                                    dir/cpp.h5
+//   archive_tool h5-memmap <h5> <out>                an h5 file read and memory-mapped into out
 #include <tensordict/memmap.h>
+#include <tensordict/persistent.h>
 #include <tensordict/tensordict.h>
 
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -23,6 +29,21 @@ TensorDict nested() {
                 {2}, std::nullopt, {"env"});
   td.set_non_tensor("task", "swing");
   return td;
+}
+
+// b = arange(6).reshape(2, 3), u = UnbatchedTensor(arange(2.)), batch size [2].
+TensorDict unbatched() {
+  return TensorDict({{"b", at::arange(6, at::kLong).reshape({2, 3})}, {"u", UnbatchedTensor(at::arange(2, at::kFloat))}},
+                    {2});
+}
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no exception>";
 }
 
 }  // namespace
@@ -42,8 +63,16 @@ int main(int argc, char** argv) {
       for (const NestedKey& key : td.keys({.include_nested = true, .leaves_only = true})) {
         buffer.get(key).copy_(td.get(key));
       }
+    } else if (command == "unbatched" && argc == 3) {
+      const std::string dir = argv[2];
+      std::cout << message_of([&] { unbatched().memmap(dir + "/m"); }) << "\n"
+                << message_of([&] { unbatched().save(dir + "/m.tdz"); }) << "\n";
+      PersistentTensorDict::from_dict(unbatched(), dir + "/cpp.h5").close();
+    } else if (command == "h5-memmap" && argc == 4) {
+      PersistentTensorDict::from_h5(argv[2]).to_tensordict().memmap(argv[3]);
     } else {
-      std::cerr << "usage: archive_tool copy <in> <out> [stored|deflate] | write <out> | like <out>\n";
+      std::cerr << "usage: archive_tool copy <in> <out> [stored|deflate] | write <out> | like <out> | unbatched <dir> | "
+                   "h5-memmap <h5> <out>\n";
       return 2;
     }
   } catch (const std::exception& e) {

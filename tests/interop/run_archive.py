@@ -9,11 +9,14 @@ archive (stored and deflated) and as a directory: Python loads each and finds
 its tensordict. The archives C++ writes are checked at the zip level too:
 every CRC-32 holds, and stored tensor payloads start at multiples of 64. The
 case C++ builds on its own, and an archive C++ preallocates with memmap_like
-and fills in place, load in Python as the same tensordict built there.
+and fills in place, load in Python as the same tensordict built there. An
+UnbatchedTensor is refused by both with the same message, and crosses h5 as
+a plain tensor both ways.
 """
 
 import struct
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -21,8 +24,10 @@ import torch
 from tensordict import (
     is_memmap_archive,
     LazyStackedTensorDict,
+    PersistentTensorDict,
     tensorclass,
     TensorDict,
+    UnbatchedTensor,
     unpack_memmap,
 )
 
@@ -141,4 +146,41 @@ for command in ("write", "like"):
             check("C++ write: unzipped, it is a memmap directory Python loads",
                   same(TensorDict.load_memmap(unpacked), nested()))
 
-crossing.finish(f"all {crossing.passed} archive checks hold ({len(cases)} cases, both ways)")
+# UnbatchedTensor: tensordict 0.15.3 refuses to memory-map it (a directory or
+# an archive) and writes it to h5 as a plain tensor; C++ does the same, with
+# the same messages, and each reads the other's h5 file.
+def unbatched():
+    return TensorDict(b=torch.arange(6).reshape(2, 3), u=UnbatchedTensor(torch.arange(2.0)), batch_size=[2])
+
+
+def refusal(fn):
+    try:
+        fn()
+    except NotImplementedError as err:
+        return str(err)
+    return "<no exception>"
+
+
+expected = [refusal(lambda: unbatched().memmap(work / "py_m")), refusal(lambda: unbatched().memmap(work / "py_m.tdz"))]
+check("unbatched: Python refuses to memory-map it", expected[0].startswith("UnbatchedTensor entries cannot be"), expected[0])
+done = crossing.run("unbatched", work)
+if check("unbatched: the C++ tool ran", done.returncode == 0, done.stderr):
+    got = done.stdout.splitlines()
+    check("unbatched: C++ refuses memmap() with tensordict's message", got[0] == expected[0], f"{got[0]!r} != {expected[0]!r}")
+    check("unbatched: C++ refuses a .tdz save with that message", got[1] == expected[0], repr(got[1]))
+    check("unbatched: nothing was written", not (work / "m").exists() and not (work / "m.tdz").exists())
+    with PersistentTensorDict.from_h5(work / "cpp.h5") as h5:
+        u = h5["u"]
+        check("unbatched: C++'s h5 file holds it as a plain tensor Python reads",
+              type(u) is torch.Tensor and torch.equal(u, torch.arange(2.0)), repr(u))
+py_h5 = work / "py.h5"
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    PersistentTensorDict.from_dict(unbatched(), py_h5).close()
+check("unbatched: Python warns as C++ does", any("saved as plain tensors" in str(w.message) for w in caught))
+if tool("h5-memmap", py_h5, work / "from_py_h5"):
+    loaded = TensorDict.load_memmap(work / "from_py_h5")
+    check("unbatched: C++ reads Python's h5 file as plain tensors",
+          same(loaded, TensorDict(b=torch.arange(6).reshape(2, 3), u=torch.arange(2.0), batch_size=[2])))
+
+crossing.finish(f"all {crossing.passed} archive checks hold ({len(cases)} cases, both ways, and UnbatchedTensor)")

@@ -53,6 +53,9 @@ struct Field {
   std::optional<std::vector<DimToken>> shape;  // nullopt: any shape
   SourceLoc shape_loc;
   std::vector<Dim> dims;  // resolved from `shape`
+  // An UnbatchedTensor (tensordict's): no batch dims, `shape` is all of it.
+  bool unbatched = false;
+  SourceLoc unbatched_loc;
 
   // TensorClass fields: the type as written, and its resolved C++ name.
   std::string type_name;

@@ -39,6 +39,9 @@ struct FieldInfo {
   ValueType value_type;
   ValueType element_type;
   bool optional;
+  // Tensor fields: an UnbatchedTensor (schema `unbatched: true`): no batch
+  // dims, `shape` is its whole shape; batch ops carry it unchanged.
+  bool unbatched = false;
   // The default as written in the schema (YAML scalar text), empty if none.
   std::string_view default_value;
   bool has_default;

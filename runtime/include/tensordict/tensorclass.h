@@ -217,7 +217,8 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
     const BatchIndex bi(index, tc_batch_size_);
-    for_each_tensor_(derived(), [&](const at::Tensor& dst) { bi.put(dst, value); });
+    // An UnbatchedTensor field has no batch dims to broadcast into: left as it is.
+    for_each_tensor_(derived(), [&](const at::Tensor& dst) { bi.put(dst, value); }, /*batched_only=*/true);
     return derived();
   }
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
@@ -228,7 +229,12 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // before anything is written: one that is no set tensor field is a KeyError.
   Derived& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value) {
     const BatchIndex bi(index, tc_batch_size_);
-    std::vector<std::pair<const at::Tensor*, at::Tensor>> writes;
+    struct Write {
+      const at::Tensor* field;
+      at::Tensor value;
+      bool whole;  // an UnbatchedTensor: the whole batch's, written whole
+    };
+    std::vector<Write> writes;
     std::vector<std::pair<NestedKey, NonTensorData>> stack_writes;  // into NonTensorStack fields
     if (const auto data = value.non_tensor_items(/*include_nested=*/true); !data.empty()) {
       const TensorDict form = tensordict_form_(detail::NonTensorFields::All);
@@ -257,9 +263,15 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
         throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a set tensor field of " +
                        std::string(schema().name));
       }
-      writes.emplace_back(field, leaf->tensor());
+      writes.push_back({field, leaf->tensor(), leaf->is_unbatched()});
     }
-    for (const auto& [field, tensor] : writes) bi.put(*field, tensor);
+    for (const auto& w : writes) {
+      if (w.whole) {
+        w.field->copy_(w.value);
+      } else {
+        bi.put(*w.field, w.value);
+      }
+    }
     for (const auto& [key, written] : stack_writes) put_stack_at_(key.path(), 0, &bi, written);
     return derived();
   }
@@ -492,7 +504,8 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
             [&](detail::TensorField, auto field, const auto& m) {
               if (!m.defined()) return unset.push_back(node(field.info().name, "None"));
               auto shape = detail::leaf_shape(m);
-              shape.erase(shape.begin(), shape.begin() + std::min<int64_t>(batch_dims, static_cast<int64_t>(shape.size())));
+              if (!field.info().unbatched)  // an UnbatchedTensor shows its whole shape
+                shape.erase(shape.begin(), shape.begin() + std::min<int64_t>(batch_dims, static_cast<int64_t>(shape.size())));
               set.push_back(node(field.info().name, detail::compact_token(shape, m.scalar_type(), {m.device().str()},
                                                                            tc_device_.has_value(), options)));
             },
@@ -527,8 +540,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
       (set ? tensors : others).push_back(std::string(name) + "=" + (set ? value_repr() : std::string("None")));
     };
     visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                                       set_or_none(field.info().name, m.defined(),
-                                                   [&] { return detail::tensor_repr(m, options); });
+                                       set_or_none(field.info().name, m.defined(), [&] {
+                                         return detail::tensor_repr(m, options, field.info().unbatched ? "UnbatchedTensor" : "Tensor");
+                                       });
                                      },
                                      [&](detail::NestedField, auto field, const auto& m) {
                                        const auto* n = detail::present(m);
@@ -569,13 +583,14 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // fn(tensor) for every set tensor field of `self`, nested ones included.
+  // `batched_only`: UnbatchedTensor fields left out.
   template <class Self, class Fn>
-  static void for_each_tensor_(Self& self, Fn&& fn) {
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, auto& m) {
-                                       if (m.defined()) fn(m);
+  static void for_each_tensor_(Self& self, Fn&& fn, bool batched_only = false) {
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& m) {
+                                       if (m.defined() && !(batched_only && field.info().unbatched)) fn(m);
                                      },
                                      [&](detail::NestedField, auto, auto& m) {
-                                       if (auto* n = detail::present(m)) detail::tc(*n).for_each_tensor_(*n, fn);
+                                       if (auto* n = detail::present(m)) detail::tc(*n).for_each_tensor_(*n, fn, batched_only);
                                      }},
                   self);
   }
@@ -605,12 +620,19 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                      }},
                   self, other);
   }
-  // fn(ours, theirs) for every tensor field set in both; an optional nested
-  // class present in one only is an error (a value would be lost, or missing).
+  // fn(ours, theirs) for every tensor field set in both (an UnbatchedTensor
+  // field is the whole batch's: theirs is copied into ours whole, as
+  // tensordict's indexed writes do); an optional nested class present in one
+  // only is an error (a value would be lost, or missing).
   template <class Fn>
   static void for_each_pair_(Derived& self, const Derived& other, Fn&& fn) {
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, auto& a, const auto& b) {
-                                       if (a.defined() && b.defined()) fn(a, b);
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& a, const auto& b) {
+                                       if (!a.defined() || !b.defined()) return;
+                                       if (field.info().unbatched) {
+                                         a.copy_(b);
+                                       } else {
+                                         fn(a, b);
+                                       }
                                      },
                                      [&](detail::NestedField, auto field, auto& a, const auto& b) {
                                        auto* x = detail::present(a);
@@ -842,7 +864,12 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     std::vector<TensorDict::Entry> entries;
     visit_fields_(
         detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                             if (m.defined()) entries.emplace_back(std::string(field.info().name), m);
+                             if (!m.defined()) return;
+                             if (field.info().unbatched) {
+                               entries.emplace_back(std::string(field.info().name), UnbatchedTensor(m));
+                             } else {
+                               entries.emplace_back(std::string(field.info().name), m);
+                             }
                            },
                            [&](detail::NestedField, auto field, const auto& m) {
                              if (const auto* n = detail::present(m)) {
@@ -1073,8 +1100,9 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // else (a value op: clone, to, apply) they keep the shell's values.
   template <class Fn>
   void map_into_(Derived& out, Fn&& fn, int64_t nb, bool moves_batch) const {
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, const auto& src, auto& dst) {
-                                       if (src.defined()) dst = fn(src);
+    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& src, auto& dst) {
+                                       // A batch op carries an UnbatchedTensor field unchanged.
+                                       if (src.defined()) dst = moves_batch && field.info().unbatched ? src : fn(src);
                                      },
                                      [&](detail::StackField, auto, const auto& src, auto& dst) {
                                        using M = std::remove_cvref_t<decltype(dst)>;
@@ -1123,6 +1151,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     std::vector<at::Tensor> parts(outs.size());  // one field's pieces, reused field after field
     visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& src) {
                                        if (!src.defined()) return;
+                                       if (field.info().unbatched) {  // every piece shares it
+                                         for (std::size_t i = 0; i < outs.size(); ++i) field.of(*outs[i]) = src;
+                                         return;
+                                       }
                                        fn(src, parts.data());
                                        for (std::size_t i = 0; i < outs.size(); ++i)
                                          field.of(*outs[i]) = std::move(parts[i]);
@@ -1184,6 +1216,10 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
                                        }
                                        if (!set) {
                                          o = at::Tensor();
+                                         return;
+                                       }
+                                       if (field.info().unbatched) {  // the first one's, as the dynamic core's stack
+                                         o = detail::first_unbatched(tensors);
                                          return;
                                        }
                                        try {

@@ -46,6 +46,10 @@ struct FieldPath {
 void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field, const at::Tensor& tensor,
                            at::IntArrayRef batch_size, SymbolTable& symbols);
 
+// What stack and cat make of an UnbatchedTensor field: the first one,
+// with tensordict's warning when the others hold other data.
+const at::Tensor& first_unbatched(const std::vector<at::Tensor>& tensors);
+
 // Checks the number of batch dims against a class's declared `batch:` names.
 void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, at::IntArrayRef batch_size);
 

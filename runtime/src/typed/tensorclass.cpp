@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/unbatched.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 
@@ -40,6 +41,8 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
       throw ValueError(fmt::format("{}: dtype must be {} (got {})", path.str(), field.dtype, got));
   }
   const auto sizes = tensor.sizes();
+  // An unbatched field has no batch dims: its declared dims are all of it.
+  if (field.unbatched) batch_size = {};
   const int64_t nb = static_cast<int64_t>(batch_size.size());
   if (static_cast<int64_t>(sizes.size()) < nb || sizes.slice(0, nb) != batch_size) {
     throw RuntimeError(fmt::format("{}: shape {} does not start with the batch size {}", path.str(), shape_string(sizes),
@@ -70,6 +73,13 @@ void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field
     }
     ++dim;
   }
+}
+
+const at::Tensor& first_unbatched(const std::vector<at::Tensor>& tensors) {
+  std::vector<Value> values;
+  values.reserve(tensors.size());
+  for (const auto& t : tensors) values.emplace_back(UnbatchedTensor(t));
+  return tensors[&detail::first_unbatched(values) - values.data()];
 }
 
 void validate_batch_dims(const schema::ClassInfo& info, const FieldPath& path, at::IntArrayRef batch_size) {

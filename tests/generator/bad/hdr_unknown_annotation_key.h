@@ -8,4 +8,4 @@ struct TC_TENSORCLASS() Obs : tensordict::TensorClass<Obs> {
   TC_FIELD(dtype = "uint8", shap = "..., 3") torch::Tensor pixels;
 };
 }  // namespace rl
-// expect: 8:60: error: unknown TC_FIELD argument 'shap'; expected one of dtype, shape, optional, doc
+// expect: 8:60: error: unknown TC_FIELD argument 'shap'; expected one of dtype, shape, optional, unbatched, doc

@@ -159,6 +159,7 @@ class _Field(_NamedTuple):
     dtype: _Optional[str]  # tensor fields: the declared dtype; None: any
     dims: _Optional[_Tuple[_Union[int, str], ...]]  # the declared dims after the batch dims; None: any
     optional: bool
+    unbatched: bool = False  # tensor fields: an UnbatchedTensor, whose dims are all declared (no batch dims)
 
 
 class _Contract(_NamedTuple):
@@ -179,6 +180,13 @@ def _name_batch_dims(obj: _Any, contract: _Contract) -> None:
 def _check_tensor(
     where: str, field: _Field, value: _torch.Tensor, batch: _List[int], symbols: _Dict[str, _Tuple[int, str]]
 ) -> None:
+    if field.unbatched:
+        from tensordict import UnbatchedTensor
+
+        if not isinstance(value, UnbatchedTensor):
+            raise ValueError(f"{where}: an unbatched field holds an UnbatchedTensor (got {type(value).__name__}); "
+                             "wrap it: UnbatchedTensor(t)")
+        batch = []  # no batch dims: the declared dims are its whole shape
     if field.dtype is not None:
         got = str(value.dtype).replace("torch.", "", 1)
         if got != field.dtype:
