@@ -13,6 +13,7 @@ namespace tch {
 
 struct TC_TENSORCLASS() Agent : tensordict::TensorClass<Agent> {
   TC_FIELD(dtype = "float32", shape = "..., 2") at::Tensor pos;
+  TC_FIELD(dtype = "float32", shape = "2, 2", unbatched, optional) at::Tensor frame;  // shared by the batch
 };
 
 /// One environment step.
