@@ -36,7 +36,9 @@ def load(results, name):
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") not in ("median", "min"):
             continue
-        key = b["name"] if b.get("aggregate_name", "median") == "median" else b["name"] + ":" + b["aggregate_name"]
+        # Google Benchmark names an aggregate "<run>_median"; its run_name is the run.
+        run = b.get("run_name", b["name"].rsplit("_" + b.get("aggregate_name", ""), 1)[0])
+        key = run if b.get("aggregate_name", "median") == "median" else run + ":" + b["aggregate_name"]
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
         times[key] = b
         b["seconds"] = (b["real_time"] if name in ("bench_device", "bench_mixed", "bench_rl", "bench_archive") else b["cpu_time"]) * scale
