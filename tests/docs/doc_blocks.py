@@ -117,6 +117,8 @@ def cpp_source(group, members):
            "#include <ATen/ATen.h>", "#include <tensordict/tensordict.h>",
            "#include <functional>", "#include <iostream>", "#include <string>", "#include <utility>", "#include <vector>",
            "#include <unistd.h>"]
+    for schema in sorted(set().union(*(b.needs for b in members)) & set(SCHEMAS)):
+        out.append(f'#include "{schema}.tc.h"')
     for b in members:
         for n, l in enumerate(b.lines):
             if l.lstrip().startswith("#include"):
@@ -194,6 +196,8 @@ def generate(root, out_dir, have):
     for b in blocks(root):
         if b.lang != "cpp" or b.kind not in ("run", "compile"):
             continue
+        if b.complete and not any(re.search(r"\breturn\b", l) for l in b.lines):
+            raise SystemExit(f"{b.where}: a complete program ends main with a return (it runs as a function here)")
         if b.kind == "run" and b.given:
             raise SystemExit(f"{b.where}: a block tagged run takes no given= variables")
         unknown = b.needs - set(GROUPS) - set(SCHEMAS)
