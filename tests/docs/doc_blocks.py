@@ -73,8 +73,12 @@ class Block:
 
     @property
     def group(self):
-        libs = sorted(n for n in self.needs if n in GROUPS and n != "runtime")
-        return "_".join(libs) or "runtime"
+        # One file per optional library, the block's rarest: a file links
+        # every library its blocks need (doc_blocks links them all).
+        for lib in ("aoti", "arrow", "distributed", "nn"):
+            if lib in self.needs:
+                return lib
+        return "runtime"
 
 
 def pages(root):
@@ -117,8 +121,11 @@ def cpp_source(group, members):
            "#include <ATen/ATen.h>", "#include <tensordict/tensordict.h>",
            "#include <functional>", "#include <iostream>", "#include <string>", "#include <utility>", "#include <vector>",
            "#include <unistd.h>"]
-    for schema in sorted(set().union(*(b.needs for b in members)) & set(SCHEMAS)):
-        out.append(f'#include "{schema}.tc.h"')
+    needs = set().union(*(b.needs for b in members))
+    headers = {"nn": "<tensordict/nn.h>", "distributed": "<tensordict/distributed.h>",
+               "aoti": "<tensordict/nn/aoti.h>", "arrow": "<tensordict/arrow.h>"}
+    out += [f"#include {headers[n]}" for n in ("nn", "distributed", "aoti", "arrow") if n in needs]
+    out += [f'#include "{schema}.tc.h"' for schema in sorted(needs & set(SCHEMAS))]
     for b in members:
         for n, l in enumerate(b.lines):
             if l.lstrip().startswith("#include"):
