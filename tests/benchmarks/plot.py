@@ -38,10 +38,13 @@ def load(results, name):
             continue
         # Google Benchmark names an aggregate "<run>_median"; its run_name is the run.
         run = b.get("run_name", b["name"].rsplit("_" + b.get("aggregate_name", ""), 1)[0])
+        # UseRealTime() names a case ".../real_time": its wall time is the figure.
+        wall = "/real_time" in run or name in ("bench_device", "bench_mixed", "bench_rl", "bench_archive")
+        run = run.replace("/real_time", "")
         key = run if b.get("aggregate_name", "median") == "median" else run + ":" + b["aggregate_name"]
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
         times[key] = b
-        b["seconds"] = (b["real_time"] if name in ("bench_device", "bench_mixed", "bench_rl", "bench_archive") else b["cpu_time"]) * scale
+        b["seconds"] = (b["real_time"] if wall else b["cpu_time"]) * scale
     return data["context"], times
 
 
