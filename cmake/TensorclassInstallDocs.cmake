@@ -2,7 +2,8 @@
 #
 # tensorclass_install_docs(DESTINATION <dir> DOCS <source path>=<installed name>...)
 # (at configure time, from TensorclassPackage.cmake) installs each Markdown
-# file of the source tree under its new name in <dir>. The installed copy is
+# file of the source tree under its new name in <dir> (other files, images,
+# as they are, at their installed path). The installed copy is
 # written at install time: every relative link to one of the installed files
 # (a path relative to the linking file, in the source tree; an anchor kept)
 # is rewritten to its installed name, and a relative link to any other file
@@ -95,6 +96,14 @@ function(_tensorclass_install_docs_now)
   foreach(_doc IN LISTS TENSORCLASS_DOCS)
     string(REGEX REPLACE "=.*" "" _source "${_doc}")
     string(REGEX REPLACE "^[^=]*=" "" _installed "${_doc}")
+    # Images and other files that are no Markdown are installed as they are,
+    # in their folder below the destination.
+    if(NOT _source MATCHES "\\.md$")
+      get_filename_component(_subdir "${_installed}" DIRECTORY)
+      file(INSTALL DESTINATION "${TENSORCLASS_DOCS_DESTINATION}/${_subdir}" TYPE FILE
+           FILES "${TENSORCLASS_DOCS_SOURCE_DIR}/${_source}")
+      continue()
+    endif()
     file(READ "${TENSORCLASS_DOCS_SOURCE_DIR}/${_source}" _rest)
     # Fenced code blocks alternate with prose at each ```.
     set(_result "")

@@ -29,14 +29,18 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/TensorclassArrow.cmake
   DESTINATION ${TENSORCLASS_CMAKE_DIR})
 
-# The documentation a user of the installed package needs: the tour, the
-# schema language, the on-disk formats and the measured performance, with
-# their links to one another rewritten to the installed names (and links to
-# files that are not installed reduced to their text), so that every link
-# resolves in the installed tree.
+# The documentation a user of the installed package needs: the README and
+# every page of the site (docs/*.md, with the images they show), with their
+# links to one another rewritten to the installed names (and links to files
+# that are not installed reduced to their text), so that every link resolves
+# in the installed tree.
 include(${PROJECT_SOURCE_DIR}/cmake/TensorclassInstallDocs.cmake)
-tensorclass_install_docs(DESTINATION ${CMAKE_INSTALL_DOCDIR} DOCS
-  README.md=README.md
-  generator/README.md=schema-language.md
-  docs/formats.md=formats.md
-  tests/benchmarks/README.md=benchmarks.md)
+file(GLOB _tensorclass_doc_pages RELATIVE ${PROJECT_SOURCE_DIR}/docs CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/docs/*.md)
+file(GLOB_RECURSE _tensorclass_doc_images RELATIVE ${PROJECT_SOURCE_DIR}/docs CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/docs/images/*.png ${PROJECT_SOURCE_DIR}/docs/images/*.svg)
+set(_tensorclass_docs README.md=README.md)
+foreach(_page IN LISTS _tensorclass_doc_pages _tensorclass_doc_images)
+  list(APPEND _tensorclass_docs docs/${_page}=${_page})
+endforeach()
+tensorclass_install_docs(DESTINATION ${CMAKE_INSTALL_DOCDIR} DOCS ${_tensorclass_docs})

@@ -3,20 +3,13 @@
 #                    library throws derives from tensordict::Error (errors.h)
 #   RULE=kind-tag    kinds are told apart by their tag (Kind), never by
 #                    comparing type names
-#   RULE=layout      README.md's Layout section names every folder of the
-#                    tree's top, of runtime/src/ and of tests/
+#   RULE=layout      docs/layout.md (the Layout page) names every folder of
+#                    the tree's top, of runtime/src/ and of tests/
 # cmake -DSOURCE_DIR=<repo> -DRULE=<rule> -P source_rules.cmake
 if(RULE STREQUAL "layout")
-  file(READ "${SOURCE_DIR}/README.md" readme)
-  string(FIND "${readme}" "\n## Layout\n" begin)
-  if(begin EQUAL -1)
-    message(FATAL_ERROR "README.md has no \"## Layout\" section")
-  endif()
-  string(SUBSTRING "${readme}" ${begin} -1 layout)
-  string(SUBSTRING "${layout}" 1 -1 rest)
-  string(FIND "${rest}" "\n## " end)  # the next section
-  if(NOT end EQUAL -1)
-    string(SUBSTRING "${rest}" 0 ${end} layout)
+  file(READ "${SOURCE_DIR}/docs/layout.md" layout)
+  if(NOT layout MATCHES "\n\\| folder \\| what it holds \\|\n")
+    message(FATAL_ERROR "docs/layout.md has no table of folders (| folder | what it holds |)")
   endif()
   set(missing "")
   foreach(parent "" "runtime/src/" "tests/")
@@ -33,7 +26,7 @@ if(RULE STREQUAL "layout")
     endforeach()
   endforeach()
   if(missing)
-    message(FATAL_ERROR "README.md's Layout section does not name these folders:${missing}")
+    message(FATAL_ERROR "docs/layout.md does not name these folders:${missing}")
   endif()
   return()
 endif()

@@ -1,4 +1,4 @@
-// Shared data and baselines of the benchmarks (see README.md).
+// Shared data and baselines of the benchmarks (see docs/benchmarks.md).
 //
 // Every op is registered as a group: `BM_<op>/loop`, the same work written by
 // hand as a loop over the ten at::Tensors, then our variants

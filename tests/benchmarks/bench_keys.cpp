@@ -1,4 +1,4 @@
-// Key access on the dynamic TensorDict (absolute targets, see README.md).
+// Key access on the dynamic TensorDict (absolute targets, see docs/benchmarks.md).
 #include <tensordict/tensordict.h>
 
 #include "bench_common.h"

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Turns Google Benchmark JSON output into README.md's table.
+"""Turns Google Benchmark JSON output into docs/benchmarks.md's table.
 
-    report.py README.md RESULT.json...
+    report.py docs/benchmarks.md RESULT.json...
 
 Each JSON file is one program's run (--benchmark_format=json, with
 --benchmark_repetitions: medians are used). Cases are named BM_<op>/<variant>;
 `loop` is the hand-written baseline of the same run, and ratios are
-variant / loop. The table replaces what README.md holds between the
+variant / loop. The table replaces what docs/benchmarks.md holds between the
 `results:begin` and `results:end` markers, headed by the machine and date.
 """
 import datetime

@@ -251,7 +251,7 @@ TEST_CASE("state_dict round trips, flat and nested, load_state_dict of a part (t
   std::set<std::string> keys;
   for (const auto& entry : flat) keys.insert(entry.key());
   // The batch size and device are entries here, not a _metadata attribute
-  // (README, differences from tensordict).
+  // (docs/differences.md).
   CHECK(keys == std::set<std::string>{"a", "b.c", "b.d.e", "__batch_size", "__device"});
   for (bool flatten : {true, false}) {
     TensorDict zero = td.clone();

@@ -150,7 +150,7 @@ TEST_CASE("repeat and repeat_interleave of a jagged lazy stack and of its holder
   CHECK(nested_a(ri)[2].equal(kA1));
   CHECK(ri.get("b").equal(at::tensor({0.0f, 0.0f, 1.0f, 1.0f})));
   // As in tensordict, a member's repeats are one tensordict (here a copy of
-  // the source's member, which stays as it was: README, differences).
+  // the source's member, which stays as it was: docs/differences.md).
   nested_a(ri)[0].fill_(-1);
   CHECK(nested_a(ri)[1].equal(at::full({3}, -1.0f)));
   CHECK(nested_a(o)[0].equal(kA0));

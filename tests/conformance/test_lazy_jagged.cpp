@@ -276,7 +276,7 @@ TEST_CASE("ops that compute with the sizes of a lazy stack's unknown dims refuse
           "[conformance][test_lazy.py]") {
   const auto s = jagged_batch();
   // tensordict 0.15.3 fails on expand and unbind(1) too; its reshape(-1)
-  // regroups the rows (here: refused, see the README's differences).
+  // regroups the rows (here: refused, see docs/differences.md).
   CHECK_THAT(CONF_MESSAGE(s.expand({4, 2, 3})), Contains("expand: the batch size [2, -1] has dims of unknown size"));
   CHECK_THAT(CONF_MESSAGE(s.unbind(1)), Contains("unbind: the batch size [-1] has dims of unknown size"));
   CHECK_THAT(CONF_MESSAGE(s.reshape({-1})), Contains("reshape: the batch size [2, -1] has dims of unknown size"));

@@ -53,7 +53,7 @@ TEST_CASE("update(inplace) and update_ of a memory-mapped non-tensor stack reach
   CHECK(tensordict::load_memmap(dir).get_non_tensor("data") == rows(4, 5));
 
   // One value for the whole batch. tensordict keeps a stack of sixes; here
-  // a stack whose elements all agree is one value (README, differences), on
+  // a stack whose elements all agree is one value (docs/differences.md), on
   // disk too, and a memory-mapped single value refuses another one.
   data.update(TensorDict({{"data", NonTensorData(Json(6))}}, {3, 2}), in_place());
   CHECK(data.get_non_tensor("data") == Json(6));

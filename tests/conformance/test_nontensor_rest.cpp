@@ -42,7 +42,7 @@ TEST_CASE(
 }
 
 // tensordict turns the value into a stack ([3]); here an equal value stays
-// one value over the new batch size (README, differences from tensordict:
+// one value over the new batch size (docs/differences.md:
 // capture_non_tensor_stack). Both give the value back on squeeze.
 TEST_CASE("unsqueeze and squeeze keep a non-tensor value (test_nontensor.py::test_squeeze_unsqueeze, README row)",
           "[conformance][test_nontensor.py]") {

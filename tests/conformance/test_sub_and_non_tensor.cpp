@@ -100,7 +100,7 @@ TEST_CASE(
 }
 
 // Ports test_nontensor.py::TestNonTensorData::test_stack under
-// set_capture_non_tensor_stack(True), the rule this runtime follows (README:
+// set_capture_non_tensor_stack(True), the rule this runtime follows (docs/differences.md:
 // tensordict's default gives a NonTensorStack even for equal values): equal
 // values stay one NonTensorData, different values give a stack, which
 // indexing, unbind, transpose and cat then follow.

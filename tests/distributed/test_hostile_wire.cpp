@@ -248,7 +248,7 @@ TEST_CASE("wire: a leaf larger than the template aborts the receiver in tensordi
           "an error in the packed protocol",
           "[distributed][hostile]") {
   // tensordict's protocol sends no sizes: Gloo aborts the receiver from its
-  // own thread, as it does a Python rank (README, "Which calls can abort").
+  // own thread, as it does a Python rank (docs/distributed.md, "Which calls can abort").
   const std::string aborted = run_ranks(2, [&](const Rank& r) {
     if (r.rank == 0) {
       td::send(td::TensorDict({{"a", at::zeros({4}, at::kDouble)}}), r.group, 1);

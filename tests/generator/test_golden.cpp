@@ -1,5 +1,5 @@
 // Golden tests: every schema under schemas/ renders byte for byte to
-// golden/<name>.tc.h. Regenerate with TC_UPDATE_GOLDEN=1 (see README.md).
+// golden/<name>.tc.h. Regenerate with TC_UPDATE_GOLDEN=1 (see tests/generator/README.md).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>

@@ -144,7 +144,7 @@ TEST_CASE("hostile h5: keys, contains, is_empty and repr read no dataset") {
   REQUIRE(got == "1 has not-empty described small");
 }
 
-TEST_CASE("hostile h5: index on a two-dim batch (the README's rollout)") {
+TEST_CASE("hostile h5: index on a two-dim batch (the tour's rollout)") {
   TempDir tmp;
   const fs::path path = tmp / "f.h5";
   {

@@ -128,7 +128,7 @@ TEST_CASE("hostile staging: a load racing with a writer's removal of its old tre
 }
 
 TEST_CASE("hostile staging: a file truncated under a mapped load kills the reader with SIGBUS (documented)") {
-  // The README's decision: mapping is tensordict's behaviour, and a mapped
+  // The documented decision (docs/differences.md): mapping is tensordict's behaviour, and a mapped
   // file another process truncates raises SIGBUS, as numpy.memmap and LMDB
   // do; LoadOptions::copy is for trees that others may write.
   TempDir tmp;

@@ -42,7 +42,7 @@ endforeach()
 # tree (links in fenced code and targets with spaces, lambdas in inline code,
 # are no links; URLs and same-file anchors are not checked).
 set(doc_dir ${prefix}/share/doc/tensorclass)
-foreach(doc README.md schema-language.md formats.md benchmarks.md)
+foreach(doc README.md install.md runtime.md schema-language.md formats.md benchmarks.md performance.md differences.md migration.md)
   if(NOT EXISTS ${doc_dir}/${doc})
     message(FATAL_ERROR "the documentation ${doc} is not installed in ${doc_dir}")
   endif()
@@ -72,14 +72,19 @@ endforeach()
 if(links_checked LESS 3)
   message(FATAL_ERROR "found only ${links_checked} relative links in the installed documentation: the check is broken")
 endif()
-# The README's consumer CMakeLists.txt is the one built below (less its first
-# two lines, a comment naming the README).
+# The consumer CMakeLists.txt that install.md shows is the one built below
+# (less its first two lines, a comment naming the page).
 file(READ ${CONSUMER_SOURCE}/CMakeLists.txt consumer_cmake)
 string(REGEX REPLACE "^#[^\n]*\n#[^\n]*\n" "" consumer_cmake "${consumer_cmake}")
-file(READ ${doc_dir}/README.md readme)
-string(FIND "${readme}" "```cmake\n${consumer_cmake}```" found)
+file(READ ${doc_dir}/install.md install_page)
+string(FIND "${install_page}" "```cmake\n${consumer_cmake}```" found)
 if(found EQUAL -1)
-  message(FATAL_ERROR "the installed README.md does not show ${CONSUMER_SOURCE}/CMakeLists.txt as it is")
+  message(FATAL_ERROR "the installed install.md does not show ${CONSUMER_SOURCE}/CMakeLists.txt as it is")
+endif()
+# The images the pages show are installed beside them.
+file(GLOB installed_images ${doc_dir}/images/*.png)
+if(NOT installed_images)
+  message(FATAL_ERROR "no image of the documentation is installed in ${doc_dir}/images")
 endif()
 
 run(${prefix}/bin/tensorclass-gen --version)

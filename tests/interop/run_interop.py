@@ -384,7 +384,7 @@ EXPECTED_FAILURES: dict[str, str] = {}
 
 # Cases that tensordict 0.14 (the one TorchRL 0.14 pins) cannot run, by case ->
 # reason; run_schemas.py's are here too. Skipped, with the reason printed, when
-# the tensordict under test is older than 0.15 (README.md, "tensordict 0.14
+# the tensordict under test is older than 0.15 (docs/persistence.md, "tensordict 0.14
 # (TorchRL 0.14)", lists them).
 TENSORDICT_0_14_NAMES = "tensordict 0.14 neither writes nor reads dim names in meta.json (0.15: \"_names\")"
 TENSORDICT_0_14_SKIPS: dict[str, str] = {

@@ -11,7 +11,7 @@ that would shadow an attribute (tests/generator/test_cli.cpp), which
 ``test_shadow_blocks_by_default`` and ``test_data_requires_shadow`` check in
 tensordict. An optional field is declared with a ``None`` default, as
 ``PortableOptionalState.noise`` is: reading it unset gives ``None`` where
-``NotRequired`` raises AttributeError (README, "Differences"). The cases
+``NotRequired`` raises AttributeError (docs/differences.md). The cases
 after the ports check what the generated classes add: the schema's contract
 where data comes in, non-tensor fields held as one value, loading.
 

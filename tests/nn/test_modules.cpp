@@ -373,7 +373,7 @@ TEST_CASE("A short training loop decreases the loss", "[training]") {
   CHECK(last < 0.1f * first);
 }
 
-// The README's nn tour, compiled and run here.
+// The nn tour of docs/nn.md, compiled and run here (and by the doc-block test).
 TEST_CASE("README nn tour", "[readme]") {
   namespace nn = tensordict::nn;
   torch::manual_seed(0);

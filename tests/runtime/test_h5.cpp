@@ -301,8 +301,8 @@ TEST_CASE("h5 modes and bad files give clear errors") {
 }
 
 TEST_CASE("a string written at an index of an h5 tensordict reaches the file") {
-  // tensordict 0.15.3 drops this write silently (the file keeps 'a'; README
-  // differences); here the entry becomes a stack, in the file too.
+  // tensordict 0.15.3 drops this write silently (the file keeps 'a'; docs/differences.md)
+  //; here the entry becomes a stack, in the file too.
   TempDir tmp;
   const std::string path = tmp / "strings.h5";
   TensorDict td({{"x", at::zeros({3})}}, {3});

@@ -52,7 +52,7 @@ TEST_CASE("the repr of a loaded memmap tree matches tensordict's, MemoryMappedTe
         "    batch_size=torch.Size([2, 1]),\n"
         "    device=cpu,\n"
         "    is_shared=False)");
-  // an index of it is no longer memory-mapped here (README "Differences from tensordict in the runtime")
+  // an index of it is no longer memory-mapped here (docs/differences.md, "The runtime")
   CHECK_THAT(repr(td.index({0})), Contains("bfloat16: Tensor(shape=torch.Size([1]), device=cpu, dtype=torch.bfloat16, is_shared=False)"));
 }
 

@@ -32,7 +32,7 @@ struct Case {
   const char* name;
   Op op;
   std::array<const char*, 4> kinds;  // tensordict 0.15.3's class of the result on dense, lazy, sub, h5
-  // Where ours differs from tensordict's (README, "Result kinds"): the kind
+  // Where ours differs from tensordict's (docs/lazy.md, "Result kinds"): the kind
   // we give, else null.
   std::array<const char*, 4> here = {nullptr, nullptr, nullptr, nullptr};
 };
@@ -121,7 +121,7 @@ TEST_CASE("every op's result is held as a TensorDict and keeps tensordict's kind
       if (std::string_view(c.kinds[i]) == "-") continue;
       INFO(c.name << " on a " << kinds[i].type_name());
       const std::string expected = c.here[i] ? c.here[i] : c.kinds[i];
-      const TensorDict held = c.op(kinds[i]);  // the type the README teaches, whatever the kind
+      const TensorDict held = c.op(kinds[i]);  // the type the docs teach, whatever the kind
       CHECK(held.type_name() == expected);
       // Held, it prints, compares and moves as what it is.
       CHECK(repr(held).rfind(expected + "(", 0) == 0);

@@ -1,7 +1,7 @@
 // Tensorclasses declared as annotated C++ headers: the struct (and any
 // constructor) is the user's, the field table is generated, and init_ sets
 // the batch size and validates. schemas/tc_header.h is the example of
-// generator/README.md; the generator tests' agent_header.h is compiled here
+// docs/schema-language.md; the generator tests' agent_header.h is compiled here
 // against the real runtime too (its tests only use stand-ins).
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>

@@ -18,7 +18,7 @@ bool is_identifier(std::string_view name);
 bool is_cpp_keyword(std::string_view name);
 bool is_python_keyword(std::string_view name);
 
-// Field names (generator/README.md, "Field names"). A field's name is its key
+// Field names (docs/schema-language.md, "Field names"). A field's name is its key
 // on disk and its Python name, whatever TensorClass or tensordict's classes
 // call their methods. Why an identifier cannot name a field (it contains
 // "__" or starts with '_' and an upper-case letter: reserved for the C++

@@ -9,8 +9,8 @@
 namespace tensordict {
 
 // tensordict's consolidate() keyword arguments. `num_threads`, `inplace`,
-// `return_early`, `use_buffer` and `metadata` are not offered (README: the
-// differences from tensordict).
+// `return_early`, `use_buffer` and `metadata` are not offered (docs/differences.md,
+// "Device moves").
 struct ConsolidateOptions {
   // Where the storage lives. Default: the tensordict's device, else the CPU
   // (tensordict's rule); leaves elsewhere are copied there.

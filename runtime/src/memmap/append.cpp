@@ -4,7 +4,7 @@
 // Under the prefix's lock, on one version of the tree: the tree is loaded (it
 // must load, as tensordict maps it first) and walked beside the rows; every
 // check runs before the first byte is written. Then, as every write of a tree
-// here (README "Crash safety of writes"), a staging directory beside the
+// here (docs/reliability.md, "Crash safety of writes"), a staging directory beside the
 // prefix receives the new tree: each level's meta.json with the new row
 // count, each data file as a hard link grown in place past its saved rows,
 // the files kept as they are (non-tensor levels, tensorclass levels' own

@@ -37,7 +37,7 @@ SKIP_CODE = 77
 # The cases that tensordict 0.14 (the one TorchRL 0.14 pins) cannot run, as
 # (scenario, its arguments or None for any, the line-ups or None for any, the
 # reason): skipped with the reason printed when the Python ranks' tensordict is
-# older than 0.15 (README.md, "tensordict 0.14 (TorchRL 0.14)", lists them).
+# older than 0.15 (docs/persistence.md, "tensordict 0.14 (TorchRL 0.14)", lists them).
 _BUCKETS = "tensordict 0.14's all_reduce and reduce take no bucket_bytes (0.15 added bucketed reductions)"
 _GATHER = ("tensordict 0.14's gather_and_stack pickles the whole tensordict (gather_object); the C++ ranks "
            "speak 0.15's (the consolidated storage after a header) and unpickle no tensordict")

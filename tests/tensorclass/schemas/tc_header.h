@@ -1,4 +1,4 @@
-// The annotated header of generator/README.md ("Annotated headers"), in a
+// The annotated header of docs/schema-language.md ("Annotated headers"), in a
 // namespace of its own: tensorclass_generate() makes tc_header.tc.h from it,
 // and test_tensorclass_header.cpp defines the constructor declared here.
 #pragma once
