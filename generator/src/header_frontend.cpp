@@ -714,6 +714,19 @@ class HeaderReader {
 
 }  // namespace
 
+// clang's resource dir (<stddef.h> and the other compiler headers): the copy
+// the Python wheel installs beside the executable (<prefix>/bin/tensorclass-gen,
+// <prefix>/share/tensorclass/clang), else the one of the libclang it was built with.
+static std::string clang_resource_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path bundled = exe.parent_path().parent_path() / "share" / "tensorclass" / "clang";
+    if (fs::exists(bundled / "include" / "stddef.h", ec)) return bundled.string();
+  }
+  return TCGEN_CLANG_RESOURCE_DIR;
+}
+
 Schema parse_header_schema(const std::string& file, const HeaderOptions& options, Diagnostics& diags,
                            ExternalClasses& externals, std::vector<std::string>& dependencies) {
   Schema schema;
@@ -729,7 +742,7 @@ Schema parse_header_schema(const std::string& file, const HeaderOptions& options
   if (!check_includes(file, search_dirs, diags)) return schema;
 
   std::vector<std::string> args = {"-x", "c++", "-std=c++20", "-DTENSORCLASS_GENERATOR=1", "-resource-dir",
-                                   TCGEN_CLANG_RESOURCE_DIR, "-I", stubs.path().string(),
+                                   clang_resource_dir(), "-I", stubs.path().string(),
                                    "-Wno-pragma-once-outside-header"};
   for (const auto& d : options.include_dirs) args.push_back("-I" + d);
   for (const auto& d : options.defines) args.push_back("-D" + d);

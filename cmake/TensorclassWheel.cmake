@@ -1,0 +1,28 @@
+# The Python wheel's build (pyproject.toml sets TENSORCLASS_WHEEL=ON;
+# `./dev wheel` runs it): the package installs under
+# site-packages/tensorclass/ and finds torch's libraries in the installed
+# torch wheel beside it. docs/install.md describes the result.
+
+# libtorch: the torch of the Python that builds the wheel (scikit-build-core
+# names it), unless CMAKE_PREFIX_PATH already leads to one.
+macro(tensorclass_wheel_torch_prefix)
+  if(NOT Torch_DIR)
+    find_package(Python COMPONENTS Interpreter REQUIRED)
+    execute_process(COMMAND "${Python_EXECUTABLE}" -c "import torch; print(torch.utils.cmake_prefix_path, end='')"
+      OUTPUT_VARIABLE _tensorclass_torch_prefix RESULT_VARIABLE _tensorclass_torch_rc)
+    if(NOT _tensorclass_torch_rc EQUAL 0)
+      message(FATAL_ERROR "the wheel is built against the torch of ${Python_EXECUTABLE}, which cannot import it")
+    endif()
+    list(APPEND CMAKE_PREFIX_PATH "${_tensorclass_torch_prefix}")
+  endif()
+endmacro()
+
+# After the targets: what the wheel adds to the installed tree.
+function(tensorclass_wheel_install)
+  # The header front end's clang resource dir (<stddef.h> and the other
+  # compiler headers of the bundled libclang), which tensorclass-gen looks
+  # for at ../share/tensorclass/clang beside its executable.
+  if(TARGET tensorclass-gen AND TCGEN_CLANG_RESOURCE_DIR)
+    install(DIRECTORY "${TCGEN_CLANG_RESOURCE_DIR}/include" DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorclass/clang)
+  endif()
+endfunction()
