@@ -25,4 +25,18 @@ function(tensorclass_wheel_install)
   if(TARGET tensorclass-gen AND TCGEN_CLANG_RESOURCE_DIR)
     install(DIRECTORY "${TCGEN_CLANG_RESOURCE_DIR}/include" DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorclass/clang)
   endif()
+  # nlohmann/json, which the runtime's public headers include: the headers
+  # it was built with (its inline namespace names their version), which the
+  # package config gives its consumers (tensorclassConfig.cmake).
+  get_target_property(_json_include nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
+  find_path(TENSORCLASS_JSON_INCLUDE_DIR nlohmann/json.hpp HINTS ${_json_include} REQUIRED)
+  install(DIRECTORY "${TENSORCLASS_JSON_INCLUDE_DIR}/nlohmann"
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tensorclass/third_party)
+  foreach(_license /usr/share/doc/nlohmann-json3-dev/copyright "${TENSORCLASS_JSON_INCLUDE_DIR}/../share/doc/nlohmann_json/LICENSE.MIT")
+    if(EXISTS "${_license}")
+      install(FILES "${_license}" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tensorclass/third_party/nlohmann
+        RENAME LICENSE)
+      break()
+    endif()
+  endforeach()
 endfunction()

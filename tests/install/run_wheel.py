@@ -108,7 +108,9 @@ def main() -> None:
     shim.mkdir()
     (shim / "pip").write_text(
         f"#!/bin/sh\n# pip, as uv's pip on the test's venv, the wheel's directory a find-links source\n"
-        f"exec '{uv}' pip \"$@\" --python '{venv}/bin/python' --find-links '{wheel.parent}'\n")
+        f"# (read anew: a rebuilt wheel keeps its name)\n"
+        f"exec '{uv}' pip \"$@\" --python '{venv}/bin/python' --find-links '{wheel.parent}' "
+        f"--refresh-package tensorclass\n")
     (shim / "pip").chmod(0o755)
     env["VIRTUAL_ENV"] = str(venv)
     env["PATH"] = f"{shim}:{venv}/bin:{env.get('PATH', '')}"
