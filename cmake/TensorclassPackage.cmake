@@ -39,4 +39,5 @@ tensorclass_install_docs(DESTINATION ${CMAKE_INSTALL_DOCDIR} DOCS
   README.md=README.md
   generator/README.md=schema-language.md
   docs/formats.md=formats.md
+  docs/install.md=install.md
   tests/benchmarks/README.md=benchmarks.md)

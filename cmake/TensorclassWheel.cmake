@@ -21,9 +21,16 @@ endmacro()
 function(tensorclass_wheel_install)
   # The header front end's clang resource dir (<stddef.h> and the other
   # compiler headers of the bundled libclang), which tensorclass-gen looks
-  # for at ../share/tensorclass/clang beside its executable.
+  # for at ../share/tensorclass/clang beside its executable. The headers of
+  # other targets' intrinsics (ARM, RISC-V, POWER, s390, Hexagon,
+  # WebAssembly, OpenCL: 17 of its 21 MB) stay out: the front end parses for
+  # x86-64 hosts.
   if(TARGET tensorclass-gen AND TCGEN_CLANG_RESOURCE_DIR)
-    install(DIRECTORY "${TCGEN_CLANG_RESOURCE_DIR}/include" DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorclass/clang)
+    install(DIRECTORY "${TCGEN_CLANG_RESOURCE_DIR}/include" DESTINATION ${CMAKE_INSTALL_DATADIR}/tensorclass/clang
+      PATTERN "arm_*" EXCLUDE PATTERN "arm64*" EXCLUDE PATTERN "riscv_*" EXCLUDE PATTERN "altivec.h" EXCLUDE
+      PATTERN "ppc_wrappers" EXCLUDE PATTERN "htm*intrin.h" EXCLUDE PATTERN "vecintrin.h" EXCLUDE
+      PATTERN "s390intrin.h" EXCLUDE PATTERN "hexagon*" EXCLUDE PATTERN "hvx_*" EXCLUDE PATTERN "wasm_*" EXCLUDE
+      PATTERN "opencl-c*" EXCLUDE PATTERN "msa.h" EXCLUDE)
   endif()
   # nlohmann/json, which the runtime's public headers include: the headers
   # it was built with (its inline namespace names their version), which the

@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,6 +113,12 @@ def main() -> None:
         f"exec '{uv}' pip \"$@\" --python '{venv}/bin/python' --find-links '{wheel.parent}' "
         f"--refresh-package tensorclass\n")
     (shim / "pip").chmod(0o755)
+    # The test's C++ builds go through ccache where it is installed, its
+    # paths taken relative to the work dir (which names the checkout): a rerun
+    # compiles nothing anew. The projects themselves name no launcher.
+    if shutil.which("ccache") and env.get("CCACHE_DISABLE", "0") in ("", "0"):
+        env.update(CMAKE_CXX_COMPILER_LAUNCHER="ccache", CCACHE_BASEDIR=str(work), CCACHE_NOHASHDIR="1",
+                   CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime")
     env["VIRTUAL_ENV"] = str(venv)
     env["PATH"] = f"{shim}:{venv}/bin:{env.get('PATH', '')}"
     # The pinned torch first, as tests/requirements.txt pins it; the
@@ -124,11 +131,8 @@ def main() -> None:
     # 1. The README's Install section, run as it is shown.
     app = work / "readme"
     app.mkdir()
-    for_readme = dict(env)
-    readme_path = None
-    # The wheel is installed by the section's own pip line: read its README
-    # from the wheel first.
-    import zipfile
+    # The wheel is installed by the section's own pip line: its README is
+    # read from the wheel first (and compared with the installed one below).
     with zipfile.ZipFile(wheel) as zf:
         readme_name = next(n for n in zf.namelist() if n.endswith("share/doc/tensorclass/README.md"))
         readme = zf.read(readme_name).decode()
@@ -142,7 +146,7 @@ def main() -> None:
     for name, text in files.items():
         (app / name).parent.mkdir(parents=True, exist_ok=True)
         (app / name).write_text(text)
-    run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], env=for_readme, cwd=app)
+    run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], env=env, cwd=app)
     phase("the README's Install section")
 
     # Installed: the package, its version, its CMake prefix.
