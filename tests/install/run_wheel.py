@@ -120,7 +120,8 @@ def main() -> None:
         env.update(CMAKE_CXX_COMPILER_LAUNCHER="ccache", CCACHE_BASEDIR=str(work), CCACHE_NOHASHDIR="1",
                    CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime")
     env["VIRTUAL_ENV"] = str(venv)
-    env["PATH"] = f"{shim}:{venv}/bin:{env.get('PATH', '')}"
+    outside = [d for d in env.get("PATH", "").split(":") if d and not Path(d).resolve().is_relative_to(REPO)]
+    env["PATH"] = ":".join([str(shim), f"{venv}/bin", *outside])
     # The pinned torch first, as tests/requirements.txt pins it; the
     # README's pip line then adds the wheel.
     run(["pip", "install", pin("torch")], env=env, cwd=work)
@@ -153,6 +154,14 @@ def main() -> None:
     out = run([python, "-c", "import tensorclass, torch; print(tensorclass.__version__); "
                "print(tensorclass.cmake_prefix_path); print(torch.__version__)"], env=env, cwd=work, capture=True)
     got_version, prefix, torch_version = out.split()
+    # Nothing of the checkout on the venv's path: its python/, ./.venv, a build tree.
+    out = run([python, "-c", "import sys, torch, tensordict, tensorclass; "
+               "print('\\n'.join([*sys.path, torch.__file__, tensordict.__file__, tensorclass.__file__]))"],
+              env=env, cwd=work, capture=True)
+    for entry in filter(None, out.splitlines()):
+        where = Path(entry).resolve()
+        require(not where.is_relative_to(REPO) or where.is_relative_to(venv.resolve()),
+                f"the new venv reaches into the checkout: {entry}")
     require(got_version == version, f"tensorclass.__version__ is {got_version}, VERSION says {version}")
     require(Path(prefix, "lib", "cmake", "tensorclass", "tensorclassConfig.cmake").exists(),
             f"no CMake package under tensorclass.cmake_prefix_path ({prefix})")
