@@ -15,7 +15,8 @@ PYTHONPATH anywhere (every source it builds is copied into DIR first):
    tensorclass_generate() with PYTHON_OUT) and runs;
 3. the tensorclass-gen command generates C++ and Python from a YAML schema
    and from an annotated header, and the generated Python module imports;
-   `tensorclass-gen --version` and `tensorclass.__version__` are VERSION;
+   `tensorclass-gen --version`, `tensorclass.__version__` and the CMake
+   package's version are VERSION;
 4. the deploy example: train_policy.py exports a policy with
    tensorclass.export, run_policy (C++, tensorclass::aoti) runs it.
 
@@ -163,8 +164,10 @@ def main() -> None:
         require(not where.is_relative_to(REPO) or where.is_relative_to(venv.resolve()),
                 f"the new venv reaches into the checkout: {entry}")
     require(got_version == version, f"tensorclass.__version__ is {got_version}, VERSION says {version}")
-    require(Path(prefix, "lib", "cmake", "tensorclass", "tensorclassConfig.cmake").exists(),
-            f"no CMake package under tensorclass.cmake_prefix_path ({prefix})")
+    package_version = Path(prefix, "lib", "cmake", "tensorclass", "tensorclassConfigVersion.cmake")
+    require(package_version.exists(), f"no CMake package under tensorclass.cmake_prefix_path ({prefix})")
+    require(f'set(PACKAGE_VERSION "{version}")' in package_version.read_text(),
+            f"the CMake package's version is not VERSION's {version}")
     require(torch_version.startswith(pin("torch").split("==")[1].rsplit(".", 1)[0] + "."),
             f"the venv's torch is {torch_version}, not the pinned one")
     readme_path = Path(prefix, "share", "doc", "tensorclass", "README.md")
