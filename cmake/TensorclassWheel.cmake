@@ -20,8 +20,9 @@ endmacro()
 # After the targets: what the wheel adds to the installed tree.
 function(tensorclass_wheel_install)
   # The header front end's clang resource dir (<stddef.h> and the other
-  # compiler headers of the bundled libclang), which tensorclass-gen looks
-  # for at ../share/tensorclass/clang beside its executable. The headers of
+  # compiler headers, of the clang it was built with), which tensorclass-gen
+  # looks for at ../share/tensorclass/clang beside its executable, whichever
+  # libclang it loads (docs/install.md). The headers of
   # other targets' intrinsics (ARM, RISC-V, POWER, s390, Hexagon,
   # WebAssembly, OpenCL: 17 of its 21 MB) stay out: the front end parses for
   # x86-64 hosts.
