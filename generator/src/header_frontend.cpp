@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "tcgen/annotation_args.h"
@@ -25,13 +27,131 @@ namespace fs = std::filesystem;
 namespace tcgen {
 namespace {
 
+// libclang's C API, called through one table (lc()): filled with the linked
+// library's functions, or, with TCGEN_LIBCLANG_DLOPEN (the Python wheel's
+// build), with those of a libclang loaded the first time a header is parsed,
+// so that the YAML front end needs none (see load_libclang()). The code is
+// compiled against one clang-c/Index.h and may run with a newer libclang:
+// every enum value it compares is the same in both, except
+// CXCursor_TranslationUnit (300 before clang 17, 350 since), which is asked
+// of the library (clang_isTranslationUnit).
+#define TCGEN_LIBCLANG_FUNCTIONS(X) \
+  X(clang_Cursor_getRawCommentText) \
+  X(clang_Cursor_isInlineNamespace) \
+  X(clang_Cursor_isNull) \
+  X(clang_Location_isFromMainFile) \
+  X(clang_Location_isInSystemHeader) \
+  X(clang_Type_getNumTemplateArguments) \
+  X(clang_Type_getTemplateArgumentAsType) \
+  X(clang_createIndex) \
+  X(clang_disposeDiagnostic) \
+  X(clang_disposeIndex) \
+  X(clang_disposeString) \
+  X(clang_disposeTokens) \
+  X(clang_disposeTranslationUnit) \
+  X(clang_equalCursors) \
+  X(clang_getCString) \
+  X(clang_getCXXAccessSpecifier) \
+  X(clang_getCanonicalCursor) \
+  X(clang_getCanonicalType) \
+  X(clang_getCursorDefinition) \
+  X(clang_getCursorExtent) \
+  X(clang_getCursorKind) \
+  X(clang_getCursorLocation) \
+  X(clang_getCursorSemanticParent) \
+  X(clang_getCursorSpelling) \
+  X(clang_getCursorType) \
+  X(clang_getDiagnostic) \
+  X(clang_getDiagnosticLocation) \
+  X(clang_getDiagnosticSeverity) \
+  X(clang_getDiagnosticSpelling) \
+  X(clang_getExpansionLocation) \
+  X(clang_getFileName) \
+  X(clang_getInclusions) \
+  X(clang_getLocationForOffset) \
+  X(clang_getNumDiagnostics) \
+  X(clang_getSpecializedCursorTemplate) \
+  X(clang_getTokenKind) \
+  X(clang_getTokenLocation) \
+  X(clang_getTokenSpelling) \
+  X(clang_getTranslationUnitCursor) \
+  X(clang_getTypeDeclaration) \
+  X(clang_getTypeSpelling) \
+  X(clang_isTranslationUnit) \
+  X(clang_isCursorDefinition) \
+  X(clang_parseTranslationUnit2) \
+  X(clang_tokenize) \
+  X(clang_visitChildren)
+
+struct LibClang {
+#define TCGEN_LIBCLANG_MEMBER(name) decltype(&::name) name = nullptr;
+  TCGEN_LIBCLANG_FUNCTIONS(TCGEN_LIBCLANG_MEMBER)
+#undef TCGEN_LIBCLANG_MEMBER
+};
+
+LibClang g_libclang;
+
+// The table, once load_libclang() succeeded.
+const LibClang& lc() { return g_libclang; }
+
+#if TCGEN_LIBCLANG_DLOPEN
+// Where the header front end looks for libclang, first found first:
+// $TENSORCLASS_LIBCLANG; PyPI's libclang wheel beside the tensorclass package
+// (site-packages/clang/native/libclang.so, for <site-packages>/tensorclass/bin/
+// tensorclass-gen); the libclang the generator was built against; the
+// system's, by name.
+std::vector<std::string> libclang_candidates() {
+  if (const char* forced = std::getenv("TENSORCLASS_LIBCLANG"); forced && *forced) return {forced};
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) out.push_back((exe.parent_path() / ".." / ".." / "clang" / "native" / "libclang.so").lexically_normal());
+  out.push_back(TCGEN_LIBCLANG_PATH);
+  for (const char* name : {"libclang.so.1", "libclang.so", "libclang-14.so.1", "libclang-14.so.13"}) out.push_back(name);
+  return out;
+}
+#endif
+
+// Fills the table; an empty string when it is usable, else why not.
+std::string load_libclang() {
+  static const std::string why_not = []() -> std::string {
+#if TCGEN_LIBCLANG_DLOPEN
+    std::string tried;
+    for (const auto& candidate : libclang_candidates()) {
+      void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        tried += fmt::format("\n  {}: {}", candidate, dlerror());
+        continue;
+      }
+      std::string missing;
+#define TCGEN_LIBCLANG_LOAD(name)                                                     \
+  g_libclang.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name)); \
+  if (!g_libclang.name) missing += " " #name;
+      TCGEN_LIBCLANG_FUNCTIONS(TCGEN_LIBCLANG_LOAD)
+#undef TCGEN_LIBCLANG_LOAD
+      if (missing.empty()) return "";
+      tried += fmt::format("\n  {}: lacks{}", candidate, missing);
+      dlclose(handle);
+    }
+    return "the header front end needs libclang, and none could be loaded (pip install libclang, "
+           "or name one with TENSORCLASS_LIBCLANG=<path>); tried:" + tried;
+#else
+#define TCGEN_LIBCLANG_LINKED(name) g_libclang.name = &::name;
+    TCGEN_LIBCLANG_FUNCTIONS(TCGEN_LIBCLANG_LINKED)
+#undef TCGEN_LIBCLANG_LINKED
+    return "";
+#endif
+  }();
+  return why_not;
+}
+
 constexpr std::string_view kClassPrefix = "tc:class:";
 constexpr std::string_view kFieldPrefix = "tc:field:";
 
 std::string take(CXString s) {
-  const char* c = clang_getCString(s);
+  const char* c = lc().clang_getCString(s);
   std::string out = c ? c : "";
-  clang_disposeString(s);
+  lc().clang_disposeString(s);
   return out;
 }
 
@@ -66,24 +186,24 @@ class StubDir {
 };
 
 struct IndexDeleter {
-  void operator()(void* p) const { clang_disposeIndex(p); }
+  void operator()(void* p) const { lc().clang_disposeIndex(p); }
 };
 struct TuDeleter {
-  void operator()(CXTranslationUnitImpl* p) const { clang_disposeTranslationUnit(p); }
+  void operator()(CXTranslationUnitImpl* p) const { lc().clang_disposeTranslationUnit(p); }
 };
 
 SourceLoc location_of(CXSourceLocation l) {
   CXFile file = nullptr;
   unsigned line = 0, col = 0, offset = 0;
-  clang_getExpansionLocation(l, &file, &line, &col, &offset);
+  lc().clang_getExpansionLocation(l, &file, &line, &col, &offset);
   SourceLoc out;
-  if (file) out.file = take(clang_getFileName(file));
+  if (file) out.file = take(lc().clang_getFileName(file));
   out.line = static_cast<int>(line);
   out.col = static_cast<int>(col);
   return out;
 }
 
-SourceLoc location_of(CXCursor c) { return location_of(clang_getCursorLocation(c)); }
+SourceLoc location_of(CXCursor c) { return location_of(lc().clang_getCursorLocation(c)); }
 
 // The `tc:...` annotation attached to a declaration, if any.
 std::optional<std::string> annotation(CXCursor decl, std::string_view prefix) {
@@ -91,12 +211,12 @@ std::optional<std::string> annotation(CXCursor decl, std::string_view prefix) {
     std::string_view prefix;
     std::optional<std::string> found;
   } data{prefix, std::nullopt};
-  clang_visitChildren(
+  lc().clang_visitChildren(
       decl,
       [](CXCursor c, CXCursor, CXClientData d) {
         auto* data = static_cast<Data*>(d);
-        if (clang_getCursorKind(c) == CXCursor_AnnotateAttr) {
-          std::string s = take(clang_getCursorSpelling(c));
+        if (lc().clang_getCursorKind(c) == CXCursor_AnnotateAttr) {
+          std::string s = take(lc().clang_getCursorSpelling(c));
           if (s.rfind(data->prefix, 0) == 0) {
             data->found = s.substr(data->prefix.size());
             return CXChildVisit_Break;
@@ -111,10 +231,10 @@ std::optional<std::string> annotation(CXCursor decl, std::string_view prefix) {
 // "a::b::Name", skipping inline namespaces (std::__cxx11).
 std::string qualified_name(CXCursor c) {
   std::vector<std::string> parts;
-  for (CXCursor p = c; !clang_Cursor_isNull(p) && clang_getCursorKind(p) != CXCursor_TranslationUnit;
-       p = clang_getCursorSemanticParent(p)) {
-    if (clang_getCursorKind(p) == CXCursor_Namespace && clang_Cursor_isInlineNamespace(p)) continue;
-    parts.push_back(take(clang_getCursorSpelling(p)));
+  for (CXCursor p = c; !lc().clang_Cursor_isNull(p) && !lc().clang_isTranslationUnit(lc().clang_getCursorKind(p));
+       p = lc().clang_getCursorSemanticParent(p)) {
+    if (lc().clang_getCursorKind(p) == CXCursor_Namespace && lc().clang_Cursor_isInlineNamespace(p)) continue;
+    parts.push_back(take(lc().clang_getCursorSpelling(p)));
   }
   std::string out;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : "::") + *it;
@@ -125,13 +245,13 @@ std::string qualified_name(CXCursor c) {
 // nullopt when it is nested in something that is not a namespace.
 std::optional<std::string> enclosing_namespace(CXCursor c) {
   std::vector<std::string> parts;
-  for (CXCursor p = clang_getCursorSemanticParent(c);
-       !clang_Cursor_isNull(p) && clang_getCursorKind(p) != CXCursor_TranslationUnit;
-       p = clang_getCursorSemanticParent(p)) {
-    if (clang_getCursorKind(p) != CXCursor_Namespace) return std::nullopt;
-    std::string name = take(clang_getCursorSpelling(p));
+  for (CXCursor p = lc().clang_getCursorSemanticParent(c);
+       !lc().clang_Cursor_isNull(p) && !lc().clang_isTranslationUnit(lc().clang_getCursorKind(p));
+       p = lc().clang_getCursorSemanticParent(p)) {
+    if (lc().clang_getCursorKind(p) != CXCursor_Namespace) return std::nullopt;
+    std::string name = take(lc().clang_getCursorSpelling(p));
     if (name.empty()) return std::nullopt;  // anonymous namespace
-    if (!clang_Cursor_isInlineNamespace(p)) parts.push_back(name);
+    if (!lc().clang_Cursor_isInlineNamespace(p)) parts.push_back(name);
   }
   std::string out;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : "::") + *it;
@@ -179,7 +299,7 @@ struct CrtpBase {
 using Bindings = std::vector<std::pair<std::string, CXType>>;
 
 CXType bound(CXType t, const Bindings& bindings) {
-  const std::string name = take(clang_getTypeSpelling(t));
+  const std::string name = take(lc().clang_getTypeSpelling(t));
   for (const auto& [param, arg] : bindings)
     if (param == name) return arg;
   return t;
@@ -187,46 +307,46 @@ CXType bound(CXType t, const Bindings& bindings) {
 
 // `cls`: a class, or a class template read with `bindings`.
 std::optional<CrtpBase> tensorclass_base(CXCursor cls, const Bindings& bindings = {}) {
-  if (clang_Cursor_isNull(cls)) return std::nullopt;  // a base with no definition seen
+  if (lc().clang_Cursor_isNull(cls)) return std::nullopt;  // a base with no definition seen
   struct Data {
     const Bindings* bindings;
     std::optional<CrtpBase> found;
   } data{&bindings, std::nullopt};
-  clang_visitChildren(
+  lc().clang_visitChildren(
       cls,
       [](CXCursor c, CXCursor, CXClientData d) {
         auto* data = static_cast<Data*>(d);
-        if (clang_getCursorKind(c) != CXCursor_CXXBaseSpecifier) return CXChildVisit_Continue;
-        const CXType type = clang_getCursorType(c);
-        const CXCursor decl = clang_getTypeDeclaration(clang_getCanonicalType(type));
-        const bool is_public = clang_getCXXAccessSpecifier(c) == CX_CXXPublic;
-        auto arg = [&](int i) { return bound(clang_Type_getTemplateArgumentAsType(type, i), *data->bindings); };
+        if (lc().clang_getCursorKind(c) != CXCursor_CXXBaseSpecifier) return CXChildVisit_Continue;
+        const CXType type = lc().clang_getCursorType(c);
+        const CXCursor decl = lc().clang_getTypeDeclaration(lc().clang_getCanonicalType(type));
+        const bool is_public = lc().clang_getCXXAccessSpecifier(c) == CX_CXXPublic;
+        auto arg = [&](int i) { return bound(lc().clang_Type_getTemplateArgumentAsType(type, i), *data->bindings); };
         std::optional<CrtpBase> inner;
         if (qualified_name(decl) == "tensordict::TensorClass") {
-          const CXType self = clang_getCanonicalType(arg(0));
-          inner = CrtpBase{"tensordict::TensorClass<" + take(clang_getTypeSpelling(self)) + ">",
-                           clang_getTypeDeclaration(self), true};
-        } else if (CXCursor tmpl = clang_getCursorKind(decl) == CXCursor_ClassTemplate
+          const CXType self = lc().clang_getCanonicalType(arg(0));
+          inner = CrtpBase{"tensordict::TensorClass<" + take(lc().clang_getTypeSpelling(self)) + ">",
+                           lc().clang_getTypeDeclaration(self), true};
+        } else if (CXCursor tmpl = lc().clang_getCursorKind(decl) == CXCursor_ClassTemplate
                                        ? decl
-                                       : clang_getSpecializedCursorTemplate(decl);
-                   !clang_Cursor_isNull(tmpl)) {
+                                       : lc().clang_getSpecializedCursorTemplate(decl);
+                   !lc().clang_Cursor_isNull(tmpl)) {
           // libclang shows no bases for an instantiation (Mixin<Obs>): read
           // the template's, its parameters bound to the arguments.
           Bindings inner_bindings;
-          clang_visitChildren(
+          lc().clang_visitChildren(
               tmpl,
               [](CXCursor p, CXCursor, CXClientData d) {
-                const auto kind = clang_getCursorKind(p);
+                const auto kind = lc().clang_getCursorKind(p);
                 if (kind == CXCursor_TemplateTypeParameter || kind == CXCursor_NonTypeTemplateParameter ||
                     kind == CXCursor_TemplateTemplateParameter)
-                  static_cast<Bindings*>(d)->emplace_back(take(clang_getCursorSpelling(p)), CXType{});
+                  static_cast<Bindings*>(d)->emplace_back(take(lc().clang_getCursorSpelling(p)), CXType{});
                 return CXChildVisit_Continue;
               },
               &inner_bindings);
           for (std::size_t i = 0; i < inner_bindings.size(); ++i) inner_bindings[i].second = arg(static_cast<int>(i));
           inner = tensorclass_base(tmpl, inner_bindings);
         } else {
-          inner = tensorclass_base(clang_getCursorDefinition(decl));
+          inner = tensorclass_base(lc().clang_getCursorDefinition(decl));
         }
         if (inner) data->found = CrtpBase{inner->spelling, inner->self, is_public && inner->is_public};
         return data->found ? CXChildVisit_Break : CXChildVisit_Continue;
@@ -257,7 +377,7 @@ std::vector<std::string> split_commas(std::string_view s) {
 
 // The text of a doc comment without its comment markers.
 std::string doc_comment(CXCursor c) {
-  const std::string raw = take(clang_Cursor_getRawCommentText(c));
+  const std::string raw = take(lc().clang_Cursor_getRawCommentText(c));
   if (raw.empty()) return "";
   std::vector<std::string> lines;
   std::size_t start = 0;
@@ -313,23 +433,23 @@ class HeaderReader {
       : tu_(tu), diags_(diags), externals_(externals), schema_(schema) {}
 
   void run() {
-    visit_scope(clang_getTranslationUnitCursor(tu_));
+    visit_scope(lc().clang_getTranslationUnitCursor(tu_));
   }
 
  private:
   void visit_scope(CXCursor scope) {
-    clang_visitChildren(
+    lc().clang_visitChildren(
         scope,
         [](CXCursor c, CXCursor, CXClientData d) {
           auto* self = static_cast<HeaderReader*>(d);
-          if (!clang_Location_isFromMainFile(clang_getCursorLocation(c))) return CXChildVisit_Continue;
-          switch (clang_getCursorKind(c)) {
+          if (!lc().clang_Location_isFromMainFile(lc().clang_getCursorLocation(c))) return CXChildVisit_Continue;
+          switch (lc().clang_getCursorKind(c)) {
             case CXCursor_Namespace:
             case CXCursor_LinkageSpec:
               return CXChildVisit_Recurse;
             case CXCursor_StructDecl:
             case CXCursor_ClassDecl:
-              if (clang_isCursorDefinition(c)) self->record(c);
+              if (lc().clang_isCursorDefinition(c)) self->record(c);
               return CXChildVisit_Continue;
             default:
               return CXChildVisit_Continue;
@@ -340,7 +460,7 @@ class HeaderReader {
 
   void record(CXCursor c) {
     const auto args = annotation(c, kClassPrefix);
-    const std::string name = take(clang_getCursorSpelling(c));
+    const std::string name = take(lc().clang_getCursorSpelling(c));
     if (!args) {
       check_stray_field_annotations(c, name);
       visit_scope(c);  // nested structs
@@ -397,11 +517,11 @@ class HeaderReader {
       HeaderReader* self;
       Class* cls;
     } data{this, &cls};
-    clang_visitChildren(
+    lc().clang_visitChildren(
         c,
         [](CXCursor f, CXCursor, CXClientData d) {
           auto* data = static_cast<Data*>(d);
-          if (clang_getCursorKind(f) == CXCursor_FieldDecl) data->self->field(*data->cls, f);
+          if (lc().clang_getCursorKind(f) == CXCursor_FieldDecl) data->self->field(*data->cls, f);
           return CXChildVisit_Continue;
         },
         &data);
@@ -419,7 +539,7 @@ class HeaderReader {
                                     name, expected, name, expected));
       return;
     }
-    if (!clang_equalCursors(clang_getCanonicalCursor(base->self), clang_getCanonicalCursor(c))) {
+    if (!lc().clang_equalCursors(lc().clang_getCanonicalCursor(base->self), lc().clang_getCanonicalCursor(c))) {
       diags_.error(loc, fmt::format("tensorclass '{}' derives from {}; expected {} (the base names the class itself)",
                                     name, base->spelling, expected));
     } else if (!base->is_public) {
@@ -434,11 +554,11 @@ class HeaderReader {
       HeaderReader* self;
       const std::string* name;
     } data{this, &name};
-    clang_visitChildren(
+    lc().clang_visitChildren(
         c,
         [](CXCursor f, CXCursor, CXClientData d) {
           auto* data = static_cast<Data*>(d);
-          if (clang_getCursorKind(f) == CXCursor_FieldDecl && annotation(f, kFieldPrefix))
+          if (lc().clang_getCursorKind(f) == CXCursor_FieldDecl && annotation(f, kFieldPrefix))
             data->self->diags_.error(location_of(f),
                                      fmt::format("TC_FIELD used in struct '{}', which is not marked TC_TENSORCLASS",
                                                  *data->name));
@@ -486,7 +606,7 @@ class HeaderReader {
 
   // Maps a scalar C++ type to a value type.
   static std::optional<ValueType> scalar_value_type(CXType t) {
-    t = clang_getCanonicalType(t);
+    t = lc().clang_getCanonicalType(t);
     switch (t.kind) {
       case CXType_Bool: return ValueType::Bool;
       case CXType_Int:
@@ -495,9 +615,9 @@ class HeaderReader {
       case CXType_Float:
       case CXType_Double: return ValueType::Float;
       case CXType_Record: {
-        const std::string q = qualified_name(clang_getTypeDeclaration(t));
-        if (q == "std::basic_string" && clang_Type_getNumTemplateArguments(t) >= 1 &&
-            clang_Type_getTemplateArgumentAsType(t, 0).kind == CXType_Char_S)
+        const std::string q = qualified_name(lc().clang_getTypeDeclaration(t));
+        if (q == "std::basic_string" && lc().clang_Type_getNumTemplateArguments(t) >= 1 &&
+            lc().clang_Type_getTemplateArgumentAsType(t, 0).kind == CXType_Char_S)
           return ValueType::String;
         return std::nullopt;
       }
@@ -509,8 +629,8 @@ class HeaderReader {
   // header or in another one, which is then included).
   void nested_class(Field& f, CXCursor decl) {
     f.kind = FieldKind::TensorClass;
-    f.type_name = take(clang_getCursorSpelling(decl));
-    if (!clang_Location_isFromMainFile(clang_getCursorLocation(decl))) {
+    f.type_name = take(lc().clang_getCursorSpelling(decl));
+    if (!lc().clang_Location_isFromMainFile(lc().clang_getCursorLocation(decl))) {
       externals_.emplace(f.type_name,
                          ExternalClass{f.type_name, qualified_name(decl), location_of(decl),
                                        external_python_module(decl), external_python_form(decl)});
@@ -522,24 +642,24 @@ class HeaderReader {
 
   void field(Class& cls, CXCursor c) {
     Field f;
-    f.name = take(clang_getCursorSpelling(c));
+    f.name = take(lc().clang_getCursorSpelling(c));
     f.loc = location_of(c);
     f.dtype_loc = f.shape_loc = f.type_loc = f.default_loc = f.loc;
     f.doc = doc_comment(c);
-    const CXType type = clang_getCursorType(c);
-    const CXType canon = clang_getCanonicalType(type);
-    const std::string spelled = take(clang_getTypeSpelling(type));
+    const CXType type = lc().clang_getCursorType(c);
+    const CXType canon = lc().clang_getCanonicalType(type);
+    const std::string spelled = take(lc().clang_getTypeSpelling(type));
     bool supported = true;
     if (auto v = scalar_value_type(canon)) {
       f.kind = FieldKind::NonTensor;
       f.value_type = *v;
     } else if (canon.kind == CXType_Record) {
-      CXCursor decl = clang_getTypeDeclaration(canon);
+      CXCursor decl = lc().clang_getTypeDeclaration(canon);
       const std::string q = qualified_name(decl);
       if (q == "at::Tensor") {
         f.kind = FieldKind::Tensor;
-      } else if (q == "std::vector" && clang_Type_getNumTemplateArguments(canon) >= 1) {
-        auto e = scalar_value_type(clang_Type_getTemplateArgumentAsType(canon, 0));
+      } else if (q == "std::vector" && lc().clang_Type_getNumTemplateArguments(canon) >= 1) {
+        auto e = scalar_value_type(lc().clang_Type_getTemplateArgumentAsType(canon, 0));
         if (e) {
           f.kind = FieldKind::NonTensor;
           f.value_type = ValueType::List;
@@ -547,9 +667,9 @@ class HeaderReader {
         } else {
           supported = false;
         }
-      } else if (q == "tensordict::NonTensorStack" && clang_Type_getNumTemplateArguments(canon) == 1) {
+      } else if (q == "tensordict::NonTensorStack" && lc().clang_Type_getNumTemplateArguments(canon) == 1) {
         // One value per batch element (tensordict's NonTensorStack).
-        auto e = scalar_value_type(clang_Type_getTemplateArgumentAsType(canon, 0));
+        auto e = scalar_value_type(lc().clang_Type_getTemplateArgumentAsType(canon, 0));
         if (e) {
           f.kind = FieldKind::NonTensorStack;
           f.value_type = *e;
@@ -561,10 +681,10 @@ class HeaderReader {
         }
       } else if (annotation(decl, kClassPrefix)) {
         nested_class(f, decl);
-      } else if (q == "std::optional" && clang_Type_getNumTemplateArguments(canon) == 1) {
+      } else if (q == "std::optional" && lc().clang_Type_getNumTemplateArguments(canon) == 1) {
         // An optional nested class: absent is nullopt (tensordict's None).
-        const CXType inner = clang_getCanonicalType(clang_Type_getTemplateArgumentAsType(canon, 0));
-        const CXCursor inner_decl = clang_getTypeDeclaration(inner);
+        const CXType inner = lc().clang_getCanonicalType(lc().clang_Type_getTemplateArgumentAsType(canon, 0));
+        const CXCursor inner_decl = lc().clang_getTypeDeclaration(inner);
         if (inner.kind == CXType_Record && annotation(inner_decl, kClassPrefix)) {
           nested_class(f, inner_decl);
           f.optional = true;
@@ -622,24 +742,24 @@ class HeaderReader {
 
   // The default member initializer (`= "x"`, `= 3`, `{1, 2}`), if any.
   void read_initializer(CXCursor c, Field& f) {
-    CXSourceRange extent = clang_getCursorExtent(c);
+    CXSourceRange extent = lc().clang_getCursorExtent(c);
     CXToken* tokens = nullptr;
     unsigned n = 0;
-    clang_tokenize(tu_, extent, &tokens, &n);
+    lc().clang_tokenize(tu_, extent, &tokens, &n);
     std::unique_ptr<CXToken, std::function<void(CXToken*)>> guard(
-        tokens, [this, n](CXToken* t) { clang_disposeTokens(tu_, t, n); });
+        tokens, [this, n](CXToken* t) { lc().clang_disposeTokens(tu_, t, n); });
     unsigned name_offset = 0;
-    clang_getExpansionLocation(clang_getCursorLocation(c), nullptr, nullptr, nullptr, &name_offset);
+    lc().clang_getExpansionLocation(lc().clang_getCursorLocation(c), nullptr, nullptr, nullptr, &name_offset);
     std::vector<std::string> rest;
     bool after_name = false;
     for (unsigned i = 0; i < n; ++i) {
       unsigned off = 0;
-      clang_getExpansionLocation(clang_getTokenLocation(tu_, tokens[i]), nullptr, nullptr, nullptr, &off);
+      lc().clang_getExpansionLocation(lc().clang_getTokenLocation(tu_, tokens[i]), nullptr, nullptr, nullptr, &off);
       if (!after_name) {
-        after_name = off == name_offset && clang_getTokenKind(tokens[i]) == CXToken_Identifier;
+        after_name = off == name_offset && lc().clang_getTokenKind(tokens[i]) == CXToken_Identifier;
         continue;
       }
-      rest.push_back(take(clang_getTokenSpelling(tu_, tokens[i])));
+      rest.push_back(take(lc().clang_getTokenSpelling(tu_, tokens[i])));
     }
     if (!rest.empty() && rest.back() == ";") rest.pop_back();
     if (rest.empty()) return;
@@ -718,12 +838,30 @@ class HeaderReader {
 
 }  // namespace
 
+// clang's resource dir (<stddef.h> and the other compiler headers): the copy
+// the Python wheel installs beside the executable (<prefix>/bin/tensorclass-gen,
+// <prefix>/share/tensorclass/clang), else the one of the libclang it was built with.
+static std::string header_resource_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path bundled = exe.parent_path().parent_path() / "share" / "tensorclass" / "clang";
+    if (fs::exists(bundled / "include" / "stddef.h", ec)) return bundled.string();
+  }
+  return TCGEN_CLANG_RESOURCE_DIR;
+}
+
 Schema parse_header_schema(const std::string& file, const HeaderOptions& options, Diagnostics& diags,
                            ExternalClasses& externals, std::vector<std::string>& dependencies) {
   Schema schema;
   schema.file = file;
   schema.frontend = Frontend::Header;
   schema.extra_includes.push_back(fs::path(file).filename().string());
+
+  if (const std::string why_not = load_libclang(); !why_not.empty()) {
+    diags.error(SourceLoc{file, 0, 0}, why_not);
+    return schema;
+  }
 
   StubDir stubs;
   // The stand-ins are read too: what they include is searched in the -I
@@ -733,16 +871,16 @@ Schema parse_header_schema(const std::string& file, const HeaderOptions& options
   if (!check_includes(file, search_dirs, diags)) return schema;
 
   std::vector<std::string> args = {"-x", "c++", "-std=c++20", "-DTENSORCLASS_GENERATOR=1", "-resource-dir",
-                                   TCGEN_CLANG_RESOURCE_DIR, "-I", stubs.path().string(),
+                                   header_resource_dir(), "-I", stubs.path().string(),
                                    "-Wno-pragma-once-outside-header"};
   for (const auto& d : options.include_dirs) args.push_back("-I" + d);
   for (const auto& d : options.defines) args.push_back("-D" + d);
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
 
-  std::unique_ptr<void, IndexDeleter> index(clang_createIndex(0, 0));
+  std::unique_ptr<void, IndexDeleter> index(lc().clang_createIndex(0, 0));
   CXTranslationUnit raw_tu = nullptr;
-  const CXErrorCode rc = clang_parseTranslationUnit2(
+  const CXErrorCode rc = lc().clang_parseTranslationUnit2(
       index.get(), file.c_str(), argv.data(), static_cast<int>(argv.size()), nullptr, 0,
       CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_Incomplete, &raw_tu);
   if (rc != CXError_Success || !raw_tu) {
@@ -754,13 +892,13 @@ Schema parse_header_schema(const std::string& file, const HeaderOptions& options
 
   // Any error is fatal: clang's recovery would silently turn unknown types into int.
   unsigned errors = 0;
-  for (unsigned i = 0, n = clang_getNumDiagnostics(raw_tu); i < n; ++i) {
-    CXDiagnostic d = clang_getDiagnostic(raw_tu, i);
-    if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+  for (unsigned i = 0, n = lc().clang_getNumDiagnostics(raw_tu); i < n; ++i) {
+    CXDiagnostic d = lc().clang_getDiagnostic(raw_tu, i);
+    if (lc().clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
       ++errors;
-      diags.error(location_of(clang_getDiagnosticLocation(d)), take(clang_getDiagnosticSpelling(d)));
+      diags.error(location_of(lc().clang_getDiagnosticLocation(d)), take(lc().clang_getDiagnosticSpelling(d)));
     }
-    clang_disposeDiagnostic(d);
+    lc().clang_disposeDiagnostic(d);
   }
   if (errors) {
     diags.error(SourceLoc{file, 0, 0},
@@ -777,14 +915,14 @@ Schema parse_header_schema(const std::string& file, const HeaderOptions& options
     std::vector<std::string>* deps;
   } dep_data{raw_tu, stubs.path().string(), &dependencies};
   dependencies.push_back(file);
-  clang_getInclusions(
+  lc().clang_getInclusions(
       raw_tu,
       [](CXFile included, CXSourceLocation*, unsigned depth, CXClientData d) {
         auto* data = static_cast<DepData*>(d);
         if (depth == 0) return;
-        const std::string name = take(clang_getFileName(included));
+        const std::string name = take(lc().clang_getFileName(included));
         if (name.rfind(data->stub_prefix, 0) == 0) return;
-        if (clang_Location_isInSystemHeader(clang_getLocationForOffset(data->tu, included, 0))) return;
+        if (lc().clang_Location_isInSystemHeader(lc().clang_getLocationForOffset(data->tu, included, 0))) return;
         if (std::find(data->deps->begin(), data->deps->end(), name) == data->deps->end())
           data->deps->push_back(name);
       },
