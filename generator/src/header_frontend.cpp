@@ -730,7 +730,6 @@ class HeaderReader {
         } else if (a.key == "unbatched") {
           if (!expect_flag(a, "TC_FIELD", f.loc)) continue;
           f.unbatched = true;
-          f.unbatched_loc = f.loc;
         } else if (a.key == "doc") {
           if (expect_string(a, "TC_FIELD", f.loc)) f.doc = a.string_value;
         }

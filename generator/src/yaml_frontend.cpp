@@ -76,6 +76,17 @@ class YamlReader {
     return false;
   }
 
+  // A true/false key's value; nullopt (and an error naming `what`) otherwise.
+  std::optional<bool> expect_bool(const YAML::Node& node, const SourceLoc& at, std::string_view what) {
+    if (!expect_scalar(node, at, what)) return std::nullopt;
+    bool b = false;
+    if (!YAML::convert<bool>::decode(node, b)) {
+      error(loc(node, at), fmt::format("{} must be true or false, not '{}'", what, node.Scalar()));
+      return std::nullopt;
+    }
+    return b;
+  }
+
   Schema read(const YAML::Node& root) {
     Schema s;
     s.file = file_;
@@ -251,23 +262,10 @@ class YamlReader {
           f.type_name = t;
         }
       } else if (ks == "optional") {
-        if (!expect_scalar(v, kl, "'optional'")) continue;
-        bool b = false;
-        if (!YAML::convert<bool>::decode(v, b)) {
-          error(loc(v, kl), fmt::format("'optional' must be true or false, not '{}'", v.Scalar()));
-          continue;
-        }
-        f.optional = b;
+        if (const auto b = expect_bool(v, kl, "'optional'")) f.optional = *b;
       } else if (ks == "unbatched") {
         uk = k;
-        if (!expect_scalar(v, kl, "'unbatched'")) continue;
-        bool b = false;
-        if (!YAML::convert<bool>::decode(v, b)) {
-          error(loc(v, kl), fmt::format("'unbatched' must be true or false, not '{}'", v.Scalar()));
-          continue;
-        }
-        f.unbatched = b;
-        f.unbatched_loc = loc(v, kl);
+        if (const auto b = expect_bool(v, kl, "'unbatched'")) f.unbatched = *b;
       } else if (ks == "default") {
         f.default_loc = loc(v, kl);
         if (v.IsScalar()) {

@@ -55,7 +55,6 @@ struct Field {
   std::vector<Dim> dims;  // resolved from `shape`
   // An UnbatchedTensor (tensordict's): no batch dims, `shape` is all of it.
   bool unbatched = false;
-  SourceLoc unbatched_loc;
 
   // TensorClass fields: the type as written, and its resolved C++ name.
   std::string type_name;

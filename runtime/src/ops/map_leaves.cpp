@@ -74,6 +74,16 @@ struct Mapper {
     }
   }
 
+  // fn(leaf, outs) for the leaf at `key`; its errors name the key.
+  void call(const std::string& key, const at::Tensor& leaf, at::Tensor* outs) {
+    try {
+      fn(leaf, outs);
+    } catch (...) {
+      path.push_back(key);
+      rethrow_for_key(op, NestedKey(path));
+    }
+  }
+
   // Piece metadata of a nested level: the pieces' batch and names followed by
   // the level's own dims past the source's.
   std::vector<PieceMeta> nested_metas(const TensorDictImpl& level) const {
@@ -176,22 +186,12 @@ struct Mapper {
           for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);
           return;
         }
-        try {
-          fn(value.tensor(), outs.data());
-        } catch (...) {
-          path.push_back(key);
-          rethrow_for_key(op, NestedKey(path));
-        }
+        call(key, value.tensor(), outs.data());
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(UnbatchedTensor(std::move(outs[i])));
         return;
       }
       if (value.is_tensor()) {
-        try {
-          fn(value.tensor(), outs.data());
-        } catch (...) {
-          path.push_back(key);
-          rethrow_for_key(op, NestedKey(path));
-        }
+        call(key, value.tensor(), outs.data());
         if (check == ShapeCheck::Results) check_results(outs.data(), level_metas, key, "shape");
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(outs[i]));
       } else if (value.is_non_tensor()) {
@@ -206,12 +206,7 @@ struct Mapper {
           for (std::size_t i = 0; i < n; ++i) values[i].push_back(value);
           return;
         }
-        try {
-          fn(data.ids(), outs.data());
-        } catch (...) {
-          path.push_back(key);
-          rethrow_for_key(op, NestedKey(path));
-        }
+        call(key, data.ids(), outs.data());
         if (check == ShapeCheck::Results) check_results(outs.data(), level_metas, key, "non-tensor stack shape");
         for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(NonTensorData::from_ids(data.pool(), std::move(outs[i])));
       } else {
