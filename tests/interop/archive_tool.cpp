@@ -12,9 +12,10 @@
 #include <tensordict/persistent.h>
 #include <tensordict/tensordict.h>
 
-#include <functional>
 #include <iostream>
 #include <string>
+
+#include "../message_of.h"
 
 using namespace tensordict;
 
@@ -37,15 +38,6 @@ TensorDict unbatched() {
                     {2});
 }
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,8 +57,8 @@ int main(int argc, char** argv) {
       }
     } else if (command == "unbatched" && argc == 3) {
       const std::string dir = argv[2];
-      std::cout << message_of([&] { unbatched().memmap(dir + "/m"); }) << "\n"
-                << message_of([&] { unbatched().save(dir + "/m.tdz"); }) << "\n";
+      std::cout << td_test::message_of([&] { unbatched().memmap(dir + "/m"); }) << "\n"
+                << td_test::message_of([&] { unbatched().save(dir + "/m.tdz"); }) << "\n";
       PersistentTensorDict::from_dict(unbatched(), dir + "/cpp.h5").close();
     } else if (command == "h5-memmap" && argc == 4) {
       PersistentTensorDict::from_h5(argv[2]).to_tensordict().memmap(argv[3]);

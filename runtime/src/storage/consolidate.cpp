@@ -55,17 +55,14 @@ void check_consolidatable(const at::Tensor& t) {
   }
 }
 
-// tensordict refuses an UnbatchedTensor anywhere in the tree (a lazy stack's
-// members are walked, never stacked).
+// tensordict refuses an UnbatchedTensor anywhere in the tree. Asked of each
+// entry's metadata, which every kind answers without building the tensor (a
+// lazy stack stacks nothing).
 void refuse_unbatched(const TensorDictImpl& td, std::vector<std::string>& path) {
-  if (const auto* lazy = detail::as_lazy(td)) {
-    for (const TensorDict& member : lazy->members()) refuse_unbatched(*member.impl(), path);
-    return;
-  }
-  td.for_each([&](const std::string& key, const Value& value) {
+  td.for_each_key([&](const std::string& key, EntryKind kind) {
     path.push_back(key);
-    if (value.is_unbatched()) detail::refuse_consolidate_unbatched(NestedKey(path));
-    if (value.is_tensordict()) refuse_unbatched(*value.impl(), path);
+    if (kind == EntryKind::Tensor && td.tensor_meta(key).unbatched) detail::refuse_consolidate_unbatched(NestedKey(path));
+    if (kind == EntryKind::TensorDict) refuse_unbatched(*td.find(key)->impl(), path);
     path.pop_back();
   });
 }
