@@ -6,6 +6,8 @@ In a new venv that holds only the pinned torch (tests/requirements.txt), the
 wheel and what the wheel depends on, with no build tree, no ./.venv and no
 PYTHONPATH anywhere (every source it builds is copied into DIR first):
 
+0. what the wheel bundles (tensorclass.libs/) comes with the copyright
+   file of its Debian package;
 1. the README's Install section, as the installed README shows it: its
    shell lines run as they are (`pip install tensorclass`, the CMake line,
    the build) on its example project, whose files are the section's blocks
@@ -29,6 +31,7 @@ seconds.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -87,6 +90,21 @@ def install_section(readme: str) -> tuple[list[str], dict[str, str]]:
     return lines, files
 
 
+def bundled_licenses(wheel: zipfile.ZipFile) -> None:
+    """What auditwheel bundled: each Debian package its SBOM names comes
+    with its copyright file."""
+    names = wheel.namelist()
+    libs = [n.split("/")[-1] for n in names if n.startswith("tensorclass.libs/")]
+    print(f"bundled libraries: {', '.join(libs) or 'none'}")
+    sbom = next((n for n in names if n.endswith(".dist-info/sboms/auditwheel.cdx.json")), None)
+    packages = [] if sbom is None else [
+        c["name"] for c in json.loads(wheel.read(sbom))["components"] if c.get("purl", "").startswith("pkg:deb/")]
+    require(len(packages) >= (1 if libs else 0), f"bundled {libs}, but the SBOM names no Debian package")
+    for package in packages:
+        require(any(n.endswith(f".dist-info/licenses/{package}/copyright") for n in names),
+                f"the wheel bundles {package} without its copyright file")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("wheel", type=Path)
@@ -139,6 +157,7 @@ def main() -> None:
     with zipfile.ZipFile(wheel) as zf:
         readme_name = next(n for n in zf.namelist() if n.endswith("share/doc/tensorclass/README.md"))
         readme = zf.read(readme_name).decode()
+        bundled_licenses(zf)
     lines, files = install_section(readme)
     require(any(line.startswith("pip install ") and "tensorclass" in line for line in lines),
             f"the Install section's shell lines do not pip install tensorclass: {lines}")

@@ -26,6 +26,10 @@ int main() {
   } catch (const std::runtime_error&) {
   }
   std::cout << rollout.index({0}) << "\n";
+  // HDF5 inside the package: a gzip-compressed file written and read back.
+  td.to_h5("consumer_step.h5", {.gzip_level = 4});
+  auto read = tensordict::PersistentTensorDict::from_h5("consumer_step.h5");
+  if (!read.get("obs").equal(td.get("obs")) || !read.get("reward").equal(td.get("reward"))) return 6;
 #if CONSUMER_DISTRIBUTED
   if (!distributed_works()) return 5;
 #endif
