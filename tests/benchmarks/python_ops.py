@@ -202,16 +202,20 @@ def main():
     ap.add_argument("--filter", default="", help="run only the cases whose name contains this")
     a = ap.parse_args()
 
+    cpp = {}
     if a.threads_from:
-        ctx = json.load(open(a.threads_from))["context"]
-        if "torch_num_threads" in ctx:
-            torch.set_num_threads(int(ctx["torch_num_threads"]))
+        with open(a.threads_from) as f:
+            cpp = json.load(f)["context"]
+        if "torch_num_threads" in cpp:
+            torch.set_num_threads(int(cpp["torch_num_threads"]))
 
     # bench_common.h's setup(): a, b, the 64 slices of stack64, then the index
     # operands, from the default generator in that order.
     a_leaves, b_leaves = make_leaves(), make_leaves()
     many = [make_leaves() for _ in range(64)]
     idx = (torch.randperm(BATCH)[: BATCH // 2], torch.rand(BATCH) > 0.5)
+    if "index_mask_true" in cpp and int(cpp["index_mask_true"]) != int(idx[1].sum()):
+        print(f"note: the C++ mask selects {cpp['index_mask_true']} rows, this one {int(idx[1].sum())}", file=sys.stderr)
 
     benchmarks = []
     with tempfile.TemporaryDirectory(prefix="tensorclass-bench-") as tmp:
