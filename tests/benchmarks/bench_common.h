@@ -8,6 +8,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 #if __has_include(<valgrind/callgrind.h>)
