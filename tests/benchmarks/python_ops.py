@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Times Python tensordict on the ops bench_tensordict and bench_tensorclass time.
 
-    python_ops.py OUT.json [--threads-from BENCH.json] [--repetitions 5] [--min-time 0.1]
+    python_ops.py OUT.json [--match bench_tensordict.json --match bench_tensorclass.json]
+                  [--repetitions 5] [--min-time 0.1]
 
 The same data as bench_common.h: ten float32 leaves of [64, 8] (batch [64]),
 flat and spread over three levels (4 + 3 + 3), the same index operands (32
 indices of a permutation, a [64] bool mask), drawn in the same order from
-torch's default generator. Cases are named as the C++ ones, `BM_<op>/<variant>`,
+torch's default generator. That generator's draws differ between libtorch
+versions (and the C++ programs' masks between programs): the mask compared
+with a C++ program's variants selects as many rows as that program's did
+(`index_mask_true` in its JSON's context), so that both copy as much. Cases are named as the C++ ones, `BM_<op>/<variant>`,
 where the variant is the C++ variant this one is compared with:
 
 - `tensordict`, `tensordict_nested`: `TensorDict`;
@@ -21,8 +25,8 @@ each; the figure is the median over the repetitions of the calling thread's
 CPU time per iteration (Google Benchmark's `cpu_time`; the wall time is kept
 as `real_time`). The garbage collector is off while a run is timed, as
 `timeit` does. torch's intra-op threads are set to what the C++ programs ran
-with (`torch_num_threads` in the context of --threads-from), else left at
-torch's default.
+with (`torch_num_threads` in the context of the first --match file), else
+left at torch's default.
 
 Writes Google Benchmark's JSON layout (context + `benchmarks`, one `median`
 and one `min` aggregate per case), so report.py and plot.py read it as they
@@ -196,35 +200,44 @@ def aggregate(name, n, runs, stat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--threads-from", help="a C++ program's JSON whose context names torch_num_threads")
+    ap.add_argument("--match", action="append", default=[], metavar="BENCH_X.json",
+                    help="a C++ program's JSON (bench_tensordict, bench_tensorclass): its torch_num_threads and "
+                         "index_mask_true for the variants named after X")
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.1)
     ap.add_argument("--filter", default="", help="run only the cases whose name contains this")
     a = ap.parse_args()
 
-    cpp = {}
-    if a.threads_from:
-        with open(a.threads_from) as f:
-            cpp = json.load(f)["context"]
-        if "torch_num_threads" in cpp:
-            torch.set_num_threads(int(cpp["torch_num_threads"]))
+    cpp = {}  # "tensordict" -> bench_tensordict.json's context, ...
+    for path in a.match:
+        with open(path) as f:
+            cpp[os.path.basename(path).removesuffix(".json").removeprefix("bench_")] = json.load(f)["context"]
+    threads = [c["torch_num_threads"] for c in cpp.values() if "torch_num_threads" in c]
+    if threads:
+        torch.set_num_threads(int(threads[0]))
 
     # bench_common.h's setup(): a, b, the 64 slices of stack64, then the index
     # operands, from the default generator in that order.
     a_leaves, b_leaves = make_leaves(), make_leaves()
     many = [make_leaves() for _ in range(64)]
-    idx = (torch.randperm(BATCH)[: BATCH // 2], torch.rand(BATCH) > 0.5)
-    if "index_mask_true" in cpp and int(cpp["index_mask_true"]) != int(idx[1].sum()):
-        print(f"note: the C++ mask selects {cpp['index_mask_true']} rows, this one {int(idx[1].sum())}", file=sys.stderr)
+    long_index, mask = torch.randperm(BATCH)[: BATCH // 2], torch.rand(BATCH) > 0.5
+    masks = {}
+    for program in ("tensordict", "tensorclass"):
+        rows = int(cpp.get(program, {}).get("index_mask_true", mask.sum()))
+        masks[program] = mask
+        if rows != int(mask.sum()):
+            masks[program] = torch.zeros(BATCH, dtype=torch.bool)
+            masks[program][torch.randperm(BATCH)[:rows]] = True
+    idx = {p: (long_index, m) for p, m in masks.items()}
 
     benchmarks = []
     with tempfile.TemporaryDirectory(prefix="tensorclass-bench-") as tmp:
         variants = [
-            ("tensordict", variant_cases(flat_td, a_leaves, b_leaves, many, idx)),
-            ("tensordict_nested", variant_cases(nested_td, a_leaves, b_leaves, many, idx)),
-            ("tensordict_memmap", memmap_cases(a_leaves, idx, tmp)),
-            ("tensorclass", variant_cases(flat_tc, a_leaves, b_leaves, many, idx)),
-            ("tensorclass_nested", variant_cases(nested_tc, a_leaves, b_leaves, many, idx)),
+            ("tensordict", variant_cases(flat_td, a_leaves, b_leaves, many, idx["tensordict"])),
+            ("tensordict_nested", variant_cases(nested_td, a_leaves, b_leaves, many, idx["tensordict"])),
+            ("tensordict_memmap", memmap_cases(a_leaves, idx["tensordict"], tmp)),
+            ("tensorclass", variant_cases(flat_tc, a_leaves, b_leaves, many, idx["tensorclass"])),
+            ("tensorclass_nested", variant_cases(nested_tc, a_leaves, b_leaves, many, idx["tensorclass"])),
         ]
         ops = list(variants[0][1])
         # Grouped by op, as bench_common.h registers them.
@@ -253,7 +266,7 @@ def main():
         "torch_version": torch.__version__,
         "tensordict_version": tensordict.__version__,
         "torch_num_threads": torch.get_num_threads(),
-        "index_mask_true": int(idx[1].sum()),
+        "index_mask_true": {p: int(m.sum()) for p, m in masks.items()},
         "timer": "median over the repetitions of time.thread_time() per iteration (cpu_time); "
                  "time.perf_counter() as real_time; gc off while timed",
         "repetitions": a.repetitions,

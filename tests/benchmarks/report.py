@@ -170,7 +170,7 @@ def python_table(path, ours):
             variants.append(variant)
     lines = [f"### {os.path.splitext(os.path.basename(path))[0]}", "",
              f"Python tensordict {ctx.get('tensordict_version', '?')} (torch {ctx.get('torch_version', '?')}, "
-             f"{ctx.get('torch_num_threads', '?')} intra-op threads, as the C++ programs) on the same ops and data, "
+             f"intra-op threads: {ctx.get('torch_num_threads', '?')}, as the C++ programs) on the same ops and data, "
              "timed by `python_ops.py` (CPU time of the calling thread, medians); each cell: this project's time / "
              "Python's, and Python's time over ours (higher: faster here). Flat and nested variants against "
              "`TensorDict`, `tensordict_memmap` against a `load_memmap`-ed `TensorDict`, tensorclass variants against "
