@@ -102,7 +102,7 @@ def ops(results, images):
     footer = provenance(ctx_td, ctx_tc, ctx_py)
     if ctx_py.get("torch_version"):
         footer += (f" (Python: torch {ctx_py['torch_version']}, tensordict {ctx_py.get('tensordict_version', '?')}, "
-                   f"{ctx_py.get('torch_num_threads', '?')} intra-op threads as the C++ programs)")
+                   f"intra-op threads: {ctx_py.get('torch_num_threads', '?')}, as the C++ programs)")
     save(fig, images, "ops", footer)
     return footer
 
