@@ -8,6 +8,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 #if __has_include(<valgrind/callgrind.h>)
@@ -196,9 +197,13 @@ inline const Operands& setup() {
   return ops;
 }
 
-// Registers every case and runs what the command line selects.
+// Registers every case and runs what the command line selects. The JSON
+// context names libtorch's intra-op thread count (python_ops.py runs Python
+// tensordict with as many) and the bool mask's true count.
 inline int run(int argc, char** argv) {
   register_all();
+  benchmark::AddCustomContext("torch_num_threads", std::to_string(at::get_num_threads()));
+  benchmark::AddCustomContext("index_mask_true", std::to_string(indices().mask.sum().item<int64_t>()));
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

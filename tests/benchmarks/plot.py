@@ -6,12 +6,16 @@
 RESULTS_DIR (default tests/benchmarks/results) holds Google Benchmark JSON
 files (--benchmark_out_format=json, as `./dev bench` writes them), each
 context naming the machine (host_name), the date and the commit
-(tensorclass_commit). Writes four PNGs into the images folder and rewrites
-each figure's caption in the page, between `<!-- caption:NAME -->` and
-`<!-- /caption -->`, with that provenance:
+(tensorclass_commit); python_tensordict.json is python_ops.py's, in the same
+layout. Writes five PNGs into the images folder and rewrites each figure's
+caption in the page, between `<!-- caption:NAME -->` and `<!-- /caption -->`,
+with that provenance:
 
-- ops.png: each op's time against the hand-written libtorch loop, and Python
-  tensordict's (or TorchRL's) time against this project's where measured;
+- ops.png: per op, TensorDict's and a generated tensorclass's time against
+  the hand-written libtorch loop of the same run, and Python tensordict's
+  time (TensorDict, @tensorclass) against theirs;
+- vs_python.png: archive loads, the replay buffer (TorchRL), device moves
+  and the wire, Python's time against this project's;
 - device.png: host <-> GPU move throughput against one copy over the bus;
 - io.png: memmap writes and h5 reads against the POSIX and HDF5 C APIs;
 - wire.png: tensordict's wire protocol to a Python receiver, C++ and Python
@@ -66,19 +70,44 @@ def save(fig, images, name, footer):
 def ops(results, images):
     ctx_td, td = load(results, "bench_tensordict")
     ctx_tc, tc = load(results, "bench_tensorclass")
+    ctx_py, py = load(results, "python_tensordict")
     ops_ = [n.split("/")[0][3:] for n in td if n.endswith("/loop")]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    variants = (("TensorDict", td, "tensordict"), ("generated tensorclass", tc, "tensorclass"))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 6.2), sharey=True)
     y = range(len(ops_))
-    for i, (label, table, variant) in enumerate((("TensorDict", td, "tensordict"), ("generated tensorclass", tc, "tensorclass"))):
+    for i, (label, table, variant) in enumerate(variants):
         ratios = [table[f"BM_{o}/{variant}"]["seconds"] / table[f"BM_{o}/loop"]["seconds"] for o in ops_]
         left.barh([v + (i - 0.5) * 0.4 for v in y], ratios, height=0.4, label=label)
     left.axvline(1.0, color="k", lw=0.8)
     left.set_yticks(list(y), ops_)
     left.invert_yaxis()
     left.set_xlabel("time / hand-written libtorch loop (lower is faster)")
-    left.set_title("Ops on ten leaves, against the libtorch loop")
-    left.legend(loc="lower right", fontsize=8)
+    left.set_title("Against the libtorch loop (same run)")
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=2)
 
+    py_labels = (("TensorDict: Python TensorDict / ours", td, "tensordict"),
+                 ("tensorclass: Python @tensorclass / ours", tc, "tensorclass"))
+    for i, (label, table, variant) in enumerate(py_labels):
+        ratios = [py[f"BM_{o}/{variant}"]["seconds"] / table[f"BM_{o}/{variant}"]["seconds"] for o in ops_]
+        pos = [v + (i - 0.5) * 0.4 for v in y]
+        right.barh(pos, ratios, height=0.4, label=label, color=("tab:green", "tab:olive")[i])
+        for p, r in zip(pos, ratios):
+            right.text(r, p, f" {r:.1f}x", va="center", fontsize=6)
+    right.axvline(1.0, color="k", lw=0.8)
+    right.set_xscale("log")
+    right.set_xlabel("Python tensordict's time / this project's (higher is faster here)")
+    right.set_title(f"Against Python tensordict {ctx_py.get('tensordict_version', '')}")
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=1)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    footer = provenance(ctx_td, ctx_tc, ctx_py)
+    if ctx_py.get("torch_version"):
+        footer += (f" (Python: torch {ctx_py['torch_version']}, tensordict {ctx_py.get('tensordict_version', '?')}, "
+                   f"intra-op threads: {ctx_py.get('torch_num_threads', '?')}, as the C++ programs)")
+    save(fig, images, "ops", footer)
+    return footer
+
+
+def vs_python(results, images):
     ctx_dev, dev = load(results, "bench_device")
     ctx_rl, rl = load(results, "bench_rl")
     ctx_ar, ar = load(results, "bench_archive")
@@ -96,18 +125,19 @@ def ops(results, images):
     for mode in ("per_leaf", "consolidated"):
         cases.append((f"send to Python, {mode.replace('_', ' ')}", mx[f"BM_python_to_python/{mode}"], mx[f"BM_cpp_to_python/{mode}"]))
     speedups = [p["seconds"] / h["seconds"] for _, p, h in cases]
-    right.barh(range(len(cases)), speedups, color="tab:green")
-    right.axvline(1.0, color="k", lw=0.8)
-    right.set_xscale("log")
-    right.set_yticks(range(len(cases)), [c[0] for c in cases], fontsize=8)
-    right.invert_yaxis()
-    right.set_xlabel("Python's time / this project's (higher is faster here)")
-    right.set_title("Against Python tensordict and TorchRL")
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    ax.barh(range(len(cases)), speedups, color="tab:green")
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(cases)), [c[0] for c in cases], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("Python's time / this project's (higher is faster here)")
+    ax.set_title("Archive loads, replay buffer, device moves, wire: against Python")
     for i, s in enumerate(speedups):
-        right.text(s, i, f" {s:.1f}x", va="center", fontsize=7)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    footer = provenance(ctx_td, ctx_dev, ctx_rl, ctx_mx)
-    save(fig, images, "ops", footer)
+        ax.text(s, i, f" {s:.1f}x", va="center", fontsize=7)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    footer = provenance(ctx_ar, ctx_rl, ctx_dev, ctx_mx)
+    save(fig, images, "vs_python", footer)
     return footer
 
 
@@ -183,7 +213,8 @@ def main():
     a = ap.parse_args()
     a.images.mkdir(parents=True, exist_ok=True)
     plt.rcParams.update({"font.size": 9, "svg.hashsalt": "tensorclass"})
-    captions = {name: fn(a.results, a.images) for name, fn in (("ops", ops), ("device", device), ("io", io), ("wire", wire))}
+    figures = (("ops", ops), ("vs_python", vs_python), ("device", device), ("io", io), ("wire", wire))
+    captions = {name: fn(a.results, a.images) for name, fn in figures}
     text = a.page.read_text()
     for name, footer in captions.items():
         pattern = re.compile(rf"(<!-- caption:{name} -->).*?(<!-- /caption -->)", re.S)

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Turns Google Benchmark JSON output into docs/benchmarks.md's table.
 
-    report.py docs/benchmarks.md RESULT.json...
+    report.py docs/benchmarks.md RESULT.json... [python_tensordict.json]
 
 Each JSON file is one program's run (--benchmark_format=json, with
 --benchmark_repetitions: medians are used). Cases are named BM_<op>/<variant>;
 `loop` is the hand-written baseline of the same run, and ratios are
 variant / loop. The table replaces what docs/benchmarks.md holds between the
 `results:begin` and `results:end` markers, headed by the machine and date.
+A file named python_*.json (python_ops.py's) is tabled against the C++ cases
+of the same names in the files before it.
 """
 import datetime
 import json
@@ -155,12 +157,45 @@ def table(path):
     return lines, missed
 
 
+def python_table(path, ours):
+    """python_ops.py's file: each case against the C++ case of the same name."""
+    with open(path) as f:
+        ctx = json.load(f)["context"]
+    times = medians(path)
+    ops, variants = {}, []
+    for name, t in times.items():
+        op, _, variant = name[3:].partition("/")
+        ops.setdefault(op, {})[variant] = t
+        if variant not in variants:
+            variants.append(variant)
+    lines = [f"### {os.path.splitext(os.path.basename(path))[0]}", "",
+             f"Python tensordict {ctx.get('tensordict_version', '?')} (torch {ctx.get('torch_version', '?')}, "
+             f"intra-op threads: {ctx.get('torch_num_threads', '?')}, as the C++ programs) on the same ops and data, "
+             "timed by `python_ops.py` (CPU time of the calling thread, medians); each cell: this project's time / "
+             "Python's, and Python's time over ours (higher: faster here). Flat and nested variants against "
+             "`TensorDict`, `tensordict_memmap` against a `load_memmap`-ed `TensorDict`, tensorclass variants against "
+             "`@tensorclass` classes of the same fields.", ""]
+    lines.append("| op | " + " | ".join(variants) + " |")
+    lines.append("|" + "---|" * (len(variants) + 1))
+    for op, g in ops.items():
+        cells = []
+        for v in variants:
+            py, cpp = g.get(v), ours.get(f"BM_{op}/{v}")
+            cells.append(f"{fmt(cpp)} / {fmt(py)} ({py / cpp:.1f}×)" if py and cpp else "—")
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main():
     readme, paths = sys.argv[1], sys.argv[2:]
     out = [f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. "
            "Medians of the repetitions of CPU time (wall-clock for generator and build timings); ratios are against `loop` in the same run.", ""]
-    missed = []
+    missed, ours = [], {}
     for p in paths:
+        if os.path.basename(p).startswith("python_"):
+            out += python_table(p, ours) + [""]
+            continue
+        ours.update(medians(p))
         lines, m = table(p)
         out += lines + [""]
         missed += m
