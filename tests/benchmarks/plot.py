@@ -7,7 +7,10 @@ RESULTS_DIR (default tests/benchmarks/results) holds Google Benchmark JSON
 files (--benchmark_out_format=json, as `./dev bench` writes them), each
 context naming the machine (host_name), the date and the commit
 (tensorclass_commit); python_tensordict.json is python_ops.py's, in the same
-layout. Writes five PNGs into the images folder and rewrites each figure's
+layout. bench_mixed, bench_rl and bench_archive are what `./dev bench-mixed`,
+`./dev bench-rl` and `./dev bench-archive` keep; bench_device was transcribed
+from a GPU run's tables (its context's tensorclass_source says so, and so
+does its caption). Writes five PNGs into the images folder and rewrites each figure's
 caption in the page, between `<!-- caption:NAME -->` and `<!-- /caption -->`,
 with that provenance:
 
@@ -44,7 +47,9 @@ def load(results, name):
         run = b.get("run_name", b["name"].rsplit("_" + b.get("aggregate_name", ""), 1)[0])
         # UseRealTime() names a case ".../real_time": its wall time is the figure.
         wall = "/real_time" in run or name in ("bench_device", "bench_mixed", "bench_rl", "bench_archive")
-        run = run.replace("/real_time", "")
+        # UseManualTime() and Iterations(n) name a case ".../iterations:n/manual_time".
+        wall = wall or "/manual_time" in run
+        run = re.sub(r"/(real_time|manual_time|iterations:\d+)", "", run)
         key = run if b.get("aggregate_name", "median") == "median" else run + ":" + b["aggregate_name"]
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
         times[key] = b
@@ -53,12 +58,17 @@ def load(results, name):
 
 
 def provenance(*contexts):
-    parts = []
+    """One entry per machine, commit and date; the load averages of its runs."""
+    runs = {}
     for c in contexts:
         text = f"{c.get('host_name', '?')}, commit {c.get('tensorclass_commit', '?')}, {c.get('date', '?')[:10]}"
-        if text not in parts:
-            parts.append(text)
-    return "; ".join(parts)
+        if c.get("tensorclass_source", "").startswith("transcribed"):
+            text += " (figures transcribed from that run's tables)"
+        loads = runs.setdefault(text, [])
+        # Google Benchmark's context: the 1-minute load average as the program started.
+        if c.get("load_avg") and f"{c['load_avg'][0]:.1f}" not in loads:
+            loads.append(f"{c['load_avg'][0]:.1f}")
+    return "; ".join(text + (f", load average {', '.join(loads)}" if loads else "") for text, loads in runs.items())
 
 
 def save(fig, images, name, footer):
@@ -112,19 +122,25 @@ def vs_python(results, images):
     ctx_rl, rl = load(results, "bench_rl")
     ctx_ar, ar = load(results, "bench_archive")
     ctx_mx, mx = load(results, "bench_mixed")
+    # Each case: (label, Python's time / this project's). bench_archive's
+    # vs_tensordict and bench_rl's vs_torchrl counters are that ratio (the
+    # median over the repetitions), timed by the program against the Python
+    # side's figures of the same run.
     cases = [
-        ("archive load, 1 MiB", ar["BM_ArchiveLoad/1mib/python_tensordict"], ar["BM_ArchiveLoad/1mib"]),
-        ("archive load, 64 MiB", ar["BM_ArchiveLoad/64mib/python_tensordict"], ar["BM_ArchiveLoad/64mib"]),
-        ("replay buffer extend (TorchRL)", rl["BM_extend/torchrl"], rl["BM_extend/rl"]),
-        ("replay buffer sample (TorchRL)", rl["BM_sample/torchrl"], rl["BM_sample/rl"]),
+        ("archive load, 1 MiB", ar["BM_ArchiveLoad/1MiB"]["vs_tensordict"]),
+        ("archive load, 64 MiB", ar["BM_ArchiveLoad/64MiB"]["vs_tensordict"]),
+        ("replay buffer extend (TorchRL)", rl["BM_extend/rl"]["vs_torchrl"]),
+        ("replay buffer sample (TorchRL)", rl["BM_sample/rl"]["vs_torchrl"]),
     ]
     for size, label in (("small", "10 x [64, 8]"), ("medium", "100 x [256, 64]"), ("large", "16 x [1024, 1024]")):
-        cases.append((f"to(cpu), {label}", dev[f"BM_to_cpu_{size}/python_tensordict"], dev[f"BM_to_cpu_{size}/tensordict"]))
-        cases.append((f"to(cuda) pinned, {label}", dev[f"BM_to_cuda_pinned_nb_{size}/python_tensordict"],
-                      dev[f"BM_to_cuda_pinned_nb_{size}/tensordict"]))
+        cases.append((f"to(cpu), {label}", dev[f"BM_to_cpu_{size}/python_tensordict"]["seconds"]
+                      / dev[f"BM_to_cpu_{size}/tensordict"]["seconds"]))
+        cases.append((f"to(cuda) pinned, {label}", dev[f"BM_to_cuda_pinned_nb_{size}/python_tensordict"]["seconds"]
+                      / dev[f"BM_to_cuda_pinned_nb_{size}/tensordict"]["seconds"]))
     for mode in ("per_leaf", "consolidated"):
-        cases.append((f"send to Python, {mode.replace('_', ' ')}", mx[f"BM_python_to_python/{mode}"], mx[f"BM_cpp_to_python/{mode}"]))
-    speedups = [p["seconds"] / h["seconds"] for _, p, h in cases]
+        cases.append((f"send to Python, {mode.replace('_', ' ')}",
+                      mx[f"BM_python_to_python/{mode}"]["seconds"] / mx[f"BM_cpp_to_python/{mode}"]["seconds"]))
+    speedups = [s for _, s in cases]
     fig, ax = plt.subplots(figsize=(7.5, 5))
     ax.barh(range(len(cases)), speedups, color="tab:green")
     ax.axvline(1.0, color="k", lw=0.8)
@@ -186,17 +202,21 @@ def io(results, images):
     return footer
 
 
+# bench_mixed's payload: 100 float32 leaves of [64, 8] a transfer.
+WIRE_BYTES = 100 * 64 * 8 * 4
+
+
 def wire(results, images):
     ctx, t = load(results, "bench_mixed")
-    senders = (("python_to_python", "Python tensordict"), ("cpp_to_python", "C++ tensordict::send"), ("cpp_loop_to_python", "C++ hand-written loop"))
+    senders = (("python_to_python", "Python tensordict"), ("cpp_to_python", "C++ tensordict::send"), ("loop_to_python", "C++ hand-written loop"))
     modes = (("per_leaf", "per leaf (100 messages)"), ("consolidated", "consolidated (one message)"))
     fig, ax = plt.subplots(figsize=(7, 4))
     x = range(len(modes))
     for j, (s, label) in enumerate(senders):
-        mbs = [t[f"BM_{s}/{m}"]["bytes_per_second"] / 1e6 for m, _ in modes]
+        mbs = [WIRE_BYTES / t[f"BM_{s}/{m}"]["seconds"] / 1e6 for m, _ in modes]
         ax.bar([v + (j - 1) * 0.27 for v in x], mbs, width=0.27, label=label)
     ax.set_xticks(list(x), [lab for _, lab in modes])
-    ax.set_ylabel("MB/s to a Python receiver (median)")
+    ax.set_ylabel("MB/s to a Python receiver (median of the runs)")
     ax.set_title("tensordict's wire protocol: C++ and Python senders")
     ax.legend(fontsize=8)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
