@@ -11,6 +11,11 @@
   one that includes one generated header (bench.tc.h), and one that also
   instantiates a few ops of it; the flags are bench_tensorclass's own, from
   compile_commands.json.
+- BM_user_compile/aten, /tensordict, /typed: a user's unit making the same
+  five calls (index, index, stack, to(kDouble), memmap) on plain tensors with
+  <ATen/ATen.h> alone, on a TensorDict, and on tc::rl::Transition generated
+  from schemas/rl.yaml (tests/benchmarks/compile/), with the same flags;
+  interleaved, at least 5 runs each, each with its ratio to the ATen unit.
 Times are wall-clock medians of N runs (stdlib only).
 """
 import json
@@ -78,6 +83,25 @@ def result(name, seconds_list):
             "real_time": statistics.median(seconds_list) * 1e3, "time_unit": "ms"}
 
 
+def user_compiles(gen, cmd, cwd, tmp, reps):
+    """The three user units, compiled in turn (a, b, c, a, b, c, ...) so that
+    the machine's load falls on each alike; medians and ratios to ATen's."""
+    subprocess.run([gen, os.path.join(ROOT, "schemas", "rl.yaml"), "-o", tmp], check=True, stdout=subprocess.DEVNULL)
+    units = ("aten", "tensordict", "typed")
+    seconds = {u: [] for u in units}
+    for _ in range(reps):
+        for u in units:
+            src = os.path.join(HERE, "compile", f"user_{u}.cpp")
+            seconds[u].append(timed(cmd + ["-I", tmp, "-o", os.path.join(tmp, f"user_{u}.o"), "-c", src], cwd))
+    aten = statistics.median(seconds["aten"])
+    out = []
+    for u in units:
+        entry = result(f"BM_user_compile/{u}", seconds[u])
+        entry["ratio_to_aten"] = statistics.median(seconds[u]) / aten
+        out.append(entry)
+    return out
+
+
 def main():
     build_dir, out = sys.argv[1], sys.argv[2]
     reps = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--repetitions" else 3
@@ -96,6 +120,7 @@ def main():
                 f.write(text)
             obj = os.path.join(tmp, name + ".o")
             results.append(result(f"BM_build/{name}", [timed(cmd + ["-o", obj, "-c", src], cwd) for _ in range(reps)]))
+        results += user_compiles(gen, cmd, cwd, tmp, max(reps, 5))
     with open(out, "w") as f:
         json.dump({"context": {"program": "timings.py"}, "benchmarks": results}, f, indent=1)
 
