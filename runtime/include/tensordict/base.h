@@ -290,8 +290,8 @@ class TensorDict {
   // left empty here are removed unless keep_empty.
   TensorDict separates(const std::vector<NestedKey>& keys, const SeparatesOptions& options = {});
   // The non-tensor entries (tensordict's non_tensor_items): of this level,
-  // or of every level under nested keys.
-  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const;
+  // or of every level under nested keys ({.include_nested = true}).
+  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(const NonTensorItemsOptions& options = {}) const;
   // A tensordict without the non-tensor entries, nested ones included; the
   // leaves are not copied (tensordict's filter_non_tensor_data).
   TensorDict filter_non_tensor_data() const;

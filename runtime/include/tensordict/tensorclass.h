@@ -236,7 +236,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     };
     std::vector<Write> writes;
     std::vector<std::pair<NestedKey, NonTensorData>> stack_writes;  // into NonTensorStack fields
-    if (const auto data = value.non_tensor_items(/*include_nested=*/true); !data.empty()) {
+    if (const auto data = value.non_tensor_items({.include_nested = true}); !data.empty()) {
       const TensorDict form = tensordict_form_(detail::NonTensorFields::All);
       for (const auto& [key, written] : data) {
         if (put_stack_at_(key.path(), 0, nullptr, written)) {

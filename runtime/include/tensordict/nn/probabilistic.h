@@ -3,6 +3,7 @@
 // (tensordict.nn.probabilistic).
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -53,15 +54,20 @@ using set_interaction_type = InteractionTypeGuard;
 // is a ValueError "invalid truth value ...").
 bool composite_lp_aggregate();
 
+// The modes of composite_lp_aggregate(): per-component log-probabilities,
+// one key per sampled key (false), or their sum under one key (true).
+enum class LpAggregate : uint8_t { PerComponent, Aggregate };
+
 // tensordict's `with set_composite_lp_aggregate(mode)`: sets the value for
-// the guard's lifetime, then restores the previous one. Unlike the
+// the guard's lifetime (mode Aggregate: true, as tensordict's default
+// mode=True), then restores the previous one. Unlike the
 // interaction type, the value is process-wide, as in tensordict: a module
 // fixes its log-probability keys when it is built, and the threads that
 // write the log-probabilities and those that read them must agree on the
 // keys. Set it once, before the modules are built.
 class CompositeLpAggregateGuard {
  public:
-  explicit CompositeLpAggregateGuard(bool mode = true);
+  explicit CompositeLpAggregateGuard(LpAggregate mode = LpAggregate::Aggregate);
   ~CompositeLpAggregateGuard();
   CompositeLpAggregateGuard(const CompositeLpAggregateGuard&) = delete;
   CompositeLpAggregateGuard& operator=(const CompositeLpAggregateGuard&) = delete;
