@@ -78,7 +78,7 @@ struct UpdateOptions {
   // Write into existing tensor entries in place (new keys are still set).
   bool inplace = false;
   // Only these keys (nested keys reach into nested tensordicts); all when empty.
-  std::optional<std::vector<NestedKey>> keys_to_update;
+  std::optional<std::vector<NestedKey>> keys_to_update = std::nullopt;
   // Take the other tensordict's batch size (at every level it updates).
   bool update_batch_size = false;
 };
