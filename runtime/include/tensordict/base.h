@@ -53,19 +53,20 @@ struct ToModuleOptions;
 class MissingKeys {
  public:
   // A KeyError naming the first key found in one operand only (the default).
-  static MissingKeys error() { return MissingKeys(Kind::Error, 0); }
+  static MissingKeys error() { return MissingKeys(Policy::Error, 0); }
   // Keys present in one operand only are left out of the result.
-  static MissingKeys intersection() { return MissingKeys(Kind::Intersection, 0); }
+  static MissingKeys intersection() { return MissingKeys(Policy::Intersection, 0); }
   // A missing entry counts as a tensor full of `value`, shaped like the other.
-  static MissingKeys fill(at::Scalar value) { return MissingKeys(Kind::Fill, value); }
+  static MissingKeys fill(at::Scalar value) { return MissingKeys(Policy::Fill, value); }
 
-  enum class Kind { Error, Intersection, Fill };
-  Kind kind() const { return kind_; }
+  // What becomes of a key found in one operand only.
+  enum class Policy { Error, Intersection, Fill };
+  Policy policy() const { return policy_; }
   const at::Scalar& fill_value() const { return fill_; }
 
  private:
-  MissingKeys(Kind kind, at::Scalar fill) : kind_(kind), fill_(fill) {}
-  Kind kind_;
+  MissingKeys(Policy policy, at::Scalar fill) : policy_(policy), fill_(fill) {}
+  Policy policy_;
   at::Scalar fill_;
 };
 
