@@ -209,7 +209,7 @@ class TensorDict {
   // src/core/introspection.cpp) ------------------------------------------------
   bool contains(const NestedKey& key) const;
   // The tensor at `key`; KeyError naming the key path if absent,
-  // std::invalid_argument if the entry is a tensordict.
+  // TypeError if the entry is a tensordict or non-tensor data.
   at::Tensor get(const NestedKey& key) const;
   at::Tensor get(const NestedKey& key, const at::Tensor& default_value) const;
   // The nested tensordict at `key` (the same object: writes reach the parent).
@@ -678,9 +678,9 @@ class TensorDict {
   // returns this tensordict. With `filename`, the storage is that file
   // (tensordict's layout, metadata after the data: from_consolidated reads
   // it); with `share_memory`, a shared-memory object another process can map.
-  // Refuses (std::invalid_argument naming the key) nested (jagged) tensors,
-  // sparse and other non-strided or quantized leaves, and leaves that
-  // require grad.
+  // Refuses (ValueError naming the key) nested (jagged) tensors, sparse and
+  // other non-strided or quantized leaves; a leaf that requires grad is
+  // copied detached.
   TensorDict consolidate(const ConsolidateOptions& options = {}) const;
   // Whether every tensor leaf is still a view of the storage consolidate() made.
   bool is_consolidated() const;
@@ -692,7 +692,7 @@ class TensorDict {
   // views that keep the leaves (an index of ints, None, Ellipsis and slices
   // from the start; unbind, split, chunk, unsqueeze, squeeze, view, permute,
   // transpose, movedim, narrow) keep the mark, and are locked. A lazy stack
-  // is shared when its members are (std::runtime_error when only some are);
+  // is shared when its members are (RuntimeError when only some are);
   // a sub-view, when its source is.
   bool is_shared() const;
 

@@ -389,7 +389,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     return is_consolidated() ? std::optional<at::Tensor>(tc_consolidated_storage_) : std::nullopt;
   }
   // Casts every tensor field (tensordict's to(dtype)). A field whose schema
-  // declares another dtype makes it throw std::invalid_argument naming the
+  // declares another dtype makes it throw ValueError naming the
   // field (a typed result always passes its own validate()); the tensordict
   // form casts freely: to_tensordict().to(dtype).
   Derived to(at::ScalarType dtype) const {

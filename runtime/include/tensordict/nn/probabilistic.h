@@ -23,7 +23,7 @@ enum class InteractionType { MODE, MEDIAN, MEAN, RANDOM };
 
 // "MODE", ...
 std::string_view to_string(InteractionType type);
-// Case-insensitive; std::invalid_argument for an unknown name.
+// Case-insensitive; ValueError for an unknown name.
 InteractionType interaction_type_from_str(std::string_view name);
 
 // The current thread's interaction type; nullopt (the default) lets each
@@ -229,7 +229,7 @@ class ProbabilisticTensorDictModule : public TensorDictModuleHolder<Probabilisti
                                                                          std::move(options))) {}
 };
 
-// A sequence ending in a ProbabilisticTensorDictModule (std::invalid_argument
+// A sequence ending in a ProbabilisticTensorDictModule (ValueError
 // otherwise, also from set/erase). The modules before it run under the last
 // module's default interaction type unless one is set; when an earlier module
 // already produces the last module's out_key, that value is kept and only its
