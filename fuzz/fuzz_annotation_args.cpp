@@ -24,10 +24,10 @@ std::string print(const std::vector<tcgen::AnnotationArg>& args) {
   for (const auto& a : args) {
     if (!out.empty()) out += ", ";
     out += a.key;
-    switch (a.kind) {
-      case tcgen::AnnotationArg::Kind::Flag: break;
-      case tcgen::AnnotationArg::Kind::Integer: out += "=" + std::to_string(a.int_value); break;
-      case tcgen::AnnotationArg::Kind::String:
+    switch (a.value) {
+      case tcgen::AnnotationArg::Value::Flag: break;
+      case tcgen::AnnotationArg::Value::Integer: out += "=" + std::to_string(a.int_value); break;
+      case tcgen::AnnotationArg::Value::String:
         out += "=\"";
         for (char c : a.string_value) {
           if (c == '"' || c == '\\') out += '\\', out += c;
@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     const auto& b = (*args2)[i];
-    check(a.key == b.key && a.kind == b.kind && a.string_value == b.string_value && a.int_value == b.int_value,
+    check(a.key == b.key && a.value == b.value && a.string_value == b.string_value && a.int_value == b.int_value,
           "same arguments after a round trip");
   }
   return 0;

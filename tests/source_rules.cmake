@@ -4,29 +4,114 @@
 #   RULE=kind-tag    kinds are told apart by their tag (Kind), never by
 #                    comparing type names
 #   RULE=layout      docs/layout.md (the Layout page) names every folder of
-#                    the tree's top, of runtime/src/ and of tests/
-# cmake -DSOURCE_DIR=<repo> -DRULE=<rule> -P source_rules.cmake
+#                    the tree's top, of runtime/src/ and of tests/, and the
+#                    top's files; every folder and file it names exists
+#   RULE=layout-selftest  copies of the page with a folder left out or one
+#                    the tree lacks fail the layout rule (WORK_DIR: where)
+# cmake -DSOURCE_DIR=<repo> -DRULE=<rule> [-DLAYOUT_FILE=<page>] -P source_rules.cmake
+cmake_policy(VERSION 3.25)
+# The layout rule's own test: pages that leave a folder out or name one
+# the tree does not hold must fail it, naming the folder.
+if(RULE STREQUAL "layout-selftest")
+  file(READ "${SOURCE_DIR}/docs/layout.md" page)
+  set(cases schemas-row tests-reliability nowhere-row)
+  foreach(case IN LISTS cases)
+    if(case STREQUAL "schemas-row")
+      string(REGEX REPLACE "\n\\| `schemas/` \\|[^\n]*" "" broken "${page}")
+      set(expected "does not name these folders and files:[ \n]+schemas/[ \n]")
+    elseif(case STREQUAL "tests-reliability")
+      string(REPLACE "`reliability/`" "reliability" broken "${page}")
+      set(expected "does not name these folders and files:[ \n]+tests/reliability/[ \n]")
+    else()
+      string(REPLACE "\n| `dev` |" "\n| `nowhere/` | a folder the tree does not hold |\n| `dev` |" broken "${page}")
+      set(expected "names these, which the tree does not hold:[ \n]+nowhere/[ \n]")
+    endif()
+    if(broken STREQUAL page)
+      message(FATAL_ERROR "layout-selftest ${case}: docs/layout.md no longer has the text this case removes or adds")
+    endif()
+    set(copy "${WORK_DIR}/layout-${case}.md")
+    file(WRITE "${copy}" "${broken}")
+    execute_process(COMMAND "${CMAKE_COMMAND}" -DSOURCE_DIR=${SOURCE_DIR} -DRULE=layout -DLAYOUT_FILE=${copy}
+                            -P "${CMAKE_CURRENT_LIST_FILE}"
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    if(rc EQUAL 0 OR NOT out MATCHES "${expected}")
+      message(FATAL_ERROR "layout-selftest ${case}: the layout rule should fail matching \"${expected}\"; "
+                          "it gave (exit ${rc}):\n${out}")
+    endif()
+  endforeach()
+  return()
+endif()
 if(RULE STREQUAL "layout")
-  file(READ "${SOURCE_DIR}/docs/layout.md" layout)
+  # LAYOUT_FILE: another page to check (the rule's own test checks a copy
+  # with a row removed).
+  if(NOT LAYOUT_FILE)
+    set(LAYOUT_FILE "${SOURCE_DIR}/docs/layout.md")
+  endif()
+  file(READ "${LAYOUT_FILE}" layout)
   if(NOT layout MATCHES "\n\\| folder \\| what it holds \\|\n")
     message(FATAL_ERROR "docs/layout.md has no table of folders (| folder | what it holds |)")
   endif()
+  # The paths the table names: each row's first cell (a folder ends in /, else
+  # a file), and the folders its description names in backquotes, which lie
+  # inside the row's folder (`tests/`: `runtime/`, `distributed/mixed/`...).
+  # Lines become list items; ; and [ ] would split or join them.
+  string(REGEX REPLACE "[][;]" "," layout "${layout}")
+  string(REPLACE "\n" ";" lines "${layout}")
+  set(named "")
+  foreach(line IN LISTS lines)
+    if(NOT line MATCHES "^\\| `([^`]+)` \\|(.*)$")
+      continue()
+    endif()
+    set(row "${CMAKE_MATCH_1}")
+    set(text "${CMAKE_MATCH_2}")
+    list(APPEND named "${row}")
+    if(row MATCHES "/$")
+      string(REGEX MATCHALL "`[A-Za-z0-9_.-][A-Za-z0-9_./-]*/`" inner "${text}")
+      foreach(folder IN LISTS inner)
+        string(REPLACE "`" "" folder "${folder}")
+        list(APPEND named "${row}${folder}")
+      endforeach()
+    endif()
+  endforeach()
+  # What must be named: the folders of the tree's top, of runtime/src/ and of
+  # tests/, and the files of the top.
   set(missing "")
   foreach(parent "" "runtime/src/" "tests/")
     file(GLOB children LIST_DIRECTORIES true RELATIVE "${SOURCE_DIR}/${parent}" "${SOURCE_DIR}/${parent}*")
     foreach(child IN LISTS children)
       # Build trees, virtual environments, caches and other untracked outputs.
-      if(NOT IS_DIRECTORY "${SOURCE_DIR}/${parent}${child}" OR child MATCHES "^(build|site$|dist$|\\.|__pycache__)")
+      if(child MATCHES "^(build|site$|dist$|\\.|__pycache__)")
         continue()
       endif()
-      # A tests/ folder may be named by itself in the tests/ row.
-      if(NOT layout MATCHES "`${parent}${child}/`" AND NOT (parent STREQUAL "tests/" AND layout MATCHES "`${child}/`"))
-        string(APPEND missing "\n  ${parent}${child}/")
+      if(IS_DIRECTORY "${SOURCE_DIR}/${parent}${child}")
+        set(path "${parent}${child}/")
+      elseif(parent STREQUAL "")
+        set(path "${child}")
+      else()
+        continue()
+      endif()
+      if(NOT path IN_LIST named)
+        string(APPEND missing "\n  ${path}")
       endif()
     endforeach()
   endforeach()
-  if(missing)
-    message(FATAL_ERROR "docs/layout.md does not name these folders:${missing}")
+  # What is named must be there.
+  set(absent "")
+  foreach(path IN LISTS named)
+    string(REGEX REPLACE "/$" "" plain "${path}")
+    if((path MATCHES "/$" AND NOT IS_DIRECTORY "${SOURCE_DIR}/${plain}") OR NOT EXISTS "${SOURCE_DIR}/${plain}")
+      string(APPEND absent "\n  ${path}")
+    endif()
+  endforeach()
+  if(missing OR absent)
+    set(message "")
+    if(missing)
+      string(APPEND message "docs/layout.md does not name these folders and files:${missing}\n")
+    endif()
+    if(absent)
+      string(APPEND message "docs/layout.md names these, which the tree does not hold:${absent}\n")
+    endif()
+    message(FATAL_ERROR "${message}")
   endif()
   return()
 endif()

@@ -108,7 +108,7 @@ class Parser {
         out += c;
       }
     }
-    arg.kind = AnnotationArg::Kind::String;
+    arg.value = AnnotationArg::Value::String;
     arg.string_value = std::move(out);
     return true;
   }
@@ -149,7 +149,7 @@ class Parser {
       }
       value = -value;
     }
-    arg.kind = AnnotationArg::Kind::Integer;
+    arg.value = AnnotationArg::Value::Integer;
     arg.int_value = value;
     return true;
   }

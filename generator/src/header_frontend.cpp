@@ -267,7 +267,7 @@ std::optional<std::string> external_class_arg(CXCursor decl, std::string_view ke
     const AnnotationParseResult parsed = parse_annotation_args(*args);
     if (const auto* list = std::get_if<std::vector<AnnotationArg>>(&parsed))
       for (const auto& a : *list)
-        if (a.key == key && a.kind == AnnotationArg::Kind::String) return a.string_value;
+        if (a.key == key && a.value == AnnotationArg::Value::String) return a.string_value;
   }
   return std::nullopt;
 }
@@ -593,13 +593,13 @@ class HeaderReader {
   }
 
   bool expect_string(const AnnotationArg& a, std::string_view macro, const SourceLoc& loc) {
-    if (a.kind == AnnotationArg::Kind::String) return true;
+    if (a.value == AnnotationArg::Value::String) return true;
     diags_.error(loc, fmt::format("{} argument '{}' expects a string, e.g. {} = \"...\"", macro, a.key, a.key));
     return false;
   }
 
   bool expect_flag(const AnnotationArg& a, std::string_view macro, const SourceLoc& loc) {
-    if (a.kind == AnnotationArg::Kind::Flag) return true;
+    if (a.value == AnnotationArg::Value::Flag) return true;
     diags_.error(loc, fmt::format("{} argument '{}' is a flag and takes no value", macro, a.key));
     return false;
   }

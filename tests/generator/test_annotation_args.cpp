@@ -31,15 +31,15 @@ TEST_CASE("annotation args: strings, integers and flags", "[annotation]") {
   auto a = ok(R"(dtype = "uint8", shape = "..., 3, H, W", optional)");
   REQUIRE(a.size() == 3);
   CHECK(a[0].key == "dtype");
-  CHECK(a[0].kind == AnnotationArg::Kind::String);
+  CHECK(a[0].value == AnnotationArg::Value::String);
   CHECK(a[0].string_value == "uint8");
   CHECK(a[1].string_value == "..., 3, H, W");
   CHECK(a[2].key == "optional");
-  CHECK(a[2].kind == AnnotationArg::Kind::Flag);
+  CHECK(a[2].value == AnnotationArg::Value::Flag);
 
   auto b = ok("n=-42,m = 9223372036854775807 , k=-9223372036854775808");
   REQUIRE(b.size() == 3);
-  CHECK(b[0].kind == AnnotationArg::Kind::Integer);
+  CHECK(b[0].value == AnnotationArg::Value::Integer);
   CHECK(b[0].int_value == -42);
   CHECK(b[1].int_value == INT64_MAX);
   CHECK(b[2].int_value == INT64_MIN);

@@ -21,11 +21,11 @@
 namespace hostile {
 
 std::string Outcome::describe() const {
-  switch (kind) {
-    case Kind::Returned: return "returned: " + text;
-    case Kind::Threw: return "threw: " + text;
-    case Kind::Crashed: return "crashed with signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
-    case Kind::TimedOut: return "timed out";
+  switch (status) {
+    case Status::Returned: return "returned: " + text;
+    case Status::Threw: return "threw: " + text;
+    case Status::Crashed: return "crashed with signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+    case Status::TimedOut: return "timed out";
   }
   return "?";
 }
@@ -89,9 +89,9 @@ Outcome in_child(const std::function<std::string()>& fn, Limits limits) {
   out.text = text;
   if (WIFSIGNALED(status)) {
     out.signal = WTERMSIG(status);
-    out.kind = out.signal == SIGALRM ? Outcome::Kind::TimedOut : Outcome::Kind::Crashed;
+    out.status = out.signal == SIGALRM ? Outcome::Status::TimedOut : Outcome::Status::Crashed;
   } else {
-    out.kind = WEXITSTATUS(status) == 0 ? Outcome::Kind::Returned : Outcome::Kind::Threw;
+    out.status = WEXITSTATUS(status) == 0 ? Outcome::Status::Returned : Outcome::Status::Threw;
   }
   return out;
 }

@@ -16,7 +16,8 @@ struct Limits {
 };
 
 struct Outcome {
-  enum class Kind { Returned, Threw, Crashed, TimedOut } kind = Kind::Crashed;
+  // How the child ended.
+  enum class Status { Returned, Threw, Crashed, TimedOut } status = Status::Crashed;
   int signal = 0;        // Crashed: the signal
   std::string text;      // Returned: what the case returned; Threw: the message
   std::string describe() const;
@@ -33,7 +34,7 @@ Outcome in_child(const std::function<std::string()>& fn, Limits limits = {});
   [&] {                                                                             \
     const auto outcome_ = hostile::in_child([&]() -> std::string { __VA_ARGS__; return ""; }); \
     INFO(outcome_.describe());                                                      \
-    REQUIRE(outcome_.kind == hostile::Outcome::Kind::Threw);                        \
+    REQUIRE(outcome_.status == hostile::Outcome::Status::Threw);                        \
     return outcome_.text;                                                           \
   }()
 
@@ -42,6 +43,6 @@ Outcome in_child(const std::function<std::string()>& fn, Limits limits = {});
   [&] {                                                                 \
     const auto outcome_ = hostile::in_child([&]() -> std::string { __VA_ARGS__; }); \
     INFO(outcome_.describe());                                          \
-    REQUIRE(outcome_.kind == hostile::Outcome::Kind::Returned);         \
+    REQUIRE(outcome_.status == hostile::Outcome::Status::Returned);         \
     return outcome_.text;                                               \
   }()

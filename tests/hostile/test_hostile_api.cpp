@@ -197,6 +197,6 @@ TEST_CASE("hostile api: removing and renaming keys one by one takes linear time,
       },
       hostile::Limits{.seconds = 60});
   INFO(outcome.describe());
-  REQUIRE(outcome.kind == hostile::Outcome::Kind::Returned);
+  REQUIRE(outcome.status == hostile::Outcome::Status::Returned);
   REQUIRE(outcome.text == "'k39998' 'k39999' | 10001 'k1' 'k3' 'k5' 19999 'k0' | 'r0' 'r1' 7");
 }

@@ -76,7 +76,7 @@ TEST_CASE("hostile non-tensor: memmap refuses a meta.json larger than load_memma
     return (message == expected ? std::string("refused") : message) + (fs::exists(dir) ? " written" : "");
   }, Limits{.memory_mb = 8192});
   INFO(outcome.describe());
-  REQUIRE(outcome.kind == Outcome::Kind::Returned);
+  REQUIRE(outcome.status == Outcome::Status::Returned);
   CHECK(outcome.text == "refused");
 }
 

@@ -132,7 +132,7 @@ TEST_CASE("hostile races: readers loading while writers rewrite see one whole ve
       },
       hostile::Limits{.seconds = 60});
   INFO(outcome.describe());
-  REQUIRE(outcome.kind == hostile::Outcome::Kind::Returned);
+  REQUIRE(outcome.status == hostile::Outcome::Status::Returned);
   REQUIRE_THAT(outcome.text, StartsWith("mixed 0, failed 0,"));
 }
 

@@ -140,7 +140,7 @@ TEST_CASE("hostile staging: a file truncated under a mapped load kills the reade
     return c10::str(td.get("x").sum().item<float>());
   });
   INFO(outcome.describe());
-  REQUIRE(outcome.kind == Outcome::Kind::Crashed);
+  REQUIRE(outcome.status == Outcome::Status::Crashed);
 }
 
 TEST_CASE("hostile staging: after a copying load, truncating the files leaves the reads working") {

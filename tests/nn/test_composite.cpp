@@ -4,6 +4,7 @@
 #include "nn_test.h"
 
 using tnn::InteractionType;
+using tnn::LpAggregate;
 
 namespace {
 
@@ -113,7 +114,7 @@ TEST_CASE("CompositeDistribution log_prob per component, log_prob_sum summed", "
   CHECK(total.sizes() == at::IntArrayRef({4, 3}));
   CHECK(torch::allclose(total, expected_cont.sum(-1) + expected_disc));
   // composite_lp_aggregate() does not change log_prob
-  tnn::CompositeLpAggregateGuard aggregate(true);
+  tnn::CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
   CHECK(dist.log_prob(sample).keys({.include_nested = true, .leaves_only = true}).size() == 2);
 }
 
@@ -123,7 +124,7 @@ TEST_CASE("CompositeDistribution log_prob_composite, include_sum and in place un
   tnn::CompositeDistribution dist(params, cont_disc_map());
   TensorDict sample = dist.sample({4});
   {
-    tnn::CompositeLpAggregateGuard per_component(false);
+    tnn::CompositeLpAggregateGuard per_component(LpAggregate::PerComponent);
     const TensorDict lp = dist.log_prob_composite(sample);
     CHECK(lp.impl() != sample.impl());
     CHECK(lp.get("cont_log_prob").requires_grad());
@@ -133,7 +134,7 @@ TEST_CASE("CompositeDistribution log_prob_composite, include_sum and in place un
     CHECK(torch::allclose(with_sum.get("sample_log_prob"), dist.log_prob_sum(sample)));
   }
   {
-    tnn::CompositeLpAggregateGuard aggregate(true);
+    tnn::CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
     const TensorDict lp = dist.log_prob_composite(sample);
     CHECK(lp.impl() == sample.impl());  // written into the sample
     CHECK(sample.contains("cont_log_prob"));
@@ -163,7 +164,7 @@ TEST_CASE("CompositeDistribution entropy per component, summed, Monte Carlo wher
   tnn::CompositeDistribution keyed(params, cont_disc_map(), {.entropy_key = NestedKey("h")});
   CHECK(keyed.entropy_composite(1, true).contains("h"));
   {
-    tnn::CompositeLpAggregateGuard aggregate(true);
+    tnn::CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
     CHECK(dist.entropy_composite().contains("entropy"));  // include_sum follows the aggregation
   }
   // TanhNormal has no closed-form entropy: -mean of log_prob over rsamples
@@ -256,7 +257,7 @@ TEST_CASE("CompositeDistribution errors", "[composite][errors]") {
   sample.del_("cont");
   CHECK_THROWS_AS(dist.log_prob(sample), KeyError);
   {
-    tnn::CompositeLpAggregateGuard aggregate(true);
+    tnn::CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
     CHECK_THROWS_AS(dist.log_prob_composite(sample), KeyError);
     CHECK_FALSE(sample.contains({"nested", "disc_log_prob"}));  // nothing written
   }
@@ -290,7 +291,7 @@ tnn::ProbabilisticTensorDictModule composite_module(bool map_names, InteractionT
 
 // ports test_nn.py::TestCompositeDist::test_prob_module
 TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution", "[composite][probabilistic]") {
-  tnn::CompositeLpAggregateGuard per_component(false);
+  tnn::CompositeLpAggregateGuard per_component(LpAggregate::PerComponent);
   for (const auto interaction : {InteractionType::MODE, InteractionType::MEAN}) {
     for (const bool return_log_prob : {true, false}) {
       for (const bool map_names : {true, false}) {
@@ -335,7 +336,7 @@ TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution", "[compos
 // ports test_nn.py::TestCompositeDist::test_prob_module_legacy
 TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution, log-probabilities aggregated",
           "[composite][probabilistic]") {
-  tnn::CompositeLpAggregateGuard aggregate(true);
+  tnn::CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
   for (const bool return_log_prob : {true, false}) {
     const TensorDict params = module_params();
     auto module = composite_module(/*map_names=*/false, InteractionType::RANDOM, return_log_prob);
@@ -363,7 +364,7 @@ TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution, log-proba
 // ports test_nn.py::TestCompositeDist::test_prob_module_seq_nested
 TEST_CASE("ProbabilisticTensorDictSequential ending in a CompositeDistribution module, nested params",
           "[composite][probabilistic]") {
-  tnn::CompositeLpAggregateGuard per_component(false);
+  tnn::CompositeLpAggregateGuard per_component(LpAggregate::PerComponent);
   const tnn::Keys lp_keys{"cont_log_prob", {"nested", "cont_log_prob"}};
   TensorDict params({{"agents", module_params()}, {"done", torch::ones({1})}}, {});
   tnn::ProbabilisticTensorDictSequential module({
@@ -386,7 +387,7 @@ TEST_CASE("ProbabilisticTensorDictSequential ending in a CompositeDistribution m
 
 TEST_CASE("ProbabilisticTensorDictModule with a CompositeDistribution: custom log-probability keys, errors",
           "[composite][probabilistic][errors]") {
-  tnn::CompositeLpAggregateGuard per_component(false);
+  tnn::CompositeLpAggregateGuard per_component(LpAggregate::PerComponent);
   const auto cls = tnn::CompositeDistribution::cls({{"cont", tnn::Normal::cls()}, {{"nested", "cont"}, tnn::Normal::cls()}});
   tnn::ProbabilisticTensorDictModule renamed(
       tnn::Keys{"params"}, {},

@@ -83,8 +83,8 @@ TEST_CASE("EnsembleModule without expand_input reads one input per copy", "[ense
   tnn::TensorDictModule module(net, {"bork"}, {"dork"});
   tnn::TensorDictModule next_module(
       torch::nn::Sequential(torch::nn::Linear(1, 1), torch::nn::ReLU(), torch::nn::Linear(1, 1)), {"dork"}, {"spork"});
-  tnn::EnsembleModule e0(module, 4, /*expand_input=*/true);
-  tnn::EnsembleModule e1(next_module, 4, /*expand_input=*/false);
+  tnn::EnsembleModule e0(module, 4, {.expand_input = true});
+  tnn::EnsembleModule e1(next_module, 4, {.expand_input = false});
   CHECK_FALSE(e1->expand_input());
   tnn::TensorDictSequential seq({e0, e1});
   torch::manual_seed(1);

@@ -308,6 +308,7 @@ TEST_CASE("NormalParamExtractor and biased_softplus", "[distributions]") {
 namespace {
 using tensordict::NestedKey;
 using tnn::CompositeLpAggregateGuard;
+using tnn::LpAggregate;
 using tnn::Keys;
 using tnn::ProbabilisticOptions;
 using tnn::ProbabilisticTensorDictModule;
@@ -343,7 +344,7 @@ TEST_CASE("composite_lp_aggregate is false by default, the guard sets it for the
     std::thread([&] { seen = tnn::composite_lp_aggregate(); }).join();
     CHECK(seen);
     {
-      CompositeLpAggregateGuard inner(false);
+      CompositeLpAggregateGuard inner(LpAggregate::PerComponent);
       CHECK_FALSE(tnn::composite_lp_aggregate());
     }
     CHECK(tnn::composite_lp_aggregate());
@@ -360,7 +361,7 @@ TEST_CASE("COMPOSITE_LP_AGGREGATE in the environment (child process)", "[.][lp_a
     CHECK_THROWS_AS(tnn::composite_lp_aggregate(), tensordict::ValueError);
     CHECK_THROWS_WITH(tnn::composite_lp_aggregate(), "invalid truth value 'bogus'");
     // A guard needs the current value too.
-    CHECK_THROWS_WITH(CompositeLpAggregateGuard(false), "invalid truth value 'bogus'");
+    CHECK_THROWS_WITH(CompositeLpAggregateGuard(LpAggregate::PerComponent), "invalid truth value 'bogus'");
   } else {
     CHECK(tnn::composite_lp_aggregate() == (std::string(env) == "On"));
     auto module = normal_module({"action"}, {.return_log_prob = true});
@@ -406,7 +407,7 @@ TEST_CASE("The default log-probability key of a sampled key is <key>_log_prob, o
 
 TEST_CASE("With set_composite_lp_aggregate(true) the log-probability goes to sample_log_prob",
           "[probabilistic][lp_aggregate]") {
-  CompositeLpAggregateGuard aggregate(true);
+  CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
   auto module = ProbabilisticTensorDictModule(Keys{"loc", "scale"}, {{"agent", "action"}},
                                               {.distribution = tnn::Normal::cls(), .return_log_prob = true});
   CHECK(module->log_prob_key() == NestedKey("sample_log_prob"));
@@ -442,7 +443,7 @@ TEST_CASE(
     INFO("built with composite_lp_aggregate " << mode);
     std::optional<ProbabilisticTensorDictModule> p;
     {
-      CompositeLpAggregateGuard build(mode);
+      CompositeLpAggregateGuard build(mode ? LpAggregate::Aggregate : LpAggregate::PerComponent);
       p.emplace(normal_module(samples, {.return_log_prob = true}));
       if (mode) {
         CHECK((*p)->log_prob_key() == NestedKey("sample_log_prob"));
@@ -452,16 +453,16 @@ TEST_CASE(
     }
     const auto& m = **p;
     if (mode) {
-      CompositeLpAggregateGuard same(true);
+      CompositeLpAggregateGuard same(LpAggregate::Aggregate);
       CHECK(m.out_keys() == Keys{"cont", {"nested", "disc"}, "sample_log_prob"});
       CHECK(m.log_prob_key() == NestedKey("sample_log_prob"));
       CHECK(m.log_prob_keys() == Keys{"sample_log_prob"});
-      CompositeLpAggregateGuard changed(false);
+      CompositeLpAggregateGuard changed(LpAggregate::PerComponent);
       CHECK_THROWS_AS(m.log_prob_key(), tensordict::RuntimeError);
       CHECK_THROWS_WITH(m.log_prob_key(), changed_message(false, true, "log_prob_key"));
       CHECK_THROWS_WITH(m.log_prob_keys(), changed_message(false, true, "log_prob_keys"));
     } else {
-      CompositeLpAggregateGuard same(false);
+      CompositeLpAggregateGuard same(LpAggregate::PerComponent);
       CHECK(m.out_keys() == Keys{"cont", {"nested", "disc"}, "cont_log_prob", {"nested", "disc_log_prob"}});
       CHECK_THROWS_AS(m.log_prob_key(), tensordict::RuntimeError);
       CHECK_THROWS_WITH(m.log_prob_key(),
@@ -470,7 +471,7 @@ TEST_CASE(
                         "log_prob_keys=['cont_log_prob', ('nested', 'disc_log_prob')]). When composite_lp_aggregate() "
                         "returns ``False``, try to use ProbabilisticTensorDictModule.log_prob_keys instead.");
       CHECK(m.log_prob_keys() == Keys{"cont_log_prob", {"nested", "disc_log_prob"}});
-      CompositeLpAggregateGuard changed(true);
+      CompositeLpAggregateGuard changed(LpAggregate::Aggregate);
       CHECK_THROWS_WITH(m.log_prob_key(), changed_message(true, false, "log_prob_key"));
       CHECK_THROWS_WITH(m.log_prob_keys(), changed_message(true, false, "log_prob_keys"));
     }
@@ -481,7 +482,7 @@ TEST_CASE("A call with return_log_prob after composite_lp_aggregate changed is a
           "[probabilistic][lp_aggregate][errors]") {
   auto module = normal_module({"action"}, {.return_log_prob = true});
   TensorDict td({{"loc", torch::zeros({2})}, {"scale", torch::ones({2})}}, {2});
-  CompositeLpAggregateGuard changed(true);
+  CompositeLpAggregateGuard changed(LpAggregate::Aggregate);
   CHECK_THROWS_AS(module(td), tensordict::RuntimeError);
   CHECK_THROWS_WITH(module(td), changed_message(true, false, "log_prob_key"));
   CHECK_FALSE(td.contains("action"));
@@ -494,7 +495,7 @@ TEST_CASE("A call with return_log_prob after composite_lp_aggregate changed is a
 TEST_CASE("log_prob_keys while composite_lp_aggregate is true, log_prob_key with several sampled keys while false",
           "[probabilistic][lp_aggregate][errors]") {
   {
-    CompositeLpAggregateGuard aggregate(true);
+    CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
     CHECK_THROWS_AS(normal_module({"a"}, {.log_prob_keys = Keys{"lp"}}), tensordict::RuntimeError);
     CHECK_THROWS_WITH(normal_module({"a"}, {.log_prob_keys = Keys{"lp"}}),
                       "composite_lp_aggregate is set to True but log_prob_keys were passed. When "
@@ -544,7 +545,7 @@ TEST_CASE("A custom log-probability key at, inside or holding a sampled key is a
   rejects({"a", "b"}, {.log_prob_keys = Keys{"a_log_prob", {"b", "x"}}},
           "log-probability key ('b', 'x') for sample key 'b'");
   {
-    CompositeLpAggregateGuard aggregate(true);
+    CompositeLpAggregateGuard aggregate(LpAggregate::Aggregate);
     rejects({"a", "b"}, {.log_prob_key = "b"}, "log-probability key 'b' for sample key 'b'");
   }
   // Keys beside the samples are fine.

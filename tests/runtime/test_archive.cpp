@@ -41,7 +41,8 @@ void check_same(const TensorDict& got, const TensorDict& want) {
   const KeysOptions leaves{.include_nested = true, .leaves_only = true};
   CHECK(got.keys(leaves) == want.keys(leaves));
   for (const auto& key : want.keys(leaves)) CHECK(same(got.get(key), want.get(key)));
-  const auto got_data = got.non_tensor_items(true), want_data = want.non_tensor_items(true);
+  const auto got_data = got.non_tensor_items({.include_nested = true});
+  const auto want_data = want.non_tensor_items({.include_nested = true});
   REQUIRE(got_data.size() == want_data.size());
   for (std::size_t i = 0; i < want_data.size(); ++i) {
     CHECK(got_data[i].first == want_data[i].first);

@@ -74,7 +74,7 @@ TEST_CASE("non_tensor_items and filter_non_tensor_data", "[buffers]") {
   REQUIRE(top.size() == 1);
   CHECK(top[0].first == NestedKey("s"));
   CHECK(top[0].second.data() == "text");
-  const auto all = td.non_tensor_items(true);
+  const auto all = td.non_tensor_items({.include_nested = true});
   std::vector<NestedKey> keys;
   for (const auto& [key, data] : all) keys.push_back(key);
   std::sort(keys.begin(), keys.end());

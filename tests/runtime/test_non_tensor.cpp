@@ -216,7 +216,7 @@ TEST_CASE("keys with leaves_only leave out non-tensor data unless is_leaf says s
   CHECK(td.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor}) ==
         std::vector<NestedKey>{"x", "s", {"n", "y"}, {"n", "u"}});
   // What walks the non-tensor entries still sees them.
-  CHECK(td.non_tensor_items(true).size() == 2);
+  CHECK(td.non_tensor_items({.include_nested = true}).size() == 2);
   CHECK(td.filter_non_tensor_data().keys({.include_nested = true}) == std::vector<NestedKey>{"x", {"n", "y"}, "n"});
   CHECK(td.clone().get_non_tensor({"n", "u"}) == "z");
   CHECK(TensorDict({{"s", NonTensorData("a")}, {"n", TensorDict({{"u", NonTensorData("b")}}, {})}}, {}).depth() == 1);

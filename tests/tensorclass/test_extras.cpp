@@ -226,7 +226,7 @@ TEST_CASE("copy_, copy_at_, separates, non_tensor_items, filter_non_tensor_data,
   d.copy_at_(data().index({0}), {1});
   CHECK(same(x.index({1}), at::arange(20, at::kFloat).view({4, 5})));
 
-  const auto items = d.non_tensor_items(true);
+  const auto items = d.non_tensor_items({.include_nested = true});
   REQUIRE(items.size() == 2);
   CHECK(items[0].first.repr() == "'z'");
   CHECK(items[1].first.repr() == "('y', 'z')");

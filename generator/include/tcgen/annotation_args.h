@@ -20,9 +20,10 @@
 namespace tcgen {
 
 struct AnnotationArg {
-  enum class Kind { Flag, String, Integer };
+  // The form of its value: none (a flag), a string or an integer.
+  enum class Value { Flag, String, Integer };
   std::string key;
-  Kind kind = Kind::Flag;
+  Value value = Value::Flag;
   std::string string_value;
   std::int64_t int_value = 0;
 };

@@ -1,5 +1,7 @@
 // tensorclass-gen stand-in for the runtime's CRTP base, and the argument types
-// of its init_, which constructors declared in a header take.
+// of its init_, which constructors declared in a header take. The generator
+// tests also compile the golden headers against it: init_ and methods() are
+// what generated code calls.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <tensordict/annotations.h>
@@ -16,7 +18,10 @@ using BatchSizeArg = std::vector<std::int64_t>;
 using DeviceArg = std::optional<at::Device>;
 using Names = std::vector<std::optional<std::string>>;
 template <class Derived>
-struct TensorClass {};
+struct TensorClass {
+  TensorClass() = default;
+  Derived& init_(BatchSizeArg, DeviceArg = {}, Names = {}) { return static_cast<Derived&>(*this); }
+};
 // One value per batch element (the runtime's non_tensor_stack.h).
 template <class T>
 struct NonTensorStack {
@@ -25,4 +30,9 @@ struct NonTensorStack {
   template <class U>
   NonTensorStack(U&&) {}
 };
+// The runtime's way to TensorClass's members whatever the fields are named.
+template <class T>
+TensorClass<T>& methods(T& obj) noexcept {
+  return obj;
+}
 }  // namespace tensordict

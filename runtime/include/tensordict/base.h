@@ -53,19 +53,20 @@ struct ToModuleOptions;
 class MissingKeys {
  public:
   // A KeyError naming the first key found in one operand only (the default).
-  static MissingKeys error() { return MissingKeys(Kind::Error, 0); }
+  static MissingKeys error() { return MissingKeys(Policy::Error, 0); }
   // Keys present in one operand only are left out of the result.
-  static MissingKeys intersection() { return MissingKeys(Kind::Intersection, 0); }
+  static MissingKeys intersection() { return MissingKeys(Policy::Intersection, 0); }
   // A missing entry counts as a tensor full of `value`, shaped like the other.
-  static MissingKeys fill(at::Scalar value) { return MissingKeys(Kind::Fill, value); }
+  static MissingKeys fill(at::Scalar value) { return MissingKeys(Policy::Fill, value); }
 
-  enum class Kind { Error, Intersection, Fill };
-  Kind kind() const { return kind_; }
+  // What becomes of a key found in one operand only.
+  enum class Policy { Error, Intersection, Fill };
+  Policy policy() const { return policy_; }
   const at::Scalar& fill_value() const { return fill_; }
 
  private:
-  MissingKeys(Kind kind, at::Scalar fill) : kind_(kind), fill_(fill) {}
-  Kind kind_;
+  MissingKeys(Policy policy, at::Scalar fill) : policy_(policy), fill_(fill) {}
+  Policy policy_;
   at::Scalar fill_;
 };
 
@@ -78,7 +79,7 @@ struct UpdateOptions {
   // Write into existing tensor entries in place (new keys are still set).
   bool inplace = false;
   // Only these keys (nested keys reach into nested tensordicts); all when empty.
-  std::optional<std::vector<NestedKey>> keys_to_update;
+  std::optional<std::vector<NestedKey>> keys_to_update = std::nullopt;
   // Take the other tensordict's batch size (at every level it updates).
   bool update_batch_size = false;
 };
@@ -208,7 +209,7 @@ class TensorDict {
   // src/core/introspection.cpp) ------------------------------------------------
   bool contains(const NestedKey& key) const;
   // The tensor at `key`; KeyError naming the key path if absent,
-  // std::invalid_argument if the entry is a tensordict.
+  // TypeError if the entry is a tensordict or non-tensor data.
   at::Tensor get(const NestedKey& key) const;
   at::Tensor get(const NestedKey& key, const at::Tensor& default_value) const;
   // The nested tensordict at `key` (the same object: writes reach the parent).
@@ -290,8 +291,8 @@ class TensorDict {
   // left empty here are removed unless keep_empty.
   TensorDict separates(const std::vector<NestedKey>& keys, const SeparatesOptions& options = {});
   // The non-tensor entries (tensordict's non_tensor_items): of this level,
-  // or of every level under nested keys.
-  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const;
+  // or of every level under nested keys ({.include_nested = true}).
+  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(const NonTensorItemsOptions& options = {}) const;
   // A tensordict without the non-tensor entries, nested ones included; the
   // leaves are not copied (tensordict's filter_non_tensor_data).
   TensorDict filter_non_tensor_data() const;
@@ -677,9 +678,9 @@ class TensorDict {
   // returns this tensordict. With `filename`, the storage is that file
   // (tensordict's layout, metadata after the data: from_consolidated reads
   // it); with `share_memory`, a shared-memory object another process can map.
-  // Refuses (std::invalid_argument naming the key) nested (jagged) tensors,
-  // sparse and other non-strided or quantized leaves, and leaves that
-  // require grad.
+  // Refuses (ValueError naming the key) nested (jagged) tensors, sparse and
+  // other non-strided or quantized leaves; a leaf that requires grad is
+  // copied detached.
   TensorDict consolidate(const ConsolidateOptions& options = {}) const;
   // Whether every tensor leaf is still a view of the storage consolidate() made.
   bool is_consolidated() const;
@@ -691,7 +692,7 @@ class TensorDict {
   // views that keep the leaves (an index of ints, None, Ellipsis and slices
   // from the start; unbind, split, chunk, unsqueeze, squeeze, view, permute,
   // transpose, movedim, narrow) keep the mark, and are locked. A lazy stack
-  // is shared when its members are (std::runtime_error when only some are);
+  // is shared when its members are (RuntimeError when only some are);
   // a sub-view, when its source is.
   bool is_shared() const;
 

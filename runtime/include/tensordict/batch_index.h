@@ -24,9 +24,9 @@ using at::indexing::TensorIndex;
 
 class BatchIndex {
  public:
-  // Resolves `index` against `batch_size`; throws std::out_of_range /
-  // std::invalid_argument naming the batch size for an int out of range, too
-  // many indices, two ellipses, a bad slice step or a mask of the wrong shape.
+  // Resolves `index` against `batch_size`; throws, naming the batch size,
+  // IndexError for an int out of range or too many indices, RuntimeError for
+  // two ellipses, ValueError for a bad slice step or a mask of the wrong shape.
   BatchIndex(at::ArrayRef<TensorIndex> index, at::IntArrayRef batch_size);
 
   // The batch size of the indexed result: what `at::zeros(batch).index(index)`

@@ -17,7 +17,7 @@ void synchronize(at::Device device);
 // wait for the copies queued before it without waiting for later work.
 class DeviceEvent {
  public:
-  // Recorded on `device`'s current stream; std::invalid_argument for the CPU,
+  // Recorded on `device`'s current stream; ValueError for the CPU,
   // which has no streams to record on.
   explicit DeviceEvent(at::Device device);
 

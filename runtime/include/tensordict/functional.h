@@ -24,7 +24,7 @@ using MergeCallback = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
 // takes the value of the first tensordict that has it, unless it is a tensor
 // in every tensordict and a callback applies (`callback_exist`, for every
 // key, or the one given for that key), which then combines the values.
-// std::invalid_argument for fewer than two tensordicts.
+// RuntimeError for fewer than two tensordicts.
 TensorDict merge_tensordicts(const std::vector<TensorDict>& tds, const MergeCallback& callback_exist = nullptr);
 TensorDict merge_tensordicts(const std::vector<TensorDict>& tds, const std::map<NestedKey, MergeCallback>& callback_exist);
 

@@ -33,8 +33,9 @@ struct TensorMeta {
 // A batch-shape op as TensorDictImpl::reshape_parts receives it, its
 // arguments checked and wrapped.
 struct BatchShapeOp {
-  enum class Kind : uint8_t { Expand, Permute, Squeeze, Unsqueeze, Reshape };
-  Kind kind;
+  // Which op it is.
+  enum class Op : uint8_t { Expand, Permute, Squeeze, Unsqueeze, Reshape };
+  Op op;
   // Expand, Reshape: the new batch size; Permute: the order of the batch
   // dims; Squeeze (a dim of size 1), Unsqueeze: the one dim. A view of the
   // caller's plan (nothing is allocated for a dense tensordict).

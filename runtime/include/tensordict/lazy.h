@@ -58,7 +58,7 @@ class LazyStackedTensorDict : public TensorDict {
   static LazyStackedTensorDict load_memmap(const std::string& prefix, std::optional<at::Device> device = std::nullopt);
 };
 
-// tensordict's lazy_stack; std::invalid_argument for no tensordict.
+// tensordict's lazy_stack; RuntimeError for no tensordict.
 LazyStackedTensorDict lazy_stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
 // tensordict's maybe_dense_stack, level by level: a level whose members have
 // the same keys and tensor shapes is stacked densely (its nested tensordicts

@@ -9,6 +9,7 @@
 #include <c10/util/FunctionRef.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -81,12 +82,15 @@ struct MemmapClassTag {
 // The tensorclass levels of a tree, by key path ({} is the root).
 using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
 
+// What memmap_tensorclass writes into the leaves' files: their values
+// (memmap) or zeros of their shapes and dtypes (memmap_like).
+enum class MemmapContent : uint8_t { Copy, Like };
+
 // memmap() of `td` where the levels in `tags` are written as tensorclasses:
 // `<dir>/meta.json` holds the tag, the level's entries go to `<dir>/_tensordict/`.
 // Returns the memory-mapped copy (tensorclass levels as plain TensorDicts).
-// `like`: memmap_like's files, of the leaves' shapes and dtypes, zero-filled.
 TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
-                              const MemmapOptions& options = {}, bool like = false);
+                              const MemmapOptions& options = {}, MemmapContent content = MemmapContent::Copy);
 
 // tensordict.append_memmap(prefix, rows): the tree that memmap() or save()
 // wrote at `prefix` grows along its first batch dim by the rows of `rows`

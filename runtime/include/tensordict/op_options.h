@@ -53,6 +53,12 @@ struct CombineTensorsOptions {
   bool keep_entries = false;
 };
 
+// non_tensor_items().
+struct NonTensorItemsOptions {
+  // The non-tensor entries of every nested level too (else of this level).
+  bool include_nested = false;
+};
+
 // rename_key_().
 struct RenameKeyOptions {
   // A KeyError when the new key exists (else it is replaced).

@@ -5,7 +5,7 @@
 // writes into the source at the index, set() of a new key creates the entry
 // in the source (zero outside the index; None for non-tensor data). A view
 // cannot replace a source entry by another kind (a tensor where the source
-// holds a tensordict): std::invalid_argument naming the key. Nested
+// holds a tensordict): ValueError naming the key. Nested
 // tensordicts are sub-views too; the source may be any kind (a lazy stack:
 // writes reach its members). clone() and to_tensordict() give dense copies.
 #pragma once

@@ -236,7 +236,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     };
     std::vector<Write> writes;
     std::vector<std::pair<NestedKey, NonTensorData>> stack_writes;  // into NonTensorStack fields
-    if (const auto data = value.non_tensor_items(/*include_nested=*/true); !data.empty()) {
+    if (const auto data = value.non_tensor_items({.include_nested = true}); !data.empty()) {
       const TensorDict form = tensordict_form_(detail::NonTensorFields::All);
       for (const auto& [key, written] : data) {
         if (put_stack_at_(key.path(), 0, nullptr, written)) {
@@ -389,7 +389,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     return is_consolidated() ? std::optional<at::Tensor>(tc_consolidated_storage_) : std::nullopt;
   }
   // Casts every tensor field (tensordict's to(dtype)). A field whose schema
-  // declares another dtype makes it throw std::invalid_argument naming the
+  // declares another dtype makes it throw ValueError naming the
   // field (a typed result always passes its own validate()); the tensordict
   // form casts freely: to_tensordict().to(dtype).
   Derived to(at::ScalarType dtype) const {

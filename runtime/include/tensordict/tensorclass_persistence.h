@@ -104,12 +104,12 @@ class TensorClassPersistence {
   // copy, holding the mapped tensors, locked. One writer with TensorDict's:
   // the tensordict form plus tags saying which levels are tensorclasses.
   Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
-    return written_(prefix, options, /*like=*/false);
+    return written_(prefix, options, MemmapContent::Copy);
   }
   // tensordict's memmap_like: the same layout with zero-filled tensors of the
   // fields' shapes and dtypes (nothing is copied), non-tensor fields kept.
   Derived memmap_like(const std::string& prefix, const MemmapOptions& options = {}) const {
-    return written_(prefix, options, /*like=*/true);
+    return written_(prefix, options, MemmapContent::Like);
   }
   // memmap() in place: the tensor members become the mapped ones. A shared
   // instance (share_memory_) is refused: memmap and shared memory exclude
@@ -202,12 +202,12 @@ class TensorClassPersistence {
 
   // memmap() or memmap_like(): the tensordict form plus tags saying which
   // levels are tensorclasses.
-  Derived written_(const std::string& prefix, const MemmapOptions& options, bool like) const {
+  Derived written_(const std::string& prefix, const MemmapOptions& options, MemmapContent content) const {
     register_memmap();  // an archive is loaded back after it is written
     MemmapClassTags tags;
     collect_tags_(tags, {});
     const TensorDict mapped =
-        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::Stacks), prefix, tags, options, like);
+        memmap_tensorclass(tc_().tensordict_form_(detail::NonTensorFields::Stacks), prefix, tags, options, content);
     Derived out = tc_().shell_();
     detail::tc(out).set_locked_tree_(false);
     detail::tc(out).from_td_(mapped);

@@ -41,7 +41,7 @@ struct FieldPath {
 };
 
 // Validates one tensor field against its FieldInfo and the batch size. Throws
-// std::invalid_argument (missing field, dtype) or RuntimeError (shape),
+// ValueError (missing field, dtype) or RuntimeError (shape),
 // naming the field path and dim.
 void validate_tensor_field(const FieldPath& path, const schema::FieldInfo& field, const at::Tensor& tensor,
                            at::IntArrayRef batch_size, SymbolTable& symbols);
@@ -63,9 +63,9 @@ void validate_stack_field(const FieldPath& path, at::IntArrayRef element_shape, 
 [[noreturn]] void throw_locked(std::string_view class_name, std::string_view key);
 // KeyError: `class_name` has no field `key`.
 [[noreturn]] void throw_no_field(std::string_view class_name, std::string_view key);
-// std::invalid_argument: the field at `key` is not a tensor.
+// TypeError: the field at `key` is not a tensor.
 [[noreturn]] void throw_not_tensor(std::string_view class_name, std::string_view key, std::string_view what);
-// std::runtime_error: a non-tensor field differs between the inputs of stack/cat.
+// RuntimeError: a non-tensor field differs between the inputs of stack/cat.
 [[noreturn]] void throw_non_tensor_mismatch(std::string_view op, std::string_view path, const std::string& first,
                                             const std::string& other, std::size_t index);
 // ValueError: index_put_ writes `written` into the non-tensor field at
@@ -76,16 +76,16 @@ void validate_stack_field(const FieldPath& path, at::IntArrayRef element_shape, 
 // in its feature shape (`first`, `other`: the shapes past the batch dims).
 [[noreturn]] void throw_feature_shape_mismatch(std::string_view op, std::string_view path, at::IntArrayRef first,
                                                at::IntArrayRef other, std::size_t index);
-// std::runtime_error: an optional tensor field is set in some inputs only.
+// RuntimeError: an optional tensor field is set in some inputs only.
 [[noreturn]] void throw_optional_mismatch(std::string_view op, std::string_view path, std::size_t index);
-// std::invalid_argument: `op` would give the tensor field at `path` the dtype
+// ValueError: `op` would give the tensor field at `path` the dtype
 // `got` where the schema declares another (the typed layer keeps declared
 // dtypes; the tensordict form may leave them).
 void check_declared_dtype(std::string_view op, const FieldPath& path, const schema::FieldInfo& field, at::ScalarType got);
-// std::invalid_argument: to_h5 cannot store the non-tensor field `field`
+// ValueError: to_h5 cannot store the non-tensor field `field`
 // (not a string) of `class_name`, which holds `value`, not its default.
 [[noreturn]] void throw_h5_non_tensor(std::string_view class_name, const schema::FieldInfo& field, const std::string& value);
-// std::invalid_argument for an empty input list.
+// RuntimeError for an empty input list.
 [[noreturn]] void throw_empty_list(std::string_view op, std::string_view class_name);
 
 // repr pieces, as tensordict prints them.

@@ -323,9 +323,9 @@ class TensorClassSurface {
     return removed;
   }
   // The non-tensor fields (tensordict's non_tensor_items), of this level or
-  // of every nested one too.
-  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const {
-    return tc_().tensordict().non_tensor_items(include_nested);
+  // of every nested one too ({.include_nested = true}).
+  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(const NonTensorItemsOptions& options = {}) const {
+    return tc_().tensordict().non_tensor_items(options);
   }
   // The tensor fields, shared (tensordict's filter_non_tensor_data; its
   // result is an object of the class with the non-tensor fields None).

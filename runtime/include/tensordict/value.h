@@ -55,7 +55,7 @@ class Value {
   bool is_unbatched() const { return value_.index() == 3; }
   bool is_tensordict() const { return value_.index() == 1; }
   bool is_non_tensor() const { return value_.index() == 2; }
-  // Throw std::invalid_argument when the value is of another kind. An
+  // Throw TypeError when the value is of another kind. An
   // UnbatchedTensor gives its payload.
   const at::Tensor& tensor() const&;
   // From a temporary: the tensor moves out (no reference count traffic).

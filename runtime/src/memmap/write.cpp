@@ -645,8 +645,9 @@ TensorDict TensorDict::memmap_like(const std::string& prefix, const MemmapOption
 }
 
 TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
-                              const MemmapOptions& options, bool like) {
-  return TensorDict(write_tree(td.impl(), prefix, like ? Mode::Like : Mode::Copy, options, &tags));
+                              const MemmapOptions& options, MemmapContent content) {
+  return TensorDict(
+      write_tree(td.impl(), prefix, content == MemmapContent::Like ? Mode::Like : Mode::Copy, options, &tags));
 }
 
 TensorDict TensorDict::save(const std::string& prefix, const MemmapOptions& options) const {

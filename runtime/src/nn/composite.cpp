@@ -129,7 +129,7 @@ at::Tensor CompositeDistribution::sum_events(const at::Tensor& value, int64_t ba
 }
 
 TensorDict CompositeDistribution::log_prob(const TensorDict& sample) const {
-  CompositeLpAggregateGuard per_component(false);
+  CompositeLpAggregateGuard per_component(LpAggregate::PerComponent);
   return log_prob_composite(sample, false);
 }
 

@@ -25,12 +25,12 @@ const TensorDictModuleBase& ensembled_module(const ModuleRef& module, int64_t nu
 
 }  // namespace
 
-EnsembleModuleImpl::EnsembleModuleImpl(ModuleRef module, int64_t num_copies, bool expand_input)
+EnsembleModuleImpl::EnsembleModuleImpl(ModuleRef module, int64_t num_copies, const EnsembleOptions& options)
     : TensorDictModuleBase(ensembled_module(module, num_copies).in_keys(),
                            ensembled_module(module, num_copies).out_keys()),
       module_(module.ptr()),
       num_copies_(num_copies),
-      expand_input_(expand_input) {
+      expand_input_(options.expand_input) {
   register_module("module", module_);
   TensorDict stacked;
   {

@@ -91,17 +91,17 @@ ToModuleGuard to_module(torch::nn::Module& module, const TensorDict& params, con
 }
 
 TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input,
-                            bool expand_input) {
+                            const EnsembleOptions& options) {
   if (params.batch_dims() < 1) {
     throw ValueError("ensemble_forward: params need a leading model dim (stack them with from_modules)");
   }
   const int64_t n = params.batch_size()[0];
-  detail::check_ensemble_input(input, n, expand_input, "ensemble_forward");
+  detail::check_ensemble_input(input, n, options.expand_input, "ensemble_forward");
   std::vector<TensorDict> outs;
   outs.reserve(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     ToModuleGuard guard = to_module(module, params.index({i}));
-    outs.push_back(module.run(detail::ensemble_input(input, i, expand_input), std::nullopt));
+    outs.push_back(module.run(detail::ensemble_input(input, i, options.expand_input), std::nullopt));
   }
   return stack(outs, 0);
 }

@@ -85,7 +85,8 @@ std::atomic<bool>& lp_aggregate() {
 
 bool composite_lp_aggregate() { return lp_aggregate().load(); }
 
-CompositeLpAggregateGuard::CompositeLpAggregateGuard(bool mode) : previous_(lp_aggregate().exchange(mode)) {}
+CompositeLpAggregateGuard::CompositeLpAggregateGuard(LpAggregate mode)
+    : previous_(lp_aggregate().exchange(mode == LpAggregate::Aggregate)) {}
 CompositeLpAggregateGuard::~CompositeLpAggregateGuard() { lp_aggregate().store(previous_); }
 
 // ---- ProbabilisticTensorDictModule -----------------------------------------------

@@ -515,9 +515,11 @@ TensorDict TensorDict::separates(const std::vector<NestedKey>& keys, const Separ
   return out;
 }
 
-std::vector<std::pair<NestedKey, NonTensorData>> TensorDict::non_tensor_items(bool include_nested) const {
+std::vector<std::pair<NestedKey, NonTensorData>> TensorDict::non_tensor_items(
+    const NonTensorItemsOptions& options) const {
   std::vector<std::pair<NestedKey, NonTensorData>> out;
-  for (auto& [key, value] : items({.include_nested = include_nested, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
+  for (auto& [key, value] :
+       items({.include_nested = options.include_nested, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (value.is_non_tensor()) out.emplace_back(key, value.non_tensor());
   }
   return out;
@@ -525,7 +527,7 @@ std::vector<std::pair<NestedKey, NonTensorData>> TensorDict::non_tensor_items(bo
 
 TensorDict TensorDict::filter_non_tensor_data() const {
   std::vector<NestedKey> non_tensor;
-  for (auto& [key, value] : non_tensor_items(/*include_nested=*/true)) non_tensor.push_back(key);
+  for (auto& [key, value] : non_tensor_items({.include_nested = true})) non_tensor.push_back(key);
   return exclude(non_tensor);
 }
 

@@ -95,8 +95,8 @@ struct Pairer {
     a.for_each([&](const std::string& key, const Value& va) {
       auto vb = b.find(key);
       if (!vb) {
-        if (missing.kind() == MissingKeys::Kind::Error) missing_key(op, here(key), "first", "second");
-        if (missing.kind() == MissingKeys::Kind::Fill) out->insert(key, fill_one(va, true, key));
+        if (missing.policy() == MissingKeys::Policy::Error) missing_key(op, here(key), "first", "second");
+        if (missing.policy() == MissingKeys::Policy::Fill) out->insert(key, fill_one(va, true, key));
         return;
       }
       if (va.is_tensor() != vb->is_tensor() || va.is_tensordict() != vb->is_tensordict()) {
@@ -118,8 +118,8 @@ struct Pairer {
     });
     b.for_each([&](const std::string& key, const Value& vb) {
       if (a.find(key)) return;
-      if (missing.kind() == MissingKeys::Kind::Error) missing_key(op, here(key), "second", "first");
-      if (missing.kind() == MissingKeys::Kind::Fill) out->insert(key, fill_one(vb, false, key));
+      if (missing.policy() == MissingKeys::Policy::Error) missing_key(op, here(key), "second", "first");
+      if (missing.policy() == MissingKeys::Policy::Fill) out->insert(key, fill_one(vb, false, key));
     });
     return out;
   }

@@ -23,9 +23,9 @@ namespace {
 // `nested`: the same op on a nested lazy stack inside the batch, whose
 // members may differ in shape (tensordict runs it there member by member).
 template <class Plan>
-TensorDict parts_or_mapped(const TensorDict& td, const Plan& plan, BatchShapeOp::Kind kind, at::IntArrayRef dims,
+TensorDict parts_or_mapped(const TensorDict& td, const Plan& plan, BatchShapeOp::Op op, at::IntArrayRef dims,
                            const detail::NestedOp* nested = nullptr) {
-  if (auto parts = td.impl()->reshape_parts(BatchShapeOp{kind, dims})) return std::move(*parts);
+  if (auto parts = td.impl()->reshape_parts(BatchShapeOp{op, dims})) return std::move(*parts);
   return mapped(td, plan, nested);
 }
 
@@ -48,7 +48,7 @@ TensorDict regrouped(const TensorDict& td, const Plan& plan, bool as_view = fals
     return std::vector<TensorDict>{as_view ? n.view(to) : n.reshape(to)};
   };
   const detail::NestedOp nested = reshape_nested;
-  return parts_or_mapped(td, plan, BatchShapeOp::Kind::Reshape, plan.batch, &nested);
+  return parts_or_mapped(td, plan, BatchShapeOp::Op::Reshape, plan.batch, &nested);
 }
 
 // `order` extended over a nested level's own dims, which stay in place.
@@ -78,7 +78,7 @@ TensorDict TensorDict::permute(at::IntArrayRef dims) const {
   const shape::Permute plan(batch_size(), names(), dims);
   auto permute_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.permute(order_for(plan.order(), *this, n))}; };
   const detail::NestedOp nested = permute_nested;
-  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, plan.order(), &nested));
+  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Op::Permute, plan.order(), &nested));
 }
 
 TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
@@ -87,7 +87,7 @@ TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   std::swap(order[plan.dim0()], order[plan.dim1()]);
   auto transpose_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.permute(order_for(order, *this, n))}; };
   const detail::NestedOp nested = transpose_nested;
-  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, order, &nested));
+  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Op::Permute, order, &nested));
 }
 
 TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
@@ -103,10 +103,10 @@ TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
   // Nothing to squeeze: the same dims (an identity permutation).
   if (drop.empty()) {
     return keep_shared_mark(
-        *this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Permute, identity_order(batch_dims()), &nested));
+        *this, parts_or_mapped(*this, plan, BatchShapeOp::Op::Permute, identity_order(batch_dims()), &nested));
   }
   // One dim at a time, the highest first (the lower dims keep their place).
-  auto first = impl_->reshape_parts(BatchShapeOp{BatchShapeOp::Kind::Squeeze, {drop.front()}});
+  auto first = impl_->reshape_parts(BatchShapeOp{BatchShapeOp::Op::Squeeze, {drop.front()}});
   if (!first) return keep_shared_mark(*this, mapped(*this, plan, &nested));
   TensorDict out = std::move(*first);
   for (std::size_t i = 1; i < drop.size(); ++i) out = out.squeeze(drop[i]);
@@ -117,14 +117,14 @@ TensorDict TensorDict::unsqueeze(int64_t dim) const {
   const shape::Unsqueeze plan(batch_size(), names(), dim);
   auto unsqueeze_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.unsqueeze(plan.dim())}; };
   const detail::NestedOp nested = unsqueeze_nested;
-  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Kind::Unsqueeze, {plan.dim()}, &nested));
+  return keep_shared_mark(*this, parts_or_mapped(*this, plan, BatchShapeOp::Op::Unsqueeze, {plan.dim()}, &nested));
 }
 
 TensorDict TensorDict::expand(at::IntArrayRef shape) const {
   const shape::Expand plan(batch_size(), names(), shape);
   auto expand_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.expand(with_own_dims(plan.batch, *this, n))}; };
   const detail::NestedOp nested = expand_nested;
-  return parts_or_mapped(*this, plan, BatchShapeOp::Kind::Expand, plan.batch, &nested);
+  return parts_or_mapped(*this, plan, BatchShapeOp::Op::Expand, plan.batch, &nested);
 }
 
 TensorDict TensorDict::broadcast_to(at::IntArrayRef shape) const {

@@ -56,7 +56,7 @@ struct LazyMemmapStorage::State {
   void adopt(TensorDict mapped) {
     tree = in_memory(mapped);
     keys = leaf_keys(*tree);
-    tree_has_non_tensor = !tree->non_tensor_items(/*include_nested=*/true).empty();
+    tree_has_non_tensor = !tree->non_tensor_items({.include_nested = true}).empty();
   }
 };
 

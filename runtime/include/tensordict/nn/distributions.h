@@ -221,7 +221,7 @@ double inv_softplus(double x);
 at::Tensor biased_softplus(const at::Tensor& x, double bias, double min_val = 0.01);
 // tensordict's mappings(): "softplus", "exp", "relu", "biased_softplus"
 // (bias 1), "biased_softplus_<bias>", "biased_softplus_<bias>_<min_val>",
-// "none". std::invalid_argument for another name.
+// "none". ValueError for another name.
 std::function<at::Tensor(const at::Tensor&)> mapping(const std::string& name);
 
 // Splits the last dim into (loc, scale), scale = mapping(second half)

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "tensordict/nn/module_base.h"
+#include "tensordict/nn/params.h"
 #include "tensordict/nn/tensordict_params.h"
 
 namespace tensordict::nn {
@@ -23,9 +24,9 @@ namespace tensordict::nn {
 // module's own, which a call does not use (as in tensordict).
 //
 // A call runs `module` once per copy with that copy's parameters swapped
-// in (tensordict vmaps one call): with expand_input each copy reads the
-// whole input, else copy i reads input[i] (the input's dim 0 is the copy
-// dim: chained ensembles). It returns a new tensordict of batch size
+// in (tensordict vmaps one call): with options.expand_input (the default)
+// each copy reads the whole input, else copy i reads input[i] (the input's
+// dim 0 is the copy dim: chained ensembles). It returns a new tensordict of batch size
 // [num_copies, *batch]: the input's entries, expanded, and the outputs
 // (into `out` when given); the input is left as it was. Gradients reach
 // params_td() and the input: with gradients on, each copy's backward runs
@@ -36,7 +37,7 @@ namespace tensordict::nn {
 class EnsembleModuleImpl : public TensorDictModuleBase {
  public:
   // ValueError for a null module or num_copies < 1.
-  EnsembleModuleImpl(ModuleRef module, int64_t num_copies, bool expand_input = true);
+  EnsembleModuleImpl(ModuleRef module, int64_t num_copies, const EnsembleOptions& options = {});
 
   std::string_view type_name() const override { return "EnsembleModule"; }
   std::string repr() const override;
@@ -68,8 +69,8 @@ class EnsembleModule : public TensorDictModuleHolder<EnsembleModuleImpl> {
   using Holder = TensorDictModuleHolder<EnsembleModuleImpl>;
   EnsembleModule(std::nullptr_t) : Holder(nullptr) {}
   EnsembleModule(std::shared_ptr<EnsembleModuleImpl> impl) : Holder(std::move(impl)) {}
-  EnsembleModule(ModuleRef module, int64_t num_copies, bool expand_input = true)
-      : Holder(std::make_shared<EnsembleModuleImpl>(std::move(module), num_copies, expand_input)) {}
+  EnsembleModule(ModuleRef module, int64_t num_copies, const EnsembleOptions& options = {})
+      : Holder(std::make_shared<EnsembleModuleImpl>(std::move(module), num_copies, options)) {}
 };
 
 }  // namespace tensordict::nn

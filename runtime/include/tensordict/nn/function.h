@@ -25,7 +25,7 @@ class Kwargs {
  public:
   Kwargs(std::vector<std::string> names, std::vector<at::Tensor> values);
 
-  // The argument `name`; std::invalid_argument naming the arguments given
+  // The argument `name`; TypeError naming the arguments given
   // when there is none (Python's TypeError for a missing argument).
   const at::Tensor& operator[](std::string_view name) const;
   bool contains(std::string_view name) const;

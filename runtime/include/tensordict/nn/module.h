@@ -41,7 +41,7 @@ struct TensorDictModuleOptions {
   // then throws is reported as a KeyError naming the missing keys.
   bool strict = false;
   // How a KeyMap reads (see KeyMap; unset: true). Only for KeyMap in_keys:
-  // given with a list of keys it is std::invalid_argument.
+  // given with a list of keys it is a ValueError.
   std::optional<bool> out_to_in_map = std::nullopt;
   // Where the outputs go without an output tensordict (common.py:1110): the
   // input (the default), a new TensorDict (False, or None), input.empty().

@@ -140,7 +140,7 @@ class TensorDictModuleBase : public torch::nn::Module {
   // out_keys_source().
   virtual TensorDict run_impl(const TensorDict& td, const std::optional<TensorDict>& out) = 0;
   // Throws when `keys` may not be selected. tensordict's TensorDictModuleBase
-  // rule: a single key must be one of out_keys() (std::invalid_argument,
+  // rule: a single key must be one of out_keys() (ValueError,
   // "Can't select non existent key: ..."), several keys too
   // (RuntimeError, "Some keys are not part of the module out_keys.").
   virtual void check_selection(const Keys& keys) const;

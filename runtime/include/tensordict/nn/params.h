@@ -56,18 +56,25 @@ template <class M>
   return to_module(*module.ptr(), params, options);
 }
 
+// The keywords of an ensemble call (EnsembleModule, ensemble_forward).
+struct EnsembleOptions {
+  // Each copy reads the whole input (tensordict's expand_input=True); else
+  // copy i reads input[i], the input's dim 0 being the copy dim.
+  bool expand_input = true;
+};
+
 // The ensemble forward, as a loop: for each model i of `params` (stacked by
 // from_modules), swaps params[i] into `module`, runs it on a shallow copy of
-// `input` (expand_input) or on input[i] (else: input's dim 0 is the model
+// `input` (options.expand_input) or on input[i] (else: input's dim 0 is the model
 // dim, ValueError when its size is not params') and stacks the results along
 // a new dim 0 (batch [M, *input.batch]). Gradients land in `module`'s
 // parameters (see ToModuleGuard).
 TensorDict ensemble_forward(TensorDictModuleBase& module, const TensorDict& params, const TensorDict& input,
-                            bool expand_input = true);
+                            const EnsembleOptions& options = {});
 template <class M>
 TensorDict ensemble_forward(const torch::nn::ModuleHolder<M>& module, const TensorDict& params,
-                            const TensorDict& input, bool expand_input = true) {
-  return ensemble_forward(*module.ptr(), params, input, expand_input);
+                            const TensorDict& input, const EnsembleOptions& options = {}) {
+  return ensemble_forward(*module.ptr(), params, input, options);
 }
 
 // tensordict's `hasattr(module, "reset_parameters")` for a module of one's

@@ -3,6 +3,7 @@
 // (tensordict.nn.probabilistic).
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ enum class InteractionType { MODE, MEDIAN, MEAN, RANDOM };
 
 // "MODE", ...
 std::string_view to_string(InteractionType type);
-// Case-insensitive; std::invalid_argument for an unknown name.
+// Case-insensitive; ValueError for an unknown name.
 InteractionType interaction_type_from_str(std::string_view name);
 
 // The current thread's interaction type; nullopt (the default) lets each
@@ -53,15 +54,20 @@ using set_interaction_type = InteractionTypeGuard;
 // is a ValueError "invalid truth value ...").
 bool composite_lp_aggregate();
 
+// The modes of composite_lp_aggregate(): per-component log-probabilities,
+// one key per sampled key (false), or their sum under one key (true).
+enum class LpAggregate : uint8_t { PerComponent, Aggregate };
+
 // tensordict's `with set_composite_lp_aggregate(mode)`: sets the value for
-// the guard's lifetime, then restores the previous one. Unlike the
+// the guard's lifetime (mode Aggregate: true, as tensordict's default
+// mode=True), then restores the previous one. Unlike the
 // interaction type, the value is process-wide, as in tensordict: a module
 // fixes its log-probability keys when it is built, and the threads that
 // write the log-probabilities and those that read them must agree on the
 // keys. Set it once, before the modules are built.
 class CompositeLpAggregateGuard {
  public:
-  explicit CompositeLpAggregateGuard(bool mode = true);
+  explicit CompositeLpAggregateGuard(LpAggregate mode = LpAggregate::Aggregate);
   ~CompositeLpAggregateGuard();
   CompositeLpAggregateGuard(const CompositeLpAggregateGuard&) = delete;
   CompositeLpAggregateGuard& operator=(const CompositeLpAggregateGuard&) = delete;
@@ -223,7 +229,7 @@ class ProbabilisticTensorDictModule : public TensorDictModuleHolder<Probabilisti
                                                                          std::move(options))) {}
 };
 
-// A sequence ending in a ProbabilisticTensorDictModule (std::invalid_argument
+// A sequence ending in a ProbabilisticTensorDictModule (ValueError
 // otherwise, also from set/erase). The modules before it run under the last
 // module's default interaction type unless one is set; when an earlier module
 // already produces the last module's out_key, that value is kept and only its

@@ -60,7 +60,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
 
   std::size_t size() const { return modules_.size(); }
   // tensordict's seq[i]: the module itself; a negative index counts from the
-  // end. std::out_of_range outside [-size(), size()).
+  // end. IndexError outside [-size(), size()).
   const ModulePtr& operator[](int64_t index) const;
   // seq["name"] of a named sequence; KeyError when no module has that name.
   const ModulePtr& operator[](std::string_view name) const;
@@ -72,7 +72,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   // seq[i] = module, seq["name"] = module: replaces a module (a named one
   // keeps its name). del seq[i], del seq["name"]: removes one. in_keys and
   // out_keys are recomputed (tensordict leaves them stale); a selection whose
-  // keys are no longer produced is std::invalid_argument and nothing changes.
+  // keys are no longer produced is a ValueError and nothing changes.
   void set(int64_t index, ModuleRef module);
   void set(std::string_view name, ModuleRef module);
   void erase(int64_t index);
@@ -89,7 +89,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   // (in_keys, then what kept modules produce). Backward: a kept module is
   // kept when one of its out_keys is wanted (out_keys, then the in_keys of
   // the modules kept after it). Nested TensorDictSequentials are pruned the
-  // same way; named modules keep their names. std::invalid_argument when no
+  // same way; named modules keep their names. ValueError when no
   // module is left.
   TensorDictSequential select_subsequence(std::optional<Keys> in_keys = std::nullopt,
                                           std::optional<Keys> out_keys = std::nullopt) const;
@@ -113,7 +113,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   virtual TensorDict execute(const TensorDict& td);
   // Runs one module unless partial tolerance skips it.
   TensorDict run_module(TensorDictModuleBase& module, const TensorDict& td) const;
-  // tensordict's sequence rule: std::invalid_argument("All keys in
+  // tensordict's sequence rule: ValueError("All keys in
   // selected_out_keys must be in out_keys.").
   void check_selection(const Keys& keys) const override;
   // Throws when `modules` may not form this kind of sequence (set/erase

@@ -144,7 +144,7 @@ inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_
 // `other` cut along `lazy`'s stack dim, one part per member, for ops that go
 // member by member: another lazy stack's own members when it stacks along
 // the same dim (no copy, whatever their shapes), otherwise other.unbind().
-// std::invalid_argument naming `op` when the counts differ.
+// ValueError naming `op` when the counts differ.
 std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op);
 
 }  // namespace tensordict::detail

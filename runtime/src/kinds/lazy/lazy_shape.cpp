@@ -23,19 +23,19 @@ std::optional<TensorDict> LazyStackedImpl::reshape_parts(const BatchShapeOp& op)
   auto member_dim = [&](int64_t d) { return d < sd ? d : d - 1; };
   std::vector<TensorDict> out;
   out.reserve(members_.size());
-  switch (op.kind) {
-    case BatchShapeOp::Kind::Unsqueeze: {
+  switch (op.op) {
+    case BatchShapeOp::Op::Unsqueeze: {
       const int64_t d = op.dims.front();
       for (const auto& m : members_) out.push_back(m.unsqueeze(d <= sd ? d : d - 1));
       return TensorDict(restack(std::move(out), d <= sd ? sd + 1 : sd));
     }
-    case BatchShapeOp::Kind::Squeeze: {
+    case BatchShapeOp::Op::Squeeze: {
       const int64_t d = op.dims.front();
       if (d == sd) return members_.front();  // a stack of one member
       for (const auto& m : members_) out.push_back(m.squeeze(member_dim(d)));
       return TensorDict(restack(std::move(out), d < sd ? sd - 1 : sd));
     }
-    case BatchShapeOp::Kind::Permute: {
+    case BatchShapeOp::Op::Permute: {
       const at::IntArrayRef order = op.dims;
       std::vector<int64_t> member_order;
       for (int64_t o : order) {
@@ -45,9 +45,9 @@ std::optional<TensorDict> LazyStackedImpl::reshape_parts(const BatchShapeOp& op)
       const auto new_sd = static_cast<int64_t>(std::find(order.begin(), order.end(), sd) - order.begin());
       return TensorDict(restack(std::move(out), new_sd));
     }
-    case BatchShapeOp::Kind::Reshape:
+    case BatchShapeOp::Op::Reshape:
       return regroup(op.dims);
-    case BatchShapeOp::Kind::Expand: {
+    case BatchShapeOp::Op::Expand: {
       // New dims lead; the stack dim keeps its place from the end.
       const at::IntArrayRef shape = op.dims;
       const int64_t new_dims = static_cast<int64_t>(shape.size() - batch_size_.size());

@@ -98,7 +98,8 @@ class CheckedTransfer {
 // ---- types (h5_types.cpp) -------------------------------------------------------------
 // How a dataset's file type reads into memory.
 struct ReadType {
-  enum class Kind { Tensor, String } kind = Kind::Tensor;
+  // What the dataset holds.
+  enum class Content { Tensor, String } content = Content::Tensor;
   at::ScalarType dtype = at::kFloat;
   Hid memtype;  // the memory type to read with
 };

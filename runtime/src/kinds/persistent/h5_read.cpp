@@ -260,7 +260,7 @@ Value PersistentImpl::read(const std::string& key, const std::vector<TensorIndex
   }
   const hid_t fspace = slab && !dims.empty() ? space.get() : H5S_ALL;
 
-  if (rt.kind == ReadType::Kind::String) {
+  if (rt.content == ReadType::Content::String) {
     check_read_size(dset.get(), static_cast<std::size_t>(numel) * sizeof(std::string), where);
     auto strings =
         read_strings(dset.get(), ftype.get(), fspace, memspace.get(), static_cast<std::size_t>(numel), where);

@@ -151,7 +151,7 @@ ReadType read_type(hid_t type, const std::string& where) {
       throw RuntimeError(
           fmt::format("{}: compound datasets other than h5py's complex (r, i) are not supported", where));
     case H5T_STRING:
-      out.kind = ReadType::Kind::String;
+      out.content = ReadType::Content::String;
       return out;
     default:
       throw RuntimeError(

@@ -259,7 +259,7 @@ void PersistentImpl::write_data(const std::string& key, const at::Tensor& value,
   if (!dset.valid()) throw KeyError(fmt::format("no dataset {}", where));
   Hid ftype(H5Dget_type(dset.get()), H5Tclose);
   ReadType rt = read_type(ftype.get(), where);
-  if (rt.kind != ReadType::Kind::Tensor) throw TypeError(fmt::format("{} holds strings, not a tensor", where));
+  if (rt.content != ReadType::Content::Tensor) throw TypeError(fmt::format("{} holds strings, not a tensor", where));
   Hid space(H5Dget_space(dset.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
