@@ -9,9 +9,13 @@
 #   time_macros), and a fresh clone's new file times do not make ccache
 #   distrust its headers.
 #
-# The cache stays bounded by ccache's own max_size (5 GB unless set with
-# `ccache --max-size`), evicting the least recently used entries: one commit's
-# three builds (two libtorches, the sanitizer build) take about 1.1 GB.
+# - CCACHE_MAXSIZE=12G for these compiles (unless the environment sets one):
+#   ccache's default 5 GB is split into 16 buckets of about 300 MB, and each
+#   precompiled header is an entry of 80-120 MB, so a few builds' headers
+#   evicted each other and, with them, every object compiled against them:
+#   a fresh clone of a commit built minutes before missed 51 of 123 compiles.
+#   One commit's builds (two libtorches, the wheel's, the sanitizer build)
+#   take about 3 GB compressed.
 #
 # Off: -DTENSORCLASS_CCACHE=OFF at configure time, or CCACHE_DISABLE=1 in the
 # environment of a build (ccache then runs the compiler as it is).
@@ -22,6 +26,10 @@ function(tensorclass_compiler_cache)
   if(NOT TENSORCLASS_CCACHE OR (CMAKE_CXX_COMPILER_LAUNCHER AND NOT CMAKE_CXX_COMPILER_LAUNCHER MATCHES "(^|/)ccache$"))
     return()
   endif()
+  set(max_size 12G)
+  if(DEFINED ENV{CCACHE_MAXSIZE})
+    set(max_size "$ENV{CCACHE_MAXSIZE}")
+  endif()
   find_program(TENSORCLASS_CCACHE_PROGRAM ccache)
   if(NOT TENSORCLASS_CCACHE_PROGRAM)
     return()
@@ -30,6 +38,7 @@ function(tensorclass_compiler_cache)
       CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}
       CCACHE_NOHASHDIR=1
       CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+      CCACHE_MAXSIZE=${max_size}
       ${TENSORCLASS_CCACHE_PROGRAM})
   foreach(lang CXX C)
     set(CMAKE_${lang}_COMPILER_LAUNCHER "${launcher}" PARENT_SCOPE)

@@ -137,6 +137,7 @@ def main() -> None:
     # paths taken relative to the work dir (which names the checkout): a rerun
     # compiles nothing anew. The projects themselves name no launcher.
     if shutil.which("ccache") and env.get("CCACHE_DISABLE", "0") in ("", "0"):
+        env.setdefault("CCACHE_MAXSIZE", "12G")  # as the project's builds (cmake/TensorclassCompilerCache.cmake)
         env.update(CMAKE_CXX_COMPILER_LAUNCHER="ccache", CCACHE_BASEDIR=str(work), CCACHE_NOHASHDIR="1",
                    CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime")
     env["VIRTUAL_ENV"] = str(venv)
