@@ -1,7 +1,7 @@
 # Registers a Catch suite with CTest, one test a source file: the test runs
 # the cases of that file (Catch's -# file-name tags) in one process, but
 # for the hidden ones ([.]), which their file's cases run in children. A case
-# per process loads libtorch once per case, about 0.3 s here, which over a
+# per process loads libtorch once per case, about 0.4 s of CPU here, which over a
 # thousand cases was half of `./dev test`; a failing test still prints the
 # case, section and values that failed. A last test fails when a case
 # belongs to no registered file, so that no case goes unrun (Catch's
