@@ -2,20 +2,24 @@
 #                      [PYTHON_OUT <dir> [PYTHON_FORM tensorclass|typed_tensordict|both]])
 #
 # Runs tensorclass-gen at build time on each schema (YAML, or an annotated C++
-# header), writing <OUT_DIR>/<name>.tc.h. The generator's --depfile makes every
+# header), writing <OUT_DIR>/<name>.tc.h and <OUT_DIR>/<name>.tc.cpp (the
+# typed engine of the schema's classes, compiled once there rather than in
+# every unit that includes the header). The generator's --depfile makes every
 # output depend on its schema, the schemas it imports (or, for headers, their
 # non-system includes) and the generator itself: nothing else regenerates.
-# The generated headers are added to <target>'s sources, <OUT_DIR> (and the
+# The generated files are added to <target>'s sources, <OUT_DIR> (and the
 # directories of header schemas) to its include path, and tensorclass::runtime
 # to its link libraries.
 #
 # <target> may be an executable or a library of any kind. To share one set of
 # generated types between several targets, generate them into a library and
 # link it: an INTERFACE library (add_library(robot_types INTERFACE)) passes on
-# the include path and tensorclass::runtime, the generation runs once, as
-# part of building the library, and whatever links the library waits for it,
-# so the headers exist before any of its users compiles. A STATIC or OBJECT
-# library of generated types works the same way (PUBLIC instead of INTERFACE).
+# the include path, the .tc.cpp files and tensorclass::runtime, the
+# generation runs once, as part of building the library, and whatever links
+# the library waits for it, so the headers exist before any of its users
+# compiles; each target that links it compiles the .tc.cpp files (an
+# INTERFACE library compiles nothing). A STATIC or OBJECT library of
+# generated types compiles them once (PUBLIC instead of INTERFACE).
 #
 # With PYTHON_OUT, building <target> also writes each schema's Python module
 # (tensorclass-gen --lang python) under <dir>: the package of its python_module,
@@ -86,6 +90,7 @@ function(tensorclass_generate)
   endforeach()
 
   set(_outputs)
+  set(_sources)
   set(_header_dirs)
   foreach(_schema IN LISTS TCG_SCHEMAS)
     get_filename_component(_abs "${_schema}" ABSOLUTE)
@@ -97,15 +102,17 @@ function(tensorclass_generate)
       list(APPEND _header_dirs "${_dir}")
     endif()
     set(_out "${TCG_OUT_DIR}/${_name}.tc.h")
+    set(_src "${TCG_OUT_DIR}/${_name}.tc.cpp")
     set(_dep "${TCG_OUT_DIR}/${_name}.tc.h.d")
     add_custom_command(
-      OUTPUT "${_out}"
+      OUTPUT "${_out}" "${_src}"
       COMMAND ${_gen} "${_abs}" -o "${TCG_OUT_DIR}" --depfile "${_dep}" ${_include_args}
       DEPENDS "${_abs}" ${_gen}
       DEPFILE "${_dep}"
       COMMENT "tensorclass-gen ${_name}${_ext}"
       VERBATIM)
     list(APPEND _outputs "${_out}")
+    list(APPEND _sources "${_src}")
     if(TCG_PYTHON_OUT)
       set(_stamp "${TCG_OUT_DIR}/${_name}.py.stamp")
       add_custom_command(
@@ -125,10 +132,13 @@ function(tensorclass_generate)
   # sources is a build target too (CMake >= 3.19): what links it waits for it,
   # so the headers exist before any of its users compiles. Its usage
   # requirements can only be INTERFACE ones.
-  target_sources(${TCG_TARGET} PRIVATE ${_outputs})
+  target_sources(${TCG_TARGET} PRIVATE ${_outputs} ${_sources})
   get_target_property(_type ${TCG_TARGET} TYPE)
   if(_type STREQUAL "INTERFACE_LIBRARY")
     set(_scope INTERFACE)
+    # An INTERFACE library compiles nothing: the targets that link it compile
+    # the sources.
+    target_sources(${TCG_TARGET} INTERFACE "$<BUILD_INTERFACE:${_sources}>")
   else()
     set(_scope PUBLIC)
   endif()

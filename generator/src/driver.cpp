@@ -150,6 +150,8 @@ std::vector<GeneratedFile> generate(const RunOptions& options, std::vector<std::
       } else {
         generated.push_back(
             {(fs::path(options.out_dir) / output_name(input)).string(), emit_header(loaded.schema, options.emit)});
+        generated.push_back({(fs::path(options.out_dir) / source_output_name(input)).string(),
+                             emit_source(loaded.schema, options.emit)});
       }
       for (auto& gf : generated) {
         if (!outputs.insert(gf.path).second) {

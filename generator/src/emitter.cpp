@@ -190,6 +190,28 @@ std::string output_name(const std::string& schema_file) {
   return std::filesystem::path(schema_file).stem().string() + ".tc.h";
 }
 
+std::string source_output_name(const std::string& schema_file) {
+  return std::filesystem::path(schema_file).stem().string() + ".tc.cpp";
+}
+
+namespace {
+
+// What both files of a schema name: its source, its classes' tables and the
+// two outputs.
+mstch::map file_context(const Schema& s) {
+  mstch::array tables;
+  for (std::size_t ci : s.emit_order) tables.push_back(table_context(s.classes[ci]));
+  return mstch::map{
+      {"source_name", printable(std::filesystem::path(s.file).filename().string())},
+      {"header_file", output_name(s.file)},
+      {"source_file", source_output_name(s.file)},
+      {"has_tables", !tables.empty()},
+      {"tables", tables},
+  };
+}
+
+}  // namespace
+
 std::string emit_header(const Schema& s, const EmitOptions& options) {
   const std::string tmpl = load_template("tensorclass.h.mustache", options);
 
@@ -199,21 +221,19 @@ std::string emit_header(const Schema& s, const EmitOptions& options) {
   for (const auto& imp : s.imports)
     includes.push_back(mstch::map{{"path", include_spelling(output_name(imp.path), imp.loc)}});
 
-  mstch::array structs, tables;
-  for (std::size_t ci : s.emit_order) {
-    structs.push_back(struct_context(s, s.classes[ci]));
-    tables.push_back(table_context(s.classes[ci]));
-  }
-  mstch::map root{
-      {"source_name", printable(std::filesystem::path(s.file).filename().string())},
-      {"includes", includes},
-      {"emit_structs", s.frontend == Frontend::Yaml},
-      {"has_namespace", !s.ns.empty()},
-      {"namespace", s.ns},
-      {"structs", structs},
-      {"tables", tables},
-  };
+  mstch::array structs;
+  for (std::size_t ci : s.emit_order) structs.push_back(struct_context(s, s.classes[ci]));
+  mstch::map root = file_context(s);
+  root.emplace("includes", includes);
+  root.emplace("emit_structs", s.frontend == Frontend::Yaml);
+  root.emplace("has_namespace", !s.ns.empty());
+  root.emplace("namespace", s.ns);
+  root.emplace("structs", structs);
   return render_template(tmpl, root);
+}
+
+std::string emit_source(const Schema& s, const EmitOptions& options) {
+  return render_template(load_template("tensorclass.cpp.mustache", options), file_context(s));
 }
 
 }  // namespace tcgen

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "tensorclass-gen: compiles tensorclass schemas into C++ headers or Python modules.\n"
       "Each <schema> is a YAML schema (.yaml/.yml) or an annotated C++ header\n"
-      "(.h/.hpp/.hh/.hxx); <schema>.yaml produces <out-dir>/<schema>.tc.h, or with\n"
+      "(.h/.hpp/.hh/.hxx); <schema>.yaml produces <out-dir>/<schema>.tc.h and\n"
+      "<schema>.tc.cpp (the typed engine, compiled once: add it to the build), or with\n"
       "--lang python the package <out-dir>/<python module as a path>/__init__.py.\n"
       "Nothing is written when any schema has an error.",
       "tensorclass-gen"};

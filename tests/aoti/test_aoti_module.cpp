@@ -3,6 +3,7 @@
 // the same inputs, on TensorDicts and on generated structs; every error path
 // names the package and the key.
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 
 #include <tensordict/memmap.h>

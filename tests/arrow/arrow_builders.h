@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <arrow/api.h>
 #include <arrow/extension/fixed_shape_tensor.h>
 #include <arrow/json/from_string.h>

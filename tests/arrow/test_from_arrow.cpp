@@ -2,6 +2,7 @@
 // each column rule, the null rules and every error, by message. Round trips
 // with tensordict itself: tests/interop/run_arrow.py.
 #include <tensordict/arrow.h>
+#include <nlohmann/json.hpp>
 
 #include <arrow/api.h>
 

@@ -4,6 +4,7 @@
 // from_pandas and to_pandas cases share these conversions, here through a
 // Parquet file) and their error messages.
 #include <tensordict/arrow.h>
+#include <nlohmann/json.hpp>
 
 #include <arrow/api.h>
 

@@ -2,6 +2,7 @@
 // entry rule, and every error, by message; and round trips through
 // from_arrow. Against tensordict itself: tests/interop/run_arrow.py.
 #include <tensordict/arrow.h>
+#include <nlohmann/json.hpp>
 
 #include <arrow/api.h>
 #include <arrow/extension/fixed_shape_tensor.h>

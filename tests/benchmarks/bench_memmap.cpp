@@ -5,6 +5,7 @@
 // level) and only the leaf sizes differ. Trees are written once, before the
 // timed loops, under the build tree (or $TENSORCLASS_BENCH_DIR).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <benchmark/benchmark.h>
 #include <tensordict/tensordict.h>
 

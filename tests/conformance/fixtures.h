@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/tensordict.h>
 #include <catch2/catch.hpp>
 

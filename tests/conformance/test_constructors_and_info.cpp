@@ -3,6 +3,8 @@
 // introspection methods (sorted_keys, popitem, depth, bytes, data_ptr).
 #include "fixtures.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace conformance;
 using tensordict::Names;
 

@@ -3,6 +3,7 @@
 // combined into one), each run over every fixture kind where tensordict runs
 // it. Expected values are plain libtorch on the fixture's leaves.
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

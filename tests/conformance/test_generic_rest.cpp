@@ -2,6 +2,7 @@
 // tensordicts: nested get/set, split, unbind, masks, permute, indexing,
 // sub-tensordict writes, filling an empty tensordict, state dicts.
 #include <tensordict/state_dict.h>
+#include <nlohmann/json.hpp>
 
 #include <set>
 #include <string>

@@ -3,6 +3,7 @@
 // inplace=True), to_dict/from_dict and to_lazystack (test_methods.py,
 // test_generic.py, test_errors.py).
 #include <ATen/core/Dict.h>
+#include <nlohmann/json.hpp>
 #include <ATen/core/ivalue.h>
 
 #include "fixtures.h"

@@ -6,6 +6,8 @@
 // tensordict 0.15.3's (computed with it).
 #include "fixtures.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace conformance;
 using Catch::Matchers::Contains;
 using tensordict::LazyStackedTensorDict;

@@ -5,6 +5,8 @@
 // tensordict does once it is nested.
 #include "fixtures.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace conformance;
 using tensordict::Json;
 using tensordict::NonTensorData;

@@ -3,6 +3,7 @@
 // writes, update through a sub-tensordict, and saving, each run over every
 // fixture kind. Expected values are plain libtorch on the fixture's leaves.
 #include <tensordict/state_dict.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <functional>

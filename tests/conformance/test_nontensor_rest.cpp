@@ -1,6 +1,7 @@
 // Ports of tensordict's non-tensor tests (test_nontensor.py): stacks of
 // non-tensor data under bool masks, and a value through unsqueeze/squeeze.
 #include <string>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "fixtures.h"

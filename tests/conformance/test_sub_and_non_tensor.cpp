@@ -2,6 +2,8 @@
 // reach the source, and a view cannot replace its source's entry) and of
 // non-tensor data (stacking, and indexed writes of non-tensor entries).
 #include "../builders.h"
+
+#include <nlohmann/json.hpp>
 #include "fixtures.h"
 
 using namespace conformance;

@@ -3,6 +3,7 @@
 // fixture): an entry without the batch dims, which batch ops carry unchanged
 // and value ops apply to.
 #include <tensordict/persistent.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/print_options.h>
 #include <tensordict/repr.h>
 

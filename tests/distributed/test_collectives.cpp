@@ -1,5 +1,6 @@
 // all_reduce, reduce, broadcast, gather_and_stack, init_remote / from_remote_init.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "../message_of.h"
 #include "samples.h"

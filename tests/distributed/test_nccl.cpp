@@ -10,6 +10,7 @@
 // init_remote. CUDA is only ever touched in forked children (run_ranks),
 // never in this process, so that forking stays safe.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
 #include <torch/cuda.h>

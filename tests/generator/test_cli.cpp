@@ -82,7 +82,7 @@ TEST_CASE("missing arguments are an error", "[cli]") {
   CHECK(run(schema("rollout.yaml")).rc != 0);  // no -o
 }
 
-TEST_CASE("generates headers into the output directory", "[cli]") {
+TEST_CASE("generates headers and sources into the output directory", "[cli]") {
   const auto out = tcgen_test::scratch_dir("cli_ok");
   const Result r = run(schema("common.yaml") + " " + schema("rollout.yaml") + " -o \"" + out.string() + "\"");
   INFO(r.err);
@@ -90,7 +90,10 @@ TEST_CASE("generates headers into the output directory", "[cli]") {
   CHECK(r.err.empty());
   const std::string golden = tcgen_test::read_file(fs::path(tcgen_test::test_dir()) / "golden" / "rollout.tc.h");
   CHECK(tcgen_test::read_file(out / "rollout.tc.h") == golden);
+  CHECK(tcgen_test::read_file(out / "rollout.tc.cpp") ==
+        tcgen_test::read_file(fs::path(tcgen_test::test_dir()) / "golden" / "rollout.tc.cpp"));
   CHECK(fs::exists(out / "common.tc.h"));
+  CHECK(fs::exists(out / "common.tc.cpp"));
 }
 
 TEST_CASE("an error writes nothing and exits non-zero", "[cli]") {
@@ -119,7 +122,8 @@ TEST_CASE("depfile lists the schema and its imports", "[cli]") {
                        (out / "rollout.d").string() + "\"");
   REQUIRE(r.rc == 0);
   const fs::path dir = fs::path(tcgen_test::test_dir()) / "schemas";
-  const std::string expected = (out / "rollout.tc.h").string() + ": \\\n  " + (dir / "rollout.yaml").string() +
+  const std::string expected = (out / "rollout.tc.h").string() + " " + (out / "rollout.tc.cpp").string() +
+                               ": \\\n  " + (dir / "rollout.yaml").string() +
                                " \\\n  " + (dir / "common.yaml").string() + "\n";
   CHECK(tcgen_test::read_file(out / "rollout.d") == expected);
 }
@@ -173,10 +177,10 @@ TEST_CASE("unchanged outputs are not rewritten", "[cli]") {
   tcgen_test::write_file(file, "stale");
   REQUIRE(run(args).rc == 0);
   CHECK(tcgen_test::read_file(file) != "stale");
-  // No temporary files are left behind.
+  // No temporary files are left behind: the header and the source only.
   int count = 0;
   for (const auto& e : fs::directory_iterator(out)) count += e.is_regular_file() ? 1 : 0;
-  CHECK(count == 1);
+  CHECK(count == 2);
 }
 
 TEST_CASE("python output: --lang python writes each schema's package module, --stamp lists them and is the depfile's target",

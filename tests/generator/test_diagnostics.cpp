@@ -3,6 +3,7 @@
 // "// expect: ..." in headers). $FILE / $DIR stand for the file's path / its
 // directory; an expectation without a line:col is "<file>: error: ...".
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 

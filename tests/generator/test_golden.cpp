@@ -1,5 +1,5 @@
 // Golden tests: every schema under schemas/ renders byte for byte to
-// golden/<name>.tc.h. Regenerate with TC_UPDATE_GOLDEN=1 (see tests/generator/README.md).
+// golden/<name>.tc.h and golden/<name>.tc.cpp. Regenerate with TC_UPDATE_GOLDEN=1 (see tests/generator/README.md).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -16,6 +16,10 @@ namespace {
 std::string render(const std::string& schema) {
   auto loaded = tcgen::load_schema(schema, {});
   return tcgen::emit_header(loaded.schema, {});
+}
+
+std::string render_source(const std::string& schema) {
+  return tcgen::emit_source(tcgen::load_schema(schema, {}).schema, {});
 }
 
 std::string render_python(const std::string& schema) {
@@ -52,6 +56,7 @@ TEST_CASE("generated headers match the golden files", "[golden]") {
             outputs.emplace_back(stem + (i == 0 ? ".py" : ".typed.py"), modules[i].text);
         } else {
           outputs.emplace_back(tcgen::output_name(name), render(schema.string()));
+          outputs.emplace_back(tcgen::source_output_name(name), render_source(schema.string()));
         }
       } catch (const tcgen::Error& e) {
         FAIL(e.what());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>

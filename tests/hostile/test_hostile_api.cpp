@@ -2,6 +2,8 @@
 // tensordicts, impossible batch sizes.
 #include "hostile.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace hostile;
 using td_test::TempDir;

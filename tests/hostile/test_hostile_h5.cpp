@@ -2,6 +2,7 @@
 // hard-link cycles, NULL dataspaces, huge declared datasets, batch shapes
 // that disagree, special files.
 #include <hdf5.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include "h5_file.h"

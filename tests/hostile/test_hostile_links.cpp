@@ -3,6 +3,8 @@
 // the prefix itself and its parents are the caller's to choose.
 #include "hostile.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace hostile;
 using td_test::TempDir;

@@ -1,6 +1,7 @@
 // NonTensorStacks as files hold them: reading large stacks in linear time,
 // and writers that refuse what their own reader (or h5py) would refuse.
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 #include "../message_of.h"
 #include "hostile.h"

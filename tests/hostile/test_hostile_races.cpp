@@ -2,6 +2,7 @@
 // tree, directories swapped for links mid-load, readers during rewrites,
 // handles older than the tree they write back to, writers kept waiting.
 #include <sys/file.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <atomic>

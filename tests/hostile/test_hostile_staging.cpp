@@ -4,6 +4,7 @@
 // between an append's check and its write, a reader during an append's
 // cleanup; and mapped files truncated by another process.
 #include <signal.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 

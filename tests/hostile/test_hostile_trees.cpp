@@ -1,6 +1,7 @@
 // Crafted memmap trees: batch shapes that lie, deep JSON, special files,
 // deep directories, huge key counts. Each case runs in its own child.
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 #include <sys/sysmacros.h>
 
 #include "hostile.h"

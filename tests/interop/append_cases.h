@@ -4,6 +4,7 @@
 #pragma once
 
 #include <tensordict/tensordict.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 

@@ -9,6 +9,7 @@
 //                                                    dir/cpp.h5
 //   archive_tool h5-memmap <h5> <out>                an h5 file read and memory-mapped into out
 #include <tensordict/memmap.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/persistent.h>
 #include <tensordict/tensordict.h>
 

@@ -8,6 +8,7 @@
 //   arrow_tool write-arrow <out>                the "cpp_arrow" case built here, to_arrow, written to out
 //   arrow_tool to-parquet <out>                 the "cpp_tabular" case built here, to_parquet(out, {.separator = "."})
 #include <tensordict/arrow.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/tensordict.h>
 
 #include <iostream>

@@ -1,5 +1,7 @@
 #include "canonical.h"
 
+#include <nlohmann/json.hpp>
+
 #include <tensordict/dtype.h>
 #include <tensordict/lazy.h>
 #include <tensordict/memmap.h>

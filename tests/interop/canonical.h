@@ -17,6 +17,7 @@
 #pragma once
 
 #include <tensordict/tensordict.h>
+#include <nlohmann/json.hpp>
 
 namespace interop {
 

@@ -1,5 +1,8 @@
 #include "cpp_cases.h"
 
+#include <nlohmann/json.hpp>
+
+#include <tensordict/detail/tensorclass_memmap.h>
 #include <tensordict/lazy.h>
 #include <tensordict/memmap.h>
 #include <tensordict/non_tensor.h>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <tensordict/tensordict.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>

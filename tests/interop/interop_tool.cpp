@@ -10,6 +10,7 @@
 //   interop_tool write_consolidated <dir>       writes the C++ consolidated-file cases and a manifest
 //   interop_tool version                        the libtorch version it was built with
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 #include <exception>
 #include <fstream>

@@ -2,6 +2,7 @@
 //   safetensors_tool roundtrip <in> <out>   from_safetensors(in), to_safetensors(out)
 //   safetensors_tool write <out>            the "nested" case built here (run_safetensors.py builds it too)
 #include <tensordict/safetensors.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/tensordict.h>
 
 #include <iostream>

@@ -19,6 +19,7 @@
 //                                            (and a seed of 99 there), stacks it with itself and memmaps
 //                                            that to <dst>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <functional>
 #include <iostream>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <tensordict/tensorclass.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>

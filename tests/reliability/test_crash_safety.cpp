@@ -7,6 +7,7 @@
 // Kills per format: TC_CRASH_KILLS (default 110, so 220 in all, well under
 // a minute). Long mode: TC_CRASH_KILLS=5000 ctest -R crash.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -11,6 +11,7 @@
 // then 6-12 (it wraps: slots 0-2 hold 10-12). typed: ReplayBuffer<Step>
 // (LazyMemmapStorage(8)), rows 0-4.
 #include <tensordict/rl.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/tensordict.h>
 
 #include <iostream>

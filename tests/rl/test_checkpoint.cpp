@@ -4,6 +4,7 @@
 // hostile forms of a checkpoint: each refused with the file and the reason,
 // the buffer unchanged. (The round trips with real TorchRL: run_torchrl.py.)
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "rl_helpers.h"
 

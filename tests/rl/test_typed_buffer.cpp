@@ -2,6 +2,7 @@
 // its rows are stored and sampled as Step, and its checkpoint's storage is
 // in tensorclass layout (meta.json names the Python class rlt.Step).
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "rl_helpers.h"
 #include "rl_step.tc.h"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>

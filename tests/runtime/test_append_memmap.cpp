@@ -2,8 +2,10 @@
 // memmap_refresh_ seeing the growth. Messages are tensordict 0.15.3's, as its
 // append_memmap raises them (run in the test venv).
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 #include "persist_helpers.h"
+#include <tensordict/detail/tensorclass_memmap.h>
 #include "tensordict/memmap.h"
 
 using namespace tensordict;

@@ -3,6 +3,7 @@
 // hostile archives, each refused with the archive and the reason. Archives
 // crossing with Python tensordict both ways: tests/interop/run_archive.py.
 #include <zlib.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 

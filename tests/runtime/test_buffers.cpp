@@ -3,6 +3,8 @@
 // tensordict 0.15.3's on the same data.
 #include "helpers.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace td_test;
 

@@ -2,6 +2,7 @@
 // moves that use one storage: to(device, non_blocking), pin_memory(). The CPU
 // cases run everywhere; the [cuda] cases return early without a GPU.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 #include <torch/nested.h>

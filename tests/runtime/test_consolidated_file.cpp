@@ -3,6 +3,7 @@
 // refused with a clear message when it is damaged or hostile;
 // consolidate({.share_memory}).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <ATen/MapAllocator.h>
 #include <catch2/catch.hpp>
 #include <sys/mman.h>

@@ -1,5 +1,6 @@
 // Corrupt or hostile memmap trees: every case is a clear error naming the path.
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "persist_helpers.h"
 

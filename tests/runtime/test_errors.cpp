@@ -1,6 +1,7 @@
 // errors.h: one exception class per Python error tensordict raises, thrown
 // where tensordict raises it, and kept when an error gains context.
 #include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
 
 #include "persist_helpers.h"
 

@@ -1,5 +1,6 @@
 // h5 persistence: PersistentTensorDict over HDF5 files written by h5py or by us.
 #include <tensordict/persistent.h>
+#include <nlohmann/json.hpp>
 
 #include "persist_helpers.h"
 

@@ -1,5 +1,6 @@
 // h5: datasets of every kind numpy/h5py writes, created with the HDF5 C API.
 #include <hdf5.h>
+#include <nlohmann/json.hpp>
 #include <tensordict/persistent.h>
 
 #include "persist_helpers.h"

@@ -3,6 +3,8 @@
 // tests/conformance/test_locks.cpp).
 #include "helpers.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace td_test;
 using Catch::Matchers::Contains;

@@ -1,5 +1,6 @@
 // Memmap persistence: tensordict's on-disk layout, both ways.
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "persist_helpers.h"
 

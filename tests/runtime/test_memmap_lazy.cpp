@@ -3,6 +3,8 @@
 // lazy stacks of memory-mapped members; h5 stores them densely.
 #include "persist_helpers.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace td_test;
 using Catch::Matchers::Contains;

@@ -1,6 +1,7 @@
 // Nested (jagged) tensor leaves: shapes with ragged dims, and to_padded_tensor,
 // checked against padded tensors and masks built by hand from the components.
 #include <torch/nested.h>
+#include <nlohmann/json.hpp>
 
 #include "helpers.h"
 

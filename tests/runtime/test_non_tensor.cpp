@@ -1,5 +1,7 @@
 // Non-tensor data: NonTensorData and NonTensorStack entries.
 #include "helpers.h"
+
+#include <nlohmann/json.hpp>
 #include "../temp_dir.h"
 
 using namespace tensordict;

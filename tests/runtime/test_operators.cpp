@@ -2,6 +2,8 @@
 // param_count. Expected values are tensordict 0.15.3's on the same data.
 #include "helpers.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace td_test;
 

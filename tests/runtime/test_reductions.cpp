@@ -1,5 +1,6 @@
 // Reductions over batch dims, compared with libtorch per leaf.
 #include <tensordict/persistent.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 

@@ -1,7 +1,8 @@
 // tensordict's repr, byte for byte: the compact form (the default) and the
 // detailed one (set_printoptions compact=false). Every expected string is
 // what tensordict 0.15.3 prints for the same data (run in the test venv).
-#include <fmt/format.h>
+#include <tensordict/fmt.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 

@@ -3,6 +3,7 @@
 // and hostile files: each refused with the file and the reason. The byte-for-byte checks against tensordict
 // 0.15.3 and the safetensors library: tests/interop/run_safetensors.py.
 #include <tensordict/safetensors.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 

@@ -4,6 +4,7 @@
 // tensordict 0.15.3 does with the same data (run in the test venv); the
 // cases that port a tensordict test name it in their tags.
 #include <ATen/MapAllocator.h>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <string>

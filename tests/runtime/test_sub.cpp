@@ -1,6 +1,8 @@
 // SubTensorDict: a view at an index whose writes reach the source.
 #include "helpers.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace tensordict;
 using namespace td_test;
 using Catch::Matchers::Contains;

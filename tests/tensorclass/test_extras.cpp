@@ -4,6 +4,7 @@
 // and the buffer methods. Expected values are the per-tensor computation on
 // the same data (or tensordict 0.15.3's, where said).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 

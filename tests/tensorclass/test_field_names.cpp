@@ -6,6 +6,7 @@
 // keywords, `Fields` and the class's own name take a trailing '_' in C++
 // only: the key on disk is the schema's name.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 

@@ -2,6 +2,7 @@
 // tensorclasses): members kept, fields stacked on demand, writes split into
 // the members. Expected values: the members' own tensors.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensorclass_lazy.h>
 #include <tensordict/tensordict.h>

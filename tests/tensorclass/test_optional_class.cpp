@@ -2,6 +2,7 @@
 // a std::optional member: absent means absent through construction, ops,
 // stacking, the tensordict form, memmap and h5, as tensordict's None.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 

@@ -3,6 +3,7 @@
 // Expected values are written out per element (the op applied by hand to the
 // list of values), or tensordict 0.15.3's where said.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 

@@ -2,6 +2,7 @@
 // every typed op is compared with the same op applied to the member tensors by
 // hand.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 

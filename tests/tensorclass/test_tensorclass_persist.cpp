@@ -2,6 +2,7 @@
 // layout (meta.json with _type and the non-tensor fields, tensors under
 // _tensordict/, nested tensorclasses in their own directories there) and h5.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 #include <tensordict/tensordict.h>
 #include <unistd.h>

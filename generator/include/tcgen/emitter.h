@@ -21,12 +21,17 @@ struct EmitOptions {
   std::optional<PythonForm> python_form;
 };
 
-// The output file name for a schema: "rollout.yaml" -> "rollout.tc.h".
+// The output file names for a schema: "rollout.yaml" -> "rollout.tc.h" and
+// "rollout.tc.cpp".
 std::string output_name(const std::string& schema_file);
+std::string source_output_name(const std::string& schema_file);
 
 // Renders the generated header for a validated schema. `imported_headers` are
 // the "#include" spellings of the headers generated for imported schemas.
 std::string emit_header(const Schema& schema, const EmitOptions& options);
+// Renders the generated source: the explicit instantiations of the typed
+// engine for the schema's classes, which the header declares extern.
+std::string emit_source(const Schema& schema, const EmitOptions& options);
 
 // The text of template `name` ("tensorclass.h.mustache"): from
 // options.templates_dir when set, else the embedded one.

@@ -1,7 +1,8 @@
 // tensorclass-gen stand-in for the runtime's CRTP base, and the argument types
 // of its init_, which constructors declared in a header take. The generator
 // tests also compile the golden headers against it: init_ and methods() are
-// what generated code calls.
+// what generated code calls, and the two class templates what its extern
+// templates name.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <tensordict/annotations.h>
@@ -22,6 +23,9 @@ struct TensorClass {
   TensorClass() = default;
   Derived& init_(BatchSizeArg, DeviceArg = {}, Names = {}) { return static_cast<Derived&>(*this); }
 };
+// The persistence base, named by the generated headers' extern templates.
+template <class Derived>
+struct TensorClassPersistence {};
 // One value per batch element (the runtime's non_tensor_stack.h).
 template <class T>
 struct NonTensorStack {

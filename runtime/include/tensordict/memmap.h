@@ -7,7 +7,7 @@
 
 #include <c10/core/Device.h>
 #include <c10/util/FunctionRef.h>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -71,27 +71,6 @@ void pack_memmap(const std::string& prefix, const std::string& archive,
 // stay. ValueError when `archive` is not an archive.
 void unpack_memmap(const std::string& archive, const std::string& prefix);
 
-// ---- tensorclass levels (used by TensorClass<Derived>) ----------------------------
-// How a level is written in tensorclass layout: `type` is its meta.json
-// `_type` (str(cls) in Python), `fields` the non-tensor fields that follow it
-// there, in order.
-struct MemmapClassTag {
-  std::string type;
-  Json fields = Json::object();
-};
-// The tensorclass levels of a tree, by key path ({} is the root).
-using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
-
-// What memmap_tensorclass writes into the leaves' files: their values
-// (memmap) or zeros of their shapes and dtypes (memmap_like).
-enum class MemmapContent : uint8_t { Copy, Like };
-
-// memmap() of `td` where the levels in `tags` are written as tensorclasses:
-// `<dir>/meta.json` holds the tag, the level's entries go to `<dir>/_tensordict/`.
-// Returns the memory-mapped copy (tensorclass levels as plain TensorDicts).
-TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, const MemmapClassTags& tags,
-                              const MemmapOptions& options = {}, MemmapContent content = MemmapContent::Copy);
-
 // tensordict.append_memmap(prefix, rows): the tree that memmap() or save()
 // wrote at `prefix` grows along its first batch dim by the rows of `rows`
 // (any kind: a TensorDict, a lazy stack, a view...), which must have the
@@ -107,26 +86,15 @@ TensorDict memmap_tensorclass(const TensorDict& td, const std::string& prefix, c
 // `sync` and `lock_timeout` (the others do not apply).
 void append_memmap(const std::string& prefix, const TensorDict& rows, const MemmapOptions& options = {});
 
-// append_memmap where the levels `tags` names are tensorclasses (a generated
-// tensorclass's rows: tensordict_form + tags, as memmap_tensorclass takes
-// them); their class must be the saved one.
-void append_memmap_tensorclass(const std::string& prefix, const TensorDict& rows, const MemmapClassTags& tags,
-                               const MemmapOptions& options = {});
+// ---- tensorclass levels (the typed engine's: detail/tensorclass_memmap.h) ---------
+// The tag of a level written in tensorclass layout, declared here so that
+// TensorClassPersistence can name it; the tensorclass levels of a tree, by
+// key path ({} is the root).
+struct MemmapClassTag;
+using MemmapClassTags = std::map<std::vector<std::string>, MemmapClassTag>;
 
-// Reads and parses `dir`/meta.json; errors name the file.
-Json read_memmap_meta(const std::string& dir);
-
-// Runs `read`, which reads the tree at `prefix` (read_memmap_meta,
-// load_tensorclass_level...), on one version of it: the reads inside go
-// through one descriptor of the tree, and when a writer replaces the tree
-// meanwhile, `read` runs again on the new one. load_memmap does this itself.
-void read_memmap_tree(const std::string& prefix, c10::function_ref<void()> read);
-
-// The dynamic form of the tensorclass level at `dir` (meta.json `meta`): the
-// tensor fields of `dir/_tensordict/` (memory-mapped, nested tensorclasses
-// through their registered loaders) plus one NonTensorData entry per non-null
-// non-tensor field of meta.json (null ones, unset optional tensor fields as
-// Python writes them, are left out).
-TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std::optional<at::Device> device);
+// What memmap_tensorclass writes into the leaves' files: their values
+// (memmap) or zeros of their shapes and dtypes (memmap_like).
+enum class MemmapContent : uint8_t { Copy, Like };
 
 }  // namespace tensordict

@@ -12,7 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -21,24 +22,51 @@
 
 namespace tensordict {
 
+namespace detail {
+// A NonTensorStack's values to and from JSON, compiled in the runtime
+// (src/core/non_tensor.cpp) for the element types a schema may declare, so
+// that this header needs no JSON.
+NonTensorData non_tensor_of(bool value);
+NonTensorData non_tensor_of(std::int64_t value);
+NonTensorData non_tensor_of(double value);
+NonTensorData non_tensor_of(const std::string& value);
+NonTensorData non_tensor_stack_of(const std::vector<bool>& values, at::IntArrayRef batch_size);
+NonTensorData non_tensor_stack_of(const std::vector<std::int64_t>& values, at::IntArrayRef batch_size);
+NonTensorData non_tensor_stack_of(const std::vector<double>& values, at::IntArrayRef batch_size);
+NonTensorData non_tensor_stack_of(const std::vector<std::string>& values, at::IntArrayRef batch_size);
+// The element at `index` of `data` over `batch` (non_tensor_element), and
+// every element, as T; TypeError when a value is not a T.
+void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, bool& out);
+void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, std::int64_t& out);
+void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, double& out);
+void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, std::string& out);
+void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<bool>& out);
+void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<std::int64_t>& out);
+void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<double>& out);
+void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<std::string>& out);
+}  // namespace detail
+
 template <class T>
 class NonTensorStack {
+  static_assert(std::is_same_v<T, bool> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, std::string>,
+                "NonTensorStack<T>: T is bool, std::int64_t, double or std::string (a schema's bool, int, float, string)");
+
  public:
   using value_type = T;
 
   // One value for every element (T{} by default, as a schema default is).
-  NonTensorStack() : data_(Json(T{})) {}
+  NonTensorStack() : data_(detail::non_tensor_of(T{})) {}
   // One value for every element: `obj.task = "walk"`.
   template <class U>
     requires std::is_convertible_v<U&&, T>
-  NonTensorStack(U&& value) : data_(Json(T(std::forward<U>(value)))) {}
+  NonTensorStack(U&& value) : data_(detail::non_tensor_of(T(std::forward<U>(value)))) {}
   // The runtime's container as it is (its values are checked against T
   // where the field is read: construction, from_tensordict, loads).
   explicit NonTensorStack(NonTensorData data) : data_(std::move(data)) {}
   // One value per element of a batch of shape `batch_size`, row-major.
   static NonTensorStack stack(const std::vector<T>& values, at::IntArrayRef batch_size) {
-    std::vector<Json> items(values.begin(), values.end());
-    return NonTensorStack(NonTensorData::stack(std::move(items), batch_size));
+    return NonTensorStack(detail::non_tensor_stack_of(values, batch_size));
   }
 
   // Whether the elements hold different values (tensordict's NonTensorStack)
@@ -49,12 +77,14 @@ class NonTensorStack {
   // The value of the element at `index` (one index per dim of `batch_size`,
   // the owning object's batch size): obj.task.at(obj.batch_size(), {1, 0}).
   T at(at::IntArrayRef batch_size, at::IntArrayRef index) const {
-    return detail::non_tensor_element(data_, batch_size, index, "NonTensorStack.at").template get<T>();
+    T out{};
+    detail::non_tensor_element_as(data_, batch_size, index, out);
+    return out;
   }
   // Every element's value over `batch_size`, row-major (tensordict's tolist(), flattened).
   std::vector<T> tolist(at::IntArrayRef batch_size) const {
     std::vector<T> out;
-    for (const Json& v : detail::non_tensor_elements(data_, batch_size)) out.push_back(v.template get<T>());
+    detail::non_tensor_elements_as(data_, batch_size, out);
     return out;
   }
 

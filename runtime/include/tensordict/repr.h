@@ -1,11 +1,8 @@
 // Printing: tensordict's repr, byte for byte.
 #pragma once
 
-#include <fmt/ostream.h>
-
 #include <ostream>
 #include <string>
-#include <type_traits>
 
 #include "tensordict/base.h"
 #include "tensordict/print_options.h"
@@ -27,15 +24,7 @@ std::string repr(const TensorDict& td);
 
 std::ostream& operator<<(std::ostream& os, const TensorDict& td);
 
-}  // namespace tensordict
+// fmt::format("{}", td): <tensordict/fmt.h>, apart so that this header (and
+// every unit that prints) does not parse fmt.
 
-// fmt::format("{}", td) for every tensordict kind.
-template <class T, class Char>
-struct fmt::formatter<T, Char, std::enable_if_t<std::is_base_of_v<tensordict::TensorDict, T>>>
-    : fmt::formatter<std::basic_string_view<Char>, Char> {
-  template <class Context>
-  auto format(const T& td, Context& ctx) const {
-    const std::string text = tensordict::repr(td);
-    return fmt::formatter<std::basic_string_view<Char>, Char>::format({text.data(), text.size()}, ctx);
-  }
-};
+}  // namespace tensordict

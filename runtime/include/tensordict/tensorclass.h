@@ -97,25 +97,16 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   Names names() const { return tc_names_.empty() ? Names(tc_batch_size_.size()) : tc_names_; }
   bool has_names() const { return !tc_names_.empty(); }
   // Names the batch dims (one per dim; an empty list removes the names).
-  Derived& rename_(Names names) {
-    set_names_(std::move(names));
-    return derived();
-  }
+  Derived& rename_(Names names);
   // tensordict's refine_names: unnamed dims take the given names, named dims
   // must already have them; one "..." entry stands for the dims not listed.
-  Derived& refine_names(const Names& names) {
-    set_names_(shape::refined_names(this->names(), names));
-    return derived();
-  }
+  Derived& refine_names(const Names& names);
   // tensordict's is_shared() (TensorDict::is_shared): true after
   // share_memory_() until unlock_(), and always on a CUDA device; views that
   // keep the tensors (index with ints, None, Ellipsis and slices from the
   // start; unbind, split, chunk, view, permute, transpose, squeeze,
   // unsqueeze) keep the mark, and are locked.
-  bool is_shared() const {
-    if (tc_device_ && !this->is_memmap()) return tc_device_->is_cuda() || tc_shared_;
-    return tc_shared_;
-  }
+  bool is_shared() const;
   // tensordict's share_memory_(), through TensorDict::share_memory_ (whose
   // refusals it shares: a field without a storage, such as a sparse tensor):
   // every CPU tensor field's storage moves into shared memory in place, so
@@ -124,28 +115,12 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // locked. On a CUDA device nothing changes. Non-tensor fields stay this
   // process's. A memory-mapped instance is refused (memmap and shared memory
   // are exclusive).
-  Derived& share_memory_() {
-    if (this->is_memmap()) throw RuntimeError("share_memory_: memmap and shared memory are mutually exclusive features.");
-    if (tc_device_ && tc_device_->is_cuda()) return derived();
-    tensordict_form_(detail::NonTensorFields::Stacks).share_memory_();
-    set_shared_tree_(true);
-    set_locked_tree_(true);
-    return derived();
-  }
+  Derived& share_memory_();
 
   // Locking reaches every nested tensorclass member, as it reaches nested
   // tensordicts (members are values: unlocking the root unlocks them too).
-  Derived& lock_() {
-    set_locked_tree_(true);
-    return derived();
-  }
-  Derived& unlock_() {
-    set_locked_tree_(false);  // ends the shared mark too
-    // tensordict's rule: unlocked, its fields may be replaced, which the
-    // consolidated storage would no longer describe.
-    tc_consolidated_storage_ = at::Tensor();
-    return derived();
-  }
+  Derived& lock_();
+  Derived& unlock_();
   bool is_locked() const { return tc_locked_; }
 
   // tensordict refuses truth testing.
@@ -155,201 +130,59 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // Sets batch size, device and names, moves tensors to `device`, then
   // validates every field against the schema (generated constructors call
   // this). A nested member that was never given a batch size takes ours.
-  Derived& init_(BatchSizeArg batch_size, DeviceArg device = std::nullopt, Names names = {}) {
-    tc_batch_size_ = std::move(batch_size);
-    tc_device_ = device;
-    set_names_(std::move(names));
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto, auto& m) {
-                                       if (device && m.defined()) m = m.to(*device);
-                                     },
-                                     [&](detail::NestedField, auto, auto& m) {
-                                       auto* n = detail::present(m);
-                                       if (!n) return;
-                                       if (detail::tc(*n).tc_batch_size_.empty() && !tc_batch_size_.empty()) {
-                                         detail::tc(*n).init_(tc_batch_size_, device);
-                                       } else if (device) {
-                                         detail::tc(*n).for_each_tensor_(*n, [&](at::Tensor& t) { t = t.to(*device); });
-                                         detail::tc(*n).set_device_(device);
-                                       }
-                                     }},
-                  derived());
-    name_from_schema_();
-    // Nested members built by their own constructors were checked then.
-    validate_(detail::FieldPath{nullptr, schema().name}, /*trust_built=*/true);
-    tc_validated_ = true;
-    return derived();
-  }
+  Derived& init_(BatchSizeArg batch_size, DeviceArg device = std::nullopt, Names names = {});
 
   // Checks every field against the schema: required fields, dtypes, fixed and
   // symbolic dims, the batch prefix, nested batch sizes. Throws naming the
   // class, field and dim.
-  void validate() const { validate_(detail::FieldPath{nullptr, schema().name}, /*trust_built=*/false); }
+  void validate() const;
 
   // ---- fields by name ---------------------------------------------------------------
-  bool contains(const NestedKey& key) const { return find_tensor_(key.path(), 0, false) != nullptr; }
+  bool contains(const NestedKey& key) const;
   // The tensor at `key` (a field name, or a path into nested tensorclasses).
-  at::Tensor get(const NestedKey& key) const { return *find_tensor_(key.path(), 0, true); }
+  at::Tensor get(const NestedKey& key) const;
   // Sets the tensor field at `key` after validating it (moved to our device).
-  Derived& set(const NestedKey& key, const at::Tensor& value) {
-    set_path_(key.path(), 0, value);
-    return derived();
-  }
+  Derived& set(const NestedKey& key, const at::Tensor& value);
 
   // ---- indexing --------------------------------------------------------------------
   // obj[index] over the batch dims; basic indices give views.
-  Derived index(at::ArrayRef<TensorIndex> index) const {
-    const BatchIndex bi(index, tc_batch_size_);
-    Derived out = shell_();
-    detail::tc(out).tc_batch_size_ = bi.result_batch_size().vec();
-    detail::tc(out).tc_names_ = has_names() ? unnamed_if_empty_(bi.result_names(tc_names_)) : Names{};
-    detail::tc(out).set_locked_tree_(false);
-    map_into_(
-        out, [&](const at::Tensor& t) { return bi.apply(t); }, batch_dims(), /*moves_batch=*/true);
-    return detail::index_keeps_shared(index) ? kept_shared_(std::move(out)) : out;
-  }
+  Derived index(at::ArrayRef<TensorIndex> index) const;
   // obj[index] = value, field by field.
-  Derived& index_put_(at::ArrayRef<TensorIndex> index, const Derived& value) {
-    const BatchIndex bi(index, tc_batch_size_);
-    check_same_data_(derived(), value);
-    for_each_pair_(derived(), value, [&](const at::Tensor& dst, const at::Tensor& src) { bi.put(dst, src); });
-    put_stacks_(derived(), value, bi);
-    return derived();
-  }
-  Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value) {
-    const BatchIndex bi(index, tc_batch_size_);
-    // An UnbatchedTensor field has no batch dims to broadcast into: left as it is.
-    for_each_tensor_(derived(), [&](const at::Tensor& dst) { bi.put(dst, value); }, /*batched_only=*/true);
-    return derived();
-  }
-  Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value) {
-    return index_put_(index, at::scalar_tensor(value, at::TensorOptions().dtype(value.type())));
-  }
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const Derived& value);
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Tensor& value);
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const at::Scalar& value);
   // obj[index] = td: each tensor of `td` (nested classes as nested
   // tensordicts) written into its field's tensor. Every key is checked
   // before anything is written: one that is no set tensor field is a KeyError.
-  Derived& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value) {
-    const BatchIndex bi(index, tc_batch_size_);
-    struct Write {
-      const at::Tensor* field;
-      at::Tensor value;
-      bool whole;  // an UnbatchedTensor: the whole batch's, written whole
-    };
-    std::vector<Write> writes;
-    std::vector<std::pair<NestedKey, NonTensorData>> stack_writes;  // into NonTensorStack fields
-    if (const auto data = value.non_tensor_items({.include_nested = true}); !data.empty()) {
-      const TensorDict form = tensordict_form_(detail::NonTensorFields::All);
-      for (const auto& [key, written] : data) {
-        if (put_stack_at_(key.path(), 0, nullptr, written)) {
-          stack_writes.emplace_back(key, written);
-          continue;
-        }
-        const auto held = form.get_value(key);
-        if (!held || !held->is_non_tensor()) {
-          throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a non-tensor field of " +
-                         std::string(schema().name));
-        }
-        if (!(held->non_tensor() == written)) {
-          std::string path(schema().name);
-          for (const auto& part : key.path()) path += "." + part;
-          detail::throw_per_element_data(path, tensordict::python_repr(held->non_tensor().data()),
-                                         tensordict::python_repr(written.data()));
-        }
-      }
-    }
-    for (const auto& key : value.keys({.include_nested = true, .leaves_only = true})) {
-      const auto leaf = value.get_value(key);
-      const at::Tensor* field = find_tensor_(key.path(), 0, false);
-      if (!field) {
-        throw KeyError(std::string(schema().name) + ".index_put_: key " + key.repr() + " is not a set tensor field of " +
-                       std::string(schema().name));
-      }
-      writes.push_back({field, leaf->tensor(), leaf->is_unbatched()});
-    }
-    for (const auto& w : writes) {
-      if (w.whole) {
-        w.field->copy_(w.value);
-      } else {
-        bi.put(*w.field, w.value);
-      }
-    }
-    for (const auto& [key, written] : stack_writes) put_stack_at_(key.path(), 0, &bi, written);
-    return derived();
-  }
+  Derived& index_put_(at::ArrayRef<TensorIndex> index, const TensorDict& value);
 
   // tensordict's batch_size setter: every tensor field must start with
   // `batch_size`; a nested class whose batch size does not takes it; dim
   // names are kept for the dims that remain. The schema is checked again: when
   // anything fails, nothing changes.
-  Derived& set_batch_size(at::IntArrayRef batch_size) {
-    TensorDict form = td_form_();
-    form.set_batch_size(batch_size);
-    Derived next = from_form_(form);
-    detail::tc(next).validate();
-    detail::tc(next).set_locked_tree_(tc_locked_);
-    return derived() = std::move(next);
-  }
+  Derived& set_batch_size(at::IntArrayRef batch_size);
 
   // ---- stack, cat, unbind, split (shape_plan.h: the dynamic core's plans) -------------------
-  static Derived stack(const std::vector<Derived>& list, int64_t dim = 0) {
-    if (list.empty()) detail::throw_empty_list("stack", schema().name);
-    std::vector<const Names*> names;
-    for (const auto& x : list) names.push_back(&detail::tc(x).tc_names_);
-    shape::Combined plan = shape::stacked(batch_sizes_(list), names, dim);
-    const int64_t d = plan.dim;
-    return combine_(
-        list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); }, "stack");
-  }
-  static Derived cat(const std::vector<Derived>& list, int64_t dim = 0) {
-    if (list.empty()) detail::throw_empty_list("cat", schema().name);
-    shape::Combined plan = shape::concatenated(batch_sizes_(list), detail::tc(list.front()).tc_names_, dim);
-    const int64_t d = plan.dim;
-    return combine_(
-        list, std::move(plan), [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); }, "cat");
-  }
-  std::vector<Derived> unbind(int64_t dim = 0) const {
-    return kept_shared_(planned_pieces_(shape::Unbind(batch_size(), tc_names_, dim)));
-  }
-  std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const {
-    return kept_shared_(planned_pieces_(shape::Split(batch_size(), tc_names_, split_sizes.vec(), dim)));
-  }
-  std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const {
-    const int64_t d = wrap_batch_dim(dim, batch_dims(), "split");
-    return split(shape::split_sizes(tc_batch_size_[d], split_size), d);
-  }
-  std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0) const {
-    const int64_t d = wrap_batch_dim(dim, batch_dims(), "chunk");
-    return split(shape::chunk_sizes(tc_batch_size_[d], chunks), d);
-  }
+  static Derived stack(const std::vector<Derived>& list, int64_t dim = 0);
+  static Derived cat(const std::vector<Derived>& list, int64_t dim = 0);
+  std::vector<Derived> unbind(int64_t dim = 0) const;
+  std::vector<Derived> split(at::IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Derived> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0) const;
 
   // ---- shape ops on batch dims (shape_plan.h) ----------------------------------------------------
-  Derived reshape(at::IntArrayRef shape) const { return planned_(shape::Reshape(batch_size(), shape)); }
-  Derived view(at::IntArrayRef shape) const {
-    return kept_shared_(planned_(shape::Reshape(batch_size(), shape, shape::Reshape::Mode::View)));
-  }
-  Derived permute(at::IntArrayRef dims) const {
-    return kept_shared_(planned_(shape::Permute(batch_size(), tc_names_, dims)));
-  }
-  Derived transpose(int64_t dim0, int64_t dim1) const {
-    return kept_shared_(planned_(shape::Transpose(batch_size(), tc_names_, dim0, dim1)));
-  }
+  Derived reshape(at::IntArrayRef shape) const;
+  Derived view(at::IntArrayRef shape) const;
+  Derived permute(at::IntArrayRef dims) const;
+  Derived transpose(int64_t dim0, int64_t dim1) const;
   // Without a dim, removes every batch dim of size 1.
-  Derived squeeze(std::optional<int64_t> dim = std::nullopt) const {
-    return kept_shared_(planned_(shape::Squeeze(batch_size(), tc_names_, dim)));
-  }
-  Derived unsqueeze(int64_t dim) const {
-    return kept_shared_(planned_(shape::Unsqueeze(batch_size(), tc_names_, dim)));
-  }
+  Derived squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  Derived unsqueeze(int64_t dim) const;
   // The new batch size's trailing dims broadcast against the current ones (-1 keeps a dim).
-  Derived expand(at::IntArrayRef batch_size) const {
-    return planned_(shape::Expand(this->batch_size(), tc_names_, batch_size));
-  }
+  Derived expand(at::IntArrayRef batch_size) const;
   // No batch dims: batch [1], as torch.flatten of a 0-dim tensor.
-  Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const {
-    return planned_(shape::Flatten(batch_size(), tc_names_, start_dim, end_dim));
-  }
-  Derived unflatten(int64_t dim, at::IntArrayRef sizes) const {
-    return planned_(shape::Unflatten(batch_size(), tc_names_, dim, sizes));
-  }
+  Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Derived unflatten(int64_t dim, at::IntArrayRef sizes) const;
 
   // ---- device, dtype, copies ------------------------------------------------------------------
   // TensorDict::to's moves (one block for a consolidated instance, pinned
@@ -357,56 +190,28 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // tensordict::synchronize), through the tensordict form.
   // tensordict: an instance already on `device` is returned as it is; the
   // result keeps the lock (as to(dtype) does).
-  Derived to(at::Device device, const ToOptions& options = {}) const {
-    if (tc_device_ && *tc_device_ == device) return derived();
-    bool there = true;
-    for_each_tensor_(derived(), [&](const at::Tensor& t) { there = there && t.device() == device; });
-    if (!there) return locked_like_(from_form_(td_form_().to(device, options)));
-    if (is_consolidated()) return derived();  // tensordict: where it is, it stays consolidated
-    Derived out = same_batch_([](const at::Tensor& t) { return t; });
-    detail::tc(out).set_device_(device);
-    return locked_like_(std::move(out));
-  }
+  Derived to(at::Device device, const ToOptions& options = {}) const;
   // TensorDict::pin_memory: the host tensors in one pinned allocation.
-  Derived pin_memory() const { return from_form_(td_form_().pin_memory()); }
+  Derived pin_memory() const;
 
   // ---- one storage (TensorDict::consolidate) ---------------------------------------------
   // tensordict's consolidate(): a copy whose tensor fields are views of one
   // flat storage; non-tensor fields and nested tensorclasses are kept. The
   // copy is locked; unlock_() ends the consolidation.
-  Derived consolidate(const ConsolidateOptions& options = {}) const {
-    return from_form_(td_form_().consolidate(options));
-  }
+  Derived consolidate(const ConsolidateOptions& options = {}) const;
   // Whether every tensor field is still a view of that storage.
-  bool is_consolidated() const {
-    if (!tc_consolidated_storage_.defined()) return false;
-    bool all = true;
-    for_each_tensor_(derived(), [&](const at::Tensor& t) { all = all && detail::is_view_of(t, tc_consolidated_storage_); });
-    return all;
-  }
+  bool is_consolidated() const;
   // That storage (a flat uint8 tensor), or nullopt when not consolidated.
-  std::optional<at::Tensor> consolidated_storage() const {
-    return is_consolidated() ? std::optional<at::Tensor>(tc_consolidated_storage_) : std::nullopt;
-  }
+  std::optional<at::Tensor> consolidated_storage() const;
   // Casts every tensor field (tensordict's to(dtype)). A field whose schema
   // declares another dtype makes it throw ValueError naming the
   // field (a typed result always passes its own validate()); the tensordict
   // form casts freely: to_tensordict().to(dtype).
-  Derived to(at::ScalarType dtype) const {
-    check_dtypes_(detail::FieldPath{nullptr, schema().name}, "to", [dtype](const at::Tensor&) { return dtype; });
-    return locked_like_(same_batch_([&](const at::Tensor& t) { return t.to(dtype); }));
-  }
-  Derived cpu() const { return to(at::Device(at::kCPU)); }
-  Derived clone() const {
-    Derived out = same_batch_([](const at::Tensor& t) { return t.clone(); });
-    return out;
-  }
-  Derived detach() const {
-    return same_batch_([](const at::Tensor& t) { return t.detach(); });
-  }
-  Derived contiguous() const {
-    return same_batch_([](const at::Tensor& t) { return t.contiguous(); });
-  }
+  Derived to(at::ScalarType dtype) const;
+  Derived cpu() const;
+  Derived clone() const;
+  Derived detach() const;
+  Derived contiguous() const;
 
   // ---- apply, math, comparison ----------------------------------------------------------------
   // fn(tensor) -> tensor for every tensor member, nested ones included; the
@@ -426,142 +231,39 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
   // Elementwise where(condition, self, other): `condition` covers the batch
   // dims (or a prefix of them) and broadcasts over the feature dims.
-  Derived where(const at::Tensor& condition, const Derived& other) const {
-    Derived out = apply(
-        [&](const at::Tensor& a, const at::Tensor& b) { return a.where(detail::align_to_leaf(condition, a), b); },
-        other);
-    where_stacks_(out, other, condition);
-    return out;
-  }
-  Derived where(const at::Tensor& condition, const at::Scalar& other) const {
-    return apply(
-        [&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(condition, a).logical_not(), other); });
-  }
-  Derived masked_fill(const at::Tensor& mask, const at::Scalar& value) const {
-    return apply([&](const at::Tensor& a) { return a.masked_fill(detail::align_to_leaf(mask, a), value); });
-  }
-  Derived& masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
-    for_each_tensor_(derived(), [&](const at::Tensor& a) { a.masked_fill_(detail::align_to_leaf(mask, a), value); });
-    return derived();
-  }
-  Derived& zero_() {
-    for_each_tensor_(derived(), [](const at::Tensor& t) { t.zero_(); });
-    return derived();
-  }
+  Derived where(const at::Tensor& condition, const Derived& other) const;
+  Derived where(const at::Tensor& condition, const at::Scalar& other) const;
+  Derived masked_fill(const at::Tensor& mask, const at::Scalar& value) const;
+  Derived& masked_fill_(const at::Tensor& mask, const at::Scalar& value);
+  Derived& zero_();
 
   // ---- conversion ----------------------------------------------------------------------
   // The object as a TensorDict sharing its tensors (Python's tc._tensordict):
   // one entry per set tensor field, nested tensorclasses as nested
   // tensordicts, non-tensor fields as non-tensor data; unset optional fields
   // are left out. Writes into its tensors are writes into the fields.
-  TensorDict tensordict() const { return tensordict_form_(detail::NonTensorFields::All); }
+  TensorDict tensordict() const;
   // The same, with the tensors copied (tensordict's to_tensordict()).
-  TensorDict to_tensordict() const { return tensordict().clone(); }
+  TensorDict to_tensordict() const;
   // The inverse, validated. Non-tensor fields come from the tensordict's
   // non-tensor entries, else from `non_tensor` (defaults when omitted). A key
   // of `td` that is no field is a KeyError unless `options.strict` is false.
   static Derived from_tensordict(const TensorDict& td, const Derived& non_tensor = Derived{},
-                                 const FromTensorDictOptions& options = {}) {
-    Derived out = non_tensor;
-    detail::tc(out).set_locked_tree_(false);
-    detail::tc(out).tc_consolidated_storage_ = at::Tensor();
-    detail::tc(out).saved_path_.reset();
-    detail::tc(out).from_td_(td, options.strict);
-    detail::tc(out).validate();
-    return out;
-  }
-  static Derived from_tensordict(const TensorDict& td, const FromTensorDictOptions& options) {
-    return from_tensordict(td, Derived{}, options);
-  }
+                                 const FromTensorDictOptions& options = {});
+  static Derived from_tensordict(const TensorDict& td, const FromTensorDictOptions& options);
 
   // ---- printing -----------------------------------------------------------------------
   // tensordict's tensorclass repr: compact unless set_printoptions says
   // compact=false (print_options.h).
-  std::string repr() const {
-    const PrintOptions options = get_printoptions();
-    if (!options.compact) return detailed_repr_(options);
-    std::vector<std::string> header;
-    if (options.show_batch_size) header.push_back(detail::compact_batch_size(tc_batch_size_));
-    if (options.show_device && tc_device_) header.push_back("device=" + tc_device_->str());
-    return detail::compact_repr(schema().name, header, compact_fields_(options));
-  }
+  std::string repr() const;
   friend std::ostream& operator<<(std::ostream& os, const Derived& x) { return os << detail::tc(x).repr(); }
 
  private:
   // The entries of the compact repr: the set fields by type, sorted as
   // sort_keys says, then the unset ones as None (tensordict's _compact_body).
-  std::vector<detail::CompactNode> compact_fields_(const PrintOptions& options) const {
-    std::vector<detail::CompactNode> set, unset;
-    auto node = [](std::string_view name, std::string text) {
-      detail::CompactNode n;
-      n.key = std::string(name);
-      n.text = std::move(text);
-      return n;
-    };
-    const auto batch_dims = static_cast<int64_t>(tc_batch_size_.size());
-    visit_fields_(
-        detail::Overloaded{
-            [&](detail::TensorField, auto field, const auto& m) {
-              if (!m.defined()) return unset.push_back(node(field.info().name, "None"));
-              auto shape = detail::leaf_shape(m);
-              if (!field.info().unbatched)  // an UnbatchedTensor shows its whole shape
-                shape.erase(shape.begin(), shape.begin() + std::min<int64_t>(batch_dims, static_cast<int64_t>(shape.size())));
-              set.push_back(node(field.info().name, detail::compact_token(shape, m.scalar_type(), {m.device().str()},
-                                                                           tc_device_.has_value(), options)));
-            },
-            [&](detail::NestedField, auto field, const auto& m) {
-              const auto* n = detail::present(m);
-              if (n == nullptr) return unset.push_back(node(field.info().name, "None"));
-              const auto& nested = detail::tc(*n);
-              auto extra = nested.tc_batch_size_;
-              extra.erase(extra.begin(), extra.begin() + std::min(extra.size(), tc_batch_size_.size()));
-              auto c = node(field.info().name, std::string(nested.schema().name));
-              if (!extra.empty()) c.text += detail::compact_dims(extra);
-              c.container = true;
-              c.entries = nested.compact_fields_(options);
-              set.push_back(std::move(c));
-            },
-            [&](detail::DataField, auto field, const auto& m) {
-              set.push_back(node(field.info().name, detail::python_type_name(m)));
-            },
-            [&](detail::StackField, auto field, const auto& m) {
-              using V = typename std::remove_cvref_t<decltype(m)>::value_type;
-              set.push_back(node(field.info().name, m.is_stack() ? "NonTensorStack" : detail::python_type_name(V{})));
-            }},
-        derived());
-    detail::sort_compact(set, options);
-    set.insert(set.end(), unset.begin(), unset.end());
-    return set;
-  }
+  std::vector<detail::CompactNode> compact_fields_(const PrintOptions& options) const;
   // compact=false: tensordict's detailed tensorclass repr.
-  std::string detailed_repr_(const PrintOptions& options) const {
-    std::vector<std::string> tensors, others;
-    auto set_or_none = [&](std::string_view name, bool set, auto&& value_repr) {
-      (set ? tensors : others).push_back(std::string(name) + "=" + (set ? value_repr() : std::string("None")));
-    };
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                                       set_or_none(field.info().name, m.defined(), [&] {
-                                         return detail::tensor_repr(m, options, field.info().unbatched ? "UnbatchedTensor" : "Tensor");
-                                       });
-                                     },
-                                     [&](detail::NestedField, auto field, const auto& m) {
-                                       const auto* n = detail::present(m);
-                                       set_or_none(field.info().name, n != nullptr, [&] { return detail::tc(*n).repr(); });
-                                     },
-                                     [&](detail::DataField, auto field, const auto& m) {
-                                       // held as NonTensorData, sorted with the tensors
-                                       tensors.push_back(std::string(field.info().name) + "=" +
-                                                         detail::non_tensor_data_repr(detail::python_str(m),
-                                                                                      tc_batch_size_, tc_device_));
-                                     },
-                                     [&](detail::StackField, auto field, const auto& m) {
-                                       tensors.push_back(std::string(field.info().name) + "=" +
-                                                         detail::non_tensor_repr(m.data(), tc_batch_size_, tc_device_));
-                                     }},
-                  derived());
-    return detail::tensorclass_repr(schema().name, std::move(tensors), others, tc_batch_size_, tc_device_, is_shared(),
-                                    options);
-  }
+  std::string detailed_repr_(const PrintOptions& options) const;
   template <class>
   friend class TensorClass;
   friend class TensorClassSurface<Derived>;
@@ -606,20 +308,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // A non-tensor field holds one value for the whole batch: an indexed write
   // of another value is refused before anything is written (tensordict
   // would make the field a NonTensorStack, which the field cannot hold).
-  static void check_same_data_(const Derived& self, const Derived& other) {
-    visit_fields_(detail::Overloaded{[&](detail::DataField, auto field, const auto& a, const auto& b) {
-                                       if (!(a == b)) {
-                                         detail::throw_per_element_data(field_path_(field), detail::python_repr(a),
-                                                                        detail::python_repr(b));
-                                       }
-                                     },
-                                     [&](detail::NestedField, auto, const auto& a, const auto& b) {
-                                       const auto* x = detail::present(a);
-                                       const auto* y = detail::present(b);
-                                       if (x && y) detail::tc(*x).check_same_data_(*x, *y);
-                                     }},
-                  self, other);
-  }
+  static void check_same_data_(const Derived& self, const Derived& other);
   // fn(ours, theirs) for every tensor field set in both (an UnbatchedTensor
   // field is the whole batch's: theirs is copied into ours whole, as
   // tensordict's indexed writes do); an optional nested class present in one
@@ -649,60 +338,18 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // index_put_'s writes into the NonTensorStack fields of `self`, nested
   // ones included: `other`'s values at `bi` (put_non_tensor, as the dynamic
   // core writes a non-tensor entry at an index).
-  static void put_stacks_(Derived& self, const Derived& other, const BatchIndex& bi) {
-    visit_fields_(detail::Overloaded{[&](detail::StackField, auto, auto& a, const auto& b) {
-                                       using M = std::remove_cvref_t<decltype(a)>;
-                                       a = M(detail::put_non_tensor(a.data(), detail::tc(self).tc_batch_size_, bi, b.data()));
-                                     },
-                                     [&](detail::NestedField, auto, auto& a, const auto& b) {
-                                       auto* x = detail::present(a);
-                                       const auto* y = detail::present(b);
-                                       if (x && y) detail::tc(*x).put_stacks_(*x, *y, bi);
-                                     }},
-                  self, other);
-  }
+  static void put_stacks_(Derived& self, const Derived& other, const BatchIndex& bi);
   // Whether `path` (from `at`) names a NonTensorStack field, whose type
   // `value` must fit (else the field's TypeError); with `bi`, `value` is
   // written there at `bi`. index_put_ checks every key (bi null) before it
   // writes any.
   bool put_stack_at_(std::span<const std::string> path, std::size_t at, const BatchIndex* bi,
-                     const NonTensorData& value) {
-    bool found = false;
-    const bool last = at + 1 == path.size();
-    visit_field_named_(path[at],
-                       detail::Overloaded{[&](detail::StackField, auto field, auto& m) {
-                                            if (!last) return;
-                                            found = true;
-                                            using M = std::remove_cvref_t<decltype(m)>;
-                                            M written;
-                                            read_stack_(written, Value(value), field_path_(field), field.info(), "the written value");
-                                            if (bi) m = M(detail::put_non_tensor(m.data(), tc_batch_size_, *bi, written.data()));
-                                          },
-                                          [&](detail::NestedField, auto, auto& m) {
-                                            auto* n = detail::present(m);
-                                            if (!last && n) found = detail::tc(*n).put_stack_at_(path, at + 1, bi, value);
-                                          }},
-                       derived());
-    return found;
-  }
+                     const NonTensorData& value);
   // where(condition, other) for the NonTensorStack fields of `out` (a result
   // holding this instance's values): each element from us where `condition`
   // holds, else from `other`, picked as the dynamic core picks non-tensor
   // elements (shared_value_ids).
-  void where_stacks_(Derived& out, const Derived& other, const at::Tensor& condition) const {
-    visit_fields_(detail::Overloaded{[&](detail::StackField, auto, const auto& a, const auto& b, auto& o) {
-                                       using M = std::remove_cvref_t<decltype(o)>;
-                                       const auto shared = detail::shared_value_ids({a.data(), b.data()}, tc_batch_size_);
-                                       const at::Tensor& x = shared.ids[0];
-                                       o = M(NonTensorData::from_ids(shared.pool, x.where(detail::align_to_leaf(condition, x), shared.ids[1])));
-                                     },
-                                     [&](detail::NestedField, auto, const auto& a, const auto& b, auto& o) {
-                                       const auto* x = detail::present(a);
-                                       const auto* y = detail::present(b);
-                                       if (x && y) detail::tc(*x).where_stacks_(*detail::present(o), *y, condition);
-                                     }},
-                  derived(), other, out);
-  }
+  void where_stacks_(Derived& out, const Derived& other, const at::Tensor& condition) const;
 
   // detail::present(dst), after giving the nested field `dst` the presence
   // of `src` (a detail::present() result): reset when it is null, else, if
@@ -724,124 +371,44 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   static std::string field_path_(Field field) {
     return std::string(schema().name) + "." + std::string(field.info().name);
   }
-  static bool is_field_(std::string_view name) {
-    for (const auto& f : fields()) {
-      if (f.name == name) return true;
-    }
-    return false;
-  }
+  static bool is_field_(std::string_view name);
 
   // ---- batch metadata -------------------------------------------------------------------
   // Names with no name left mean "unnamed" (an empty list).
-  static Names unnamed_if_empty_(Names names) {
-    for (const auto& n : names) {
-      if (n) return names;
-    }
-    return {};
-  }
-  void set_names_(Names names) {
-    bool any = false;
-    for (const auto& n : names) any = any || n.has_value();
-    if (!names.empty() && names.size() != tc_batch_size_.size()) {
-      throw ValueError(std::string(schema().name) + ": got " + std::to_string(names.size()) + " names for batch size " +
-                       detail::shape_string(batch_size()));
-    }
-    shape::check_unique_names(names);
-    tc_names_ = any ? std::move(names) : Names{};
-  }
+  static Names unnamed_if_empty_(Names names);
+  void set_names_(Names names);
 
   // An unnamed instance of a class whose schema names its batch dims takes
   // those names, as Python's generated class does. Unnamed nested members
   // then take ours for their leading dims, as tensordict names nested
   // tensordicts.
-  void name_from_schema_() {
-    if (tc_names_.empty() && !schema().batch_names.empty() && schema().batch_names.size() == tc_batch_size_.size()) {
-      for (auto n : schema().batch_names) tc_names_.emplace_back(std::string(n));
-    }
-    if (tc_names_.empty()) return;
-    for_each_nested_([&](auto& n) {
-      if (detail::tc(n).tc_names_.empty() && detail::tc(n).tc_batch_size_.size() >= tc_names_.size()) {
-        detail::tc(n).tc_names_ = tc_names_;
-        detail::tc(n).tc_names_.resize(detail::tc(n).tc_batch_size_.size());
-        detail::tc(n).name_from_schema_();
-      }
-    });
-  }
+  void name_from_schema_();
 
-  void set_device_(DeviceArg device) {
-    tc_device_ = device;
-    for_each_nested_([&](auto& n) { detail::tc(n).set_device_(device); });
-  }
+  void set_device_(DeviceArg device);
 
   // Each level's device from the same level of `form`, a tensordict form of
   // this object (TensorDict::auto_device_ decided them).
-  void set_device_tree_(const TensorDict& form) {
-    tc_device_ = form.device();
-    visit_fields_(detail::Overloaded{[&](detail::NestedField, auto field, auto& m) {
-                    if (auto* n = detail::present(m)) detail::tc(*n).set_device_tree_(form.get_td(std::string(field.info().name)));
-                  }},
-                  derived());
-  }
+  void set_device_tree_(const TensorDict& form);
 
   // The lock of this level and of every nested tensorclass member. An
   // unlocked instance is not shared (tensordict's rule: a field set now
   // would not be in shared memory), although its tensors stay there.
-  void set_locked_tree_(bool locked) {
-    tc_locked_ = locked;
-    if (!locked) tc_shared_ = false;
-    for_each_nested_([&](auto& n) { detail::tc(n).set_locked_tree_(locked); });
-  }
+  void set_locked_tree_(bool locked);
   // share_memory_()'s mark on this level and every nested tensorclass member.
-  void set_shared_tree_(bool shared) {
-    tc_shared_ = shared;
-    for_each_nested_([&](auto& n) { detail::tc(n).set_shared_tree_(shared); });
-  }
+  void set_shared_tree_(bool shared);
   // `out`, a view of this instance's tensors by an op tensordict counts as
   // keeping share_memory_()'s mark: marked and locked when this one is marked.
-  Derived kept_shared_(Derived out) const {
-    if (!tc_shared_) return out;
-    detail::tc(out).set_shared_tree_(true);
-    detail::tc(out).set_locked_tree_(true);
-    return out;
-  }
-  std::vector<Derived> kept_shared_(std::vector<Derived> out) const {
-    for (auto& piece : out) piece = kept_shared_(std::move(piece));
-    return out;
-  }
+  Derived kept_shared_(Derived out) const;
+  std::vector<Derived> kept_shared_(std::vector<Derived> out) const;
 
   // ---- schema checks -----------------------------------------------------------------------
   // `trust_built`: skip the fields of nested members that a constructor
   // validated (their batch prefix is still checked).
-  void validate_(const detail::FieldPath& path, bool trust_built) const {
-    detail::validate_batch_dims(schema(), path, tc_batch_size_);
-    detail::SymbolTable symbols;
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                                       const detail::FieldPath sub{&path, field.info().name};
-                                       detail::validate_tensor_field(sub, field.info(), m, tc_batch_size_, symbols);
-                                     },
-                                     [&](detail::NestedField, auto field, const auto& m) {
-                                       const auto* n = detail::present(m);
-                                       if (!n) return;  // an absent optional class
-                                       const detail::FieldPath sub{&path, field.info().name};
-                                       detail::validate_nested_batch(sub, detail::tc(*n).tc_batch_size_, tc_batch_size_);
-                                       if (!(trust_built && detail::tc(*n).tc_validated_)) detail::tc(*n).validate_(sub, trust_built);
-                                     },
-                                     [&](detail::StackField, auto field, const auto& m) {
-                                       if (!m.is_stack()) return;
-                                       const detail::FieldPath sub{&path, field.info().name};
-                                       detail::validate_stack_field(sub, m.data().ids().sizes(), tc_batch_size_);
-                                     }},
-                  derived());
-  }
+  void validate_(const detail::FieldPath& path, bool trust_built) const;
 
   // A tensordict the dynamic core derived from td_form_() by an op that
   // keeps the schema's shapes, as this class: declared dtypes must be kept.
-  Derived typed_(const TensorDict& td, const char* op) const {
-    Derived out = from_form_(td);
-    detail::tc(out).check_dtypes_(detail::FieldPath{nullptr, schema().name}, op,
-                      [](const at::Tensor& t) { return t.scalar_type(); });
-    return out;
-  }
+  Derived typed_(const TensorDict& td, const char* op) const;
   // Throws naming the field when `dtype_of(tensor)` differs from a tensor
   // field's declared dtype (fields with an open dtype take any).
   template <class DtypeOf>
@@ -860,175 +427,46 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // ---- the tensordict form -------------------------------------------------------------------
-  TensorDict tensordict_form_(detail::NonTensorFields which) const {
-    std::vector<TensorDict::Entry> entries;
-    visit_fields_(
-        detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                             if (!m.defined()) return;
-                             if (field.info().unbatched) {
-                               entries.emplace_back(std::string(field.info().name), UnbatchedTensor(m));
-                             } else {
-                               entries.emplace_back(std::string(field.info().name), m);
-                             }
-                           },
-                           [&](detail::NestedField, auto field, const auto& m) {
-                             if (const auto* n = detail::present(m)) {
-                               entries.emplace_back(std::string(field.info().name), detail::tc(*n).tensordict_form_(which));
-                             }
-                           },
-                           [&](detail::DataField, auto field, const auto& m) {
-                             if (which == detail::NonTensorFields::None || which == detail::NonTensorFields::Stacks) return;
-                             if (which == detail::NonTensorFields::H5 &&
-                                 field.info().value_type != schema::ValueType::String) {
-                               if (m == field.of(defaults_())) return;
-                               detail::throw_h5_non_tensor(schema().name, field.info(), detail::python_repr(m));
-                             }
-                             entries.emplace_back(std::string(field.info().name), NonTensorData(Json(m)));
-                           },
-                           [&](detail::StackField, auto field, const auto& m) {
-                             if (which == detail::NonTensorFields::None) return;
-                             if (which == detail::NonTensorFields::H5 &&
-                                 field.info().value_type != schema::ValueType::String) {
-                               if (m == field.of(defaults_())) return;
-                               detail::throw_h5_non_tensor(schema().name, field.info(), tensordict::python_repr(m.data().data()));
-                             }
-                             entries.emplace_back(std::string(field.info().name), m.data());
-                           }},
-        derived());
-    return TensorDict(std::move(entries), tc_batch_size_, tc_device_, tc_names_);
-  }
+  TensorDict tensordict_form_(detail::NonTensorFields which) const;
   // An instance as the schema's defaults make it (h5 leaves out a non-string
   // field that holds its default).
-  static const Derived& defaults_() {
-    static const Derived instance{};
-    return instance;
-  }
+  static const Derived& defaults_();
 
   // The tensordict form with our consolidated storage (if any), so that the
   // dynamic core's moves treat it as one block.
-  TensorDict td_form_() const {
-    TensorDict td = tensordict_form_(detail::NonTensorFields::Stacks);
-    if (tc_consolidated_storage_.defined()) td.impl()->set_consolidated_storage(tc_consolidated_storage_);
-    return td;
-  }
+  TensorDict td_form_() const;
   // This instance's non-tensor fields over the tensors of `td`, a tensordict
   // the core derived from td_form_(); consolidated and locked when `td` is.
-  Derived from_form_(const TensorDict& td) const {
-    Derived out = shell_();
-    detail::tc(out).from_td_(td);
-    detail::tc(out).tc_consolidated_storage_ = td.impl()->consolidated_storage();
-    detail::tc(out).set_locked_tree_(detail::tc(out).tc_consolidated_storage_.defined());
-    return out;
-  }
+  Derived from_form_(const TensorDict& td) const;
 
   // Reads the fields from a tensordict form: tensors, nested tensorclasses,
   // and non-tensor fields held as non-tensor data (what load_memmap through
   // TensorDict gives); an absent non-tensor field keeps its current value.
-  void from_td_(const TensorDict& td, bool strict = true) {
-    tc_batch_size_ = td.batch_size().vec();
-    tc_device_ = td.device();
-    set_names_(td.names());
-    if (strict) {
-      for (const auto& key : td.keys()) {
-        if (!is_field_(key.front())) {
-          throw KeyError(std::string(schema().name) + ".from_tensordict: key " + key.repr() + " is not a field of " +
-                         std::string(schema().name) + " (from_tensordict(td, {.strict = false}) ignores extra keys)");
-        }
-      }
-    }
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& m) {
-                                       const std::string name(field.info().name);
-                                       m = td.contains(name) ? td.get(name) : at::Tensor();
-                                     },
-                                     [&](detail::NestedField, auto field, auto& m) {
-                                       const std::string name(field.info().name);
-                                       if (td.contains(name)) {
-                                         detail::tc(detail::emplaced(m)).from_td_(td.get_td(name), strict);
-                                       } else {
-                                         detail::reset_if_optional(m);
-                                       }
-                                     },
-                                     [&](detail::DataField, auto field, auto& m) {
-                                       if (const auto value = td.get_value(std::string(field.info().name))) {
-                                         read_non_tensor_(m, *value, field_path_(field), field.info(), "the entry");
-                                       }
-                                     },
-                                     [&](detail::StackField, auto field, auto& m) {
-                                       if (const auto value = td.get_value(std::string(field.info().name))) {
-                                         read_stack_(m, *value, field_path_(field), field.info(), "the entry");
-                                       }
-                                     }},
-                  derived());
-  }
+  void from_td_(const TensorDict& td, bool strict = true);
 
   // A non-tensor field from the non-tensor entry `value`; errors name `sub`
   // and call the entry `what`.
   template <class M>
   static void read_non_tensor_(M& m, const Value& value, const std::string& sub, const schema::FieldInfo& field,
-                               std::string_view what) {
-    if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
-    const Json json = value.non_tensor().data();
-    if (!detail::json_fits<M>(json)) detail::throw_bad_non_tensor(sub, field, json);
-    try {
-      m = json.template get<M>();
-    } catch (const Json::exception&) {
-      detail::throw_bad_non_tensor(sub, field, json);
-    }
-  }
+                               std::string_view what);
 
   // A NonTensorStack field from the non-tensor entry `value`: every value
   // must fit the element type V (errors as read_non_tensor_'s).
   template <class V>
   static void read_stack_(NonTensorStack<V>& m, const Value& value, const std::string& sub,
-                          const schema::FieldInfo& field, std::string_view what) {
-    if (!value.is_non_tensor()) throw TypeError(sub + ": " + std::string(what) + " is not non-tensor data");
-    for (const Json& json : *value.non_tensor().pool()) {
-      if (!detail::json_fits<V>(json)) detail::throw_bad_non_tensor(sub, field, json);
-    }
-    m = NonTensorStack<V>(value.non_tensor());
-  }
+                          const schema::FieldInfo& field, std::string_view what);
 
   // The NonTensorStack fields (nested ones included) from `form`, a form of
   // this object an in-place op of the dynamic core wrote into: its tensors
   // are ours, its non-tensor entries new values.
-  void read_stacks_(const TensorDict& form) {
-    visit_fields_(detail::Overloaded{[&](detail::StackField, auto field, auto& m) {
-                                       if (const auto value = form.get_value(std::string(field.info().name)))
-                                         read_stack_(m, *value, field_path_(field), field.info(), "the entry");
-                                     },
-                                     [&](detail::NestedField, auto field, auto& m) {
-                                       const std::string name(field.info().name);
-                                       if (auto* n = detail::present(m); n && form.contains(name))
-                                         detail::tc(*n).read_stacks_(form.get_td(name));
-                                     }},
-                  derived());
-  }
+  void read_stacks_(const TensorDict& form);
 
   // ---- new instances --------------------------------------------------------------------
   // A copy of everything but the tensors (metadata and non-tensor fields, at
   // every level): what an op that sets every tensor starts from. Copying the
   // whole struct would touch every tensor's refcount twice for nothing.
-  Derived shell_() const {
-    Derived out;
-    detail::tc(out).copy_shell_(derived());
-    return out;
-  }
-  void copy_shell_(const Derived& src) {
-    tc_batch_size_ = detail::tc(src).tc_batch_size_;
-    tc_device_ = detail::tc(src).tc_device_;
-    tc_names_ = detail::tc(src).tc_names_;
-    tc_locked_ = detail::tc(src).tc_locked_;
-    visit_fields_(detail::Overloaded{[](detail::NestedField, auto, auto& dst, const auto& from) {
-                                       if (const auto* s = detail::present(from)) {
-                                         detail::tc(detail::emplaced(dst)).copy_shell_(*s);
-                                       } else {
-                                         detail::reset_if_optional(dst);
-                                       }
-                                     },
-                                     [](detail::DataField, auto, auto& dst, const auto& from) { dst = from; },
-                                     [](detail::StackField, auto, auto& dst, const auto& from) { dst = from; }},
-                  derived(), src);
-  }
+  Derived shell_() const;
+  void copy_shell_(const Derived& src);
 
   // A copy with a new batch size and names (empty: none), every tensor mapped.
   template <class Fn>
@@ -1050,10 +488,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
   // `out` (a conversion of this instance: to(dtype), to(device)) locked when
   // this instance is, as tensordict keeps the lock through to().
-  Derived locked_like_(Derived out) const {
-    if (tc_locked_ && !detail::tc(out).tc_locked_) detail::tc(out).set_locked_tree_(true);
-    return out;
-  }
+  Derived locked_like_(Derived out) const;
   // A shape plan (shape_plan.h) applied to every tensor field. The result
   // keeps the lock, as the dynamic core's shape ops do (tensordict: the same
   // data seen through another shape).
@@ -1077,12 +512,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
     pieces_into_(ptrs, plan, batch_dims());
     return out;
   }
-  static std::vector<at::IntArrayRef> batch_sizes_(const std::vector<Derived>& list) {
-    std::vector<at::IntArrayRef> out;
-    out.reserve(list.size());
-    for (const auto& x : list) out.push_back(detail::tc(x).batch_size());
-    return out;
-  }
+  static std::vector<at::IntArrayRef> batch_sizes_(const std::vector<Derived>& list);
 
   // A nested member's batch size in an op's output `parent_batch`: the
   // parent's new batch size, then the member's own dims past the source's
@@ -1178,13 +608,7 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   // cat run for every field of every object, and a check up front cost
   // stack64 5%.
   static void name_feature_mismatch_(const std::vector<at::Tensor>& tensors, int64_t nb, const char* op,
-                                     const std::string& path) {
-    const at::IntArrayRef first = tensors.front().sizes().slice(nb);
-    for (std::size_t i = 1; i < tensors.size(); ++i) {
-      const at::IntArrayRef features = tensors[i].sizes().slice(nb);
-      if (features != first) detail::throw_feature_shape_mismatch(op, path, first, features, i);
-    }
-  }
+                                     const std::string& path);
   // stack / cat: `plan` gives the batch size and names.
   template <class Fn>
   static Derived combine_(const std::vector<Derived>& list, shape::Combined plan, Fn&& fn, const char* op) {
@@ -1290,133 +714,15 @@ class TensorClass : public TensorClassSurface<Derived>, public TensorClassPersis
   }
 
   // ---- fields by path -----------------------------------------------------------------------
-  const at::Tensor* find_tensor_(std::span<const std::string> path, std::size_t at, bool required) const {
-    const at::Tensor* found = nullptr;
-    const bool last = at + 1 == path.size();
-    const bool matched = visit_field_named_(
-        path[at],
-        detail::Overloaded{[&](detail::TensorField, auto field, const auto& m) {
-                             if (!last) {
-                               if (required)
-                                 detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
-                             } else if (m.defined()) {
-                               found = &m;
-                             } else if (required) {
-                               throw KeyError(field_path_(field) + " is not set (optional field)");
-                             }
-                           },
-                           [&](detail::NestedField, auto field, const auto& m) {
-                             const auto* n = detail::present(m);
-                             if (last) {
-                               if (required)
-                                 detail::throw_not_tensor(schema().name, path[at],
-                                                          "a nested tensorclass; use the member");
-                             } else if (n) {
-                               found = detail::tc(*n).find_tensor_(path, at + 1, required);
-                             } else if (required) {
-                               throw KeyError(field_path_(field) + " is not set (optional field)");
-                             }
-                           },
-                           [&](detail::DataField, auto, const auto&) {
-                             if (required)
-                               detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
-                           },
-                           [&](detail::StackField, auto, const auto&) {
-                             if (required)
-                               detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; use the member");
-                           }},
-        derived());
-    if (!matched && required) detail::throw_no_field(schema().name, path[at]);
-    return found;
-  }
+  const at::Tensor* find_tensor_(std::span<const std::string> path, std::size_t at, bool required) const;
 
-  void set_path_(std::span<const std::string> path, std::size_t at, const at::Tensor& value) {
-    if (tc_locked_) detail::throw_locked(schema().name, path[at]);
-    const bool last = at + 1 == path.size();
-    const bool matched = visit_field_named_(
-        path[at],
-        detail::Overloaded{[&](detail::TensorField, auto, auto& m) {
-                             if (!last)
-                               detail::throw_not_tensor(schema().name, path[at], "a tensor (cannot index into it)");
-                             at::Tensor old = m;
-                             m = tc_device_ && value.defined() ? value.to(*tc_device_) : value;
-                             try {
-                               validate();
-                             } catch (...) {
-                               m = old;
-                               throw;
-                             }
-                           },
-                           [&](detail::NestedField, auto field, auto& m) {
-                             if (last)
-                               detail::throw_not_tensor(schema().name, path[at],
-                                                        "a nested tensorclass; assign the member");
-                             auto* n = detail::present(m);
-                             if (!n)
-                               throw KeyError(field_path_(field) + " is not set (optional field); assign the member");
-                             detail::tc(*n).set_path_(path, at + 1, value);
-                           },
-                           [&](detail::DataField, auto, auto&) {
-                             detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
-                           },
-                           [&](detail::StackField, auto, auto&) {
-                             detail::throw_not_tensor(schema().name, path[at], "a non-tensor field; assign the member");
-                           }},
-        derived());
-    if (!matched) detail::throw_no_field(schema().name, path[at]);
-  }
+  void set_path_(std::span<const std::string> path, std::size_t at, const at::Tensor& value);
 
   // Reads the fields from a loaded tensordict form (TensorClassPersistence's
   // from_loaded_): every stored key must be a field; batch sizes as stored
   // or, for h5, inferred from the schema.
   void read_loaded_(const TensorDict& td, const std::string& path, std::optional<at::IntArrayRef> parent,
-                    bool infer_batch) {
-    for (const auto& key : td.keys()) {
-      if (!is_field_(key.front())) {
-        throw KeyError(path + ": stored key " + key.repr() + " is not a field of " + std::string(schema().name));
-      }
-    }
-    tc_batch_size_ = infer_batch ? detail::infer_batch_size(schema(), td, parent) : td.batch_size().vec();
-    tc_device_ = td.device();
-    tc_names_.clear();
-    // The stored names (memmap keeps them; h5 does not), else the schema's.
-    if (td.has_names() && td.batch_size().size() == tc_batch_size_.size()) set_names_(td.names());
-    tc_locked_ = false;
-    auto sub = [&](auto field) { return path + "." + std::string(field.info().name); };
-    auto stored = [&](auto field) { return td.get_value(std::string(field.info().name)); };
-    visit_fields_(detail::Overloaded{[&](detail::TensorField, auto field, auto& m) {
-                                       const auto value = stored(field);
-                                       if (value && !value->is_tensor())
-                                         throw TypeError(sub(field) + ": stored entry is not a tensor");
-                                       m = value ? value->tensor() : at::Tensor();
-                                     },
-                                     [&](detail::NestedField, auto field, auto& m) {
-                                       const auto value = stored(field);
-                                       if (!value && detail::reset_if_optional(m)) return;
-                                       if (!value || !value->is_tensordict()) {
-                                         throw ValueError(sub(field) + ": nested tensorclass is not stored");
-                                       }
-                                       detail::tc(detail::emplaced(m)).read_loaded_(value->tensordict(), sub(field),
-                                                                        at::IntArrayRef(tc_batch_size_), infer_batch);
-                                     },
-                                     [&](detail::DataField, auto field, auto& m) {
-                                       const auto value = stored(field);
-                                       if (value) {
-                                         read_non_tensor_(m, *value, sub(field), field.info(), "stored entry");
-                                       } else if (!field.info().has_default && !field.info().optional) {
-                                         throw ValueError(sub(field) + ": required non-tensor field is not stored");
-                                       }  // else it keeps the schema default
-                                     },
-                                     [&](detail::StackField, auto field, auto& m) {
-                                       if (const auto value = stored(field)) {
-                                         read_stack_(m, *value, sub(field), field.info(), "stored entry");
-                                       } else if (!field.info().has_default && !field.info().optional) {
-                                         throw ValueError(sub(field) + ": required non-tensor field is not stored");
-                                       }
-                                     }},
-                  derived());
-    name_from_schema_();
-  }
+                    bool infer_batch);
 
   BatchSizeArg tc_batch_size_;
   DeviceArg tc_device_;

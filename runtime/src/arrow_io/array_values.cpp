@@ -1,5 +1,7 @@
 #include "arrow_io/array_values.h"
 
+#include <nlohmann/json.hpp>
+
 #include <arrow/array.h>
 #include <arrow/util/float16.h>
 #include <fmt/format.h>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <arrow/type_fwd.h>
+#include <nlohmann/json.hpp>
 
 #include <vector>
 

@@ -1,5 +1,7 @@
 #include "arrow_io/json_arrays.h"
 
+#include <nlohmann/json.hpp>
+
 #include <arrow/api.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

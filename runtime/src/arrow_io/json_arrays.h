@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arrow/type_fwd.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string_view>

@@ -1,5 +1,7 @@
 #include "arrow_io/non_tensor_rows.h"
 
+#include <nlohmann/json.hpp>
+
 #include "tensordict/non_tensor_ops.h"
 
 namespace tensordict::detail::arrow_io {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 #include <vector>
 

@@ -1,5 +1,7 @@
 #include "arrow_io/tabular_columns.h"
 
+#include <nlohmann/json.hpp>
+
 #include <ATen/ATen.h>
 #include <arrow/api.h>
 #include <arrow/extension/fixed_shape_tensor.h>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arrow/type_fwd.h>
+#include <nlohmann/json.hpp>
 #include <c10/core/ScalarType.h>
 
 #include <optional>

@@ -1,5 +1,6 @@
 // The dict API of TensorDict: lookup, set, delete, key views.
 #include <c10/util/SmallVector.h>
+#include <nlohmann/json.hpp>
 #include <fmt/ranges.h>
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 #include "tensordict/non_tensor.h"
 
+#include <nlohmann/json.hpp>
+
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,6 +2,7 @@
 // _compact_leaf, _compact_parts): built from metadata only, so that it reads
 // no data, syncs no device and stacks no leaf of a lazy stack.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -9,6 +9,7 @@
 // (tensordict_from_consolidated_metadata), so a malformed or hostile peer
 // gets an error naming the call, the peer and the key.
 #include <ATen/ops/empty.h>
+#include <nlohmann/json.hpp>
 #include <ATen/ops/zeros.h>
 #include <fmt/format.h>
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>

@@ -15,6 +15,8 @@
 // hash index, so a dict of n keys costs O(n) (ordered_json searches linearly).
 #include "distributed/pickle.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include <bit>

@@ -10,6 +10,7 @@
 // leaves' bytes together are checked against max_receive_bytes before
 // anything is allocated for them.
 #include <ATen/Context.h>
+#include <nlohmann/json.hpp>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <fmt/format.h>

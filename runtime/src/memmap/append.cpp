@@ -16,6 +16,7 @@
 // exchange leaves the old tree (its data files longer than it says, which
 // loads as before: the next append writes over the extra bytes).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include "tensordict/detail/test_hooks.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
+#include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/print_options.h"

@@ -1,4 +1,5 @@
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -4,6 +4,7 @@
 // its sub-directories, each sorted by name), tensor payloads 64-byte aligned
 // when stored. The archive replaces the target in one rename.
 #include <fcntl.h>
+#include <nlohmann/json.hpp>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "core/format.h"
 #include "memmap/archive_tree.h"
 #include "memmap/memmap_detail.h"
+#include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 #include "tensordict/remove_tree.h"
 #include "zip/zip_writer.h"

@@ -1,5 +1,6 @@
 // Nested (jagged) tensor leaves in tensordict's memmap layout (memmap_detail.h).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <limits>
 #include <stdexcept>

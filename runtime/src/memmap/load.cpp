@@ -1,6 +1,7 @@
 // load_memmap / load / memmap_refresh_: reading a tree in tensordict's layout.
 // Leaves map their files (nothing is read); every input is validated first.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
+#include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/tensorclass_support.h"  // leaf_shape, leaf_starts_with

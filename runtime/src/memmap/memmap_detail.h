@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 #include <c10/util/FunctionRef.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 
 namespace tensordict::detail::memmap {

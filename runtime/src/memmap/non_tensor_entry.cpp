@@ -1,6 +1,7 @@
 // Indexed writes into the non-tensor entries of a memory-mapped tensordict:
 // the files follow the tensordict (memmap_detail.h, write_non_tensor_entry).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "memmap/memmap_detail.h"
 #include "tensordict/non_tensor.h"

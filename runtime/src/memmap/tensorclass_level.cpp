@@ -2,10 +2,12 @@
 // the non-tensor fields, tensor fields in _tensordict/): what a registered
 // loader returns, and what TensorClass<Derived>::load_memmap validates.
 #include <stdexcept>
+#include <nlohmann/json.hpp>
 
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/base.h"
+#include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 
 namespace tensordict {

@@ -11,6 +11,7 @@
 // the non-tensor fields, tensor fields in _tensordict/), chosen by the
 // MemmapClassTags a generated tensorclass passes.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -36,6 +37,7 @@
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
+#include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/remove_tree.h"

@@ -1,5 +1,6 @@
 // stack and cat: one tensordict from several, leaf by leaf.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>

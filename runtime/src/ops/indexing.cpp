@@ -1,5 +1,6 @@
 // Batch indexing and indexed assignment.
 #include <stdexcept>
+#include <nlohmann/json.hpp>
 
 #include "core/format.h"
 #include "core/holding_level.h"

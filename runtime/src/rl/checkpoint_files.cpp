@@ -1,5 +1,7 @@
 #include "rl/checkpoint_files.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include "memmap/memmap_detail.h"

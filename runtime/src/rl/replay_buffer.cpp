@@ -3,6 +3,7 @@
 // RandomSampler (uniform, with replacement) and the checkpoint directory
 // TorchRL's dumps/loads write and read.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 

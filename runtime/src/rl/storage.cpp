@@ -2,6 +2,7 @@
 // write, rows written in place at the writer's indices, and storage/ of a
 // checkpoint (the tree plus storage_metadata.json).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,5 +1,7 @@
 #include "safetensors/safetensors_format.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include <array>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/core/ScalarType.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>

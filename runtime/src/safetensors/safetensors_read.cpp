@@ -3,6 +3,7 @@
 // is read, and tensordict's metadata against the tensors the header lists
 // (tensordict/_safetensors.py _decode_level, safetensors' validation).
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

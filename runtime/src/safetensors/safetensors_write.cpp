@@ -1,6 +1,7 @@
 // to_safetensors: tensordict 0.15's encoding (tensordict/_safetensors.py
 // _encode_level), laid out as the safetensors library lays a file out.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 // checked against the file before any view is made, and every error names
 // the file and what was expected.
 #include <ATen/ops/empty.h>
+#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

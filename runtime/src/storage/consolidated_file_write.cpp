@@ -3,6 +3,7 @@
 // gives the layout). The file is written under a temporary name and renamed
 // into place, so a reader sees the old file or the new one, never a part.
 #include <ATen/ops/empty.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <string_view>

@@ -4,8 +4,9 @@
 # Configures a small project that calls tensorclass_generate() the way CASE
 # says and checks the outcome: configuring succeeds, or fails with the
 # function's own message. Only the shared_types case also builds: its sources
-# check that the generated headers exist when they compile, without compiling
-# them (that needs libtorch; tests/install/ does it).
+# check that the generated headers exist when they compile, and the generated
+# sources compile against the generator's stand-in headers
+# (generator/stub_include; against the real runtime, tests/install/ does it).
 
 # name -> the project's body, and the message configuring must fail with ("" if it must succeed)
 set(languages NONE)
@@ -43,6 +44,7 @@ elseif(CASE STREQUAL "shared_types")
   set(languages CXX)
   set(build ON)
   string(CONCAT body
+    "set(CMAKE_CXX_STANDARD 20)\ninclude_directories(\"${REPO}/generator/stub_include\" \"${REPO}/runtime/include\")\n"
     "add_library(types INTERFACE)\n"
     "tensorclass_generate(TARGET types SCHEMAS a.yaml PYTHON_OUT python PYTHON_FORM both)\n"
     "add_executable(first uses_a.cpp)\nadd_executable(second uses_a.cpp)\n"
@@ -117,6 +119,17 @@ if(build)
   # PYTHON_FORM both: the TypedTensorDicts beside the @tensorclasses.
   if(NOT EXISTS "${dir}/build/python/a_yaml/typed/__init__.py")
     message(FATAL_ERROR "${CASE}: PYTHON_FORM both wrote no TypedTensorDict module")
+  endif()
+  # An INTERFACE library compiles nothing: each executable that links it
+  # compiles the generated source; a STATIC library compiles its own once.
+  foreach(object first.dir/tensorclass_generated/types/a.tc.cpp.o second.dir/tensorclass_generated/types/a.tc.cpp.o
+                 static_types.dir/tensorclass_generated/static_types/b.tc.cpp.o)
+    if(NOT EXISTS "${dir}/build/CMakeFiles/${object}")
+      message(FATAL_ERROR "${CASE}: ${object} was not compiled")
+    endif()
+  endforeach()
+  if(EXISTS "${dir}/build/CMakeFiles/third.dir/tensorclass_generated/static_types/b.tc.cpp.o")
+    message(FATAL_ERROR "${CASE}: third compiled the STATIC library's generated source again")
   endif()
   # Nothing left to do: a second build runs no generator.
   execute_process(COMMAND ${CMAKE_COMMAND} --build "${dir}/build" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

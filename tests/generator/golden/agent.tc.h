@@ -293,3 +293,11 @@ struct tensordict::schema::FieldTable<::rl::Observation> {
       &::rl::Observation::tags,
       &::rl::Observation::ids);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in agent.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::rl::Agent>;
+extern template class ::tensordict::TensorClassPersistence<::rl::Agent>;
+extern template class ::tensordict::TensorClass<::rl::Observation>;
+extern template class ::tensordict::TensorClassPersistence<::rl::Observation>;

@@ -88,3 +88,9 @@ struct tensordict::schema::FieldTable<::rl::common::Agent> {
       &::rl::common::Agent::pos,
       &::rl::common::Agent::vel);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in common.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::rl::common::Agent>;
+extern template class ::tensordict::TensorClassPersistence<::rl::common::Agent>;

@@ -159,3 +159,11 @@ struct tensordict::schema::FieldTable<::tc::test::literals::Strings> {
       &::tc::test::literals::Strings::nul,
       &::tc::test::literals::Strings::nuls);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in literals.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::tc::test::literals::Numbers>;
+extern template class ::tensordict::TensorClassPersistence<::tc::test::literals::Numbers>;
+extern template class ::tensordict::TensorClass<::tc::test::literals::Strings>;
+extern template class ::tensordict::TensorClassPersistence<::tc::test::literals::Strings>;

@@ -257,3 +257,13 @@ struct tensordict::schema::FieldTable<::tc::test::misc::Edges> {
       &::tc::test::misc::Edges::ints,
       &::tc::test::misc::Edges::labels);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in misc.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::tc::test::misc::Empty>;
+extern template class ::tensordict::TensorClassPersistence<::tc::test::misc::Empty>;
+extern template class ::tensordict::TensorClass<::tc::test::misc::Scalars>;
+extern template class ::tensordict::TensorClassPersistence<::tc::test::misc::Scalars>;
+extern template class ::tensordict::TensorClass<::tc::test::misc::Edges>;
+extern template class ::tensordict::TensorClassPersistence<::tc::test::misc::Edges>;

@@ -291,3 +291,11 @@ struct tensordict::schema::FieldTable<::rl::Observation> {
       &::rl::Observation::goal,
       &::rl::Observation::task);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in rollout.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::rl::Goal>;
+extern template class ::tensordict::TensorClassPersistence<::rl::Goal>;
+extern template class ::tensordict::TensorClass<::rl::Observation>;
+extern template class ::tensordict::TensorClassPersistence<::rl::Observation>;

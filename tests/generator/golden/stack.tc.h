@@ -131,3 +131,9 @@ struct tensordict::schema::FieldTable<::tc::test::stack::Env> {
       &::tc::test::stack::Env::scale,
       &::tc::test::stack::Env::done);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in stack.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::tc::test::stack::Env>;
+extern template class ::tensordict::TensorClassPersistence<::tc::test::stack::Env>;

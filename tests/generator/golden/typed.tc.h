@@ -307,3 +307,11 @@ struct tensordict::schema::FieldTable<::tct::typed::Step> {
       &::tct::typed::Step::task,
       &::tct::typed::Step::seed);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in typed.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::tct::typed::Goal>;
+extern template class ::tensordict::TensorClassPersistence<::tct::typed::Goal>;
+extern template class ::tensordict::TensorClass<::tct::typed::Step>;
+extern template class ::tensordict::TensorClassPersistence<::tct::typed::Step>;

@@ -84,3 +84,9 @@ struct tensordict::schema::FieldTable<::tct::typed::common::Agent> {
       &::tct::typed::common::Agent::pos,
       &::tct::typed::common::Agent::nickname);
 };
+
+// The typed engine of these classes (tensordict/detail/tensorclass_engine.h)
+// is compiled once, in typed_common.tc.cpp: a unit that includes this header
+// compiles none of it.
+extern template class ::tensordict::TensorClass<::tct::typed::common::Agent>;
+extern template class ::tensordict::TensorClassPersistence<::tct::typed::common::Agent>;

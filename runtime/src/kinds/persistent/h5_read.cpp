@@ -1,5 +1,6 @@
 // PersistentTensorDict: opening, lazy reads, hyperslabs, batch size inference.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // Writing to h5: datasets, groups, strings; to_h5 / from_dict; in-place writes.
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>

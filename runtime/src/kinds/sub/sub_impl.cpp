@@ -1,5 +1,7 @@
 #include "kinds/sub/sub_impl.h"
 
+#include <nlohmann/json.hpp>
+
 #include <ATen/ATen.h>
 
 #include <stdexcept>
