@@ -52,7 +52,7 @@ def medians(path):
     out, plain = {}, {}
     for b in data["benchmarks"]:
         # CPU time: on a shared machine wall time mostly measures the neighbours;
-        # timings.py (wall-clock by nature) writes both as the same value.
+        # timings.py writes the child processes' CPU time as cpu_time.
         # Cases timed by the wall clock (UseRealTime, e.g. waiting on fsync)
         # carry a /real_time suffix.
         name = b["name"]
@@ -193,7 +193,7 @@ def python_table(path, ours):
 def main():
     readme, paths = sys.argv[1], sys.argv[2:]
     out = [f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. "
-           "Medians of the repetitions of CPU time (wall-clock for generator and build timings); ratios are against `loop` in the same run.", ""]
+           "Medians of the repetitions of CPU time (for generator and build timings, the child process's user + system time); ratios are against `loop` in the same run.", ""]
     missed, ours = [], {}
     for p in paths:
         if os.path.basename(p).startswith("python_"):
