@@ -2,8 +2,9 @@
 //
 // A tensordict is a handle with reference semantics, like at::Tensor: copying a
 // handle shares the entries; clone() copies them. The handle holds a
-// TensorDictImpl (impl.h), the storage a kind implements (dense, lazy stack,
-// sub-view, h5; kind.h). Every user-facing operation is written once against
+// TensorDictImpl (impl.h, which this header does not include), the storage a
+// kind implements (dense, lazy stack, sub-view, h5; kind.h). Every
+// user-facing operation is written once against
 // that interface; kinds differ only in their impl, so a result never depends
 // on the handle's static type.
 #pragma once
@@ -27,10 +28,10 @@
 #include "tensordict/batch_index.h"
 #include "tensordict/consolidate_options.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
-#include "tensordict/kind.h"
 #include "tensordict/key.h"
+#include "tensordict/kind.h"
 #include "tensordict/persistence_options.h"
+#include "tensordict/value.h"
 #include "tensordict/op_lists.h"
 #include "tensordict/op_options.h"
 
@@ -139,7 +140,7 @@ class TensorDict {
   static TensorDict from_consolidated(const std::string& filename, const LoadOptions& options = {});
 
   // ---- kind (kind.h; the conversion: src/core/dict.cpp) ------------------------
-  Kind kind() const { return impl_->kind(); }
+  Kind kind() const;
   // The class name tensordict prints ("TensorDict", "LazyStackedTensorDict").
   std::string_view type_name() const { return tensordict::type_name(kind()); }
   // The one checked conversion to a kind's class, for its own methods
@@ -152,14 +153,14 @@ class TensorDict {
   }
 
   // ---- metadata (src/core/dict.cpp) -----------------------------------------
-  at::IntArrayRef batch_size() const { return impl_->batch_size(); }
+  at::IntArrayRef batch_size() const;
   at::IntArrayRef sizes() const { return batch_size(); }
   int64_t batch_dims() const { return static_cast<int64_t>(batch_size().size()); }
   int64_t dim() const { return batch_dims(); }
   // Sets the batch size after checking every entry against it.
   void set_batch_size(at::IntArrayRef batch_size);
-  std::optional<at::Device> device() const { return impl_->device(); }
-  const Names& names() const { return impl_->names(); }
+  std::optional<at::Device> device() const;
+  const Names& names() const;
   bool has_names() const;
 
   // ---- dim names (src/ops/names.cpp) ---------------------------------------------
@@ -184,7 +185,7 @@ class TensorDict {
   // tensordict's len(): the first batch dim, 0 for an empty batch size.
   int64_t len() const;
   // Number of keys at the first level (len() is the batch, not the keys).
-  std::size_t num_keys() const { return impl_->num_keys(); }
+  std::size_t num_keys() const;
   // True when no leaf (tensor or non-tensor data) exists at any depth.
   bool is_empty() const;
 
@@ -200,7 +201,7 @@ class TensorDict {
   // tensordict; indexing and copies give unlocked ones.
   TensorDict& lock_();
   TensorDict& unlock_();
-  bool is_locked() const { return impl_->is_locked(); }
+  bool is_locked() const;
 
   // tensordict refuses truth testing; so do we, at compile time.
   explicit operator bool() const = delete;
@@ -723,11 +724,8 @@ class TensorDict {
   void require_kind(Kind expected) const;
   // The tensordict that holds `key`'s last part, creating levels if `create`.
   TensorDict parent_of(const NestedKey& key, bool create) const;
-  // Throws tensordict's lock error if this level is locked (inline: every
-  // set() asks).
-  void check_unlocked() const {
-    if (impl_->is_locked()) throw_locked();
-  }
+  // Throws tensordict's lock error if this level is locked.
+  void check_unlocked() const;
   [[noreturn]] static void throw_locked();
   // The level holding the tensor entry `key`; get()'s errors when there is none.
   TensorDict tensor_level(const NestedKey& key) const;

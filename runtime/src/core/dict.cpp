@@ -14,6 +14,7 @@
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
 #include "tensordict/non_tensor.h"
 #include "core/value_kind.h"
 
@@ -130,6 +131,17 @@ void TensorDict::require_kind(Kind expected) const {
     throw TypeError(fmt::format("cannot view a {} as a {}: it is another kind of tensordict", class_name(kind()),
                                 class_name(expected)));
   }
+}
+
+// The handle's questions to its impl, out of line so that base.h needs no impl.h.
+Kind TensorDict::kind() const { return impl_->kind(); }
+at::IntArrayRef TensorDict::batch_size() const { return impl_->batch_size(); }
+std::optional<at::Device> TensorDict::device() const { return impl_->device(); }
+const Names& TensorDict::names() const { return impl_->names(); }
+std::size_t TensorDict::num_keys() const { return impl_->num_keys(); }
+bool TensorDict::is_locked() const { return impl_->is_locked(); }
+void TensorDict::check_unlocked() const {
+  if (impl_->is_locked()) throw_locked();
 }
 
 bool TensorDict::has_names() const { return detail::any_named(names()); }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "tensordict/base.h"
+#include "tensordict/impl.h"
 
 namespace tensordict::detail {
 

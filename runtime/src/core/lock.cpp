@@ -5,6 +5,7 @@
 
 #include "core/nesting.h"
 #include "tensordict/base.h"
+#include "tensordict/impl.h"
 
 namespace tensordict {
 

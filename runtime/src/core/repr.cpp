@@ -1,3 +1,4 @@
+#include "tensordict/impl.h"
 #include "tensordict/repr.h"
 
 #include <fmt/format.h>

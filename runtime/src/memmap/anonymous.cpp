@@ -10,6 +10,7 @@
 #include "core/unbatched.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
 
 namespace tensordict {
 

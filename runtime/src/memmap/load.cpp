@@ -16,6 +16,7 @@
 #include "tensordict/base.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"

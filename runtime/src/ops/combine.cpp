@@ -16,6 +16,7 @@
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"
+#include "tensordict/impl.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/shape_plan.h"
 #include "core/unbatched.h"

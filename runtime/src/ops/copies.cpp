@@ -4,6 +4,7 @@
 
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
+#include "tensordict/impl.h"
 
 namespace tensordict {
 

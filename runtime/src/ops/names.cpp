@@ -7,6 +7,7 @@
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
 #include "tensordict/shape_plan.h"
 
 namespace tensordict {

@@ -13,6 +13,7 @@
 #include "storage/shared_memory.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
 
 namespace tensordict {
 

@@ -1,4 +1,5 @@
 // state_dict / load_state_dict in tensordict's structure.
+#include "tensordict/impl.h"
 #include "tensordict/state_dict.h"
 #include "tensordict/errors.h"
 

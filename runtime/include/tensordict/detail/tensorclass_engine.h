@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tensordict/detail/tensorclass_memmap.h"
+#include "tensordict/impl.h"
 #include "tensordict/tensorclass.h"
 
 namespace tensordict {

@@ -6,6 +6,7 @@
 
 #include "core/format.h"
 #include "tensordict/errors.h"
+#include "tensordict/impl.h"
 #include "tensordict/shape_plan.h"
 
 namespace tensordict::detail {

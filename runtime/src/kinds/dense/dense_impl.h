@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/impl.h"
 
 namespace tensordict::detail {
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/impl.h"
 
 namespace tensordict::detail {
 
