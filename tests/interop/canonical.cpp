@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <tensordict/dtype.h>
-#include <tensordict/impl.h>
+#include <tensordict/detail/impl.h>
 #include <tensordict/lazy.h>
 #include <tensordict/memmap.h>
 #include <tensordict/non_tensor.h>

@@ -2,11 +2,10 @@
 //
 // A tensordict is a handle with reference semantics, like at::Tensor: copying a
 // handle shares the entries; clone() copies them. The handle holds a
-// TensorDictImpl (impl.h, which this header does not include), the storage a
-// kind implements (dense, lazy stack, sub-view, h5; kind.h). Every
-// user-facing operation is written once against
-// that interface; kinds differ only in their impl, so a result never depends
-// on the handle's static type.
+// TensorDictImpl (detail/impl.h, which this header does not include), the
+// storage a kind implements (dense, lazy stack, sub-view, h5; kind.h). Every
+// user-facing operation is written once against that interface; kinds differ
+// only in their impl, so a result never depends on the handle's static type.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -32,7 +31,7 @@
 #include "tensordict/kind.h"
 #include "tensordict/persistence_options.h"
 #include "tensordict/value.h"
-#include "tensordict/op_lists.h"
+#include "tensordict/detail/op_lists.h"
 #include "tensordict/op_options.h"
 
 #include <nlohmann/json_fwd.hpp>

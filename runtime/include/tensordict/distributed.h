@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "tensordict/base.h"
-#include "tensordict/tensorclass_fields.h"
+#include "tensordict/detail/tensorclass_fields.h"
 #include "tensordict/value.h"
 
 namespace tensordict {

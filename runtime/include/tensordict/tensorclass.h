@@ -44,10 +44,10 @@
 #include "tensordict/non_tensor_ops.h"
 #include "tensordict/non_tensor_stack.h"
 #include "tensordict/schema.h"
-#include "tensordict/shape_plan.h"
-#include "tensordict/tensorclass_fields.h"
+#include "tensordict/detail/shape_plan.h"
+#include "tensordict/detail/tensorclass_fields.h"
 #include "tensordict/tensorclass_persistence.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 #include "tensordict/tensorclass_surface.h"
 
 namespace tensordict {

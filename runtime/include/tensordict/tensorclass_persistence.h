@@ -19,8 +19,8 @@
 #include "tensordict/memmap.h"
 #include "tensordict/persistent.h"
 #include "tensordict/schema.h"
-#include "tensordict/tensorclass_fields.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_fields.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict {
 

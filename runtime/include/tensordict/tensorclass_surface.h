@@ -19,9 +19,9 @@
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/key.h"
-#include "tensordict/op_lists.h"
-#include "tensordict/tensorclass_fields.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/op_lists.h"
+#include "tensordict/detail/tensorclass_fields.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict {
 

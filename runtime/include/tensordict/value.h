@@ -1,6 +1,6 @@
 // What an entry holds (Value), batch-dim names and the kinds of entries:
 // shared by the user API (base.h) and the interface a kind implements
-// (impl.h).
+// (detail/impl.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>

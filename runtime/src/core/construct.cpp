@@ -10,7 +10,7 @@
 #include "ops/map_leaves.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict {
 

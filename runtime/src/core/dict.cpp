@@ -14,7 +14,7 @@
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 #include "core/value_kind.h"
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict {
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "tensordict/base.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 

@@ -1,9 +1,9 @@
 // The defaults of TensorDictImpl's overridable operations, written against
 // its required ones.
 #include "tensordict/base.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 #include "core/shared_leaf.h"
 #include "core/value_kind.h"
 

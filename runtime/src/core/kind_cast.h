@@ -3,7 +3,7 @@
 
 #include <type_traits>
 
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 

@@ -5,7 +5,7 @@
 
 #include "core/nesting.h"
 #include "tensordict/base.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict {
 

@@ -8,7 +8,7 @@
 
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor_ops.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 #include <stdexcept>
 

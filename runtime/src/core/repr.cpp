@@ -1,4 +1,4 @@
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/repr.h"
 
 #include <fmt/format.h>
@@ -14,7 +14,7 @@
 #include "tensordict/dtype.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict {
 

@@ -13,10 +13,10 @@
 #include "core/nesting.h"
 #include "core/repr_forms.h"
 #include "kinds/lazy/lazy_impl.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict::detail {
 

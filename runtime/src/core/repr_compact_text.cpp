@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "tensordict/dtype.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict::detail {
 

@@ -10,7 +10,7 @@
 #include "core/unbatched.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict {
 

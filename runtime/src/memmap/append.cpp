@@ -38,7 +38,7 @@
 #include "tensordict/non_tensor.h"
 #include "tensordict/print_options.h"
 #include "tensordict/remove_tree.h"
-#include "tensordict/tensorclass_support.h"  // torch_size, tensor_repr
+#include "tensordict/detail/tensorclass_support.h"  // torch_size, tensor_repr
 
 namespace tensordict {
 

@@ -16,7 +16,7 @@
 #include "memmap/archive_tree.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/detail/tensorclass_memmap.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/memmap.h"
 #include "tensordict/remove_tree.h"
 #include "zip/zip_writer.h"

@@ -16,12 +16,12 @@
 #include "tensordict/base.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
-#include "tensordict/tensorclass_support.h"  // leaf_shape, leaf_starts_with
+#include "tensordict/detail/tensorclass_support.h"  // leaf_shape, leaf_starts_with
 
 namespace tensordict {
 

@@ -19,7 +19,7 @@
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/tensorclass_memmap.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/memmap.h"
 
 namespace tensordict::detail::memmap {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memmap/memmap_detail.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict::detail::memmap {

@@ -36,7 +36,7 @@
 #include "tensordict/detail/test_hooks.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/detail/tensorclass_memmap.h"
 #include "tensordict/memmap.h"

@@ -16,9 +16,9 @@
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
-#include "tensordict/shape_plan.h"
+#include "tensordict/detail/shape_plan.h"
 #include "core/unbatched.h"
 #include "core/value_kind.h"
 

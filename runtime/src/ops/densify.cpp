@@ -11,7 +11,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 
 namespace tensordict {

@@ -10,7 +10,7 @@
 #include "ops/shared_mark.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {

@@ -11,7 +11,7 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {

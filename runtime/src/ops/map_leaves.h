@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kinds/dense/dense_impl.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor_ops.h"
 
 namespace tensordict::detail {

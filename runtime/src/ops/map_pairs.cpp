@@ -9,7 +9,7 @@
 #include "ops/map_leaves.h"
 #include "core/nesting.h"
 #include "core/value_kind.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict::detail {

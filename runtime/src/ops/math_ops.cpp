@@ -12,8 +12,8 @@
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
 #include "ops/map_pairs.h"
-#include "tensordict/impl.h"
-#include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
+#include "tensordict/detail/impl.h"
+#include "tensordict/detail/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 

@@ -7,8 +7,8 @@
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
-#include "tensordict/shape_plan.h"
+#include "tensordict/detail/impl.h"
+#include "tensordict/detail/shape_plan.h"
 
 namespace tensordict {
 

@@ -10,8 +10,8 @@
 
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
-#include "tensordict/shape_plan.h"
-#include "tensordict/tensorclass_support.h"  // with_features, shared with the typed layer
+#include "tensordict/detail/shape_plan.h"
+#include "tensordict/detail/tensorclass_support.h"  // with_features, shared with the typed layer
 
 namespace tensordict::detail {
 

@@ -10,7 +10,7 @@
 #include "ops/shape_mapping.h"
 #include "ops/shared_mark.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict {
 

@@ -1,6 +1,6 @@
 // Batch-shape plans (shape_plan.h): the checks, result batch sizes and names
 // of tensordict's shape ops, written once for the dynamic and typed layers.
-#include "tensordict/shape_plan.h"
+#include "tensordict/detail/shape_plan.h"
 #include "tensordict/errors.h"
 
 #include <ATen/ATen.h>
@@ -13,7 +13,7 @@
 
 #include "core/format.h"
 #include "tensordict/batch_index.h"
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 namespace tensordict::shape {
 

@@ -19,8 +19,8 @@
 #include "core/nesting.h"
 #include "core/unbatched.h"
 #include "ops/map_leaves.h"
-#include "tensordict/impl.h"
-#include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
+#include "tensordict/detail/impl.h"
+#include "tensordict/detail/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/device_sync.h"
 #include "tensordict/errors.h"
 

@@ -13,7 +13,7 @@
 #include "storage/flat_storage.h"
 #include "tensordict/dtype.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/memmap.h"  // kLoadedClassKey
 #include "tensordict/non_tensor.h"

@@ -29,7 +29,7 @@
 #include "storage/flat_storage.h"
 #include "ops/map_leaves.h"
 #include "tensordict/device_sync.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict {
 

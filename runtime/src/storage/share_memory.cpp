@@ -13,7 +13,7 @@
 #include "storage/shared_memory.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict {
 

@@ -1,5 +1,5 @@
 // state_dict / load_state_dict in tensordict's structure.
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/state_dict.h"
 #include "tensordict/errors.h"
 

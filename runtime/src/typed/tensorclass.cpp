@@ -1,5 +1,5 @@
 // The non-template half of TensorClass<Derived>: validation, errors, repr.
-#include "tensordict/tensorclass_support.h"
+#include "tensordict/detail/tensorclass_support.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "tensordict/detail/tensorclass_memmap.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/tensorclass.h"
 
 namespace tensordict {

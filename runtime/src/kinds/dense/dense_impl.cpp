@@ -6,8 +6,8 @@
 
 #include "core/format.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
-#include "tensordict/shape_plan.h"
+#include "tensordict/detail/impl.h"
+#include "tensordict/detail/shape_plan.h"
 
 namespace tensordict::detail {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tensordict/base.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 

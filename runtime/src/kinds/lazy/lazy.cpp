@@ -1,5 +1,5 @@
 // LazyStackedTensorDict: the handle's lazy operations.
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/errors.h"
 

@@ -9,7 +9,7 @@
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
 #include "core/unbatched.h"

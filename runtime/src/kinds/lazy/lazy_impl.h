@@ -5,7 +5,7 @@
 
 #include "core/kind_cast.h"
 #include "tensordict/base.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 

@@ -8,9 +8,9 @@
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "ops/map_leaves.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
-#include "tensordict/shape_plan.h"
+#include "tensordict/detail/shape_plan.h"
 
 namespace tensordict::detail {
 

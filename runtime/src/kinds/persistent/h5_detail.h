@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tensordict/base.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/persistent.h"
 

@@ -19,7 +19,7 @@
 #include "core/nesting.h"
 #include "kinds/persistent/h5_detail.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/persistent.h"
 

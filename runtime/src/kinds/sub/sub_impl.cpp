@@ -10,7 +10,7 @@
 #include "ops/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/impl.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/sub.h"
 #include "core/value_kind.h"

@@ -14,6 +14,10 @@
 #include "tensordict/print_options.h"
 #include "tensordict/schema.h"
 
+namespace tensordict {
+struct TensorMeta;  // detail/impl.h
+}  // namespace tensordict
+
 namespace tensordict::detail {
 
 // Which non-tensor fields a tensorclass's tensordict form holds (as
@@ -89,7 +93,6 @@ void check_declared_dtype(std::string_view op, const FieldPath& path, const sche
 [[noreturn]] void throw_empty_list(std::string_view op, std::string_view class_name);
 
 // repr pieces, as tensordict prints them.
-struct TensorMeta;  // impl.h
 // The detailed leaf repr from a tensor's metadata (a lazy stack's shape may
 // hold -1): shape, device, dtype and is_shared, as the options select them.
 std::string meta_repr(const TensorMeta& m, const PrintOptions& options, std::string_view type_name = "Tensor");
