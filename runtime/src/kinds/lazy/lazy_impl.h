@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/kind_cast.h"
+#include "core/kind_ops.h"
 #include "tensordict/base.h"
 
 namespace tensordict::detail {
@@ -145,6 +146,8 @@ inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_
 // member by member: another lazy stack's own members when it stacks along
 // the same dim (no copy, whatever their shapes), otherwise other.unbind().
 // ValueError naming `op` when the counts differ.
-std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op);
+inline std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op) {
+  return parts_for_members(StackedParts{lazy.members(), lazy.stack_dim()}, other, op);
+}
 
 }  // namespace tensordict::detail
