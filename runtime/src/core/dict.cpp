@@ -493,9 +493,9 @@ TensorDict& TensorDict::update_(const TensorDict& other) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDict& mine, const TensorDict& theirs) -> void {
     detail::NestingGuard guard("update_");
-    if (auto stacked = detail::stacked_parts(*mine.impl_)) {
+    if (const auto* stacked = detail::as_stacked(*mine.impl_)) {
       const auto parts = detail::parts_for_members(*stacked, theirs, "update_");
-      for (std::size_t i = 0; i < parts.size(); ++i) self(self, stacked->members[i], parts[i]);
+      for (std::size_t i = 0; i < parts.size(); ++i) self(self, stacked->members()[i], parts[i]);
       return;
     }
     theirs.impl_->for_each_key([&](const std::string& key, EntryKind kind) {

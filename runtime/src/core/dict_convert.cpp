@@ -63,7 +63,7 @@ std::optional<Json> to_json(const c10::IValue& value) {
 
 IDict level_to_dict(const TensorDict& td) {
   detail::NestingGuard guard("to_dict");
-  if (detail::stacked_parts(*td.impl())) {
+  if (detail::as_stacked(*td.impl())) {
     for (const auto& own : LazyStackedTensorDict(td).exclusive_keys()) {
       // tensordict's message: a dict cannot hold what only some members have.
       if (!own.empty()) throw RuntimeError("the method to_dict cannot complete when there are exclusive keys.");

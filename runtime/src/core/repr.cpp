@@ -167,9 +167,9 @@ std::string non_tensor_repr(const NonTensorData& data, const TensorDict& level) 
 // itself for another kind).
 TensorDict first_leaf_member(TensorDict td) {
   for (;;) {
-    const auto parts = detail::stacked_parts(*td.impl());
-    if (!parts || parts->members.empty()) return td;
-    TensorDict first = parts->members.front();
+    const auto* parts = detail::as_stacked(*td.impl());
+    if (!parts || parts->members().empty()) return td;
+    TensorDict first = parts->members().front();
     td = std::move(first);
   }
 }
@@ -180,7 +180,7 @@ TensorDict first_leaf_member(TensorDict td) {
 // in shape prints with its first member's class.
 std::string tensor_entry_repr(const TensorDict& td, const std::string& key, const PrintOptions& o) {
   const TensorDictImpl& impl = *td.impl();
-  const bool lazy = detail::stacked_parts(impl).has_value();
+  const bool lazy = detail::as_stacked(impl) != nullptr;
   const bool needs_data = o.show_grad || o.show_is_contiguous || o.show_is_view || o.show_storage_size || o.plain;
   const TensorMeta meta = impl.tensor_meta(key);
   const bool ragged = std::find(meta.shape.begin(), meta.shape.end(), -1) != meta.shape.end();
@@ -249,10 +249,10 @@ namespace detail {
 std::string detailed_repr(const TensorDict& td, const PrintOptions& o) {
   detail::NestingGuard guard("repr");
   std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr, o), o) + "}", 4)};
-  const auto stacked = detail::stacked_parts(*td.impl());
+  const auto* stacked = detail::as_stacked(*td.impl());
   if (stacked) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td), o) + "}", 4));
   for (const auto& part : header_parts(td.batch_size(), td.device(), td.is_shared(), o)) parts.push_back(indent(part, 4));
-  if (stacked) parts.push_back(indent(fmt::format("stack_dim={}", stacked->dim), 4));
+  if (stacked) parts.push_back(indent(fmt::format("stack_dim={}", stacked->stack_dim()), 4));
   return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));
 }
 }  // namespace detail

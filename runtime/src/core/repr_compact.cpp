@@ -34,7 +34,7 @@ CompactNode token(std::string key, std::string text) {
   return node;
 }
 
-bool lazy_level(const TensorDict& td) { return stacked_parts(*td.impl()).has_value(); }
+bool lazy_level(const TensorDict& td) { return as_stacked(*td.impl()) != nullptr; }
 
 // An UnbatchedTensor shows its whole shape: it has no batch dims.
 std::vector<int64_t> feature_shape(const TensorDict& td, const Value& value) {

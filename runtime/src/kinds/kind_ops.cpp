@@ -6,14 +6,9 @@
 
 namespace tensordict::detail {
 
-const KindOps& kind_ops(const TensorDictImpl& impl) {
-  switch (impl.kind()) {
-    case Kind::Dense: return kDenseOps;
-    case Kind::LazyStack: return kLazyStackOps;
-    case Kind::SubView: return kSubViewOps;
-    case Kind::Persistent: return kPersistentOps;
-  }
-  return kDenseOps;  // not reached: every Kind is listed
-}
+// In the order of Kind's values.
+const KindOps* const kKindOps[] = {&kDenseOps, &kLazyStackOps, &kSubViewOps, &kPersistentOps};
+static_assert(static_cast<int>(Kind::Dense) == 0 && static_cast<int>(Kind::LazyStack) == 1 &&
+              static_cast<int>(Kind::SubView) == 2 && static_cast<int>(Kind::Persistent) == 3);
 
 }  // namespace tensordict::detail

@@ -3,7 +3,7 @@
 
 #include "core/format.h"
 #include "core/holding_level.h"
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "memmap/memmap_detail.h"
 #include "ops/map_leaves.h"
 #include "ops/shared_mark.h"
@@ -74,18 +74,18 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
   // A lazy stack writes into the members the index selects, each its part
   // of the value (tensordict's _setitem_index): a new key goes into those
   // members only.
-  if (auto lazy = detail::as_lazy(*impl_); lazy && lazy->put_members(index, source)) return *this;
+  if (auto lazy = detail::as_stacked(*impl_); lazy && lazy->put_members(index, source)) return *this;
   // A nested lazy stack takes its part the same way, at the same index. The
   // value's entries are looked through only when this level holds one: the
   // common write pays a pass over this level's children, not a copy of the
   // value's items.
   bool holds_lazy = false;
-  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::as_lazy(*child.impl()); });
+  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::as_stacked(*child.impl()); });
   if (holds_lazy) {
     for (const auto& [key, item] : source.items()) {
       if (!item.is_tensordict()) continue;
       const auto held = impl_->find(key.front());
-      if (!held || !held->is_tensordict() || !detail::as_lazy(*held->tensordict().impl())) continue;
+      if (!held || !held->is_tensordict() || !detail::as_stacked(*held->tensordict().impl())) continue;
       TensorDict(held->tensordict()).index_put_(detail::without_ellipsis(index, batch_dims()), item.tensordict());
       source = source.exclude({key});
     }

@@ -8,7 +8,7 @@
 
 #include "core/kind_cast.h"
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "core/nesting.h"
 #include "tensordict/errors.h"
 #include "tensordict/non_tensor.h"
@@ -118,8 +118,8 @@ struct Mapper {
   // members may hold keys and shapes that no dense stack could). A leafwise
   // op that keeps the batch size does so across the stack dim too. Null
   // otherwise (the lazy stack is then stacked).
-  const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
-    auto lazy = as_lazy(level);
+  const Stacked* member_wise(const TensorDictImpl& level) const {
+    auto lazy = as_stacked(level);
     if (!lazy) return nullptr;
     // (A stack dim kept as size 1 is no stack of its members.)
     const bool keeps_dims = std::all_of(metas.begin(), metas.end(),
@@ -131,7 +131,7 @@ struct Mapper {
     return kind == OpKind::Leafwise && keeps_batch ? lazy : nullptr;
   }
 
-  std::vector<TensorDict> run_members(const LazyStackedImpl& lazy) {
+  std::vector<TensorDict> run_members(const Stacked& lazy) {
     const std::size_t n = metas.size();
     // Inside the source's batch (a leafwise op): every member keeps its own
     // batch size and names, and the stack dim stays where it is.
@@ -153,7 +153,7 @@ struct Mapper {
     std::vector<TensorDict> out;
     for (std::size_t i = 0; i < n; ++i) {
       const auto stack_dim = inside ? lazy.stack_dim() : static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
-      out.emplace_back(std::make_shared<LazyStackedImpl>(std::move(members[i]), stack_dim, lazy.stack_dim_name()));
+      out.emplace_back(lazy.named_like(std::move(members[i]), stack_dim));
     }
     return out;
   }
@@ -215,7 +215,7 @@ struct Mapper {
         if (auto lazy = member_wise(nested)) {
           auto results = run_members(*lazy);
           for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
-        } else if (nested_op && as_lazy(nested)) {
+        } else if (nested_op && as_stacked(nested)) {
           std::vector<TensorDict> results;
           try {
             results = (*nested_op)(value.tensordict());
@@ -246,7 +246,7 @@ struct Mapper {
 }  // namespace
 
 TensorDict with_lock_kept(const TensorDict& source, TensorDict out) {
-  const bool keeps = source.kind() == Kind::Dense || source.kind() == Kind::LazyStack;
+  const bool keeps = kind_ops(*source.impl()).to_keeps_lock;
   if (keeps && source.is_locked() && !out.is_locked()) out.lock_();
   return out;
 }
@@ -284,7 +284,7 @@ void walk_tensors(const TensorDictImpl& source, c10::function_ref<void(const at:
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
     NestingGuard guard(op);
     if (members) {
-      if (const auto* lazy = as_lazy(level)) {
+      if (const auto* lazy = as_stacked(level)) {
         for (const TensorDict& m : lazy->members()) self(self, *m.impl());
         return;
       }

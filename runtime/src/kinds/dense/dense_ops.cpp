@@ -4,6 +4,7 @@
 namespace tensordict::detail {
 
 const KindOps kDenseOps{
+    .to_keeps_lock = true,
     .compact_names_class = false,
 };
 

@@ -7,15 +7,15 @@ namespace tensordict::detail {
 
 namespace {
 
-std::optional<StackedParts> lazy_parts(const TensorDictImpl& impl) {
-  const auto& lazy = static_cast<const LazyStackedImpl&>(impl);
-  return StackedParts{lazy.members(), lazy.stack_dim()};
-}
+const Stacked* lazy_stacked(const TensorDictImpl& impl) { return &static_cast<const LazyStackedImpl&>(impl); }
 
 }  // namespace
 
 const KindOps kLazyStackOps{
-    .stacked_parts = lazy_parts,
+    .stacked = lazy_stacked,
+    .cat = lazy_cat,
+    .stack = lazy_stack_of_stacks,
+    .to_keeps_lock = true,
 };
 
 }  // namespace tensordict::detail
