@@ -70,6 +70,15 @@ struct KindOps {
   // to() keeps its lock (tensordict keeps a TensorDict's and a lazy stack's;
   // a sub-view's or an h5 file's dense copy comes unlocked).
   bool to_keeps_lock = false;
+  // Its entries, batch size and dim names are its own (a dense tensordict),
+  // not derived from members, a source or a file: memmap_ works on it in
+  // place, a memory-mapped level keeps its dim names and a tensorclass's
+  // fields in it, TensorDictParams wraps it.
+  bool owns_entries = false;
+  // memmap_()'s refusal, with tensordict's message, when the kind's leaves
+  // live elsewhere (a sub-view's in its source, an h5 file's in the file);
+  // null: memmap_ proceeds.
+  const char* memmap_in_place_refusal = nullptr;
   // Its nested tensordicts are objects in memory that could hold their parent
   // (false: an h5 file's groups are read anew on each access; the cycle check
   // of a nested set() has nothing to walk).

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/kind_ops.h"
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
@@ -174,7 +175,7 @@ class Writer {
     level->dir = dir;
     level->target = target;
     refuse_symlink(target);
-    if (auto* lazy = kind_cast<LazyStackedImpl>(impl.get())) {
+    if (const auto* lazy = as_stacked(*impl)) {
       // Each member is a full collection of its own (keys and shapes may differ).
       make_dir(staging_, dir);
       level->stack_dim = lazy->stack_dim();
@@ -186,7 +187,7 @@ class Writer {
       }
       return level;
     }
-    if (mode_ == Mode::InPlace && impl->kind() != Kind::Dense) {
+    if (mode_ == Mode::InPlace && !kind_ops(*impl).owns_entries) {
       throw RuntimeError(
           fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
                       "use memmap()",

@@ -5,6 +5,7 @@ namespace tensordict::detail {
 
 const KindOps kDenseOps{
     .to_keeps_lock = true,
+    .owns_entries = true,
     .compact_names_class = false,
 };
 

@@ -4,6 +4,7 @@
 namespace tensordict::detail {
 
 const KindOps kPersistentOps{
+    .memmap_in_place_refusal = "memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.",
     .nests_in_memory = false,
     .compact_from_metadata = true,
 };

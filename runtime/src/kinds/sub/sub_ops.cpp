@@ -3,6 +3,8 @@
 
 namespace tensordict::detail {
 
-const KindOps kSubViewOps{};
+const KindOps kSubViewOps{
+    .memmap_in_place_refusal = "memmap_: Converting a sub-tensordict values to memmap cannot be done.",
+};
 
 }  // namespace tensordict::detail
