@@ -8,7 +8,7 @@
 #include "core/format.h"
 #include "core/holding_level.h"
 #include "core/kind_ops.h"
-#include "ops/map_leaves.h"
+#include "core/entry_writes.h"
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"

@@ -28,7 +28,7 @@
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "core/nesting.h"
 #include "core/unbatched.h"
 #include "memmap/memmap_detail.h"
@@ -48,6 +48,8 @@ namespace detail::memmap {
 // ---- memmap state (on the impl: TensorDictImpl::memmap_dir) ----------------------------
 
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir) {
+  // From now on a non-tensor write into a mapped level reaches its files.
+  set_memmap_non_tensor_writer(write_non_tensor_entry);
   impl->set_memmap_dir(dir.empty() ? std::string() : fs::absolute(dir).string());
 }
 

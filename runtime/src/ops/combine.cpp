@@ -8,10 +8,10 @@
 #include <string_view>
 
 #include "kinds/dense/dense_impl.h"
-#include "core/kind_cast.h"
+#include "kinds/kind_cast.h"
 #include "core/format.h"
 #include "core/kind_ops.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"

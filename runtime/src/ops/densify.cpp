@@ -9,7 +9,7 @@
 
 #include "core/format.h"
 #include "core/kind_ops.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/errors.h"
 #include "tensordict/lazy.h"
 

@@ -4,8 +4,7 @@
 #include "core/format.h"
 #include "core/holding_level.h"
 #include "core/kind_ops.h"
-#include "memmap/memmap_detail.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "ops/shared_mark.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
@@ -198,25 +197,6 @@ void TensorDict::put_non_tensor_at(const NestedKey& key, const BatchIndex& resol
   detail::put_non_tensor_entry(*parent.impl_, key, current.non_tensor(), parent.batch_size(), resolved, value.non_tensor());
 }
 
-namespace detail {
-void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
-                          const BatchIndex& index, const NonTensorData& value) {
-  NonTensorData written = put_non_tensor(current, batch, index, value);
-  // A memory-mapped level keeps its files in step (or refuses).
-  if (level.memmap_dir()) memmap::write_non_tensor_entry(level, key, current, written);
-  // tensordict's rule for a level in shared memory: its one value for the
-  // whole batch may not turn into a stack of values.
-  if (level.marked_shared() && !current.is_stack() && written != current) {
-    throw RuntimeError(fmt::format(
-        "cannot write at an index of key {}: a tensordict in shared memory holds its one value {} there, and the "
-        "write would make it {} (tensordict: \"You're attempting to update a leaf in-place with a shared tensordict, "
-        "but the new value does not match the previous\"); store a NonTensorStack there before share_memory_() to "
-        "write per element",
-        key.repr(), tensordict::python_repr(current.data()), tensordict::python_repr(written.data())));
-  }
-  level.insert(key.back(), std::move(written));
-}
-}  // namespace detail
 
 TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                                            const std::optional<std::vector<NestedKey>>& keys_to_update) {

@@ -10,7 +10,7 @@
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "core/kind_ops.h"
-#include "ops/map_leaves.h"
+#include "ops/copies.h"
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"

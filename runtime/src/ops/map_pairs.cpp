@@ -6,7 +6,7 @@
 
 #include "core/format.h"
 #include "core/kind_ops.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "core/nesting.h"
 #include "core/value_kind.h"
 #include "tensordict/non_tensor.h"

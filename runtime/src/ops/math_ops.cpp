@@ -10,7 +10,7 @@
 
 #include "core/format.h"
 #include "core/kind_ops.h"
-#include "ops/map_leaves.h"
+#include "ops/copies.h"
 #include "ops/map_pairs.h"
 #include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/base.h"

@@ -18,7 +18,7 @@
 #include "core/format.h"
 #include "core/nesting.h"
 #include "core/unbatched.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/device_sync.h"
 #include "tensordict/errors.h"

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/kind_cast.h"
+#include "kinds/kind_cast.h"
 #include "core/kind_ops.h"
 #include "tensordict/base.h"
 

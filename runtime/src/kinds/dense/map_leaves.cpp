@@ -1,4 +1,4 @@
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 
 #include <c10/util/Exception.h>
 
@@ -6,7 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
-#include "core/kind_cast.h"
+#include "kinds/kind_cast.h"
 #include "core/format.h"
 #include "core/kind_ops.h"
 #include "core/nesting.h"
@@ -15,33 +15,6 @@
 
 namespace tensordict::detail {
 
-namespace {
-// libtorch's errors keep their meaning (errors.h): c10's IndexError,
-// ValueError, TypeError and NotImplementedError become ours; any other
-// c10::Error becomes `Fallback`.
-template <class Fallback>
-[[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
-  try {
-    throw;
-  } catch (const c10::IndexError& e) {
-    throw IndexError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::ValueError& e) {
-    throw ValueError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::TypeError& e) {
-    throw TypeError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::NotImplementedError& e) {
-    throw NotImplementedError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::Error& e) {
-    throw Fallback(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    throw Fallback(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
-  }
-}
-}  // namespace
-
-void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<RuntimeError>(op, key); }
-
-void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<ValueError>(op, key); }
 
 namespace {
 
@@ -251,31 +224,6 @@ TensorDict with_lock_kept(const TensorDict& source, TensorDict out) {
   return out;
 }
 
-bool any_named(const Names& names) {
-  return std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); });
-}
-
-bool writes_through(const TensorDictImpl& td) {
-  NestingGuard guard("writes_through");
-  if (!td.entries_alias_storage()) return false;
-  bool all = true;
-  td.for_each_key([&](const std::string& key, EntryKind kind) {
-    if (all && kind == EntryKind::TensorDict) all = writes_through(*td.find(key)->impl());
-  });
-  return all;
-}
-
-void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
-               const at::Tensor& value) {
-  index.put(target, value);
-  if (!level.entries_alias_storage()) level.assign(key, target);
-}
-
-void replace_entry(const TensorDict& td, const NestedKey& key, Value value) {
-  std::shared_ptr<TensorDictImpl> level = td.impl();
-  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();
-  level->insert(key.back(), std::move(value));
-}
 
 namespace {
 void walk_tensors(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op,
