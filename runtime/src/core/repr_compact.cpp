@@ -116,7 +116,7 @@ std::variant<Leaf, CompactNode> leaf(const TensorDict& td, const std::string& ke
 
 CompactNode entry(const TensorDict& td, const std::string& key, const PrintOptions& o) {
   const TensorDictImpl& impl = *td.impl();
-  if (!lazy_level(td) && !kind_ops(impl).compact_from_metadata) {
+  if (kind_ops(impl).owns_entries) {  // a dense level: its tensor entry read in place
     const auto value = impl.find(key);
     if (value && value->is_tensor()) {
       const at::Tensor& t = value->tensor();
