@@ -10,7 +10,6 @@
 #include <c10/util/FunctionRef.h>
 
 #include <memory>
-
 #include <optional>
 #include <string>
 #include <vector>
