@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "core/holding_level.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "core/entry_writes.h"
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
@@ -111,7 +110,7 @@ void refuse_cycle(const TensorDictImpl& level, const TensorDict& nested, const N
                                    key.repr(), detail::kMaxNestingDepth));
     }
     // An h5 file's groups hold no in-memory tensordict: nothing to walk.
-    if (std::find(seen.begin(), seen.end(), &td) != seen.end() || td.kind() == Kind::Persistent) return;
+    if (std::find(seen.begin(), seen.end(), &td) != seen.end() || !detail::kind_ops(td).nests_in_memory) return;
     seen.push_back(&td);
     td.for_each_child([&](const TensorDict& child) { self(self, *child.impl(), depth + 1); });
   };
@@ -220,7 +219,7 @@ TensorDict TensorDict::parent_of(const NestedKey& key, bool create) const {
     if (!found) {
       if (!create) throw_missing(key, *level.impl_, depth);
       level.check_unlocked();
-      TensorDict child(std::make_shared<detail::DenseImpl>(level.batch_size().vec(), level.device(), level.names()));
+      TensorDict child({}, level.batch_size(), level.device(), level.names());
       level.impl_->insert(part, Value(child));
       // Found again: a view kind stores it elsewhere (a sub-view: in its source).
       level = level.impl_->find(part)->tensordict();
@@ -432,7 +431,7 @@ TensorDict& TensorDict::create_nested(const NestedKey& key) {
   TensorDict parent = parent_of(key, true);
   parent.check_unlocked();
   parent.impl_->insert(key.back(),
-                       Value(TensorDict(std::make_shared<detail::DenseImpl>(parent.batch_size().vec(), parent.device(), parent.names()))));
+                       Value(TensorDict({}, parent.batch_size(), parent.device(), parent.names())));
   return *this;
 }
 
@@ -507,9 +506,9 @@ TensorDict& TensorDict::update_(const TensorDict& other) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDict& mine, const TensorDict& theirs) -> void {
     detail::NestingGuard guard("update_");
-    if (auto lazy = detail::as_lazy(*mine.impl_)) {
-      const auto parts = detail::parts_for_members(*lazy, theirs, "update_");
-      for (std::size_t i = 0; i < parts.size(); ++i) self(self, lazy->members()[i], parts[i]);
+    if (const auto* stacked = detail::as_stacked(*mine.impl_)) {
+      const auto parts = detail::parts_for_members(*stacked, theirs, "update_");
+      for (std::size_t i = 0; i < parts.size(); ++i) self(self, stacked->members()[i], parts[i]);
       return;
     }
     theirs.impl_->for_each_key([&](const std::string& key, EntryKind kind) {

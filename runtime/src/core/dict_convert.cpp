@@ -8,7 +8,7 @@
 
 #include "core/format.h"
 #include "core/ivalue_dict.h"
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
@@ -63,7 +63,7 @@ std::optional<Json> to_json(const c10::IValue& value) {
 
 IDict level_to_dict(const TensorDict& td) {
   detail::NestingGuard guard("to_dict");
-  if (detail::as_lazy(*td.impl())) {
+  if (detail::as_stacked(*td.impl())) {
     for (const auto& own : LazyStackedTensorDict(td).exclusive_keys()) {
       // tensordict's message: a dict cannot hold what only some members have.
       if (!own.empty()) throw RuntimeError("the method to_dict cannot complete when there are exclusive keys.");

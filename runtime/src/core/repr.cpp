@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "core/nesting.h"
 #include "core/repr_forms.h"
 #include "core/shared_leaf.h"
@@ -167,10 +167,12 @@ std::string non_tensor_repr(const NonTensorData& data, const TensorDict& level) 
 // The first member of a lazy stack that is not one, descending (the level
 // itself for another kind).
 TensorDict first_leaf_member(TensorDict td) {
-  while (detail::as_lazy(*td.impl()) && !LazyStackedTensorDict(td).tensordicts().empty()) {
-    td = LazyStackedTensorDict(td).tensordicts().front();
+  for (;;) {
+    const auto* parts = detail::as_stacked(*td.impl());
+    if (!parts || parts->members().empty()) return td;
+    TensorDict first = parts->members().front();
+    td = std::move(first);
   }
-  return td;
 }
 
 // The detailed repr of tensor entry `key` (tensordict's _td_fields): from the
@@ -179,7 +181,7 @@ TensorDict first_leaf_member(TensorDict td) {
 // in shape prints with its first member's class.
 std::string tensor_entry_repr(const TensorDict& td, const std::string& key, const PrintOptions& o) {
   const TensorDictImpl& impl = *td.impl();
-  const bool lazy = detail::as_lazy(impl) != nullptr;
+  const bool lazy = detail::as_stacked(impl) != nullptr;
   const bool needs_data = o.show_grad || o.show_is_contiguous || o.show_is_view || o.show_storage_size || o.plain;
   const TensorMeta meta = impl.tensor_meta(key);
   const bool ragged = std::find(meta.shape.begin(), meta.shape.end(), -1) != meta.shape.end();
@@ -248,10 +250,10 @@ namespace detail {
 std::string detailed_repr(const TensorDict& td, const PrintOptions& o) {
   detail::NestingGuard guard("repr");
   std::vector<std::string> parts{indent("fields={" + fields_block(field_lines(td, nullptr, o), o) + "}", 4)};
-  const bool lazy = detail::as_lazy(*td.impl()) != nullptr;
-  if (lazy) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td), o) + "}", 4));
+  const auto* stacked = detail::as_stacked(*td.impl());
+  if (stacked) parts.push_back(indent("exclusive_fields={" + exclusive_fields(LazyStackedTensorDict(td), o) + "}", 4));
   for (const auto& part : header_parts(td.batch_size(), td.device(), td.is_shared(), o)) parts.push_back(indent(part, 4));
-  if (lazy) parts.push_back(indent(fmt::format("stack_dim={}", LazyStackedTensorDict(td).stack_dim()), 4));
+  if (stacked) parts.push_back(indent(fmt::format("stack_dim={}", stacked->stack_dim()), 4));
   return fmt::format("{}(\n{})", td.type_name(), fmt::join(parts, ",\n"));
 }
 }  // namespace detail

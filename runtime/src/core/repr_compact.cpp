@@ -12,7 +12,7 @@
 
 #include "core/nesting.h"
 #include "core/repr_forms.h"
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
@@ -36,7 +36,7 @@ CompactNode token(std::string key, std::string text) {
   return node;
 }
 
-bool lazy_level(const TensorDict& td) { return td.impl()->kind() == Kind::LazyStack; }
+bool lazy_level(const TensorDict& td) { return as_stacked(*td.impl()) != nullptr; }
 
 // An UnbatchedTensor shows its whole shape: it has no batch dims.
 std::vector<int64_t> feature_shape(const TensorDict& td, const Value& value) {
@@ -103,7 +103,7 @@ std::variant<Leaf, CompactNode> leaf(const TensorDict& td, const std::string& ke
     for (auto dtype : dtypes) out.dtype = at::promoteTypes(out.dtype, dtype);
     return out;
   }
-  if (impl.kind() == Kind::Persistent) {
+  if (kind_ops(impl).compact_from_metadata) {
     // the dataset's metadata, not its data
     TensorMeta meta = impl.tensor_meta(key);
     meta.shape.erase(meta.shape.begin(), meta.shape.begin() + std::min<std::size_t>(meta.shape.size(), td.batch_dims()));
@@ -118,7 +118,7 @@ std::variant<Leaf, CompactNode> leaf(const TensorDict& td, const std::string& ke
 
 CompactNode entry(const TensorDict& td, const std::string& key, const PrintOptions& o) {
   const TensorDictImpl& impl = *td.impl();
-  if (impl.kind() == Kind::Dense) {
+  if (kind_ops(impl).owns_entries) {  // a dense level: its tensor entry read in place
     const auto value = impl.find(key);
     if (value && value->is_tensor()) {
       const at::Tensor& t = value->tensor();
@@ -134,7 +134,7 @@ CompactNode entry(const TensorDict& td, const std::string& key, const PrintOptio
   const auto kind = first_impl.entry_kind(key);
   if (kind == EntryKind::NonTensor) {
     const NonTensorData data = first_impl.find(key)->non_tensor();
-    if (first_impl.kind() == Kind::Persistent) return token(key, data.is_stack() ? "NonTensorStack" : "NonTensorData");
+    if (kind_ops(first_impl).compact_from_metadata) return token(key, data.is_stack() ? "NonTensorStack" : "NonTensorData");
     return token(key, data.is_stack() ? "NonTensorStack" : json_type_name(data.data()));
   }
   if (kind != EntryKind::TensorDict) {
@@ -151,7 +151,7 @@ CompactNode entry(const TensorDict& td, const std::string& key, const PrintOptio
   CompactNode node;
   node.key = key;
   node.container = true;
-  if (item.impl()->kind() != Kind::Dense) node.text = std::string(item.type_name());
+  if (kind_ops(*item.impl()).compact_names_class) node.text = std::string(item.type_name());
   const auto extra = sub.batch_size().slice(std::min<std::size_t>(sub.batch_size().size(), td.batch_dims()));
   if (!extra.empty()) node.text += compact_dims(extra);
   node.entries = body(sub, o);

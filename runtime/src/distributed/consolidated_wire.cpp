@@ -17,6 +17,7 @@
 #include <limits>
 #include <string_view>
 
+#include "core/kind_ops.h"
 #include "core/format.h"
 #include "distributed/calls.h"
 #include "distributed/object_lists.h"
@@ -104,7 +105,7 @@ TensorDict rebuild(const Json& meta, const at::Tensor& storage, const std::strin
   if (tensorclass_type) {
     // Kept as a tensorclass read without its C++ type keeps it: sent on
     // again, it is the same Python class.
-    if (td.kind() == Kind::LazyStack || td.contains(std::string(kLoadedClassKey))) {
+    if (detail::as_stacked(*td.impl()) || td.contains(std::string(kLoadedClassKey))) {
       throw RuntimeError(fmt::format("{}: \"_tensorclass_type\" {} names the class of a tensordict that cannot hold "
                                      "one",
                                      context, *tensorclass_type));

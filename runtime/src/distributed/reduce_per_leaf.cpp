@@ -19,6 +19,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/kind_ops.h"
 #include "distributed/calls.h"
 #include "distributed/p2p.h"
 #include "distributed/wire.h"
@@ -54,9 +55,10 @@ void add_leaf(std::vector<Entry>& out, const TensorDict& level, const std::strin
 // by member. reduce's (`sorted`): the keys sorted, a lazy stack's value at a
 // key the stack of its members' (a copy, written back on rank dst).
 void walk(const TensorDict& td, bool sorted, std::vector<std::string>& parts, std::vector<Entry>& out) {
-  const bool lazy = td.kind() == Kind::LazyStack;
+  const auto* stacked = detail::as_stacked(*td.impl());
+  const bool lazy = stacked != nullptr;
   if (lazy && !sorted) {
-    for (const TensorDict& member : LazyStackedTensorDict(td).tensordicts()) walk(member, sorted, parts, out);
+    for (const TensorDict& member : stacked->members()) walk(member, sorted, parts, out);
     return;
   }
   for (const auto& [key, value] : sorted ? sorted_items(td) : td.items()) {

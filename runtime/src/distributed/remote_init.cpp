@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "core/kind_ops.h"
 #include "core/nesting.h"  // kMaxNestingDepth
 #include "distributed/calls.h"
 #include "distributed/packed_calls.h"
@@ -57,11 +58,10 @@ Json non_tensor_json(const NonTensorData& data) {
 }
 
 Json structure(const TensorDict& td) {
-  if (td.kind() == Kind::LazyStack) {
-    const LazyStackedTensorDict lazy(td);
+  if (const auto* lazy = detail::as_stacked(*td.impl())) {
     Json members = Json::array();
-    for (const auto& m : lazy.tensordicts()) members.push_back(structure(m));
-    return {{"lazy_stack_dim", lazy.stack_dim()}, {"members", members}};
+    for (const auto& m : lazy->members()) members.push_back(structure(m));
+    return {{"lazy_stack_dim", lazy->stack_dim()}, {"members", members}};
   }
   Json entries = Json::array();
   for (const auto& [key, value] : td.items()) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/kind_ops.h"
 #include "storage/flat_storage.h"
 #include "core/format.h"
 #include "tensordict/dtype.h"
@@ -45,10 +46,9 @@ void check_sendable(const at::Tensor& t, const std::string& path, const char* op
 }
 
 void walk(const TensorDict& td, std::vector<std::string>& parts, Leaves& out, const char* op) {
-  if (td.kind() == Kind::LazyStack) {
+  if (const auto* lazy = detail::as_stacked(*td.impl())) {
     // tensordict sends a lazy stack member after member.
-    const LazyStackedTensorDict lazy(td);
-    const auto& members = lazy.tensordicts();
+    const auto& members = lazy->members();
     for (std::size_t i = 0; i < members.size(); ++i) {
       parts.push_back(fmt::format("[{}]", i));
       walk(members[i], parts, out, op);

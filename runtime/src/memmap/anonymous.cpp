@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "core/kind_ops.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
 #include "core/nesting.h"
@@ -21,7 +22,7 @@ namespace {
 // stack's members where they are (its stacked values may not exist).
 void refuse_jagged(const TensorDictImpl& level, std::vector<std::string>& path) {
   detail::NestingGuard guard("memmap_");  // a hostile depth is a named error, not a stack overflow
-  if (const auto* lazy = detail::as_lazy(level)) {
+  if (const auto* lazy = detail::as_stacked(level)) {
     for (const auto& member : lazy->members()) refuse_jagged(*member.impl(), path);
     return;
   }
@@ -44,7 +45,7 @@ void refuse_jagged(const TensorDictImpl& level, std::vector<std::string>& path) 
 // level memory-mapped with no path. A lazy stack's members are mapped where
 // they are.
 void map_level(const std::shared_ptr<TensorDictImpl>& impl) {
-  if (const auto* lazy = detail::as_lazy(*impl)) {
+  if (const auto* lazy = detail::as_stacked(*impl)) {
     for (const auto& member : lazy->members()) map_level(member.impl());
     detail::memmap::mark_memmapped(impl, {});
     return;
@@ -71,12 +72,7 @@ void map_level(const std::shared_ptr<TensorDictImpl>& impl) {
 TensorDict& TensorDict::memmap_() {
   // The leaves of these kinds live elsewhere (the source, the file): they
   // cannot be replaced by shared memory (tensordict's messages).
-  if (kind() == Kind::SubView) {
-    throw RuntimeError("memmap_: Converting a sub-tensordict values to memmap cannot be done.");
-  }
-  if (kind() == Kind::Persistent) {
-    throw RuntimeError("memmap_: Cannot build a memmap TensorDict in-place from a PersistentTensorDict.");
-  }
+  if (const char* refusal = detail::kind_ops(*impl_).memmap_in_place_refusal) throw RuntimeError(refusal);
   // tensordict: a tensordict is in shared memory or memory-mapped, not both.
   if (impl_->marked_shared()) throw RuntimeError("memmap_: memmap and shared memory are mutually exclusive features.");
   std::vector<std::string> path;

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/kind_ops.h"
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/detail/test_hooks.h"
@@ -198,7 +199,7 @@ class Planner {
       }
     } else if (old.is_tensordict()) {
       const fs::path sub = entry_dir(dir, name);
-      if (old.tensordict().kind() == Kind::LazyStack) {
+      if (detail::as_stacked(*old.tensordict().impl())) {
         throw ValueError(fmt::format("Cannot append to {}: a lazy stack cannot grow.", where));
       }
       if (!now.is_tensordict()) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/kind_ops.h"
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
@@ -170,7 +171,7 @@ Names read_names(const Json& meta, const fs::path& file, std::size_t batch_dims)
 void check_child_names(const TensorDict& child, const Names& parent, const fs::path& file, const std::string& key) {
   bool parent_named = false;
   for (const auto& name : parent) parent_named = parent_named || name.has_value();
-  if (!parent_named || child.kind() != Kind::Dense) return;
+  if (!parent_named || !detail::kind_ops(*child.impl()).owns_entries) return;
   const Names& names = child.names();
   if (!std::equal(parent.begin(), parent.end(), names.begin())) {
     throw RuntimeError(fmt::format("{}: the dim names of key '{}' do not start with the level's names",
@@ -435,7 +436,7 @@ TensorDict& TensorDict::memmap_refresh_() {
   if (!path) {
     throw RuntimeError("cannot refresh a tensordict that is not memory-mapped or has no path associated");
   }
-  if (auto* lazy = detail::kind_cast<detail::LazyStackedImpl>(impl_.get())) {
+  if (const auto* lazy = detail::as_stacked(*impl_)) {
     // A lazy stack's entries live in its members, each saved in its own directory.
     for (TensorDict member : lazy->members()) member.memmap_refresh_();
     return *this;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/prefix_lock.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/tensorclass_memmap.h"
@@ -156,32 +157,7 @@ void refuse_working_directory(const fs::path& target);
 // write (other programs' files) into it as hard links, keeping the
 // directories' modes (write.cpp, "What a writer does with existing content").
 void carry_over(const fs::path& old_dir, const StagingDir& staging);
-// A fresh, unique sibling name for staging a write of `target`.
-fs::path staging_path(const fs::path& target);
-// The staging directories beside `target`: live writers' (a new tree being
-// built, or the old one being removed) and dead writers' leftovers.
-std::vector<fs::path> staging_dirs(const fs::path& target);
-// Removes leftover staging directories of `target` from writers that died.
-// Call with the PrefixLock of `target` held: every writer stages under that
-// lock, so any staging directory found then is a dead writer's.
-void remove_stale_staging(const fs::path& target);
-// An exclusive lock on writing `target`, held from planning to the returned
-// handles: a flock on `.<name>.tc-lock` beside it (works across threads,
-// processes, PID namespaces and, on NFS, hosts). Waits for another writer
-// at most `timeout_s` seconds, then throws naming the lock file.
-// The lock file exists while the lock is held (a writer killed meanwhile leaves
-// it; the next one takes it over).
-class PrefixLock {
- public:
-  explicit PrefixLock(const fs::path& target, double timeout_s = MemmapOptions{}.lock_timeout);
-  ~PrefixLock();
-  PrefixLock(const PrefixLock&) = delete;
-  PrefixLock& operator=(const PrefixLock&) = delete;
-
- private:
-  fs::path file_;
-  int fd_ = -1;
-};
+// staging_path, staging_dirs, remove_stale_staging, PrefixLock: core/prefix_lock.h.
 
 // ---- reading a tree that may come from anywhere (tree_access.cpp) ----------------
 // A loader reads only inside the tree: no symbolic link below the top is

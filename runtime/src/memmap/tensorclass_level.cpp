@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
+#include "core/kind_ops.h"
 #include "core/format.h"
 #include "memmap/memmap_detail.h"
 #include "tensordict/base.h"
@@ -21,7 +22,7 @@ TensorDict load_tensorclass_level(const std::string& dir, const Json& meta, std:
                                          (fs::path(dir) / "meta.json").string(), tensors.string()));
   }
   TensorDict loaded = detail::memmap::load_level(tensors, device);
-  if (loaded.kind() != Kind::Dense) {
+  if (!detail::kind_ops(*loaded.impl()).owns_entries) {
     throw RuntimeError(fmt::format("{} holds a {}, not the TensorDict of a tensorclass's fields",
                                          tensors.string(), loaded.type_name()));
   }

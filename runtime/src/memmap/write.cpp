@@ -25,10 +25,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/kind_ops.h"
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "core/nesting.h"
 #include "core/unbatched.h"
 #include "memmap/memmap_detail.h"
@@ -50,6 +51,8 @@ namespace detail::memmap {
 // ---- memmap state (on the impl: TensorDictImpl::memmap_dir) ----------------------------
 
 void mark_memmapped(const std::shared_ptr<TensorDictImpl>& impl, const fs::path& dir) {
+  // From now on a non-tensor write into a mapped level reaches its files.
+  set_memmap_non_tensor_writer(write_non_tensor_entry);
   impl->set_memmap_dir(dir.empty() ? std::string() : fs::absolute(dir).string());
 }
 
@@ -177,7 +180,7 @@ class Writer {
     level->dir = dir;
     level->target = target;
     refuse_symlink(target);
-    if (auto* lazy = kind_cast<LazyStackedImpl>(impl.get())) {
+    if (const auto* lazy = as_stacked(*impl)) {
       // Each member is a full collection of its own (keys and shapes may differ).
       make_dir(staging_, dir);
       level->stack_dim = lazy->stack_dim();
@@ -189,7 +192,7 @@ class Writer {
       }
       return level;
     }
-    if (mode_ == Mode::InPlace && impl->kind() != Kind::Dense) {
+    if (mode_ == Mode::InPlace && !kind_ops(*impl).owns_entries) {
       throw RuntimeError(
           fmt::format("memmap_ works in place on dense TensorDicts only (and lazy stacks of them); {} is a {}: "
                       "use memmap()",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "core/kind_ops.h"
 #include "nn/text.h"
 #include "tensordict/errors.h"
 #include "tensordict/kind.h"
@@ -27,7 +28,7 @@ void check_param_names(const NestedKey& key) {
 }
 
 void check_tree(const TensorDict& td) {
-  if (td.kind() != Kind::Dense) {
+  if (!detail::kind_ops(*td.impl()).owns_entries) {
     throw TypeError(fmt::format("TensorDictParams wraps a TensorDict, got a {} (convert it with to_tensordict())",
                                 type_name(td.kind())));
   }

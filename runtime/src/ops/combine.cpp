@@ -9,10 +9,10 @@
 #include <string_view>
 
 #include "kinds/dense/dense_impl.h"
-#include "core/kind_cast.h"
+#include "kinds/kind_cast.h"
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"
@@ -47,6 +47,15 @@ std::vector<const detail::DenseImpl*> aligned_dense(const std::vector<TensorDict
     out.push_back(dense);
   }
   return out;
+}
+
+// The cat of the first of `tds` whose kind concatenates itself (a lazy
+// stack: tensordict's _lazy_cat), or null.
+auto own_cat(const std::vector<TensorDict>& tds) -> decltype(detail::KindOps::cat) {
+  for (const auto& td : tds) {
+    if (const auto own = detail::kind_ops(*td.impl()).cat) return own;
+  }
+  return nullptr;
 }
 
 // Every member must have the first member's keys at this level.
@@ -181,7 +190,7 @@ struct Combiner {
     std::vector<TensorDict> nested;
     nested.reserve(members.size());
     for (const auto& m : members) nested.push_back(m.tensordict());
-    if (std::any_of(nested.begin(), nested.end(), [](const TensorDict& n) { return detail::as_lazy(*n.impl()) != nullptr; })) {
+    if (std::any_of(nested.begin(), nested.end(), [](const TensorDict& n) { return detail::as_stacked(*n.impl()) != nullptr; })) {
       std::optional<TensorDict> combined;
       try {
         combined = lazy_levels(nested);
@@ -278,7 +287,10 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
     return out;
   };
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::stack(ts, d); };
-  auto lazy_levels = [&](const std::vector<TensorDict>& level) { return detail::lazy_stack_of_stacks(level, d); };
+  auto lazy_levels = [&](const std::vector<TensorDict>& level) -> std::optional<TensorDict> {
+    const auto own = detail::kind_ops(*level.front().impl()).stack;
+    return own ? own(level, d) : std::nullopt;
+  };
   std::vector<std::string> prefix;
   Combiner combiner{"stack", leaves, plan, lazy_levels, {}};
   return combiner.run(tds, prefix);
@@ -286,9 +298,7 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
 
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   check_nonempty(tds, "cat");
-  if (std::any_of(tds.begin(), tds.end(), [](const TensorDict& td) { return detail::as_lazy(*td.impl()) != nullptr; })) {
-    return detail::lazy_cat(tds, dim);
-  }
+  if (const auto own = own_cat(tds)) return own(tds, dim);
   int64_t d = dim;  // wrapped by the top level's plan, as in stack()
   auto plan = [&](const std::vector<TensorDict>& level) {
     shape::Combined out = shape::concatenated(batch_sizes(level), level.front().names(), d);
@@ -296,7 +306,7 @@ TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
     return out;
   };
   auto leaves = [&](const std::vector<at::Tensor>& ts) { return at::cat(ts, d); };
-  auto lazy_levels = [&](const std::vector<TensorDict>& level) { return std::optional<TensorDict>(detail::lazy_cat(level, d)); };
+  auto lazy_levels = [&](const std::vector<TensorDict>& level) { return std::optional<TensorDict>(own_cat(level)(level, d)); };
   std::vector<std::string> prefix;
   Combiner combiner{"cat", leaves, plan, lazy_levels, {}};
   return combiner.run(tds, prefix);

@@ -2,7 +2,7 @@
 // moves and pinning: device_moves.cpp).
 #include <stdexcept>
 
-#include "ops/map_leaves.h"
+#include "ops/copies.h"
 #include "tensordict/base.h"
 #include "tensordict/detail/impl.h"
 

@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
@@ -18,13 +18,13 @@ namespace tensordict {
 
 namespace {
 
-const detail::LazyStackedImpl* as_lazy(const TensorDict& td) { return detail::as_lazy(*td.impl()); }
+const detail::Stacked* as_stacked(const TensorDict& td) { return detail::as_stacked(*td.impl()); }
 
 // The members' tensors at `key` (nullopt where a member lacks it) as one
 // tensor: stacked when their shapes agree, else a nested tensor in which a
 // missing one reads as empty along its last dim (tensordict's new_zeros(
 // shape[:-1] + (0,))).
-at::Tensor dense_tensor(const detail::LazyStackedImpl& lazy, const std::string& key,
+at::Tensor dense_tensor(const detail::Stacked& lazy, const std::string& key,
                         const std::vector<std::optional<at::Tensor>>& parts) {
   const at::Tensor& model = **std::find_if(parts.begin(), parts.end(), [](const auto& p) { return p.has_value(); });
   const bool same = std::all_of(parts.begin(), parts.end(), [&](const auto& p) { return p && p->sizes() == model.sizes(); });
@@ -61,7 +61,7 @@ at::Tensor dense_tensor(const detail::LazyStackedImpl& lazy, const std::string& 
 }
 
 // One lazy stack made dense, level by level.
-TensorDict densify_lazy(const TensorDict& td, const detail::LazyStackedImpl& lazy) {
+TensorDict densify_lazy(const TensorDict& td, const detail::Stacked& lazy) {
   TensorDict out = td.empty();
   std::vector<std::string> keys;  // every member's keys, in the order first met
   for (const auto& m : lazy.members()) {
@@ -79,7 +79,7 @@ TensorDict densify_lazy(const TensorDict& td, const detail::LazyStackedImpl& laz
       out.impl()->insert(key, Value(dense_tensor(lazy, key, parts)));
       continue;
     }
-    const auto stacked = lazy.find(key);  // nested levels and non-tensor data that every member has
+    const auto stacked = td.impl()->find(key);  // nested levels and non-tensor data that every member has
     if (!stacked) {
       throw ValueError(fmt::format(
           "densify: key '{}' holds tensordicts or non-tensor data that not every member has; only tensors can be "
@@ -113,7 +113,7 @@ bool same_level(const std::vector<TensorDict>& tds) {
 }  // namespace
 
 TensorDict TensorDict::densify() const {
-  if (const auto* lazy = as_lazy(*this)) return densify_lazy(*this, *lazy);
+  if (const auto* lazy = as_stacked(*this)) return densify_lazy(*this, *lazy);
   TensorDict out = empty();
   impl_->for_each([&](const std::string& key, const Value& value) {
     out.impl()->insert(key, value.is_tensordict() ? Value(value.tensordict().densify()) : value);
@@ -126,9 +126,9 @@ TensorDict maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim) {
   const int64_t d = wrap_batch_dim(dim, tds.front().batch_dims(), "maybe_dense_stack", 1);
   // Lazy stacks of as many members along the same dim: stacked member by
   // member, the result lazy along the shifted stack dim.
-  const auto* first_lazy = as_lazy(tds.front());
+  const auto* first_lazy = as_stacked(tds.front());
   const bool member_wise = first_lazy && !first_lazy->members().empty() && std::all_of(tds.begin(), tds.end(), [&](const TensorDict& td) {
-    const auto* lazy = as_lazy(td);
+    const auto* lazy = as_stacked(td);
     return lazy && lazy->stack_dim() == first_lazy->stack_dim() && lazy->members().size() == first_lazy->members().size() &&
            td.batch_size() == tds.front().batch_size();
   });
@@ -139,7 +139,7 @@ TensorDict maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim) {
     std::vector<TensorDict> members;
     for (std::size_t i = 0; i < first_lazy->members().size(); ++i) {
       std::vector<TensorDict> row;
-      for (const auto& td : tds) row.push_back(as_lazy(td)->members()[i]);
+      for (const auto& td : tds) row.push_back(as_stacked(td)->members()[i]);
       members.push_back(maybe_dense_stack(row, member_dim));
     }
     return lazy_stack(members, stack_dim);
@@ -167,7 +167,7 @@ TensorDict maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim) {
 }
 
 TensorDict dense_stack_tds(const TensorDict& td) {
-  const auto* lazy = as_lazy(td);
+  const auto* lazy = as_stacked(td);
   if (!lazy || lazy->members().empty()) return td;
   return maybe_dense_stack(lazy->members(), lazy->stack_dim());
 }

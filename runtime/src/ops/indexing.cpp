@@ -4,9 +4,8 @@
 
 #include "core/format.h"
 #include "core/holding_level.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "memmap/memmap_detail.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "kinds/dense/map_leaves.h"
 #include "ops/shared_mark.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
@@ -76,18 +75,18 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
   // A lazy stack writes into the members the index selects, each its part
   // of the value (tensordict's _setitem_index): a new key goes into those
   // members only.
-  if (auto lazy = detail::as_lazy(*impl_); lazy && lazy->put_members(index, source)) return *this;
+  if (auto lazy = detail::as_stacked(*impl_); lazy && lazy->put_members(index, source)) return *this;
   // A nested lazy stack takes its part the same way, at the same index. The
   // value's entries are looked through only when this level holds one: the
   // common write pays a pass over this level's children, not a copy of the
   // value's items.
   bool holds_lazy = false;
-  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::as_lazy(*child.impl()); });
+  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::as_stacked(*child.impl()); });
   if (holds_lazy) {
     for (const auto& [key, item] : source.items()) {
       if (!item.is_tensordict()) continue;
       const auto held = impl_->find(key.front());
-      if (!held || !held->is_tensordict() || !detail::as_lazy(*held->tensordict().impl())) continue;
+      if (!held || !held->is_tensordict() || !detail::as_stacked(*held->tensordict().impl())) continue;
       TensorDict(held->tensordict()).index_put_(detail::without_ellipsis(index, batch_dims()), item.tensordict());
       source = source.exclude({key});
     }
@@ -200,25 +199,6 @@ void TensorDict::put_non_tensor_at(const NestedKey& key, const BatchIndex& resol
   detail::put_non_tensor_entry(*parent.impl_, key, current.non_tensor(), parent.batch_size(), resolved, value.non_tensor());
 }
 
-namespace detail {
-void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
-                          const BatchIndex& index, const NonTensorData& value) {
-  NonTensorData written = put_non_tensor(current, batch, index, value);
-  // A memory-mapped level keeps its files in step (or refuses).
-  if (level.memmap_dir()) memmap::write_non_tensor_entry(level, key, current, written);
-  // tensordict's rule for a level in shared memory: its one value for the
-  // whole batch may not turn into a stack of values.
-  if (level.marked_shared() && !current.is_stack() && written != current) {
-    throw RuntimeError(fmt::format(
-        "cannot write at an index of key {}: a tensordict in shared memory holds its one value {} there, and the "
-        "write would make it {} (tensordict: \"You're attempting to update a leaf in-place with a shared tensordict, "
-        "but the new value does not match the previous\"); store a NonTensorStack there before share_memory_() to "
-        "write per element",
-        key.repr(), tensordict::python_repr(current.data()), tensordict::python_repr(written.data())));
-  }
-  level.insert(key.back(), std::move(written));
-}
-}  // namespace detail
 
 TensorDict& TensorDict::update_at_(const TensorDict& other, at::ArrayRef<TensorIndex> index,
                                            const std::optional<std::vector<NestedKey>>& keys_to_update) {

@@ -9,8 +9,8 @@
 
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "ops/copies.h"
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
@@ -103,8 +103,8 @@ TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
 namespace {
 // The members of `other` when it is a lazy stack along `lazy`'s stack dim
 // (tensordict pairs the members then, whatever their count); nullopt else.
-std::optional<std::vector<TensorDict>> same_stack_sources(const detail::LazyStackedImpl& lazy, const TensorDict& other) {
-  auto theirs = detail::as_lazy(*other.impl());
+std::optional<std::vector<TensorDict>> same_stack_sources(const detail::Stacked& lazy, const TensorDict& other) {
+  auto theirs = detail::as_stacked(*other.impl());
   if (!theirs || theirs->stack_dim() != lazy.stack_dim()) return std::nullopt;
   return theirs->members();
 }
@@ -113,7 +113,7 @@ std::optional<std::vector<TensorDict>> same_stack_sources(const detail::LazyStac
 TensorDict& TensorDict::update(const TensorDict& other) {
   // A lazy stack is updated member by member with the other's parts along
   // its stack dim, which needs no stacking of either side.
-  if (auto lazy = detail::as_lazy(*impl_)) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
     check_unlocked();
     const auto parts = same_stack_sources(*lazy, other);
     if (!parts) {
@@ -140,9 +140,9 @@ TensorDict& TensorDict::update(const TensorDict& other) {
       std::optional<Value> mine;
       if (value.is_tensordict() && (mine = get_value(full)) && mine->is_tensordict()) {
         // Nested tensordicts are updated, not replaced.
-        if (detail::as_lazy(*mine->impl())) {
+        if (detail::as_stacked(*mine->impl())) {
           TensorDict(mine->tensordict()).update(value.tensordict());
-        } else if (auto theirs = detail::as_lazy(*value.impl())) {
+        } else if (auto theirs = detail::as_stacked(*value.impl())) {
           // A dense level updated by a lazy stack becomes a lazy stack of
           // its slices, updated member by member (tensordict's
           // _update_entries): the source's members may differ in shape.
@@ -274,11 +274,11 @@ std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& 
 // pairwise, each member taking its part's batch size; fewer replace the
 // members; more update them pairwise, and copies of the extra ones are
 // appended, so members of any shape come in.
-TensorDict& update_lazy_batch_size(TensorDict& self, const detail::LazyStackedImpl& lazy,
+TensorDict& update_lazy_batch_size(TensorDict& self, const detail::Stacked& lazy,
                                    const std::vector<TensorDict>& sources, const TensorDict& other,
                                    const UpdateOptions& options) {
   const std::size_t n = lazy.members().size();
-  auto& members = const_cast<detail::LazyStackedImpl&>(lazy);
+  auto& members = const_cast<detail::Stacked&>(lazy);
   if (sources.size() == n) {
     // Each member checks its own update (keys, inplace, keys_to_update) as
     // a tensordict of that batch size does; the stack then reads its batch
@@ -316,7 +316,7 @@ TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& opt
   // members can. The other's parts along the stack dim are its members when
   // it is a lazy stack along the same dim, else its slices (tensordict's
   // to_lazystack(stack_dim)), whatever its kind.
-  if (auto lazy = detail::as_lazy(*impl_); lazy && options.update_batch_size && other.batch_size() != batch_size()) {
+  if (auto lazy = detail::as_stacked(*impl_); lazy && options.update_batch_size && other.batch_size() != batch_size()) {
     auto sources = same_stack_sources(*lazy, other);
     if (!sources) sources = other.unbind(lazy->stack_dim());
     check_unlocked();  // tensordict's lock error comes first

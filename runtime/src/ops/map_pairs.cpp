@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "kinds/dense/map_leaves.h"
 #include "core/nesting.h"
 #include "core/value_kind.h"
 #include "tensordict/detail/impl.h"
@@ -75,7 +75,7 @@ struct Pairer {
   // along its stack dim and stays lazy (tensordict's rule; its members may
   // not be stackable).
   Value nested(const TensorDict& a, const TensorDict& b) {
-    auto lazy = as_lazy(*a.impl());
+    auto lazy = as_stacked(*a.impl());
     if (!lazy) return Value(TensorDict(run(*a.impl(), *b.impl())));
     if (nested_op && static_cast<std::size_t>(lazy->stack_dim()) < source_dims) {
       try {
@@ -87,7 +87,7 @@ struct Pairer {
     const auto parts = parts_for_members(*lazy, b, op);
     std::vector<TensorDict> members;
     for (std::size_t i = 0; i < parts.size(); ++i) members.emplace_back(run(*lazy->members()[i].impl(), *parts[i].impl()));
-    return Value(TensorDict(std::make_shared<LazyStackedImpl>(std::move(members), lazy->stack_dim(), lazy->stack_dim_name())));
+    return Value(TensorDict(lazy->named_like(std::move(members), lazy->stack_dim())));
   }
 
   std::shared_ptr<DenseImpl> run(const TensorDictImpl& a, const TensorDictImpl& b) {

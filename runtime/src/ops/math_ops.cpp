@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "core/kind_ops.h"
+#include "ops/copies.h"
 #include "ops/map_pairs.h"
 #include "tensordict/detail/impl.h"
 #include "tensordict/detail/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
@@ -43,8 +43,8 @@ TensorDict unary(const TensorDict& td, c10::function_ref<at::Tensor(const at::Te
                  OpKind kind = OpKind::Leafwise, const detail::NestedOp* nested = nullptr) {
   // tensordict runs ops on a lazy stack member by member (_lazy.py
   // _fast_apply): members of different shapes work, the result stays lazy.
-  if (auto lazy = detail::as_lazy(*td.impl()); lazy && kind == OpKind::Leafwise) {
-    return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t) { return unary(m, fn, op, kind); }));
+  if (auto lazy = detail::as_stacked(*td.impl()); lazy && kind == OpKind::Leafwise) {
+    return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t) { return unary(m, fn, op, kind); }));
   }
   return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op,
                                  detail::ShapeCheck::Results, nested));
@@ -83,7 +83,7 @@ at::Tensor member_slice(const at::Tensor& t, int64_t dim, std::size_t i) {
 // tensordict along the stack dim (parts_for_members), a tensor with dims
 // (shaped like the batch, which it must not broadcast) at the stack dim, a
 // scalar for every member.
-std::vector<Operand> member_operands(const TensorDict& td, const detail::LazyStackedImpl& lazy, const Operand& other,
+std::vector<Operand> member_operands(const TensorDict& td, const detail::Stacked& lazy, const Operand& other,
                                      const char* op) {
   std::vector<Operand> out;
   if (const TensorDict* o = other.tensordict()) {
@@ -114,7 +114,7 @@ void check_inplace_operand(const TensorDict& td, const Operand& other, const cha
 // operand (tensordict's _fast_apply in place): false for another kind.
 bool inplace_on_members(const TensorDict& td, const Operand& other, const char* op,
                         c10::function_ref<void(TensorDict&, const Operand&)> fn) {
-  auto lazy = detail::as_lazy(*td.impl());
+  auto lazy = detail::as_stacked(*td.impl());
   if (!lazy) return false;
   check_inplace_operand(td, other, op);
   const auto operands = member_operands(td, *lazy, other, op);
@@ -125,7 +125,7 @@ bool inplace_on_members(const TensorDict& td, const Operand& other, const char* 
   return true;
 }
 bool inplace_on_members(const TensorDict& td, c10::function_ref<void(TensorDict&)> fn) {
-  auto lazy = detail::as_lazy(*td.impl());
+  auto lazy = detail::as_stacked(*td.impl());
   if (!lazy) return false;
   for (TensorDict member : lazy->members()) fn(member);
   return true;
@@ -143,10 +143,10 @@ TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn,
     if (batch != td.batch_size()) return binary(td.expand(batch), other, fn, missing, op, non_tensor);
   }
   // A lazy stack: member by member, each with its part of the operand.
-  if (auto lazy = detail::as_lazy(*td.impl())) {
+  if (auto lazy = detail::as_stacked(*td.impl())) {
     const auto operands = member_operands(td, *lazy, other, op);
     return TensorDict(
-        lazy->map_members([&](const TensorDict& m, std::size_t i) { return binary(m, operands[i], fn, missing, op, non_tensor); }));
+        lazy->map_stacked([&](const TensorDict& m, std::size_t i) { return binary(m, operands[i], fn, missing, op, non_tensor); }));
   }
   if (o) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op, non_tensor));
   if (t.dim() == 0) return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op);
@@ -192,7 +192,7 @@ bool holds_nested_lazy(const TensorDictImpl& level) {
   level.for_each_key([&](const std::string& key, EntryKind kind) {
     if (found || kind != EntryKind::TensorDict) return;
     const TensorDict nested = level.find(key)->tensordict();
-    found = detail::as_lazy(*nested.impl()) != nullptr || holds_nested_lazy(*nested.impl());
+    found = detail::as_stacked(*nested.impl()) != nullptr || holds_nested_lazy(*nested.impl());
   });
   return found;
 }
@@ -214,13 +214,13 @@ TensorDict TensorDict::apply(const TensorFn& fn, std::optional<std::vector<int64
   // filter_empty: drop undefined results, then nested levels they emptied.
   // A lazy stack is pruned member by member (its members may not stack).
   auto prune = [](auto&& self, TensorDict level) -> bool {
-    if (auto lazy = detail::as_lazy(*level.impl())) {
+    if (auto lazy = detail::as_stacked(*level.impl())) {
       bool pruned = false;
       for (const auto& m : lazy->members()) pruned = self(self, m) || pruned;
       return pruned;
     }
     auto emptied = [](const TensorDict& td) {
-      auto lazy = detail::as_lazy(*td.impl());
+      auto lazy = detail::as_stacked(*td.impl());
       if (!lazy) return td.num_keys() == 0;
       return std::all_of(lazy->members().begin(), lazy->members().end(), [](const TensorDict& m) { return m.num_keys() == 0; });
     };
@@ -286,10 +286,10 @@ TensorDict TensorDict::softmax(int64_t dim, std::optional<at::ScalarType> dtype)
   // member along that dim's place in it; along the stack dim of members
   // whose entries differ in shape (no dense copy), each member's leaves along
   // their own dim `d` (tensordict 0.15.3's rule, its TODO #2359).
-  if (auto lazy = detail::as_lazy(*impl_)) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
     const int64_t sd = lazy->stack_dim();
     if (d != sd) {
-      return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t) { return m.softmax(d < sd ? d : d - 1, dtype); }));
+      return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t) { return m.softmax(d < sd ? d : d - 1, dtype); }));
     }
     if (!lazy->entries_stack()) return unary(*this, leaf_softmax, "softmax");
   }
@@ -563,10 +563,10 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
   const at::Tensor c = condition.tensor();
   // A lazy stack: each member with its part of the batch-shaped condition
   // and of a tensordict operand.
-  if (auto lazy = detail::as_lazy(*impl_)) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
     const auto others = other.tensordict() ? member_operands(*this, *lazy, other, "where")
                                            : std::vector<Operand>(lazy->members().size(), other);
-    return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t i) {
+    return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t i) {
       return m.where(member_slice(c, lazy->stack_dim(), i), others[i], missing);
     }));
   }
@@ -594,8 +594,8 @@ TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& val
   auto fill_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.masked_fill(mask, value)}; };
   const detail::NestedOp nested = fill_nested;
   // A lazy stack: each member with its part of the batch-shaped mask.
-  if (auto lazy = detail::as_lazy(*impl_)) {
-    return TensorDict(lazy->map_members([&](const TensorDict& m, std::size_t i) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
+    return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t i) {
       return m.masked_fill(member_slice(mask, lazy->stack_dim(), i), value);
     }));
   }
@@ -604,7 +604,7 @@ TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& val
 }
 
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
-  if (auto lazy = detail::as_lazy(*impl_)) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
     for (std::size_t i = 0; i < lazy->members().size(); ++i) {
       TensorDict(lazy->members()[i]).masked_fill_(member_slice(mask, lazy->stack_dim(), i), value);
     }

@@ -4,7 +4,7 @@
 
 #include "kinds/dense/dense_impl.h"
 #include "core/format.h"
-#include "ops/map_leaves.h"
+#include "ops/copies.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"

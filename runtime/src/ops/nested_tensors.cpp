@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "core/format.h"
-#include "ops/map_leaves.h"
+#include "ops/copies.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "core/format.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "ops/shape_mapping.h"
 #include "tensordict/errors.h"
 
@@ -86,7 +86,7 @@ TensorDict TensorDict::repeat(at::IntArrayRef repeats) const {
   // A lazy stack repeats its members, each repeated along its own dims once
   // and that one copy held at each of its places, as tensordict does:
   // members of different shapes work.
-  if (auto lazy = detail::as_lazy(*impl_)) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
     const int64_t sd = lazy->stack_dim();
     std::vector<int64_t> member_counts = repeats.vec();
     member_counts.erase(member_counts.begin() + sd);
@@ -94,7 +94,7 @@ TensorDict TensorDict::repeat(at::IntArrayRef repeats) const {
     for (const auto& m : lazy->members()) copies.push_back(m.repeat(member_counts));
     std::vector<TensorDict> members;
     for (int64_t r = 0; r < repeats[sd]; ++r) members.insert(members.end(), copies.begin(), copies.end());
-    return TensorDict(lazy->restack(std::move(members), sd));
+    return TensorDict(lazy->restacked(std::move(members), sd));
   }
   // A nested lazy stack repeats itself, its own dims once.
   auto repeat_nested = [&](const TensorDict& n) {
@@ -153,7 +153,7 @@ TensorDict TensorDict::repeat_interleave(const at::Tensor& repeats, std::optiona
   // A lazy stack: along its stack dim, each member repeated in place (one
   // copy, held at each of its places); along another dim, each member's
   // rows (tensordict's rule, so members of different shapes work).
-  if (auto lazy = detail::as_lazy(*impl_)) {
+  if (auto lazy = detail::as_stacked(*impl_)) {
     const int64_t sd = lazy->stack_dim();
     std::vector<TensorDict> members;
     for (std::size_t i = 0; i < lazy->members().size(); ++i) {
@@ -166,7 +166,7 @@ TensorDict TensorDict::repeat_interleave(const at::Tensor& repeats, std::optiona
       const TensorDict copy = m.clone();
       for (int64_t k = 0; k < times; ++k) members.push_back(copy);
     }
-    return TensorDict(lazy->restack(std::move(members), sd));
+    return TensorDict(lazy->restacked(std::move(members), sd));
   }
   auto repeat_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.repeat_interleave(repeats, d)}; };
   const detail::NestedOp nested = repeat_nested;

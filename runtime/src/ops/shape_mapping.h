@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/detail/shape_plan.h"
 #include "tensordict/detail/tensorclass_support.h"  // with_features, shared with the typed layer

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/kind_ops.h"
 #include "memmap/memmap_detail.h"
 #include "safetensors/safetensors_format.h"
 #include "tensordict/errors.h"
@@ -40,7 +41,7 @@ struct Encoder {
     } else {
       out["names"] = nullptr;
     }
-    if (td.kind() == Kind::LazyStack) {
+    if (detail::as_stacked(*td.impl())) {
       const LazyStackedTensorDict stack(td);
       for (const auto& exclusive : stack.exclusive_keys()) {
         if (!exclusive.empty()) {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "storage/consolidated_file.h"
 #include "storage/flat_storage.h"
 #include "storage/shared_memory.h"
@@ -18,7 +18,7 @@
 #include "core/format.h"
 #include "core/nesting.h"
 #include "core/unbatched.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/detail/impl.h"
 #include "tensordict/detail/tensorclass_support.h"  // align_to_leaf, is_view_of: shared with the typed layer
 #include "tensordict/device_sync.h"
@@ -71,7 +71,7 @@ void refuse_unbatched(const TensorDictImpl& td, std::vector<std::string>& path) 
 // The tensor leaves of `td` part by part: a lazy stack's are its members'
 // (never stacked, so members of different shapes consolidate as they are).
 void for_each_part_tensor(const TensorDictImpl& td, c10::function_ref<void(const at::Tensor&)> fn, const char* op) {
-  if (const auto* lazy = detail::as_lazy(td)) {
+  if (const auto* lazy = detail::as_stacked(td)) {
     for (const TensorDict& member : lazy->members()) for_each_part_tensor(*member.impl(), fn, op);
     return;
   }
@@ -188,7 +188,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   }
 
   std::size_t next = 0;
-  TensorDict out = detail::as_lazy(*impl_)
+  TensorDict out = detail::as_stacked(*impl_)
                        ? with_part_views(*this, views, next, device)
                        : detail::with_leaves(*this, views, this->device() ? std::optional<at::Device>(device) : std::nullopt,
                                              "consolidate");

@@ -8,6 +8,7 @@
 #include <array>
 #include <string_view>
 
+#include "core/kind_ops.h"
 #include "core/format.h"
 #include "storage/consolidated_file.h"
 #include "storage/flat_storage.h"
@@ -69,7 +70,7 @@ class MetadataWriter {
   MetadataWriter(const at::Tensor& storage, bool locked) : storage_(storage), locked_(locked) {}
 
   Json level(const TensorDict& td, std::vector<std::string>& path) const {
-    if (td.kind() == Kind::LazyStack) return lazy_level(LazyStackedTensorDict(td), path);
+    if (detail::as_stacked(*td.impl())) return lazy_level(LazyStackedTensorDict(td), path);
     Json meta = empty_level("TensorDict", {{"device", device_json(td.device())},
                                            {"names", names_json(td)},
                                            {"batch_size", td.batch_size().vec()},

@@ -27,7 +27,7 @@
 #include <stdexcept>
 
 #include "storage/flat_storage.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/device_sync.h"
 #include "tensordict/detail/impl.h"
 

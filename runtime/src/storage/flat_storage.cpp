@@ -6,7 +6,7 @@
 
 #include "ops/direct_view.h"
 #include "core/libtorch_compat.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 
 namespace tensordict::detail {
 

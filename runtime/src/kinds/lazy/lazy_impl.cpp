@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "core/format.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"
@@ -303,22 +303,6 @@ void LazyStackedImpl::assign(const std::string& key, const at::Tensor& value) {
   }
   const auto parts = value.expand(tensor_meta(key).shape).unbind(stack_dim_);
   for (std::size_t i = 0; i < members_.size(); ++i) members_[i].impl()->assign(key, parts[i]);
-}
-
-std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op) {
-  const int64_t dim = lazy.stack_dim();
-  std::vector<TensorDict> out;
-  auto other_lazy = as_lazy(*other.impl());
-  if (other_lazy && other_lazy->stack_dim() == dim) {
-    out = other_lazy->members();
-  } else {
-    for (auto& part : other.unbind(dim)) out.emplace_back(std::move(part));
-  }
-  if (out.size() != lazy.members().size()) {
-    throw ValueError(fmt::format("{}: a stack of {} tensordicts cannot take {} along its stack dim", op,
-                                 lazy.members().size(), out.size()));
-  }
-  return out;
 }
 
 void LazyStackedImpl::release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) {

@@ -3,13 +3,14 @@
 
 #include <vector>
 
-#include "core/kind_cast.h"
+#include "kinds/kind_cast.h"
+#include "core/kind_ops.h"
 #include "tensordict/base.h"
 #include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 
-class LazyStackedImpl final : public TensorDictImpl {
+class LazyStackedImpl final : public TensorDictImpl, public Stacked {
  public:
   // `stack_dim_name`: the stack dim's name (the other dims' names are the
   // members', when they all agree). Without members, `member_batch` and
@@ -75,7 +76,7 @@ class LazyStackedImpl final : public TensorDictImpl {
   // for an int along the stack dim alone, else written at the member's
   // index, so a key the value brings goes into those members only. False
   // when the index cannot be split per member.
-  bool put_members(at::ArrayRef<TensorIndex> index, const TensorDict& value) const;
+  bool put_members(at::ArrayRef<TensorIndex> index, const TensorDict& value) const override;
   // Along the stack dim: the members themselves; across it, lazy stacks of
   // the members' slices.
   std::vector<TensorDict> unbind(int64_t dim) const override;
@@ -97,8 +98,14 @@ class LazyStackedImpl final : public TensorDictImpl {
   // dim name and device.
   std::shared_ptr<LazyStackedImpl> restack(std::vector<TensorDict> members, int64_t stack_dim) const;
 
-  const std::vector<TensorDict>& members() const { return members_; }
-  int64_t stack_dim() const { return stack_dim_; }
+  const std::vector<TensorDict>& members() const override { return members_; }
+  int64_t stack_dim() const override { return stack_dim_; }
+  std::shared_ptr<TensorDictImpl> restacked(std::vector<TensorDict> members, int64_t stack_dim) const override {
+    return restack(std::move(members), stack_dim);
+  }
+  std::shared_ptr<TensorDictImpl> named_like(std::vector<TensorDict> members, int64_t stack_dim) const override {
+    return std::make_shared<LazyStackedImpl>(std::move(members), stack_dim, stack_dim_name_);
+  }
   const std::optional<std::string>& stack_dim_name() const { return stack_dim_name_; }
   // The members' batch size, -1 at the dims where they differ.
   const std::vector<int64_t>& member_batch() const { return member_batch_; }
@@ -107,12 +114,12 @@ class LazyStackedImpl final : public TensorDictImpl {
   void add_member(int64_t position, const TensorDict& td);
   // Replaces the members (update with update_batch_size); they must share a
   // batch size, which becomes the stack's.
-  void reset_members(std::vector<TensorDict> members);
+  void reset_members(std::vector<TensorDict> members) override;
   // Keys every member has, in the first member's order.
   std::vector<std::string> common_keys() const;
   // Whether the entries every member has stack: their tensors agree in shape
   // at every depth (tensordict's _entry_shapes finds no None).
-  bool entries_stack() const;
+  bool entries_stack() const override;
 
  protected:
   void release_children(c10::function_ref<void(std::shared_ptr<TensorDictImpl>)> take) override;
@@ -146,6 +153,5 @@ inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_
 // member by member: another lazy stack's own members when it stacks along
 // the same dim (no copy, whatever their shapes), otherwise other.unbind().
 // ValueError naming `op` when the counts differ.
-std::vector<TensorDict> parts_for_members(const LazyStackedImpl& lazy, const TensorDict& other, const char* op);
 
 }  // namespace tensordict::detail

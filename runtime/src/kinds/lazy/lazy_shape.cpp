@@ -7,7 +7,7 @@
 
 #include "core/format.h"
 #include "kinds/lazy/lazy_impl.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/detail/impl.h"
 #include "tensordict/lazy.h"
 #include "tensordict/detail/shape_plan.h"

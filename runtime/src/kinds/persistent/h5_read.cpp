@@ -11,7 +11,7 @@
 
 #include "core/format.h"
 #include "core/libtorch_compat.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "core/nesting.h"
 #include "kinds/persistent/h5_detail.h"
 #include "tensordict/errors.h"

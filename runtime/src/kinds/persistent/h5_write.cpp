@@ -14,8 +14,8 @@
 
 #include "core/format.h"
 #include "core/utf8.h"
-#include "ops/map_leaves.h"
-#include "memmap/memmap_detail.h"
+#include "kinds/dense/map_leaves.h"
+#include "core/prefix_lock.h"
 #include "core/nesting.h"
 #include "kinds/persistent/h5_detail.h"
 #include "tensordict/errors.h"
@@ -312,9 +312,9 @@ PersistentTensorDict PersistentTensorDict::from_dict(const TensorDict& td, const
   if (target.filename().empty()) throw ValueError(fmt::format("to_h5 needs a file name, got '{}'", path));
   // One writer of a path at a time; temporaries found under the lock are
   // those of writers that died.
-  detail::memmap::PrefixLock lock(target);
-  detail::memmap::remove_stale_staging(target);
-  const fs::path tmp = detail::memmap::staging_path(target);
+  detail::PrefixLock lock(target);
+  detail::remove_stale_staging(target);
+  const fs::path tmp = detail::staging_path(target);
   // Created here first, so that a failure names the file and the real cause
   // (permissions, a full disk) rather than HDF5's "cannot open".
   {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "core/format.h"
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"

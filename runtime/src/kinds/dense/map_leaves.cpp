@@ -1,4 +1,4 @@
-#include "ops/map_leaves.h"
+#include "kinds/dense/map_leaves.h"
 
 #include <c10/util/Exception.h>
 
@@ -6,9 +6,9 @@
 #include <exception>
 #include <stdexcept>
 
-#include "core/kind_cast.h"
+#include "kinds/kind_cast.h"
 #include "core/format.h"
-#include "kinds/lazy/lazy_impl.h"
+#include "core/kind_ops.h"
 #include "core/nesting.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"
@@ -16,33 +16,6 @@
 
 namespace tensordict::detail {
 
-namespace {
-// libtorch's errors keep their meaning (errors.h): c10's IndexError,
-// ValueError, TypeError and NotImplementedError become ours; any other
-// c10::Error becomes `Fallback`.
-template <class Fallback>
-[[noreturn]] void rethrow_as(const char* op, const NestedKey& key) {
-  try {
-    throw;
-  } catch (const c10::IndexError& e) {
-    throw IndexError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::ValueError& e) {
-    throw ValueError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::TypeError& e) {
-    throw TypeError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::NotImplementedError& e) {
-    throw NotImplementedError(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const c10::Error& e) {
-    throw Fallback(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    throw Fallback(fmt::format("{} failed for key {}: {}", op, key.repr(), e.what()));
-  }
-}
-}  // namespace
-
-void rethrow_for_key(const char* op, const NestedKey& key) { rethrow_as<RuntimeError>(op, key); }
-
-void rethrow_invalid_for_key(const char* op, const NestedKey& key) { rethrow_as<ValueError>(op, key); }
 
 namespace {
 
@@ -119,8 +92,8 @@ struct Mapper {
   // members may hold keys and shapes that no dense stack could). A leafwise
   // op that keeps the batch size does so across the stack dim too. Null
   // otherwise (the lazy stack is then stacked).
-  const LazyStackedImpl* member_wise(const TensorDictImpl& level) const {
-    auto lazy = as_lazy(level);
+  const Stacked* member_wise(const TensorDictImpl& level) const {
+    auto lazy = as_stacked(level);
     if (!lazy) return nullptr;
     // (A stack dim kept as size 1 is no stack of its members.)
     const bool keeps_dims = std::all_of(metas.begin(), metas.end(),
@@ -132,7 +105,7 @@ struct Mapper {
     return kind == OpKind::Leafwise && keeps_batch ? lazy : nullptr;
   }
 
-  std::vector<TensorDict> run_members(const LazyStackedImpl& lazy) {
+  std::vector<TensorDict> run_members(const Stacked& lazy) {
     const std::size_t n = metas.size();
     // Inside the source's batch (a leafwise op): every member keeps its own
     // batch size and names, and the stack dim stays where it is.
@@ -154,7 +127,7 @@ struct Mapper {
     std::vector<TensorDict> out;
     for (std::size_t i = 0; i < n; ++i) {
       const auto stack_dim = inside ? lazy.stack_dim() : static_cast<int64_t>(metas[i].batch_size.size()) + past_source;
-      out.emplace_back(std::make_shared<LazyStackedImpl>(std::move(members[i]), stack_dim, lazy.stack_dim_name()));
+      out.emplace_back(lazy.named_like(std::move(members[i]), stack_dim));
     }
     return out;
   }
@@ -216,7 +189,7 @@ struct Mapper {
         if (auto lazy = member_wise(nested)) {
           auto results = run_members(*lazy);
           for (std::size_t i = 0; i < n; ++i) values[i].emplace_back(std::move(results[i]));
-        } else if (nested_op && as_lazy(nested)) {
+        } else if (nested_op && as_stacked(nested)) {
           std::vector<TensorDict> results;
           try {
             results = (*nested_op)(value.tensordict());
@@ -247,36 +220,11 @@ struct Mapper {
 }  // namespace
 
 TensorDict with_lock_kept(const TensorDict& source, TensorDict out) {
-  const bool keeps = source.kind() == Kind::Dense || source.kind() == Kind::LazyStack;
+  const bool keeps = kind_ops(*source.impl()).to_keeps_lock;
   if (keeps && source.is_locked() && !out.is_locked()) out.lock_();
   return out;
 }
 
-bool any_named(const Names& names) {
-  return std::any_of(names.begin(), names.end(), [](const auto& n) { return n.has_value(); });
-}
-
-bool writes_through(const TensorDictImpl& td) {
-  NestingGuard guard("writes_through");
-  if (!td.entries_alias_storage()) return false;
-  bool all = true;
-  td.for_each_key([&](const std::string& key, EntryKind kind) {
-    if (all && kind == EntryKind::TensorDict) all = writes_through(*td.find(key)->impl());
-  });
-  return all;
-}
-
-void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
-               const at::Tensor& value) {
-  index.put(target, value);
-  if (!level.entries_alias_storage()) level.assign(key, target);
-}
-
-void replace_entry(const TensorDict& td, const NestedKey& key, Value value) {
-  std::shared_ptr<TensorDictImpl> level = td.impl();
-  for (std::size_t depth = 0; depth + 1 < key.size(); ++depth) level = level->find(key[depth])->impl();
-  level->insert(key.back(), std::move(value));
-}
 
 namespace {
 void walk_tensors(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op,
@@ -285,7 +233,7 @@ void walk_tensors(const TensorDictImpl& source, c10::function_ref<void(const at:
   auto walk = [&](auto&& self, const TensorDictImpl& level) -> void {
     NestingGuard guard(op);
     if (members) {
-      if (const auto* lazy = as_lazy(level)) {
+      if (const auto* lazy = as_stacked(level)) {
         for (const TensorDict& m : lazy->members()) self(self, *m.impl());
         return;
       }

@@ -1,4 +1,6 @@
-// map_leaves: the one mechanism behind every leaf-wise op (private).
+// map_leaves: the one mechanism behind every leaf-wise op (private): it builds
+// dense tensordicts (kinds/dense), which every kind's ops return where the
+// result is dense.
 //
 // Indexing, shape ops, device and dtype moves, clone, unbind and split all
 // build tensordicts whose leaves are computed from the matching leaves of a
@@ -14,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/entry_writes.h"
 #include "kinds/dense/dense_impl.h"
 #include "tensordict/detail/impl.h"
 #include "tensordict/non_tensor_ops.h"
@@ -79,23 +82,13 @@ std::shared_ptr<DenseImpl> map_leaves_by_level(const TensorDictImpl& source, Pie
                                                OpKind kind, c10::function_ref<at::Tensor(const at::Tensor&, int64_t)> fn,
                                                const char* op);
 
-// The dense tensordict of fn(leaf) over `td`'s batch size and names, whatever
-// its kind (a lazy root is stacked): for ops whose result is dense. `check`:
-// Planned for the functions that keep each leaf's shape.
-TensorDict leafwise(const TensorDict& td, c10::function_ref<at::Tensor(const at::Tensor&)> fn, const char* op,
-                    ShapeCheck check, OpKind kind = OpKind::Leafwise);
+
+
 // `out`, a conversion of `source` (to a dtype or device), locked when
 // `source` is a locked dense tensordict or lazy stack: tensordict keeps their
 // lock through to(); a sub-view's or an h5 file's dense copy comes unlocked,
 // as in tensordict.
 TensorDict with_lock_kept(const TensorDict& source, TensorDict out);
-
-// A dense shallow copy (the structure; tensors shared where the kind stores
-// them).
-TensorDict dense_shallow_copy(const TensorDict& td, const char* op);
-
-// Whether any dim has a name (TensorDict::has_names, for an impl's names).
-bool any_named(const Names& names);
 
 // Calls fn on every tensor leaf at any depth; errors name the key.
 void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
@@ -104,34 +97,6 @@ void for_each_tensor(const TensorDictImpl& source, c10::function_ref<void(const 
 // that need no stacked value (all, any: tensordict's _reduction_parts).
 void for_each_member_tensor(const TensorDictImpl& source, c10::function_ref<void(const at::Tensor&)> fn, const char* op);
 
-// True when writing into the tensors a walk yields writes into `td` at every
-// level (no lazy stack or copying sub-view inside): in-place ops can then work
-// on the entries; otherwise they compute their result and update_() it.
-bool writes_through(const TensorDictImpl& td);
 
-// target[index] = value in place, `target` being the tensor entry `key` of
-// `level` as level.find() gave it. A kind whose find() builds its tensors (a
-// lazy stack's stacked copy, a sub-view's advanced-index copy) gets the
-// result assigned back, so the write reaches its storage.
-void put_entry(TensorDictImpl& level, const std::string& key, const at::Tensor& target, const BatchIndex& index,
-               const at::Tensor& value);
-
-// put_non_tensor into the entry `key.back()` of `level` (of batch size
-// `batch`), which holds `current`; a memory-mapped level's files follow
-// (memmap::write_non_tensor_entry). `key`: the path, for errors.
-void put_non_tensor_entry(TensorDictImpl& level, const NestedKey& key, const NonTensorData& current, at::IntArrayRef batch,
-                          const BatchIndex& index, const NonTensorData& value);
-
-// Replaces the entry at an existing key path without validating it (for ops
-// that rewrite leaves they just derived, whose shapes they control).
-void replace_entry(const TensorDict& td, const NestedKey& key, Value value);
-
-// Rethrows the exception in flight naming `op` and `key` (libtorch's message
-// without its backtrace): libtorch's IndexError, ValueError and TypeError as
-// ours, anything else as RuntimeError. Call from a catch block.
-[[noreturn]] void rethrow_for_key(const char* op, const NestedKey& key);
-// The same with ValueError for anything else: for in-place writes (set_,
-// update_), whose failures tensordict reports as ValueError.
-[[noreturn]] void rethrow_invalid_for_key(const char* op, const NestedKey& key);
 
 }  // namespace tensordict::detail
