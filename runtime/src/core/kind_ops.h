@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tensordict/base.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 

@@ -7,6 +7,7 @@
 
 #include "core/format.h"
 #include "ops/copies.h"
+#include "tensordict/detail/impl.h"
 #include "tensordict/errors.h"
 #include "tensordict/functional.h"
 

@@ -1,6 +1,7 @@
 #include "ops/shared_mark.h"
 
 #include "core/nesting.h"
+#include "tensordict/detail/impl.h"
 
 namespace tensordict::detail {
 
