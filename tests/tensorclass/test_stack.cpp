@@ -325,3 +325,17 @@ TEST_CASE("the detailed repr prints a NonTensorStack field as tensordict does", 
         "    device=None,\n"
         "    is_shared=False)");
 }
+
+TEST_CASE("a NonTensorStack built from values of another type says so where it is read", "[tensorclass][stack]") {
+  // The runtime's container as it is (explicit constructor): its values are
+  // checked where they are read, with TypeError, not a JSON library's error.
+  const NonTensorStack<int64_t> seeds(NonTensorData::stack({tensordict::Json(1), tensordict::Json("two")}, {2}));
+  CHECK(seeds.at({2}, {0}) == 1);
+  const std::string expected = "NonTensorStack: the element 'two' does not have the stack's element type";
+  CHECK(message_of([&] { (void)seeds.at({2}, {1}); }) == expected);
+  CHECK(message_of([&] { (void)seeds.tolist({2}); }) == expected);
+  CHECK_THROWS_AS(seeds.tolist({2}), tensordict::TypeError);
+  const NonTensorStack<bool> flags(NonTensorData(tensordict::Json(2.5)));
+  CHECK(message_of([&] { (void)flags.at({1}, {0}); }) ==
+        "NonTensorStack: the element 2.5 does not have the stack's element type");
+}

@@ -24,26 +24,21 @@ namespace tensordict {
 
 namespace detail {
 // A NonTensorStack's values to and from JSON, compiled in the runtime
-// (src/core/non_tensor.cpp) for the element types a schema may declare, so
-// that this header needs no JSON.
-NonTensorData non_tensor_of(bool value);
-NonTensorData non_tensor_of(std::int64_t value);
-NonTensorData non_tensor_of(double value);
-NonTensorData non_tensor_of(const std::string& value);
-NonTensorData non_tensor_stack_of(const std::vector<bool>& values, at::IntArrayRef batch_size);
-NonTensorData non_tensor_stack_of(const std::vector<std::int64_t>& values, at::IntArrayRef batch_size);
-NonTensorData non_tensor_stack_of(const std::vector<double>& values, at::IntArrayRef batch_size);
-NonTensorData non_tensor_stack_of(const std::vector<std::string>& values, at::IntArrayRef batch_size);
-// The element at `index` of `data` over `batch` (non_tensor_element), and
-// every element, as T; TypeError when a value is not a T.
-void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, bool& out);
-void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, std::int64_t& out);
-void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, double& out);
-void non_tensor_element_as(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index, std::string& out);
-void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<bool>& out);
-void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<std::int64_t>& out);
-void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<double>& out);
-void non_tensor_elements_as(const NonTensorData& data, at::IntArrayRef batch, std::vector<std::string>& out);
+// (src/typed/non_tensor_stack.cpp, instantiated there for the element types
+// a schema may declare), so that this header needs no JSON.
+template <class T>
+struct NonTensorValues {
+  static NonTensorData one(const T& value);
+  static NonTensorData stack(const std::vector<T>& values, at::IntArrayRef batch_size);
+  // The element at `index` of `data` over `batch` (non_tensor_element), and
+  // every element, as T; TypeError when a value is not a T.
+  static T at(const NonTensorData& data, at::IntArrayRef batch, at::IntArrayRef index);
+  static std::vector<T> all(const NonTensorData& data, at::IntArrayRef batch);
+};
+extern template struct NonTensorValues<bool>;
+extern template struct NonTensorValues<std::int64_t>;
+extern template struct NonTensorValues<double>;
+extern template struct NonTensorValues<std::string>;
 }  // namespace detail
 
 template <class T>
@@ -56,17 +51,17 @@ class NonTensorStack {
   using value_type = T;
 
   // One value for every element (T{} by default, as a schema default is).
-  NonTensorStack() : data_(detail::non_tensor_of(T{})) {}
+  NonTensorStack() : data_(detail::NonTensorValues<T>::one(T{})) {}
   // One value for every element: `obj.task = "walk"`.
   template <class U>
     requires std::is_convertible_v<U&&, T>
-  NonTensorStack(U&& value) : data_(detail::non_tensor_of(T(std::forward<U>(value)))) {}
+  NonTensorStack(U&& value) : data_(detail::NonTensorValues<T>::one(T(std::forward<U>(value)))) {}
   // The runtime's container as it is (its values are checked against T
   // where the field is read: construction, from_tensordict, loads).
   explicit NonTensorStack(NonTensorData data) : data_(std::move(data)) {}
   // One value per element of a batch of shape `batch_size`, row-major.
   static NonTensorStack stack(const std::vector<T>& values, at::IntArrayRef batch_size) {
-    return NonTensorStack(detail::non_tensor_stack_of(values, batch_size));
+    return NonTensorStack(detail::NonTensorValues<T>::stack(values, batch_size));
   }
 
   // Whether the elements hold different values (tensordict's NonTensorStack)
@@ -77,15 +72,11 @@ class NonTensorStack {
   // The value of the element at `index` (one index per dim of `batch_size`,
   // the owning object's batch size): obj.task.at(obj.batch_size(), {1, 0}).
   T at(at::IntArrayRef batch_size, at::IntArrayRef index) const {
-    T out{};
-    detail::non_tensor_element_as(data_, batch_size, index, out);
-    return out;
+    return detail::NonTensorValues<T>::at(data_, batch_size, index);
   }
   // Every element's value over `batch_size`, row-major (tensordict's tolist(), flattened).
   std::vector<T> tolist(at::IntArrayRef batch_size) const {
-    std::vector<T> out;
-    detail::non_tensor_elements_as(data_, batch_size, out);
-    return out;
+    return detail::NonTensorValues<T>::all(data_, batch_size);
   }
 
   // Equal values element by element (a stack and one value differ).

@@ -92,12 +92,11 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // a sub-view is locked exactly when its source is, and cannot be locked or
   // unlocked itself (tensordict's rule: that would lock the whole source).
   virtual const TensorDictImpl* lock_source() const { return nullptr; }
-  // Lock state (see TensorDict::lock_). A kind may derive it from its
-  // parts: a lazy stack is locked when all its members are (tensordict's rule).
-  virtual bool is_locked() const {
-    const TensorDictImpl* source = lock_source();
-    return source ? source->is_locked() : locked_;
-  }
+  // Lock state (see TensorDict::lock_). Not virtual: every set() asks, and a
+  // dense level answers from its own flag inline. A kind that derives it
+  // (from a lock source; a lazy stack: locked when all its members are,
+  // tensordict's rule) sets derives_lock_ and answers in derived_lock().
+  bool is_locked() const { return derives_lock_ ? derived_lock() : locked_; }
 
   // ---- shared memory (TensorDict::share_memory_, is_shared) -----------------------
   // Throws tensordict's error when this kind's leaves cannot move into shared
@@ -160,6 +159,13 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // Whether lock_() was called on this tensordict itself (or a locked parent
   // reached it), whatever the kind derives.
   bool own_lock() const { return locked_; }
+  // is_locked() of a kind that set derives_lock_ (in its constructor); the
+  // default: its lock source's.
+  virtual bool derived_lock() const {
+    const TensorDictImpl* source = lock_source();
+    return source ? source->is_locked() : locked_;
+  }
+  bool derives_lock_ = false;
 
   // Deep trees are destroyed level after level, never recursively past a
   // bound (a tensordict nested 200,000 deep would exhaust the stack): the

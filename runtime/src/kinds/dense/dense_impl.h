@@ -87,8 +87,6 @@ class DenseImpl final : public TensorDictImpl {
   Kind kind() const override { return kKind; }
   at::IntArrayRef batch_size() const override { return batch_size_; }
   std::optional<at::Device> device() const override { return device_; }
-  // Its own lock (no lock source to ask): every set() checks it.
-  bool is_locked() const override { return own_lock(); }
   const Names& names() const override { return names_; }
   void set_meta(std::vector<int64_t> batch_size, std::optional<at::Device> device, Names names) override;
 

@@ -21,6 +21,7 @@ LazyStackedImpl::LazyStackedImpl(std::vector<TensorDict> members, int64_t stack_
                                  std::optional<std::string> stack_dim_name, std::optional<std::vector<int64_t>> member_batch,
                                  std::optional<at::Device> device)
     : members_(std::move(members)), stack_dim_(stack_dim), stack_dim_name_(std::move(stack_dim_name)), empty_device_(device) {
+  derives_lock_ = true;
   member_batch_ = members_.empty() ? member_batch.value_or(std::vector<int64_t>{}) : members_.front().batch_size().vec();
   if (!members_.empty() && member_batch && *member_batch != member_batch_) {
     throw RuntimeError(fmt::format("LazyStackedTensorDict: batch_size {} differs from the members' batch size {}",
@@ -127,7 +128,7 @@ void LazyStackedImpl::set_meta(std::vector<int64_t> batch_size, std::optional<at
   refresh_meta();
 }
 
-bool LazyStackedImpl::is_locked() const {
+bool LazyStackedImpl::derived_lock() const {
   return own_lock() || (!members_.empty() && std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.is_locked(); }));
 }
 

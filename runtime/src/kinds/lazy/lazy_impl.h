@@ -41,7 +41,7 @@ class LazyStackedImpl final : public TensorDictImpl, public Stacked {
   void assign(const std::string& key, const at::Tensor& value) override;
   bool entries_alias_storage() const override { return false; }
   // Locked through lock_(), or when every member is (tensordict's rule).
-  bool is_locked() const override;
+  bool derived_lock() const override;
   // Marked shared when it has members and every member is; is_shared()
   // asks the members and refuses a stack of shared and unshared ones
   // (tensordict's rules).

@@ -21,7 +21,9 @@ SubTensorDictImpl::SubTensorDictImpl(TensorDict source, std::vector<TensorIndex>
     : source_(std::move(source)),
       index_(std::move(index)),
       resolved_(index_, source_.batch_size()),
-      names_(source_.has_names() ? resolved_.result_names(source_.names()) : Names(resolved_.result_batch_size().size())) {}
+      names_(source_.has_names() ? resolved_.result_names(source_.names()) : Names(resolved_.result_batch_size().size())) {
+  derives_lock_ = true;  // its source's (lock_source)
+}
 
 void SubTensorDictImpl::set_meta(std::vector<int64_t>, std::optional<at::Device>, Names) {
   throw RuntimeError("a SubTensorDict's batch size, device and names follow its source and index; change the source");
