@@ -17,6 +17,11 @@ constexpr const char* kLockError =
 
 void TensorDict::throw_locked() { throw RuntimeError(kLockError); }
 
+bool TensorDictImpl::derived_lock() const {
+  const TensorDictImpl* source = lock_source();
+  return source ? source->is_locked() : locked_;
+}
+
 TensorDict& TensorDict::lock_() {
   if (impl_->lock_source()) {
     // tensordict's rule: locking a view would lock the rest of its source.

@@ -160,11 +160,9 @@ class TensorDictImpl : public std::enable_shared_from_this<TensorDictImpl> {
   // reached it), whatever the kind derives.
   bool own_lock() const { return locked_; }
   // is_locked() of a kind that set derives_lock_ (in its constructor); the
-  // default: its lock source's.
-  virtual bool derived_lock() const {
-    const TensorDictImpl* source = lock_source();
-    return source ? source->is_locked() : locked_;
-  }
+  // default: its lock source's. Out of line (core/lock.cpp), so that the
+  // inline is_locked() stays a flag test where set() calls it.
+  virtual bool derived_lock() const;
   bool derives_lock_ = false;
 
   // Deep trees are destroyed level after level, never recursively past a
