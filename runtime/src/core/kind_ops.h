@@ -155,6 +155,10 @@ struct KindOps {
   // per part (the generic write then).
   bool (*index_put)(const TensorDict& td, at::ArrayRef<TensorIndex> index, const TensorDict& value) = nullptr;
 
+  // to_dict() of a level: throws, with tensordict's message, when the dict
+  // cannot hold it (a lazy stack: keys that only some members have).
+  void (*check_to_dict)(const TensorDict& td) = nullptr;
+
   // repeat(): each part repeated along its own dims once, that one copy held
   // at each of its places (members of different shapes work).
   TensorDict (*repeat)(const TensorDict& td, at::IntArrayRef repeats) = nullptr;

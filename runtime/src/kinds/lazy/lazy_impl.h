@@ -173,6 +173,8 @@ void lazy_update(const TensorDict& td, const TensorDict& other);
 void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
                             c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys);
 TensorDict lazy_update_into(const TensorDict& dest, const TensorDict& source);
+// lazy_to_dict.cpp
+void lazy_check_to_dict(const TensorDict& td);
 // lazy_repeat.cpp
 TensorDict lazy_repeat(const TensorDict& td, at::IntArrayRef repeats);
 TensorDict lazy_repeat_interleave(const TensorDict& td, const at::Tensor& repeats, const at::Tensor& counts, int64_t dim);

@@ -34,6 +34,7 @@ const KindOps kLazyStackOps{
     .update_batch_size = lazy_update_batch_size,
     .update_into = lazy_update_into,
     .index_put = lazy_index_put,
+    .check_to_dict = lazy_check_to_dict,            // lazy_to_dict.cpp
     .repeat = lazy_repeat,                          // lazy_repeat.cpp
     .repeat_interleave = lazy_repeat_interleave,
 };
