@@ -159,6 +159,11 @@ struct KindOps {
   // cannot hold it (a lazy stack: keys that only some members have).
   void (*check_to_dict)(const TensorDict& td) = nullptr;
 
+  // memmap_refresh_() of a saved tensordict whose entries live in its parts,
+  // each saved in its own directory (a lazy stack: each member refreshed);
+  // null: the level read anew from its directory.
+  void (*memmap_refresh)(const TensorDict& td) = nullptr;
+
   // repeat(): each part repeated along its own dims once, that one copy held
   // at each of its places (members of different shapes work).
   TensorDict (*repeat)(const TensorDict& td, at::IntArrayRef repeats) = nullptr;

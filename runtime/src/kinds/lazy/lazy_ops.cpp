@@ -9,6 +9,11 @@ namespace {
 
 const Stacked* lazy_stacked(const TensorDictImpl& impl) { return &static_cast<const LazyStackedImpl&>(impl); }
 
+// memmap_refresh_: each member from its own directory.
+void lazy_memmap_refresh(const TensorDict& td) {
+  for (TensorDict member : lazy_of(td).members()) member.memmap_refresh_();
+}
+
 // index_put_ of a tensordict: into the members the index selects.
 bool lazy_index_put(const TensorDict& td, at::ArrayRef<TensorIndex> index, const TensorDict& value) {
   return lazy_of(td).put_members(index, value);
@@ -35,6 +40,7 @@ const KindOps kLazyStackOps{
     .update_into = lazy_update_into,
     .index_put = lazy_index_put,
     .check_to_dict = lazy_check_to_dict,            // lazy_to_dict.cpp
+    .memmap_refresh = lazy_memmap_refresh,
     .repeat = lazy_repeat,                          // lazy_repeat.cpp
     .repeat_interleave = lazy_repeat_interleave,
 };
