@@ -15,7 +15,6 @@
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"
-#include "tensordict/lazy.h"
 
 namespace tensordict {
 
