@@ -10,6 +10,7 @@
 #                    the tree lacks fail the layout rule (WORK_DIR: where)
 #   RULE=kind-questions  no file outside runtime/src/kinds/ asks a kind
 #                    question (as_lazy(, kind() ==, kind() !=, kind_cast<)
+#                    or walks a lazy stack's parts itself (as_stacked)
 #                    but the few runtime/src/kinds/README.md lists, which
 #                    this rule's allow-list names by file and text
 #   RULE=layering    runtime/src's folders include only headers of their own
@@ -173,8 +174,29 @@ if(RULE STREQUAL "kind-questions")
     "runtime/include/tensordict/tensorclass_lazy.h|result.kind() != Kind::LazyStack|a typed lazy stack's apply_tensordict checks that fn gave a lazy stack back, with its message"
     "runtime/src/ops/combine.cpp|kind_cast<detail::DenseImpl>|stack's dense fast path: dense members' entries read in place (the benchmarks' instruction counts)"
     "runtime/src/distributed/wire.cpp|leaf.level.kind() == Kind::Dense|recv's dense fast path: a dense level's leaf written in place (the benchmarks' instruction counts)"
-    "runtime/src/core/dict_convert.cpp|c10::TypeKind|libtorch's IValue type kind, not a tensordict's")
-  set(pattern "as_lazy\\(|kind\\(\\) *[!=]=|kind_cast<")
+    "runtime/src/core/dict_convert.cpp|c10::TypeKind|libtorch's IValue type kind, not a tensordict's"
+    # The walks that still go through a lazy stack's parts (Stacked) outside
+    # its folder: each builds with its own layer's private code, or asks a
+    # yes or no that no kind's code follows.
+    "runtime/src/core/kind_ops.h|inline const Stacked* as_stacked(|its definition"
+    "runtime/src/core/stacked_parts.cpp|as_stacked(*other.impl())|parts_for_members: another stack's own members when it stacks along the same dim"
+    "runtime/src/core/dict.cpp|as_stacked(*mine.impl_)|update_: a lazy stack takes the other's parts member by member inside the handle's level walk"
+    "runtime/src/core/repr.cpp|detail::as_stacked(|the detailed repr of a lazy stack (exclusive fields, stack_dim, ragged entries) with the repr's private field builders"
+    "runtime/src/core/repr_compact.cpp|return as_stacked(|the compact repr's lazy levels, with its private node builder"
+    "runtime/src/ops/map_pairs.cpp|as_stacked(*a.impl())|the pair walker pairs a nested lazy stack member by member inside its own recursion"
+    "runtime/src/ops/math_ops.cpp|found = detail::as_stacked(|where: whether the pair walker will meet a nested lazy stack, a yes or no"
+    "runtime/src/ops/math_ops.cpp|auto lazy = detail::as_stacked(|apply's filter_empty prunes a lazy stack member by member inside its own recursion"
+    "runtime/src/storage/consolidate.cpp|detail::as_stacked(|consolidation copies a lazy stack's members' leaves where they are into the storage's views"
+    "runtime/src/storage/consolidated_file_write.cpp|detail::as_stacked(|a consolidated file's metadata describes a lazy stack member by member"
+    "runtime/src/memmap/write.cpp|as_stacked(*impl)|memmap's layout: one directory per member, planned by the writer"
+    "runtime/src/memmap/anonymous.cpp|detail::as_stacked(|anonymous shared memory maps a lazy stack's members where they are"
+    "runtime/src/memmap/append.cpp|detail::as_stacked(|append refuses a saved lazy stack, a yes or no for its message"
+    "runtime/src/safetensors/safetensors_write.cpp|detail::as_stacked(|safetensors' metadata of a lazy stack (exclusive keys refused, its stack dim)"
+    "runtime/src/distributed/wire.cpp|detail::as_stacked(|the wire messages: a lazy stack sent member after member"
+    "runtime/src/distributed/reduce_per_leaf.cpp|detail::as_stacked(|all_reduce's order: a lazy stack member by member"
+    "runtime/src/distributed/remote_init.cpp|detail::as_stacked(|remote_init's structure message: a lazy stack's members and stack dim"
+    "runtime/src/distributed/consolidated_wire.cpp|detail::as_stacked(|a received tensorclass type refused for a lazy stack, a yes or no for its message")
+  set(pattern "as_lazy\\(|kind\\(\\) *[!=]=|kind_cast<|as_stacked\\(")
   file(GLOB_RECURSE files RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/runtime/*.h" "${SOURCE_DIR}/runtime/*.cpp")
   set(found "")
   set(used "")
@@ -289,14 +311,17 @@ if(RULE STREQUAL "rules-selftest")
   file(WRITE "${tree}/runtime/src/ops/walk.h" "#pragma once\n")
   file(WRITE "${tree}/runtime/src/ops/walk.cpp"
        "#include \"ops/walk.h\"\n#include \"../core/handle.h\"\n// td.kind() == Kind::Dense in a comment\n"
-       "void f(const TensorDict& td) {\n  if (td.kind() == Kind::LazyStack) return;\n}\n")
-  file(WRITE "${tree}/runtime/src/kinds/lazy/lazy.cpp" "bool g(const TensorDict& td) { return td.kind() == Kind::LazyStack; }\n")
+       "void f(const TensorDict& td) {\n  if (td.kind() == Kind::LazyStack) return;\n"
+       "  if (detail::as_stacked(*td.impl())) return;\n}\n")
+  file(WRITE "${tree}/runtime/src/kinds/lazy/lazy.cpp"
+       "bool g(const TensorDict& td) { return td.kind() == Kind::LazyStack || detail::as_stacked(*td.impl()); }\n")
   file(WRITE "${tree}/runtime/src/extra/x.cpp" "\n")
   set(cases
     "layering|runtime/src/core/handle.cpp:4: #include \"ops/walk.h\": core/ includes a header of ops/, a folder above it"
     "layering|runtime/src/ops/walk.cpp:2: #include \"../core/handle.h\": climbs"
     "layering|runtime/src/extra/: a folder the layering does not place"
-    "kind-questions|runtime/src/ops/walk.cpp:5: if \\(td.kind\\(\\) == Kind::LazyStack\\) return.")
+    "kind-questions|runtime/src/ops/walk.cpp:5: if \\(td.kind\\(\\) == Kind::LazyStack\\) return."
+    "kind-questions|runtime/src/ops/walk.cpp:6: if \\(detail::as_stacked\\(\\*td.impl\\(\\)\\)\\) return.")
   foreach(case IN LISTS cases)
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 rule)

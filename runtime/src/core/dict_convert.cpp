@@ -12,7 +12,6 @@
 #include "core/nesting.h"
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
-#include "tensordict/lazy.h"
 #include "tensordict/non_tensor.h"
 
 namespace tensordict {
@@ -63,12 +62,8 @@ std::optional<Json> to_json(const c10::IValue& value) {
 
 IDict level_to_dict(const TensorDict& td) {
   detail::NestingGuard guard("to_dict");
-  if (detail::as_stacked(*td.impl())) {
-    for (const auto& own : LazyStackedTensorDict(td).exclusive_keys()) {
-      // tensordict's message: a dict cannot hold what only some members have.
-      if (!own.empty()) throw RuntimeError("the method to_dict cannot complete when there are exclusive keys.");
-    }
-  }
+  // A dict cannot hold what only some of a lazy stack's members have.
+  if (const auto refuse = detail::kind_ops(*td.impl()).check_to_dict) refuse(td);
   IDict out = detail::empty_ivalue_dict();
   for (const auto& key : td.keys()) {
     const Value value = *td.get_value(key);

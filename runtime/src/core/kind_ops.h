@@ -90,6 +90,88 @@ struct KindOps {
   // The compact repr names its class on a nested level (tensordict prints it
   // for every class but TensorDict).
   bool compact_names_class = true;
+
+  // ---- op families run part by part (a lazy stack: member by member) ----
+  // tensordict defines these ops on a lazy stack's members, which may differ
+  // in keys and shapes, so that the stacked value need not exist; null: the
+  // generic op, over the tensordict's own entries.
+
+  // densify() (tensordict's _lazy.py densify: the members' tensors at a key
+  // stacked, or as a nested tensor when their shapes differ).
+  TensorDict (*densify)(const TensorDict& td) = nullptr;
+  // maybe_dense_stack() of levels the first of which is of this kind (lazy
+  // stacks of as many members along the same dim: stacked member by member,
+  // the result lazy); nullopt, or null: the generic one.
+  std::optional<TensorDict> (*maybe_dense_stack)(const std::vector<TensorDict>& tds, int64_t dim) = nullptr;
+  // dense_stack_tds() of one tensordict (a lazy stack: maybe_dense_stack of
+  // its members); null: the tensordict itself.
+  TensorDict (*dense_stack_tds)(const TensorDict& td) = nullptr;
+
+  // Pointwise math part by part (tensordict's _fast_apply; the result keeps
+  // the kind): fn(part, share) for each part, `share` its part of `operand`
+  // (a tensordict cut along the stack dim, a tensor shaped like the batch at
+  // the part's place, a scalar whole; null when `operand` is), the results
+  // restacked.
+  TensorDict (*pointwise)(const TensorDict& td, const Operand* operand, const char* op,
+                          c10::function_ref<TensorDict(const TensorDict& part, const Operand* share)> fn) = nullptr;
+  // The same in place: fn(part, share) on each part, whose entries are the
+  // tensordict's.
+  void (*pointwise_)(const TensorDict& td, const Operand* operand, const char* op,
+                     c10::function_ref<void(TensorDict& part, const Operand* share)> fn) = nullptr;
+  // softmax() over batch dim `dim` (tensordict's LazyStackedTensorDict.
+  // _softmax): across another dim, each member along its place of that dim;
+  // along the stack dim of members whose entries differ in shape,
+  // `leafwise(td)`, the leaves' softmax part by part; nullopt (the members'
+  // entries stack), or null: the generic softmax.
+  std::optional<TensorDict> (*softmax)(const TensorDict& td, int64_t dim, std::optional<at::ScalarType> dtype,
+                                       c10::function_ref<TensorDict(const TensorDict&)> leafwise) = nullptr;
+  // where() with a tensor condition, masked_fill(), masked_fill_(): each
+  // part with its part of the batch-shaped condition or mask (and of a
+  // tensordict operand).
+  TensorDict (*where)(const TensorDict& td, const at::Tensor& condition, const Operand& other,
+                      const MissingKeys& missing) = nullptr;
+  TensorDict (*masked_fill)(const TensorDict& td, const at::Tensor& mask, const at::Scalar& value) = nullptr;
+  void (*masked_fill_)(const TensorDict& td, const at::Tensor& mask, const at::Scalar& value) = nullptr;
+
+  // update() (tensordict's _lazy.py _update_entries): each part updated with
+  // the other's part along the stack dim (its own members when it stacks
+  // along the same dim, else its slices); the handle has checked the lock.
+  void (*update)(const TensorDict& td, const TensorDict& other) = nullptr;
+  // update() with update_batch_size from another batch size: the parts take
+  // the other's parts' batch sizes (fewer replace them, more are appended).
+  // check_unlocked(): the handle's lock check, made after the other is cut;
+  // check_keys(): every key of `td` must be in the other.
+  void (*update_batch_size)(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
+                            c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys) = nullptr;
+  // What a nested level `dest` of a kind without its own update becomes when
+  // a tensordict of this kind updates it (a lazy stack: a lazy stack of
+  // dest's slices along its stack dim, updated member by member, since the
+  // members may differ in shape); null: dest is updated entry by entry.
+  TensorDict (*update_into)(const TensorDict& dest, const TensorDict& source) = nullptr;
+
+  // index_put_() of a tensordict `value` (tensordict's _setitem_index): written
+  // into the parts `index` selects, each its part of the value (a key it
+  // brings goes into those parts only); false when the index cannot be split
+  // per part (the generic write then).
+  bool (*index_put)(const TensorDict& td, at::ArrayRef<TensorIndex> index, const TensorDict& value) = nullptr;
+
+  // to_dict() of a level: throws, with tensordict's message, when the dict
+  // cannot hold it (a lazy stack: keys that only some members have).
+  void (*check_to_dict)(const TensorDict& td) = nullptr;
+
+  // memmap_refresh_() of a saved tensordict whose entries live in its parts,
+  // each saved in its own directory (a lazy stack: each member refreshed);
+  // null: the level read anew from its directory.
+  void (*memmap_refresh)(const TensorDict& td) = nullptr;
+
+  // repeat(): each part repeated along its own dims once, that one copy held
+  // at each of its places (members of different shapes work).
+  TensorDict (*repeat)(const TensorDict& td, at::IntArrayRef repeats) = nullptr;
+  // repeat_interleave() along batch dim `dim` (`counts`: the checked counts,
+  // on the CPU): along the stack dim each part repeated in place, along
+  // another each part's rows.
+  TensorDict (*repeat_interleave)(const TensorDict& td, const at::Tensor& repeats, const at::Tensor& counts,
+                                  int64_t dim) = nullptr;
 };
 
 // The table of `impl`'s kind.

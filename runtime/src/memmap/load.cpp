@@ -436,9 +436,9 @@ TensorDict& TensorDict::memmap_refresh_() {
   if (!path) {
     throw RuntimeError("cannot refresh a tensordict that is not memory-mapped or has no path associated");
   }
-  if (const auto* lazy = detail::as_stacked(*impl_)) {
-    // A lazy stack's entries live in its members, each saved in its own directory.
-    for (TensorDict member : lazy->members()) member.memmap_refresh_();
+  // A lazy stack's entries live in its members, each saved in its own directory.
+  if (const auto own = detail::kind_ops(*impl_).memmap_refresh) {
+    own(*this);
     return *this;
   }
   TensorDict fresh;

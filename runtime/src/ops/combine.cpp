@@ -190,7 +190,8 @@ struct Combiner {
     std::vector<TensorDict> nested;
     nested.reserve(members.size());
     for (const auto& m : members) nested.push_back(m.tensordict());
-    if (std::any_of(nested.begin(), nested.end(), [](const TensorDict& n) { return detail::as_stacked(*n.impl()) != nullptr; })) {
+    // Levels one of which combines itself (a lazy stack: KindOps::cat, stack).
+    if (std::any_of(nested.begin(), nested.end(), [](const TensorDict& n) { return detail::kind_ops(*n.impl()).cat != nullptr; })) {
       std::optional<TensorDict> combined;
       try {
         combined = lazy_levels(nested);

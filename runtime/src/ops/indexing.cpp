@@ -75,18 +75,18 @@ TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index, const Tensor
   // A lazy stack writes into the members the index selects, each its part
   // of the value (tensordict's _setitem_index): a new key goes into those
   // members only.
-  if (auto lazy = detail::as_stacked(*impl_); lazy && lazy->put_members(index, source)) return *this;
+  if (const auto own = detail::kind_ops(*impl_).index_put; own && own(*this, index, source)) return *this;
   // A nested lazy stack takes its part the same way, at the same index. The
   // value's entries are looked through only when this level holds one: the
   // common write pays a pass over this level's children, not a copy of the
   // value's items.
   bool holds_lazy = false;
-  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::as_stacked(*child.impl()); });
+  impl_->for_each_child([&](const TensorDict& child) { holds_lazy = holds_lazy || detail::kind_ops(*child.impl()).index_put; });
   if (holds_lazy) {
     for (const auto& [key, item] : source.items()) {
       if (!item.is_tensordict()) continue;
       const auto held = impl_->find(key.front());
-      if (!held || !held->is_tensordict() || !detail::as_stacked(*held->tensordict().impl())) continue;
+      if (!held || !held->is_tensordict() || !detail::kind_ops(*held->tensordict().impl()).index_put) continue;
       TensorDict(held->tensordict()).index_put_(detail::without_ellipsis(index, batch_dims()), item.tensordict());
       source = source.exclude({key});
     }

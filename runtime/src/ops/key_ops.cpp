@@ -15,7 +15,6 @@
 #include "tensordict/base.h"
 #include "tensordict/errors.h"
 #include "tensordict/detail/impl.h"
-#include "tensordict/lazy.h"
 
 namespace tensordict {
 
@@ -100,33 +99,12 @@ TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
   return out;
 }
 
-namespace {
-// The members of `other` when it is a lazy stack along `lazy`'s stack dim
-// (tensordict pairs the members then, whatever their count); nullopt else.
-std::optional<std::vector<TensorDict>> same_stack_sources(const detail::Stacked& lazy, const TensorDict& other) {
-  auto theirs = detail::as_stacked(*other.impl());
-  if (!theirs || theirs->stack_dim() != lazy.stack_dim()) return std::nullopt;
-  return theirs->members();
-}
-}  // namespace
-
 TensorDict& TensorDict::update(const TensorDict& other) {
   // A lazy stack is updated member by member with the other's parts along
   // its stack dim, which needs no stacking of either side.
-  if (auto lazy = detail::as_stacked(*impl_)) {
+  if (const auto own = detail::kind_ops(*impl_).update) {
     check_unlocked();
-    const auto parts = same_stack_sources(*lazy, other);
-    if (!parts) {
-      const auto cut = detail::parts_for_members(*lazy, other, "update");
-      for (std::size_t i = 0; i < cut.size(); ++i) TensorDict(lazy->members()[i]).update(cut[i]);
-      return *this;
-    }
-    // tensordict leaves out the extra members of a longer source (_lazy.py
-    // _update_entries).
-    if (parts->size() < lazy->members().size()) {
-      throw ValueError("update: cannot update stacked tensordicts with different shapes when update_batch_size=False");
-    }
-    for (std::size_t i = 0; i < lazy->members().size(); ++i) TensorDict(lazy->members()[i]).update((*parts)[i]);
+    own(*this, other);
     return *this;
   }
   // Entries are set by their path from this level, so that an error (a
@@ -140,18 +118,13 @@ TensorDict& TensorDict::update(const TensorDict& other) {
       std::optional<Value> mine;
       if (value.is_tensordict() && (mine = get_value(full)) && mine->is_tensordict()) {
         // Nested tensordicts are updated, not replaced.
-        if (detail::as_stacked(*mine->impl())) {
+        // A level with its own update (a lazy stack) updates itself; one
+        // updated by a source with its own update (a lazy stack) is replaced
+        // by what that gives (a lazy stack of its slices).
+        if (detail::kind_ops(*mine->impl()).update) {
           TensorDict(mine->tensordict()).update(value.tensordict());
-        } else if (auto theirs = detail::as_stacked(*value.impl())) {
-          // A dense level updated by a lazy stack becomes a lazy stack of
-          // its slices, updated member by member (tensordict's
-          // _update_entries): the source's members may differ in shape.
-          const int64_t dim = theirs->stack_dim();
-          std::vector<TensorDict> slices;
-          for (auto& slice : mine->tensordict().unbind(dim)) slices.emplace_back(std::move(slice));
-          TensorDict restacked = lazy_stack(slices, dim);
-          restacked.update(value.tensordict());
-          set(full, restacked);
+        } else if (const auto into = detail::kind_ops(*value.impl()).update_into) {
+          set(full, into(mine->tensordict(), value.tensordict()));
         } else {
           self(self, *value.impl());
         }
@@ -260,67 +233,27 @@ void rebatch(TensorDict dest, const TensorDict& source) {
   dest.impl()->set_meta(source.batch_size().vec(), dest.device(), {});
 }
 
-// The leaf keys of `dest` that `source` lacks (update_batch_size needs none).
-std::vector<std::string> missing_from(const TensorDict& dest, const TensorDict& source) {
-  std::vector<std::string> out;
+// update_batch_size needs every leaf key of `dest` in `source`: RuntimeError
+// naming those it lacks.
+void check_source_keys(const TensorDict& dest, const TensorDict& source) {
+  std::vector<std::string> missing;
   for (const auto& key : dest.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
-    if (!source.contains(key)) out.push_back(key.repr());
+    if (!source.contains(key)) missing.push_back(key.repr());
   }
-  return out;
-}
-
-// update_batch_size of a lazy stack by `sources`, the parts of `other` along
-// its stack dim (_lazy.py _update_entries): as many parts update the members
-// pairwise, each member taking its part's batch size; fewer replace the
-// members; more update them pairwise, and copies of the extra ones are
-// appended, so members of any shape come in.
-TensorDict& update_lazy_batch_size(TensorDict& self, const detail::Stacked& lazy,
-                                   const std::vector<TensorDict>& sources, const TensorDict& other,
-                                   const UpdateOptions& options) {
-  const std::size_t n = lazy.members().size();
-  auto& members = const_cast<detail::Stacked&>(lazy);
-  if (sources.size() == n) {
-    // Each member checks its own update (keys, inplace, keys_to_update) as
-    // a tensordict of that batch size does; the stack then reads its batch
-    // size from the members again.
-    for (std::size_t i = 0; i < n; ++i) TensorDict(lazy.members()[i]).update(sources[i], options);
-    members.reset_members(lazy.members());
-    return self;
-  }
-  if (sources.size() > n && options.inplace) {
-    throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
-  }
-  if (sources.size() > n && options.keys_to_update) {
-    throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
-  }
-  const auto missing = missing_from(self, other);
   if (!missing.empty()) {
     throw RuntimeError(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
                                    "missing from the source: {}", fmt::join(missing, ", ")));
   }
-  if (sources.size() < n) {
-    members.reset_members(sources);
-    return self;
-  }
-  for (std::size_t i = 0; i < n; ++i) TensorDict(lazy.members()[i]).update(sources[i], options);
-  std::vector<TensorDict> all = lazy.members();
-  for (std::size_t i = n; i < sources.size(); ++i) all.push_back(sources[i].clone({.recurse = false}));
-  members.reset_members(std::move(all));
-  return self;
 }
 }  // namespace
 
 TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& options) {
   // A lazy stack takes another batch size member by member (tensordict's
-  // _lazy.py _update_entries): a stack cannot be given a batch size, its
-  // members can. The other's parts along the stack dim are its members when
-  // it is a lazy stack along the same dim, else its slices (tensordict's
-  // to_lazystack(stack_dim)), whatever its kind.
-  if (auto lazy = detail::as_stacked(*impl_); lazy && options.update_batch_size && other.batch_size() != batch_size()) {
-    auto sources = same_stack_sources(*lazy, other);
-    if (!sources) sources = other.unbind(lazy->stack_dim());
-    check_unlocked();  // tensordict's lock error comes first
-    return update_lazy_batch_size(*this, *lazy, *sources, other, options);
+  // _lazy.py _update_entries).
+  if (const auto own = detail::kind_ops(*impl_).update_batch_size;
+      own && options.update_batch_size && other.batch_size() != batch_size()) {
+    own(*this, other, options, [&] { check_unlocked(); }, [&] { check_source_keys(*this, other); });
+    return *this;
   }
   const auto nb = std::min(batch_dims(), other.batch_dims());
   if (batch_size().slice(0, nb) != other.batch_size().slice(0, nb)) {
@@ -334,11 +267,7 @@ TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& opt
     if (options.keys_to_update) {
       throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
     }
-    const auto missing = missing_from(*this, other);
-    if (!missing.empty()) {
-      throw RuntimeError(fmt::format("update: with update_batch_size every key of the destination must be in the source; "
-                                           "missing from the source: {}", fmt::join(missing, ", ")));
-    }
+    check_source_keys(*this, other);
     check_unlocked();
     rebatch(*this, other);
     return update(options.clone ? TensorDict(other.clone()) : other);

@@ -43,8 +43,10 @@ TensorDict unary(const TensorDict& td, c10::function_ref<at::Tensor(const at::Te
                  OpKind kind = OpKind::Leafwise, const detail::NestedOp* nested = nullptr) {
   // tensordict runs ops on a lazy stack member by member (_lazy.py
   // _fast_apply): members of different shapes work, the result stays lazy.
-  if (auto lazy = detail::as_stacked(*td.impl()); lazy && kind == OpKind::Leafwise) {
-    return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t) { return unary(m, fn, op, kind); }));
+  if (kind == OpKind::Leafwise) {
+    if (const auto own = detail::kind_ops(*td.impl()).pointwise) {
+      return own(td, nullptr, op, [&](const TensorDict& m, const Operand*) { return unary(m, fn, op, kind); });
+    }
   }
   return wrap(detail::map_leaves(*td.impl(), {td.batch_size().vec(), td.names()}, td.device(), kind, fn, op,
                                  detail::ShapeCheck::Results, nested));
@@ -71,32 +73,6 @@ std::vector<int64_t> operand_batch(const TensorDict& td, const at::Tensor& t, co
   return out;
 }
 
-// A batch-shaped tensor's part for member `i` of a lazy stack along `dim`:
-// its element at the stack dim (a dim of size 1 broadcasts), or the tensor
-// itself when its dims stop before the stack dim.
-at::Tensor member_slice(const at::Tensor& t, int64_t dim, std::size_t i) {
-  if (t.dim() <= dim) return t;
-  return t.select(dim, t.size(dim) == 1 ? 0 : static_cast<int64_t>(i));
-}
-
-// `other` cut into one operand per member of `lazy` (`td`'s storage): a
-// tensordict along the stack dim (parts_for_members), a tensor with dims
-// (shaped like the batch, which it must not broadcast) at the stack dim, a
-// scalar for every member.
-std::vector<Operand> member_operands(const TensorDict& td, const detail::Stacked& lazy, const Operand& other,
-                                     const char* op) {
-  std::vector<Operand> out;
-  if (const TensorDict* o = other.tensordict()) {
-    for (auto& part : detail::parts_for_members(lazy, *o, op)) out.emplace_back(std::move(part));
-    return out;
-  }
-  const at::Tensor t = other.tensor();
-  if (t.dim() == 0) return std::vector<Operand>(lazy.members().size(), other);
-  const at::Tensor shaped = t.expand(td.batch_size());
-  for (std::size_t i = 0; i < lazy.members().size(); ++i) out.emplace_back(member_slice(shaped, lazy.stack_dim(), i));
-  return out;
-}
-
 // A tensor operand with dims that would broadcast the batch size to more:
 // an in-place op cannot.
 void check_inplace_operand(const TensorDict& td, const Operand& other, const char* op) {
@@ -114,20 +90,16 @@ void check_inplace_operand(const TensorDict& td, const Operand& other, const cha
 // operand (tensordict's _fast_apply in place): false for another kind.
 bool inplace_on_members(const TensorDict& td, const Operand& other, const char* op,
                         c10::function_ref<void(TensorDict&, const Operand&)> fn) {
-  auto lazy = detail::as_stacked(*td.impl());
-  if (!lazy) return false;
+  const auto own = detail::kind_ops(*td.impl()).pointwise_;
+  if (!own) return false;
   check_inplace_operand(td, other, op);
-  const auto operands = member_operands(td, *lazy, other, op);
-  for (std::size_t i = 0; i < operands.size(); ++i) {
-    TensorDict member = lazy->members()[i];
-    fn(member, operands[i]);
-  }
+  own(td, &other, op, [&](TensorDict& m, const Operand* share) { fn(m, *share); });
   return true;
 }
 bool inplace_on_members(const TensorDict& td, c10::function_ref<void(TensorDict&)> fn) {
-  auto lazy = detail::as_stacked(*td.impl());
-  if (!lazy) return false;
-  for (TensorDict member : lazy->members()) fn(member);
+  const auto own = detail::kind_ops(*td.impl()).pointwise_;
+  if (!own) return false;
+  own(td, nullptr, "", [&](TensorDict& m, const Operand*) { fn(m); });
   return true;
 }
 
@@ -143,10 +115,9 @@ TensorDict binary(const TensorDict& td, const Operand& other, detail::PairFn fn,
     if (batch != td.batch_size()) return binary(td.expand(batch), other, fn, missing, op, non_tensor);
   }
   // A lazy stack: member by member, each with its part of the operand.
-  if (auto lazy = detail::as_stacked(*td.impl())) {
-    const auto operands = member_operands(td, *lazy, other, op);
-    return TensorDict(
-        lazy->map_stacked([&](const TensorDict& m, std::size_t i) { return binary(m, operands[i], fn, missing, op, non_tensor); }));
+  if (const auto own = detail::kind_ops(*td.impl()).pointwise) {
+    return own(td, &other, op,
+               [&](const TensorDict& m, const Operand* share) { return binary(m, *share, fn, missing, op, non_tensor); });
   }
   if (o) return wrap(detail::map_pairs(*td.impl(), *o->impl(), fn, missing, op, non_tensor));
   if (t.dim() == 0) return unary(td, [&](const at::Tensor& leaf) { return fn(leaf, t); }, op);
@@ -282,16 +253,12 @@ TensorDict TensorDict::softmax(int64_t dim, std::optional<at::ScalarType> dtype)
   const int64_t d = wrap_batch_dim(dim, batch_dims(), "softmax");
   // c10::optional: a distinct type before libtorch 2.x
   auto leaf_softmax = [&](const at::Tensor& t) { return dtype ? at::softmax(t, d, *dtype) : at::softmax(t, d); };
-  // tensordict's LazyStackedTensorDict._softmax: across another dim, each
-  // member along that dim's place in it; along the stack dim of members
-  // whose entries differ in shape (no dense copy), each member's leaves along
-  // their own dim `d` (tensordict 0.15.3's rule, its TODO #2359).
-  if (auto lazy = detail::as_stacked(*impl_)) {
-    const int64_t sd = lazy->stack_dim();
-    if (d != sd) {
-      return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t) { return m.softmax(d < sd ? d : d - 1, dtype); }));
+  // A lazy stack: member by member unless its members' entries stack
+  // (tensordict's LazyStackedTensorDict._softmax).
+  if (const auto own = detail::kind_ops(*impl_).softmax) {
+    if (auto out = own(*this, d, dtype, [&](const TensorDict& td) { return unary(td, leaf_softmax, "softmax"); })) {
+      return *std::move(out);
     }
-    if (!lazy->entries_stack()) return unary(*this, leaf_softmax, "softmax");
   }
   // A nested lazy stack inside the batch runs softmax itself.
   auto softmax_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.softmax(d, dtype)}; };
@@ -563,13 +530,7 @@ TensorDict TensorDict::where(const Operand& condition, const Operand& other, Mis
   const at::Tensor c = condition.tensor();
   // A lazy stack: each member with its part of the batch-shaped condition
   // and of a tensordict operand.
-  if (auto lazy = detail::as_stacked(*impl_)) {
-    const auto others = other.tensordict() ? member_operands(*this, *lazy, other, "where")
-                                           : std::vector<Operand>(lazy->members().size(), other);
-    return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t i) {
-      return m.where(member_slice(c, lazy->stack_dim(), i), others[i], missing);
-    }));
-  }
+  if (const auto own = detail::kind_ops(*impl_).where) return own(*this, c, other, missing);
   // With a pad, a key of self only reads where(c, self, pad) and one of
   // `other` only where(c, pad, other): tensordict's where(~c, other, pad).
   auto select = [&](const at::Tensor& a, const at::Tensor& b) { return at::where(detail::align_to_leaf(c, a), a, b); };
@@ -594,20 +555,15 @@ TensorDict TensorDict::masked_fill(const at::Tensor& mask, const at::Scalar& val
   auto fill_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.masked_fill(mask, value)}; };
   const detail::NestedOp nested = fill_nested;
   // A lazy stack: each member with its part of the batch-shaped mask.
-  if (auto lazy = detail::as_stacked(*impl_)) {
-    return TensorDict(lazy->map_stacked([&](const TensorDict& m, std::size_t i) {
-      return m.masked_fill(member_slice(mask, lazy->stack_dim(), i), value);
-    }));
-  }
+  if (const auto own = detail::kind_ops(*impl_).masked_fill) return own(*this, mask, value);
   return unary(*this, [&](const at::Tensor& t) { return t.masked_fill(detail::align_to_leaf(mask, t), value); }, "masked_fill",
                OpKind::Value, &nested);
 }
 
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const at::Scalar& value) {
-  if (auto lazy = detail::as_stacked(*impl_)) {
-    for (std::size_t i = 0; i < lazy->members().size(); ++i) {
-      TensorDict(lazy->members()[i]).masked_fill_(member_slice(mask, lazy->stack_dim(), i), value);
-    }
+  // A lazy stack: each member with its part of the batch-shaped mask.
+  if (const auto own = detail::kind_ops(*impl_).masked_fill_) {
+    own(*this, mask, value);
     return *this;
   }
   if (!detail::writes_through(*impl_)) return update_(masked_fill(mask, value));

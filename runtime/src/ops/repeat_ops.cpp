@@ -83,19 +83,8 @@ TensorDict TensorDict::repeat(at::IntArrayRef repeats) const {
     if (repeats[d] < 0) throw ValueError(fmt::format("repeat: negative count in {}", shape_string(repeats)));
     batch.push_back(batch_size()[d] * repeats[d]);
   }
-  // A lazy stack repeats its members, each repeated along its own dims once
-  // and that one copy held at each of its places, as tensordict does:
-  // members of different shapes work.
-  if (auto lazy = detail::as_stacked(*impl_)) {
-    const int64_t sd = lazy->stack_dim();
-    std::vector<int64_t> member_counts = repeats.vec();
-    member_counts.erase(member_counts.begin() + sd);
-    std::vector<TensorDict> copies;
-    for (const auto& m : lazy->members()) copies.push_back(m.repeat(member_counts));
-    std::vector<TensorDict> members;
-    for (int64_t r = 0; r < repeats[sd]; ++r) members.insert(members.end(), copies.begin(), copies.end());
-    return TensorDict(lazy->restacked(std::move(members), sd));
-  }
+  // A lazy stack repeats its members (members of different shapes work).
+  if (const auto own = detail::kind_ops(*impl_).repeat) return own(*this, repeats);
   // A nested lazy stack repeats itself, its own dims once.
   auto repeat_nested = [&](const TensorDict& n) {
     std::vector<int64_t> counts = repeats.vec();
@@ -150,24 +139,8 @@ TensorDict TensorDict::repeat_interleave(const at::Tensor& repeats, std::optiona
   std::vector<int64_t> batch = batch_size().vec();
   batch[d] = counts.numel() == n && counts.dim() == 1 ? counts.sum().item<int64_t>() : n * counts.reshape({}).item<int64_t>();
   const int64_t total = batch[d];
-  // A lazy stack: along its stack dim, each member repeated in place (one
-  // copy, held at each of its places); along another dim, each member's
-  // rows (tensordict's rule, so members of different shapes work).
-  if (auto lazy = detail::as_stacked(*impl_)) {
-    const int64_t sd = lazy->stack_dim();
-    std::vector<TensorDict> members;
-    for (std::size_t i = 0; i < lazy->members().size(); ++i) {
-      const TensorDict& m = lazy->members()[i];
-      if (d != sd) {
-        members.push_back(m.repeat_interleave(repeats, d < sd ? d : d - 1));
-        continue;
-      }
-      const int64_t times = counts.numel() == 1 ? counts.reshape({}).item<int64_t>() : counts[static_cast<int64_t>(i)].item<int64_t>();
-      const TensorDict copy = m.clone();
-      for (int64_t k = 0; k < times; ++k) members.push_back(copy);
-    }
-    return TensorDict(lazy->restacked(std::move(members), sd));
-  }
+  // A lazy stack: member by member (members of different shapes work).
+  if (const auto own = detail::kind_ops(*impl_).repeat_interleave) return own(*this, repeats, counts, d);
   auto repeat_nested = [&](const TensorDict& n) { return std::vector<TensorDict>{n.repeat_interleave(repeats, d)}; };
   const detail::NestedOp nested = repeat_nested;
   return mapped(*this, batch, same_names(*this), [&](const at::Tensor& t) {

@@ -148,6 +148,36 @@ std::optional<TensorDict> lazy_stack_of_stacks(const std::vector<TensorDict>& td
 
 // The lazy stack `impl` is, or null for another kind.
 inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_cast<LazyStackedImpl>(&impl); }
+// The lazy stack `td` is (the KindOps entries below are called for lazy
+// stacks only).
+inline const LazyStackedImpl& lazy_of(const TensorDict& td) { return static_cast<const LazyStackedImpl&>(*td.impl()); }
+
+// The op families tensordict defines on a lazy stack's members, one file
+// each (KindOps, core/kind_ops.h, says what each does).
+// lazy_densify.cpp
+TensorDict lazy_densify(const TensorDict& td);
+std::optional<TensorDict> lazy_maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim);
+TensorDict lazy_dense_stack_tds(const TensorDict& td);
+// lazy_math.cpp
+TensorDict lazy_pointwise(const TensorDict& td, const Operand* operand, const char* op,
+                          c10::function_ref<TensorDict(const TensorDict&, const Operand*)> fn);
+void lazy_pointwise_(const TensorDict& td, const Operand* operand, const char* op,
+                     c10::function_ref<void(TensorDict&, const Operand*)> fn);
+std::optional<TensorDict> lazy_softmax(const TensorDict& td, int64_t dim, std::optional<at::ScalarType> dtype,
+                                       c10::function_ref<TensorDict(const TensorDict&)> leafwise);
+TensorDict lazy_where(const TensorDict& td, const at::Tensor& condition, const Operand& other, const MissingKeys& missing);
+TensorDict lazy_masked_fill(const TensorDict& td, const at::Tensor& mask, const at::Scalar& value);
+void lazy_masked_fill_(const TensorDict& td, const at::Tensor& mask, const at::Scalar& value);
+// lazy_update.cpp
+void lazy_update(const TensorDict& td, const TensorDict& other);
+void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
+                            c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys);
+TensorDict lazy_update_into(const TensorDict& dest, const TensorDict& source);
+// lazy_to_dict.cpp
+void lazy_check_to_dict(const TensorDict& td);
+// lazy_repeat.cpp
+TensorDict lazy_repeat(const TensorDict& td, at::IntArrayRef repeats);
+TensorDict lazy_repeat_interleave(const TensorDict& td, const at::Tensor& repeats, const at::Tensor& counts, int64_t dim);
 
 // `other` cut along `lazy`'s stack dim, one part per member, for ops that go
 // member by member: another lazy stack's own members when it stacks along
