@@ -180,7 +180,6 @@ if(RULE STREQUAL "kind-questions")
     # yes or no that no kind's code follows.
     "runtime/src/core/kind_ops.h|inline const Stacked* as_stacked(|its definition"
     "runtime/src/core/stacked_parts.cpp|as_stacked(*other.impl())|parts_for_members: another stack's own members when it stacks along the same dim"
-    "runtime/src/core/dict.cpp|as_stacked(*mine.impl_)|update_: a lazy stack takes the other's parts member by member inside the handle's level walk"
     "runtime/src/core/repr.cpp|detail::as_stacked(|the detailed repr of a lazy stack (exclusive fields, stack_dim, ragged entries) with the repr's private field builders"
     "runtime/src/core/repr_compact.cpp|return as_stacked(|the compact repr's lazy levels, with its private node builder"
     "runtime/src/ops/map_pairs.cpp|as_stacked(*a.impl())|the pair walker pairs a nested lazy stack member by member inside its own recursion"

@@ -506,9 +506,9 @@ TensorDict& TensorDict::update_(const TensorDict& other) {
   std::vector<std::string> path;
   auto walk = [&](auto&& self, const TensorDict& mine, const TensorDict& theirs) -> void {
     detail::NestingGuard guard("update_");
-    if (const auto* stacked = detail::as_stacked(*mine.impl_)) {
-      const auto parts = detail::parts_for_members(*stacked, theirs, "update_");
-      for (std::size_t i = 0; i < parts.size(); ++i) self(self, stacked->members()[i], parts[i]);
+    if (const auto own = detail::kind_ops(*mine.impl_).pointwise_) {
+      const Operand source(theirs);
+      own(mine, &source, "update_", [&](TensorDict& part, const Operand* share) { self(self, part, *share->tensordict()); });
       return;
     }
     theirs.impl_->for_each_key([&](const std::string& key, EntryKind kind) {

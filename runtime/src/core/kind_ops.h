@@ -115,7 +115,7 @@ struct KindOps {
   TensorDict (*pointwise)(const TensorDict& td, const Operand* operand, const char* op,
                           c10::function_ref<TensorDict(const TensorDict& part, const Operand* share)> fn) = nullptr;
   // The same in place: fn(part, share) on each part, whose entries are the
-  // tensordict's.
+  // tensordict's (the in-place math; update_, part by part).
   void (*pointwise_)(const TensorDict& td, const Operand* operand, const char* op,
                      c10::function_ref<void(TensorDict& part, const Operand* share)> fn) = nullptr;
   // softmax() over batch dim `dim` (tensordict's LazyStackedTensorDict.
