@@ -132,12 +132,12 @@ at::Tensor LazyStackedTensorDict::get_padded(const NestedKey& key, const at::Sca
 
 void LazyStackedTensorDict::append(const TensorDict& td) {
   check_unlocked();
-  const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(static_cast<int64_t>(tensordicts().size()), td);
+  detail::mutable_lazy_of(*this).add_member(static_cast<int64_t>(tensordicts().size()), td);
 }
 
 void LazyStackedTensorDict::insert(int64_t position, const TensorDict& td) {
   check_unlocked();
-  const_cast<detail::LazyStackedImpl&>(lazy_of(*this)).add_member(position, td);
+  detail::mutable_lazy_of(*this).add_member(position, td);
 }
 
 // ---- the kind-preserving operations (TensorDictImpl's virtuals) -------------------

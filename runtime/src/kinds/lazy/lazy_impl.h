@@ -151,6 +151,8 @@ inline const LazyStackedImpl* as_lazy(const TensorDictImpl& impl) { return kind_
 // The lazy stack `td` is (the KindOps entries below are called for lazy
 // stacks only).
 inline const LazyStackedImpl& lazy_of(const TensorDict& td) { return static_cast<const LazyStackedImpl&>(*td.impl()); }
+// The same, to change its members: a handle shares its storage, const or not.
+inline LazyStackedImpl& mutable_lazy_of(const TensorDict& td) { return static_cast<LazyStackedImpl&>(*td.impl()); }
 
 // The op families tensordict defines on a lazy stack's members, one file
 // each (KindOps, core/kind_ops.h, says what each does).

@@ -46,18 +46,17 @@ void lazy_update(const TensorDict& td, const TensorDict& other) {
 // shape come in.
 void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
                             c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys) {
-  const Stacked& lazy = lazy_of(td);
+  LazyStackedImpl& lazy = mutable_lazy_of(td);
   auto sources = same_stack_sources(lazy, other);
   if (!sources) sources = other.unbind(lazy.stack_dim());
   check_unlocked();  // tensordict's lock error comes first
   const std::size_t n = lazy.members().size();
-  auto& members = const_cast<Stacked&>(lazy);
   if (sources->size() == n) {
     // Each member checks its own update (keys, inplace, keys_to_update) as
     // a tensordict of that batch size does; the stack then reads its batch
     // size from the members again.
     for (std::size_t i = 0; i < n; ++i) TensorDict(lazy.members()[i]).update((*sources)[i], options);
-    members.reset_members(lazy.members());
+    lazy.reset_members(lazy.members());
     return;
   }
   if (sources->size() > n && options.inplace) {
@@ -68,13 +67,13 @@ void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const
   }
   check_keys();
   if (sources->size() < n) {
-    members.reset_members(*sources);
+    lazy.reset_members(*sources);
     return;
   }
   for (std::size_t i = 0; i < n; ++i) TensorDict(lazy.members()[i]).update((*sources)[i], options);
   std::vector<TensorDict> all = lazy.members();
   for (std::size_t i = n; i < sources->size(); ++i) all.push_back((*sources)[i].clone({.recurse = false}));
-  members.reset_members(std::move(all));
+  lazy.reset_members(std::move(all));
 }
 
 // A level of another kind updated by a lazy stack becomes a lazy stack of its
