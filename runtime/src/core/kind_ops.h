@@ -140,9 +140,12 @@ struct KindOps {
   // update() with update_batch_size from another batch size: the parts take
   // the other's parts' batch sizes (fewer replace them, more are appended).
   // check_unlocked(): the handle's lock check, made after the other is cut;
-  // check_keys(): every key of `td` must be in the other.
+  // check_rebatch(refuse_options): the handle's checks of a change of batch
+  // size (every key of `td` in the other; with refuse_options, no inplace
+  // or keys_to_update: a lazy stack refuses them when it takes more members).
   void (*update_batch_size)(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
-                            c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys) = nullptr;
+                            c10::function_ref<void()> check_unlocked,
+                            c10::function_ref<void(bool refuse_options)> check_rebatch) = nullptr;
   // What a nested level `dest` of a kind without its own update becomes when
   // a tensordict of this kind updates it (a lazy stack: a lazy stack of
   // dest's slices along its stack dim, updated member by member, since the

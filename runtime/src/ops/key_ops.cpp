@@ -233,9 +233,17 @@ void rebatch(TensorDict dest, const TensorDict& source) {
   dest.impl()->set_meta(source.batch_size().vec(), dest.device(), {});
 }
 
-// update_batch_size needs every leaf key of `dest` in `source`: RuntimeError
-// naming those it lacks.
-void check_source_keys(const TensorDict& dest, const TensorDict& source) {
+// update_batch_size into another batch size: every leaf key of `dest` must
+// be in `source` (RuntimeError naming those it lacks); with `refuse_options`
+// (a level that takes the source's batch size whole, or a lazy stack that
+// takes more members), inplace and keys_to_update cannot apply.
+void check_rebatch(const TensorDict& dest, const TensorDict& source, const UpdateOptions& options, bool refuse_options) {
+  if (refuse_options && options.inplace) {
+    throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
+  }
+  if (refuse_options && options.keys_to_update) {
+    throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
+  }
   std::vector<std::string> missing;
   for (const auto& key : dest.keys({.include_nested = true, .leaves_only = true, .is_leaf = IsLeaf::NonTensor})) {
     if (!source.contains(key)) missing.push_back(key.repr());
@@ -252,7 +260,7 @@ TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& opt
   // _lazy.py _update_entries).
   if (const auto own = detail::kind_ops(*impl_).update_batch_size;
       own && options.update_batch_size && other.batch_size() != batch_size()) {
-    own(*this, other, options, [&] { check_unlocked(); }, [&] { check_source_keys(*this, other); });
+    own(*this, other, options, [&] { check_unlocked(); }, [&](bool refuse_options) { check_rebatch(*this, other, options, refuse_options); });
     return *this;
   }
   const auto nb = std::min(batch_dims(), other.batch_dims());
@@ -261,13 +269,7 @@ TensorDict& TensorDict::update(const TensorDict& other, const UpdateOptions& opt
       throw RuntimeError(fmt::format("update: the batch sizes differ ({} and {}); set update_batch_size to take the source's",
                                            shape_string(batch_size()), shape_string(other.batch_size())));
     }
-    if (options.inplace) {
-      throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
-    }
-    if (options.keys_to_update) {
-      throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
-    }
-    check_source_keys(*this, other);
+    check_rebatch(*this, other, options, /*refuse_options=*/true);
     check_unlocked();
     rebatch(*this, other);
     return update(options.clone ? TensorDict(other.clone()) : other);

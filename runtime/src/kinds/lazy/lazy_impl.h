@@ -173,7 +173,7 @@ void lazy_masked_fill_(const TensorDict& td, const at::Tensor& mask, const at::S
 // lazy_update.cpp
 void lazy_update(const TensorDict& td, const TensorDict& other);
 void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
-                            c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys);
+                            c10::function_ref<void()> check_unlocked, c10::function_ref<void(bool refuse_options)> check_rebatch);
 TensorDict lazy_update_into(const TensorDict& dest, const TensorDict& source);
 // lazy_to_dict.cpp
 void lazy_check_to_dict(const TensorDict& td);

@@ -45,7 +45,7 @@ void lazy_update(const TensorDict& td, const TensorDict& other) {
 // pairwise, and copies of the extra ones are appended, so members of any
 // shape come in.
 void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const UpdateOptions& options,
-                            c10::function_ref<void()> check_unlocked, c10::function_ref<void()> check_keys) {
+                            c10::function_ref<void()> check_unlocked, c10::function_ref<void(bool refuse_options)> check_rebatch) {
   LazyStackedImpl& lazy = mutable_lazy_of(td);
   auto sources = same_stack_sources(lazy, other);
   if (!sources) sources = other.unbind(lazy.stack_dim());
@@ -59,13 +59,7 @@ void lazy_update_batch_size(const TensorDict& td, const TensorDict& other, const
     lazy.reset_members(lazy.members());
     return;
   }
-  if (sources->size() > n && options.inplace) {
-    throw RuntimeError("update: the batch sizes differ, but update was called with inplace=true, which cannot be achieved");
-  }
-  if (sources->size() > n && options.keys_to_update) {
-    throw RuntimeError("update: updating tensordicts of different batch sizes with keys_to_update is not supported");
-  }
-  check_keys();
+  check_rebatch(sources->size() > n);
   if (sources->size() < n) {
     lazy.reset_members(*sources);
     return;
